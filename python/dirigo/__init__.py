@@ -1,0 +1,10 @@
+"""dirigo: does an optimized PyTorch+CUDA program compute the same thing as its reference, for every input?"""
+from __future__ import annotations
+
+__version__ = "0.1.0"
+
+try:  # the compiled core; absent only in a source tree that was never built
+    from . import _core  # noqa: F401
+except ImportError as _e:  # pragma: no cover
+    _core = None
+    _core_import_error = _e

@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# Installs every dependency dirigo needs on a fresh Debian machine (Python 3.11, CUDA toolkit in /usr/local/cuda, no GPU).
+# Idempotent: re-running it only checks that things are present.
+set -euo pipefail
+APT_PKGS=(build-essential libz3-dev libgmp-dev libgtest-dev libgmock-dev libbenchmark-dev nlohmann-json3-dev libfmt-dev libcli11-dev)
+missing=()
+for p in "${APT_PKGS[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
+if [ ${#missing[@]} -gt 0 ]; then
+  SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO=sudo
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}"
+fi
+# torch==2.13.0 resolves to the CPU build; a bare `torch` would pull the multi-GB CUDA build.
+python3 -m pip install -q --disable-pip-version-check \
+  "torch==2.13.0" "numpy" "pytest" "nanobind>=2.4" "scikit-build-core>=0.10" "cmake>=3.26" "ninja"

@@ -1,0 +1,42 @@
+// The `dirigo` command line: dispatches to the registered subcommands.
+// Exit status: 0 = no problem found, 1 = BUG, 2 = SUSPECT, 3 = TIMEOUT/unknown,
+// 4 = UNSUPPORTED, 64 = usage error, 70 = internal error (see docs/cli.md).
+#include <algorithm>
+#include <exception>
+#include <iostream>
+
+#include "cli/command.h"
+
+namespace dirigo::cli {
+std::vector<Command>& commands() {
+  static std::vector<Command> all;
+  return all;
+}
+}  // namespace dirigo::cli
+
+int main(int argc, char** argv) {
+  using namespace dirigo::cli;
+  CLI::App app{"dirigo: equivalence checking of PyTorch+CUDA programs, one output location at a time"};
+  app.set_version_flag("--version", "dirigo 0.1.0");
+  app.require_subcommand(1);
+  auto& cmds = commands();
+  std::sort(cmds.begin(), cmds.end(), [](const Command& a, const Command& b) { return a.name < b.name; });
+  std::function<int()> chosen;
+  for (auto& c : cmds) {
+    CLI::App* sub = app.add_subcommand(c.name, c.help);
+    auto run = c.setup(*sub);
+    sub->callback([&chosen, run] { chosen = run; });
+  }
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    int rc = app.exit(e);
+    return rc == 0 ? 0 : 64;
+  }
+  try {
+    return chosen ? chosen() : 64;
+  } catch (const std::exception& e) {
+    std::cerr << "dirigo: internal error: " << e.what() << "\n";
+    return 70;
+  }
+}

@@ -1,0 +1,299 @@
+// The symbolic expression DAG: hash-consed, immutable nodes in canonical form.
+//
+// Every node is created through a Context, whose smart constructors rewrite to
+// canonical form *before* hash-consing (Alive2/Bitwuzla style). Two expressions
+// that canonicalize identically are the same pointer, so most equal locations
+// are decided without a solver. Nodes are never freed individually; a Context
+// owns them all (arena). A Context is confined to one thread; use import() to
+// move an expression between workers' contexts.
+//
+// Floats are reals (fp16/bf16/fp32/fp64 all have Sort::Real); integers are
+// bitvectors of width 8/16/32/64 (wraparound arithmetic). All traversals over
+// expressions are iterative: one output location can reach millions of nodes.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <gmpxx.h>
+
+namespace dirigo::ir {
+
+enum class Sort : uint8_t { Bool, BV8, BV16, BV32, BV64, Real };
+unsigned bv_width(Sort s);             // 8/16/32/64; 0 for Bool/Real
+Sort bv_sort(unsigned width);          // throws std::invalid_argument on other widths
+bool is_bv(Sort s);
+std::string_view sort_name(Sort s);
+
+// Named (uninterpreted, for the solver) real functions. Kept deliberately
+// explicit: the math-idiom rollup in ptx and the ATen semantics both produce
+// these, and smt/axioms normalizes between them.
+enum class Fn : uint8_t {
+  Exp, Exp2, Log, Log2, Log1p, Expm1, Tanh, Erf, Erfc, Sqrt, Rsqrt, Pow,
+  Sigmoid, GeluErf, GeluTanh, Softplus, Silu, Mish, Elu, Selu, Sin, Cos, Tan,
+  Atan, Asin, Acos, Sinh, Cosh, Asinh, Acosh, Atanh,
+  Floor, Ceil, Round /*half-to-even*/, Trunc, Sign,
+  Recip,  // 1/x, the canonical form of division: a/b == a * Recip(b)
+  Count_
+};
+std::string_view fn_name(Fn f);
+unsigned fn_arity(Fn f);  // Pow: 2, everything else 1
+
+enum class Op : uint8_t {
+  // ---- leaves
+  ConstBool,   // payload: bool_value()
+  ConstBV,     // payload: bv_value() (already truncated to width)
+  ConstReal,   // payload: rational()
+  Var,         // a free variable: thread identity, cut-point, user; name() + optional bounds
+  TensorElem,  // T[i]: tensor() + flat element index(); sort Real (float tensors) or BV (int tensors)
+  Undef,       // ⊥: an indeterminate value (read of an exited lane, uninitialized shared memory)
+  // ---- bool
+  Not, And, Or,                         // And/Or n-ary, sorted, deduplicated
+  // ---- comparisons (-> Bool). Eq works on every sort; the rest on BV (signed/unsigned) or Real.
+  Eq, Ult, Ule, Slt, Sle, Lt, Le,       // Lt/Le: real. Gt/Ge are built by swapping operands.
+  // ---- generic
+  Ite,                                  // (cond, then, else), any sort
+  // ---- bitvector (wraparound); BvAdd/BvMul/BvAnd/BvOr/BvXor n-ary and sorted
+  BvAdd, BvMul, BvUDiv, BvSDiv, BvURem, BvSRem, BvShl, BvLShr, BvAShr,
+  BvAnd, BvOr, BvXor, BvNot, BvSMin, BvSMax, BvUMin, BvUMax,
+  BvMulHiU, BvMulHiS,                   // high half of the double-width product
+  ZExt, SExt, Trunc,                    // width change; result sort is the node's sort
+  // ---- real; Add/Mul/Min/Max n-ary and sorted
+  Add,    // sum of terms; the constant term (if any) comes first
+  Mul,    // product of atoms; a numeric coefficient (if any) comes first
+  Min, Max, Abs,
+  Call,   // named function: fn() + args
+  // ---- conversions
+  BvToReal,    // value of a bitvector as an integer; signedness in flags()
+  RealToBv,    // rounding in flags() (RoundMode), signedness in flags(); saturating as PTX cvt
+  // ---- memory
+  Load,        // T[idx] with a symbolic BV64 element index: tensor() + arg 0; folds to TensorElem when idx is constant
+  Count_
+};
+std::string_view op_name(Op o);
+
+enum class RoundMode : uint8_t { NearestEven, Zero, Down, Up };
+enum Flags : uint8_t { kSigned = 1, kRoundShift = 1 };  // flags(): bit0 = signed, bits1-2 = RoundMode
+
+struct Node;
+using Expr = const Node*;
+
+// Closed interval for bitvector variables (as unsigned values) used by the
+// canonicalizer to push zext/sext through affine terms when no overflow is possible.
+struct Bounds {
+  uint64_t lo = 0, hi = UINT64_MAX;
+};
+
+struct Node {
+  Op op;
+  Sort sort;
+  uint8_t flags;
+  uint32_t nargs;
+  uint32_t id;         // creation order within the Context (not canonical across Contexts)
+  uint64_t hash;       // structural hash, independent of construction order and Context
+  uint64_t size;       // number of distinct nodes in this DAG, saturating (for printing/budgets)
+  const Expr* args_;   // nargs children
+  // payload, meaning depends on op
+  uint64_t u;          // ConstBV value, ConstBool, TensorElem index, Call Fn, Var bounds lo
+  uint64_t v;          // Var bounds hi
+  int32_t tensor_;     // TensorElem/Load: tensor id
+  const mpq_class* rat_;   // ConstReal
+  std::string_view name_;  // Var
+
+  std::span<const Expr> args() const { return {args_, nargs}; }
+  Expr arg(unsigned i) const { return args_[i]; }
+  bool is_const() const { return op == Op::ConstBool || op == Op::ConstBV || op == Op::ConstReal; }
+  bool bool_value() const { return u != 0; }
+  uint64_t bv_value() const { return u; }
+  int64_t bv_signed() const;
+  const mpq_class& rational() const { return *rat_; }
+  int32_t tensor() const { return tensor_; }
+  int64_t index() const { return static_cast<int64_t>(u); }
+  Fn fn() const { return static_cast<Fn>(u); }
+  std::string_view name() const { return name_; }
+  Bounds bounds() const { return {u, v}; }
+  bool is_signed() const { return flags & kSigned; }
+  RoundMode round_mode() const { return static_cast<RoundMode>((flags >> kRoundShift) & 3); }
+};
+
+// Every canonicalization rule has a name; each can be switched off (for the
+// per-rule "applies / does not apply" tests) and counts its applications.
+enum class Rule : uint8_t {
+  ConstFold,          // any op whose operands are all constants
+  AddFlatten,         // (a+b)+c -> a+b+c
+  AddCombineLike,     // 2x + 3x -> 5x ; x - x -> 0
+  AddSort,            // operands ordered canonically
+  AddIdentity,        // a+0 -> a ; unary sum -> operand
+  MulFlatten,
+  MulSort,
+  MulIdentity,        // a*1 -> a ; a*0 -> 0 (reals: sound since floats are reals here)
+  MulDistributeConst, // c*(a+b) -> c*a + c*b
+  MulDistributeSmall, // (a+b)*(c+d) expanded when the result has at most kDistributeLimit terms
+  NegToMul,           // -a -> (-1)*a ; a-b -> a + (-1)*b
+  DivToRecip,         // a/b -> a * Recip(b) ; Recip(c) folded for constants c != 0
+  MinMaxFlatten,      // min(min(a,b),c) -> min(a,b,c)
+  MinMaxSortDedup,    // min(b,a,a) -> min(a,b)
+  MinMaxConst,        // constants folded into one; min(x) -> x
+  IteConstCond,       // ite(true,a,b) -> a
+  IteSameArms,        // ite(c,a,a) -> a
+  IteToMinMax,        // ite(a<b,a,b) -> min(a,b) and friends
+  BoolSimplify,       // and/or flatten, sort, dedup, absorb constants; not(not a) -> a; not of comparison flips it
+  CmpCanon,           // a<=b with constants folded; a==a -> true ; x<x -> false
+  BvAffine,           // bitvector add/mul/shl-by-const into affine normal form sum c_i * atom_i + c0
+  BvExtPush,          // zext/sext pushed through affine terms when Bounds prove no overflow
+  BvTruncPush,        // trunc of add/mul/and/... pushed inside (always sound mod 2^w)
+  BvBitFold,          // and/or/xor/shift identities, x & mask with known bounds
+  BvDivRemConst,      // (c*k + r) / c etc. on affine terms with known bounds
+  LoadFold,           // Load(T, const) -> T[const]
+  AbsCanon,           // abs(abs a) -> abs a ; abs(-a) -> abs a ; abs(c) folded
+  Count_
+};
+std::string_view rule_name(Rule r);
+constexpr unsigned kDistributeLimit = 64;
+
+class Context {
+ public:
+  Context();
+  ~Context();
+  Context(const Context&) = delete;
+  Context& operator=(const Context&) = delete;
+
+  // ---- tensors: ids are dense, names are for printing and bundles
+  int32_t tensor(std::string_view name);           // get or create
+  std::string_view tensor_name(int32_t id) const;
+  size_t num_tensors() const;
+
+  // ---- leaves
+  Expr bool_const(bool b);
+  Expr bv_const(Sort s, uint64_t value);           // value truncated to width
+  Expr real_const(const mpq_class& q);
+  Expr real_const(int64_t n);
+  Expr real_const_from_double(double d);           // exact binary value; NaN/Inf -> std::invalid_argument
+  Expr var(std::string_view name, Sort s, Bounds b = {});  // same name+sort+bounds -> same node
+  Expr fresh_var(std::string_view prefix, Sort s);          // a new name never used before in this Context
+  Expr elem(int32_t tensor, int64_t flat_index, Sort s = Sort::Real);
+  Expr undef(Sort s);
+
+  // ---- bool / compare / ite
+  Expr not_(Expr a);
+  Expr and_(std::span<const Expr> xs);
+  Expr or_(std::span<const Expr> xs);
+  Expr and_(Expr a, Expr b) { Expr xs[] = {a, b}; return and_(xs); }
+  Expr or_(Expr a, Expr b) { Expr xs[] = {a, b}; return or_(xs); }
+  Expr eq(Expr a, Expr b);
+  Expr ult(Expr a, Expr b);
+  Expr ule(Expr a, Expr b);
+  Expr slt(Expr a, Expr b);
+  Expr sle(Expr a, Expr b);
+  Expr lt(Expr a, Expr b);  // reals
+  Expr le(Expr a, Expr b);  // reals
+  Expr ite(Expr c, Expr t, Expr e);
+
+  // ---- bitvectors
+  Expr bv_add(Expr a, Expr b);
+  Expr bv_add(std::span<const Expr> xs);
+  Expr bv_sub(Expr a, Expr b);
+  Expr bv_neg(Expr a);
+  Expr bv_mul(Expr a, Expr b);
+  Expr bv_mulhi(Expr a, Expr b, bool is_signed);
+  Expr bv_udiv(Expr a, Expr b);  // x/0 = all-ones (SMT-LIB and PTX agree)
+  Expr bv_sdiv(Expr a, Expr b);
+  Expr bv_urem(Expr a, Expr b);  // x%0 = x
+  Expr bv_srem(Expr a, Expr b);
+  Expr bv_shl(Expr a, Expr b);   // shift amounts >= width give 0 (PTX clamps; SMT-LIB agrees)
+  Expr bv_lshr(Expr a, Expr b);
+  Expr bv_ashr(Expr a, Expr b);
+  Expr bv_and(Expr a, Expr b);
+  Expr bv_or(Expr a, Expr b);
+  Expr bv_xor(Expr a, Expr b);
+  Expr bv_not(Expr a);
+  Expr bv_min(Expr a, Expr b, bool is_signed);
+  Expr bv_max(Expr a, Expr b, bool is_signed);
+  Expr zext(Expr a, Sort to);
+  Expr sext(Expr a, Sort to);
+  Expr trunc(Expr a, Sort to);
+
+  // ---- reals
+  Expr add(Expr a, Expr b);
+  Expr add(std::span<const Expr> xs);
+  Expr sub(Expr a, Expr b);
+  Expr neg(Expr a);
+  Expr mul(Expr a, Expr b);
+  Expr mul(std::span<const Expr> xs);
+  Expr div(Expr a, Expr b);
+  Expr min(Expr a, Expr b);
+  Expr min(std::span<const Expr> xs);
+  Expr max(Expr a, Expr b);
+  Expr max(std::span<const Expr> xs);
+  Expr abs(Expr a);
+  Expr call(Fn f, std::span<const Expr> args);
+  Expr call(Fn f, Expr a) { Expr xs[] = {a}; return call(f, xs); }
+  Expr call(Fn f, Expr a, Expr b) { Expr xs[] = {a, b}; return call(f, xs); }
+  Expr bv_to_real(Expr a, bool is_signed);
+  Expr real_to_bv(Expr a, Sort to, bool is_signed, RoundMode rm);
+
+  // ---- memory
+  Expr load(int32_t tensor, Expr index, Sort s = Sort::Real);  // index: BV64 element index
+
+  // Generic constructor used by substitute/import: rebuilds `op` over new
+  // children through the canonicalizing constructors. `like` supplies the payload.
+  Expr rebuild(Expr like, std::span<const Expr> new_args);
+
+  // Copy an expression built in another Context into this one.
+  Expr import(Expr e);
+
+  // ---- rules
+  void set_rule_enabled(Rule r, bool on);
+  bool rule_enabled(Rule r) const;
+  uint64_t rule_applications(Rule r) const;
+  void reset_rule_stats();
+
+  size_t num_nodes() const;   // live nodes in the unique table
+  size_t bytes_used() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+  friend struct ContextAccess;
+};
+
+// ---- structural helpers (all iterative, memoized over the DAG)
+
+// Replace leaves (Var/TensorElem/Load resolved after index folding) by the
+// result of `map` (nullptr = keep). Rebuilds through the canonicalizer.
+// One Substituter can be reused across many roots to share its memo
+// (back-projection of neighbouring locations shares most sub-expressions).
+class Substituter {
+ public:
+  using LeafMap = std::function<Expr(Expr leaf)>;
+  Substituter(Context& ctx, LeafMap map);
+  Expr operator()(Expr e);
+  void clear();
+ private:
+  struct Impl;
+  std::shared_ptr<Impl> impl_;
+};
+Expr substitute(Context& ctx, Expr e, const Substituter::LeafMap& map);
+
+// Collect distinct leaves of a sort family (Var, TensorElem, Load, Undef) in canonical order.
+std::vector<Expr> leaves(Expr e);
+bool contains_op(Expr e, Op op);
+bool depends_on_data(Expr e);     // contains TensorElem or Load
+uint64_t dag_size(Expr e);        // exact distinct-node count
+
+// Cut points (design "scale is the trap" #2): replace every maximal
+// non-leaf sub-expression occurring in both a and b by one fresh variable.
+// Sound for proving a == b; a witness for a != b must be confirmed by
+// evaluating the original expressions.
+struct CutResult {
+  Expr a, b;
+  std::vector<std::pair<Expr, Expr>> cuts;  // (fresh var, original sub-expression)
+};
+CutResult cut_shared(Context& ctx, Expr a, Expr b);
+
+}  // namespace dirigo::ir
