@@ -2,7 +2,7 @@
 # Installs every dependency dirigo needs on a fresh Debian machine (Python 3.11, CUDA toolkit in /usr/local/cuda, no GPU).
 # Idempotent: re-running it only checks that things are present.
 set -euo pipefail
-APT_PKGS=(build-essential libz3-dev libgmp-dev libgtest-dev libgmock-dev libbenchmark-dev nlohmann-json3-dev libfmt-dev libcli11-dev)
+APT_PKGS=(build-essential libz3-dev libgmp-dev libgtest-dev libgmock-dev libbenchmark-dev nlohmann-json3-dev libfmt-dev libcli11-dev clang)
 missing=()
 for p in "${APT_PKGS[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
 if [ ${#missing[@]} -gt 0 ]; then
