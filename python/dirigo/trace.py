@@ -1,0 +1,786 @@
+"""Tracing PyTorch programs into trace bundles (docs/bundle-format.md, docs/trace.md).
+
+    python -m dirigo.trace REF.py [NEW.py] --out DIR [--device cpu|cuda] [--timeout S]
+
+User code never runs in the caller's process: each program is traced in a subprocess
+(`python -m dirigo.trace --worker SPEC`) under a timeout, so an exception, a crash or a hang becomes a
+plain message. The worker records every ATen operation with a TorchDispatchMode (`Recorder`), twice,
+with inputs drawn under two different seeds, and the traceability check compares the two op sequences.
+On the CPU the trace runs on fake tensors (shapes, strides and aliasing without allocating data), then,
+when the program is small enough, again on real tensors so the bundle can carry input values.
+"""
+from __future__ import annotations
+
+import argparse
+import contextlib
+import ctypes
+import hashlib
+import json
+import math
+import os
+import re
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import traceback
+from dataclasses import dataclass, field
+from typing import Any
+
+from . import bundle as bundle_mod
+
+DEFAULT_TOLERANCE = 1e-2  # KernelBench v0: torch.allclose(atol=1e-2, rtol=1e-2)
+DEFAULT_TIMEOUT_S = 120.0
+REAL_LIMIT_BYTES = 256 << 20  # auto mode re-traces on real tensors below this many bytes of storages
+
+# exit codes of the CLI
+EXIT_OK, EXIT_USAGE, EXIT_UNSUPPORTED, EXIT_PROGRAM_ERROR = 0, 1, 2, 3
+
+
+class Unsupported(Exception):
+    """The program is outside what dirigo can trace; the message says why."""
+
+
+class DataDependent(Unsupported):
+    """Fake tensors met an operation whose result depends on tensor values."""
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Encoding values
+
+_DTYPE_NAMES = None
+
+
+def dtype_name(dtype) -> str:
+    global _DTYPE_NAMES
+    import torch
+    if _DTYPE_NAMES is None:
+        _DTYPE_NAMES = {torch.float64: "float64", torch.float32: "float32", torch.float16: "float16",
+                        torch.bfloat16: "bfloat16", torch.int64: "int64", torch.int32: "int32",
+                        torch.int16: "int16", torch.int8: "int8", torch.uint8: "uint8", torch.bool: "bool"}
+    name = _DTYPE_NAMES.get(dtype)
+    if name is None:
+        raise Unsupported(f"dtype {str(dtype).replace('torch.', '')} is not in the bundle format")
+    return name
+
+
+def _float_scalar(v: float):
+    if math.isfinite(v):
+        return v
+    return "nan" if math.isnan(v) else ("inf" if v > 0 else "-inf")
+
+
+def _short(enum_value) -> str:
+    return str(enum_value).replace("torch.", "")
+
+
+def _storage_key_and_ptr(t):
+    """(aliasing key, data pointer or None). Real storages are keyed by device and data pointer, so two
+    storage objects over the same memory (from_blob in extension code) alias; fake/meta storages by
+    identity. The recorder keeps every tensor alive, so pointers are never reused within a trace."""
+    from torch._subclasses.fake_tensor import FakeTensor
+    st = t.untyped_storage()
+    if isinstance(t, FakeTensor) or t.device.type == "meta":
+        return ("obj", st._cdata), None
+    ptr = st.data_ptr()
+    if ptr == 0 or st.nbytes() == 0:
+        return ("obj", st._cdata), None
+    return (t.device.type, t.device.index, ptr), ptr
+
+
+# ---------------------------------------------------------------------------------------------------------
+# The recorder
+
+@dataclass
+class _TensorEntry:
+    tid: str
+    meta: tuple  # (storage key, offset, shape, strides, dtype)
+
+
+class Recorder:
+    """Records ATen operations (as a TorchDispatchMode; see `mode()`), tensors, storages and aliasing.
+
+    Tensors get ids in order of first sight; a tensor whose metadata changes in place (t_, resize_, set_)
+    gets a fresh id from then on. Every tensor seen is kept alive until the recorder is dropped, so Python
+    ids and data pointers are not reused within a trace."""
+
+    def __init__(self):
+        self.entries: dict[int, _TensorEntry] = {}
+        self.alive: list = []
+        self.tensors: list[dict] = []
+        self.storages: dict[Any, dict] = {}
+        self.ops: list[dict] = []
+        self.inputs: list[dict] = []
+        self.outputs: list[dict] = []
+        self.constants: list = []  # tensors first seen as an argument: created outside the traced call
+        self.extension_calls = 0
+        self.launch_hook = None  # set by the GPU launch shim integration
+
+    # -- tensors ------------------------------------------------------------------------------------------
+    def _meta(self, t):
+        key, ptr = _storage_key_and_ptr(t)
+        return (key, int(t.storage_offset()), tuple(int(s) for s in t.shape), tuple(int(s) for s in t.stride()),
+                t.dtype), ptr
+
+    def tensor_id(self, t, *, first_seen_as_arg: bool = True) -> str:
+        import torch
+        if t.layout != torch.strided:
+            raise Unsupported(f"a {_short(t.layout)} tensor (only strided tensors are supported)")
+        meta, ptr = self._meta(t)
+        entry = self.entries.get(id(t))
+        if entry is not None and entry.meta == meta:
+            return entry.tid
+        key = meta[0]
+        st = self.storages.get(key)
+        nbytes = int(t.untyped_storage().nbytes())
+        if st is None:
+            st = {"id": f"s{len(self.storages)}", "nbytes": nbytes, "device": t.device.type}
+            if ptr is not None:
+                st["data_ptr"] = hex(ptr)
+            self.storages[key] = st
+        else:
+            st["nbytes"] = max(st["nbytes"], nbytes)
+        tid = f"t{len(self.tensors)}"
+        self.tensors.append({"id": tid, "storage": st["id"], "offset": meta[1], "shape": list(meta[2]),
+                             "strides": list(meta[3]), "dtype": dtype_name(meta[4])})
+        if entry is None and first_seen_as_arg:
+            self.constants.append((tid, t))
+        self.entries[id(t)] = _TensorEntry(tid, meta)
+        self.alive.append(t)
+        return tid
+
+    def register_input(self, name: str, t, kind: str) -> str:
+        tid = self.tensor_id(t, first_seen_as_arg=False)
+        self.inputs.append({"name": name, "tensor": tid, "kind": kind})
+        return tid
+
+    def register_outputs(self, result) -> None:
+        import torch
+        from torch.utils._pytree import tree_leaves
+        leaves = [x for x in tree_leaves(result) if isinstance(x, torch.Tensor)]
+        if not leaves:
+            raise Unsupported("forward returned no tensor")
+        for i, t in enumerate(leaves):
+            self.outputs.append({"name": f"out{i}", "tensor": self.tensor_id(t)})
+
+    # -- values -------------------------------------------------------------------------------------------
+    def encode(self, value, where: str) -> dict:
+        """An ARG of the bundle format; nested lists are flattened with an explicit stack."""
+        import torch
+        root: dict = {}
+        stack = [(value, root)]
+        while stack:
+            v, slot = stack.pop()
+            if isinstance(v, torch.Tensor):
+                slot["tensor"] = self.tensor_id(v)
+            elif v is None:
+                slot["none"] = True
+            elif isinstance(v, bool):
+                slot.update(scalar=v, type="bool")
+            elif isinstance(v, (int, torch.SymInt)):
+                slot.update(scalar=int(v), type="int")
+            elif isinstance(v, (float, torch.SymFloat)):
+                slot.update(scalar=_float_scalar(float(v)), type="float")
+            elif isinstance(v, complex):
+                slot.update(scalar=[_float_scalar(v.real), _float_scalar(v.imag)], type="complex")
+            elif isinstance(v, str):
+                slot["string"] = v
+            elif isinstance(v, torch.dtype):
+                slot["dtype"] = dtype_name(v)
+            elif isinstance(v, torch.layout):
+                slot["layout"] = _short(v)
+            elif isinstance(v, torch.device):
+                slot["device"] = v.type
+            elif isinstance(v, torch.memory_format):
+                slot["memory_format"] = _short(v)
+            elif isinstance(v, (list, tuple)):
+                items = [{} for _ in v]
+                slot["list"] = items
+                stack.extend(zip(v, items))
+            else:
+                raise Unsupported(f"{where}: an argument of type {type(v).__name__}")
+        return root
+
+    # -- ops ----------------------------------------------------------------------------------------------
+    def record(self, func, args, kwargs, run):
+        """Record one dispatched operation; `run()` executes it and returns its result."""
+        import torch
+        from torch.utils._pytree import tree_leaves
+        schema = func._schema
+        op_name = schema.name
+        where = f"{op_name}.{schema.overload_name or 'default'}"
+        pos, kw, written = [], {}, []
+        arg_i = 0
+        for a in schema.arguments:
+            if not a.kwarg_only and arg_i < len(args):
+                v = args[arg_i]
+                arg_i += 1
+            elif a.name in kwargs:
+                v = kwargs[a.name]
+            elif a.has_default_value():
+                v = a.default_value
+            else:
+                v = None
+            enc = self.encode(v, f"{where} argument {a.name}")
+            if a.kwarg_only:
+                kw[a.name] = enc
+            else:
+                pos.append(enc)
+            if a.alias_info is not None and a.alias_info.is_write:
+                written.extend(x for x in tree_leaves(v) if isinstance(x, torch.Tensor))
+        result = run()
+        outs = [self.tensor_id(t, first_seen_as_arg=False)
+                for t in tree_leaves(result) if isinstance(t, torch.Tensor)]
+        op = {"kind": "aten", "name": op_name, "overload": schema.overload_name or "default",
+              "schema": str(schema).split("::", 1)[-1], "args": pos, "kwargs": kw, "outputs": outs,
+              "mutates": [self.tensor_id(t) for t in written], "from": "python"}
+        from .load import EXTENSION_CONTEXT
+        if EXTENSION_CONTEXT.stack:
+            op["from"] = "extension"
+            op["extension_call"] = f"{EXTENSION_CONTEXT.stack[-1]}#{EXTENSION_CONTEXT.calls}"
+        self.ops.append(op)
+        return result
+
+    def mode(self):
+        from torch.utils._python_dispatch import TorchDispatchMode
+        rec = self
+
+        class _Mode(TorchDispatchMode):
+            def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+                kwargs = kwargs or {}
+                if func.namespace == "prim":  # metadata queries (prim::device, ...), not computation
+                    return func(*args, **kwargs)
+                if rec.launch_hook is not None:
+                    rec.launch_hook.before_op()
+                    try:
+                        return rec.record(func, args, kwargs, lambda: rec.launch_hook.run_op(func, args, kwargs))
+                    finally:
+                        rec.launch_hook.after_op()
+                return rec.record(func, args, kwargs, lambda: func(*args, **kwargs))
+        return _Mode()
+
+    def program(self, name: str, role: str, source: str) -> dict:
+        return {"name": name, "role": role, "source": source,
+                "storages": list(self.storages.values()), "tensors": self.tensors,
+                "inputs": self.inputs, "outputs": self.outputs, "ops": self.ops}
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Traceability
+
+def _strip_ptrs(obj):
+    """A comparable form of a program: data pointers differ between runs and do not matter."""
+    out = dict(obj)
+    out["storages"] = [{k: v for k, v in s.items() if k != "data_ptr"} for s in obj["storages"]]
+    for key in ("inputs", "outputs"):  # recorded values differ by design
+        out[key] = [{k: v for k, v in e.items() if k not in ("sha256", "data")} for e in obj[key]]
+    return out
+
+
+def first_difference(a: dict, b: dict) -> str | None:
+    """Where two traces of one program differ (None when they agree), in words."""
+    ops_a, ops_b = a["ops"], b["ops"]
+    for i, (x, y) in enumerate(zip(ops_a, ops_b)):
+        nx = f"{x.get('name')}.{x.get('overload')}" if x["kind"] == "aten" else x.get("kernel", x["kind"])
+        ny = f"{y.get('name')}.{y.get('overload')}" if y["kind"] == "aten" else y.get("kernel", y["kind"])
+        if nx != ny:
+            return f"op {i}: the first run called {nx}, the second {ny}"
+        if x != y:
+            for key in ("args", "kwargs", "outputs", "mutates", "grid", "block", "shared_bytes"):
+                if x.get(key) != y.get(key):
+                    return (f"op {i} ({nx}): {key} differ between the runs: "
+                            f"{json.dumps(x.get(key))[:200]} vs {json.dumps(y.get(key))[:200]}")
+            return f"op {i} ({nx}) differs between the runs"
+    if len(ops_a) != len(ops_b):
+        i = min(len(ops_a), len(ops_b))
+        extra = (ops_a if len(ops_a) > i else ops_b)[i]
+        which = "first" if len(ops_a) > i else "second"
+        return (f"the runs have {len(ops_a)} and {len(ops_b)} ops; op {i} "
+                f"({extra.get('name', extra.get('kernel'))}) ran only in the {which}")
+    sa, sb = _strip_ptrs(a), _strip_ptrs(b)
+    for key in ("tensors", "storages", "inputs", "outputs"):
+        if sa[key] != sb[key]:
+            return f"the runs' {key} differ (same ops, different shapes or aliasing)"
+    return None
+
+
+# ---------------------------------------------------------------------------------------------------------
+# The worker: runs inside the subprocess
+
+class _Phase:
+    name = "while loading"
+
+
+def _tensor_bytes(t) -> bytes:
+    import torch
+    t = t.detach().cpu().contiguous().reshape(-1)
+    if t.dtype == torch.bool:
+        t = t.to(torch.uint8)
+    return t.view(torch.uint8).numpy().tobytes()  # x86/ARM hosts are little-endian
+
+
+def _trace_once(call, module, inputs, input_names, device, capture_values: bool):
+    """One traced forward. With capture_values, input/parameter bytes are taken before the call (forward
+    may update buffers in place, e.g. BatchNorm running statistics)."""
+    import torch
+    rec = Recorder()
+    hook = None
+    if device == "cuda":
+        from . import launch
+        hook = launch.LaunchHook.attach(rec)
+    for n, t in zip(input_names, inputs):
+        if isinstance(t, torch.Tensor):
+            rec.register_input(n, t, "input")
+    if isinstance(module, torch.nn.Module):
+        for n, p in module.named_parameters():
+            rec.register_input(n, p, "parameter")
+        for n, b in module.named_buffers():
+            if b is not None:
+                rec.register_input(n, b, "buffer")
+    values = {}
+    if capture_values:
+        for inp in rec.inputs:
+            values[inp["name"]] = _tensor_bytes(_lookup(rec, inp["tensor"]))
+    _Phase.name = "in forward"
+    try:
+        with torch.no_grad(), rec.mode():
+            result = call(*inputs)
+        if device == "cuda":
+            torch.cuda.synchronize()
+    finally:
+        if hook is not None:
+            hook.detach()
+    rec.register_outputs(result)
+    registered = {i["tensor"] for i in rec.inputs}
+    for tid, t in rec.constants:
+        if tid not in registered:
+            nm = f"const{len(rec.inputs)}"
+            rec.inputs.append({"name": nm, "tensor": tid, "kind": "buffer", "constant": True})
+            if capture_values:
+                values[nm] = _tensor_bytes(t)
+    if capture_values:
+        for o in rec.outputs:
+            values[o["name"]] = _tensor_bytes(_lookup(rec, o["tensor"]))
+        for inp in rec.inputs:
+            inp["sha256"] = hashlib.sha256(values[inp["name"]]).hexdigest()
+    return rec, values
+
+
+def _lookup(rec: Recorder, tid: str):
+    for t in rec.alive:
+        e = rec.entries.get(id(t))
+        if e is not None and e.tid == tid:
+            return t
+    return None
+
+
+def _format_exception(exc: BaseException, user_files: list[str]) -> str:
+    tb = traceback.extract_tb(exc.__traceback__)
+    user = [f for f in tb if os.path.abspath(f.filename) in user_files]
+    loc = f" ({os.path.basename(user[-1].filename)}:{user[-1].lineno})" if user else ""
+    msg = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+    return f"the program raised {type(exc).__name__}{': ' + msg[:300] if msg else ''} {_Phase.name}{loc}"
+
+
+def _fake_mode():
+    from torch._subclasses.fake_tensor import FakeTensorMode
+    return FakeTensorMode(allow_non_fake_inputs=True)
+
+
+def _is_data_dependent(exc: BaseException) -> str | None:
+    from torch._subclasses import fake_tensor as ft
+    kinds = tuple(k for k in (getattr(ft, "DataDependentOutputException", None),
+                              getattr(ft, "DynamicOutputShapeException", None)) if k)
+    if isinstance(exc, kinds):
+        func = getattr(exc, "func", None)
+        return str(func) if func is not None else type(exc).__name__
+    name = type(exc).__name__
+    if "DataDependent" in name or "GuardOnDataDependent" in name:
+        return name
+    return None
+
+
+def run_worker(spec: dict) -> dict:
+    """Trace one program; returns the worker's JSON result (never raises for user-code failures)."""
+    import torch
+    from . import load
+
+    user_files = [os.path.abspath(p) for p in (spec["file"], spec["ref_file"], spec.get("functional_file")) if p]
+    device = spec["device"]
+    allow_cuda = torch.cuda.is_available()
+    if device == "cuda" and not allow_cuda:
+        return {"status": "unsupported", "message": "--device cuda but this machine has no usable GPU "
+                                                    "(torch.cuda.is_available() is False)"}
+    try:
+        _Phase.name = f"while loading {os.path.basename(spec['file'])}"
+        loaded = load.load_file(spec["file"], allow_cuda=allow_cuda, functional_file=spec.get("functional_file"))
+        ref_loaded = loaded if spec["ref_file"] == spec["file"] else load.load_file(spec["ref_file"], allow_cuda)
+        get_inputs, get_init_inputs = load.reference_io(ref_loaded)
+    except load.NeedsGPU as e:
+        return {"status": "unsupported", "message": str(e), "needs_gpu": True}
+    except load.LoadError as e:
+        return {"status": "error", "message": str(e)}
+    except BaseException as e:  # noqa: BLE001 - user code
+        return {"status": "error", "message": _format_exception(e, user_files)}
+
+    mode = spec["mode"]
+    attempts = ["fake", "real"] if mode == "auto" and device == "cpu" else (
+        ["real"] if mode == "auto" else [mode])
+    fake_note = None
+    fake_bytes = None
+    for attempt in attempts:
+        try:
+            out = _trace_program(spec, loaded, get_inputs, get_init_inputs, attempt, device)
+        except DataDependent as e:
+            if attempt == "fake" and "real" in attempts:
+                fake_note = str(e)
+                continue
+            return {"status": "unsupported", "message": str(e)}
+        except Unsupported as e:
+            return {"status": "unsupported", "message": f"UNSUPPORTED: {e}" if not str(e).startswith("UNSUPPORTED")
+                    else str(e)}
+        except load.NeedsGPU as e:
+            return {"status": "unsupported", "message": str(e), "needs_gpu": True}
+        except BaseException as e:  # noqa: BLE001 - user code
+            dd = _is_data_dependent(e) if attempt == "fake" else None
+            if dd:
+                msg = (f"UNSUPPORTED: data-dependent operation {dd} {_Phase.name} (a Python value or branch "
+                       f"taken from tensor contents)")
+                if "real" in attempts:
+                    fake_note = msg
+                    continue
+                return {"status": "unsupported", "message": msg}
+            return {"status": "error", "message": _format_exception(e, user_files)}
+        if out["status"] != "ok":
+            return out
+        if attempt == "fake" and "real" in attempts:
+            fake_bytes = sum(s["nbytes"] for s in out["program"]["storages"])
+            if fake_bytes > spec["real_limit_bytes"]:
+                out["mode"] = "fake"
+                return out
+            fake_result = out
+            continue
+        out["mode"] = attempt
+        if fake_note:
+            out["note"] = fake_note
+        return out
+    return fake_result  # pragma: no cover - loop always returns
+
+
+def _trace_program(spec, loaded, get_inputs, get_init_inputs, attempt, device) -> dict:
+    import torch
+    from . import load
+    ctx = _fake_mode() if attempt == "fake" else contextlib.nullcontext()
+    with ctx:
+        _Phase.name = "in get_init_inputs"
+        torch.manual_seed(spec["init_seed"])
+        init_inputs = list(get_init_inputs())
+        if device == "cuda":
+            init_inputs = [x.cuda() if isinstance(x, torch.Tensor) else x for x in init_inputs]
+        _Phase.name = "in __init__"
+        with torch.no_grad():
+            module, call = load.build_model(loaded, init_inputs, spec["init_seed"])
+        if device == "cuda" and isinstance(module, torch.nn.Module):
+            module = module.cuda()
+        traces = []
+        for k, seed in enumerate(spec["seeds"]):
+            _Phase.name = "in get_inputs"
+            torch.manual_seed(seed)
+            inputs = list(get_inputs())
+            if device == "cuda":
+                inputs = [x.cuda() if isinstance(x, torch.Tensor) else x for x in inputs]
+            names = load.forward_arg_names(module, len(inputs))
+            rec, values = _trace_once(call, module, inputs, names, device, capture_values=attempt == "real")
+            prog = rec.program(spec["name"], spec["role"], os.path.basename(spec["file"]))
+            data = {}
+            if k == 0 and values and spec.get("data_dir"):
+                data = _write_data(spec, prog, values)
+            traces.append((prog, rec, data))
+        first, second = traces[0][0], traces[1][0] if len(traces) > 1 else None
+    if second is not None:
+        diff = first_difference(first, second)
+        if diff:
+            return {"status": "unsupported",
+                    "message": f"UNSUPPORTED: the op sequence depends on the input values "
+                               f"(seeds {spec['seeds'][0]} and {spec['seeds'][1]}): {diff}"}
+    rec = traces[0][1]
+    params = []
+    for inp in first["inputs"]:
+        meta = next(x for x in first["tensors"] if x["id"] == inp["tensor"])
+        params.append({"name": inp["name"], "kind": inp["kind"], "shape": meta["shape"], "dtype": meta["dtype"],
+                       "sha256": inp.get("sha256")})
+    modules, launches = [], 0
+    if device == "cuda":
+        from . import launch
+        modules = launch.collect_modules(loaded.extensions, spec["name"])
+        launches = sum(1 for op in first["ops"] if op["kind"] == "launch")
+    return {"status": "ok", "program": first, "inputs_info": params, "data": traces[0][2],
+            "extensions": [e.to_json() for e in loaded.extensions], "modules": modules, "launches": launches,
+            "kind": loaded.kind}
+
+
+def _write_data(spec, prog, values: dict) -> dict:
+    """Write the traced input values and the outputs to data/<program>.<name>.bin (up to a size limit)."""
+    if sum(len(v) for v in values.values()) > spec.get("max_data_bytes", REAL_LIMIT_BYTES):
+        return {}
+    written = {}
+    for e in prog["inputs"] + prog["outputs"]:
+        body = values.get(e["name"])
+        if body is None:
+            continue
+        rel = f"data/{prog['name']}.{e['name']}.bin"
+        path = os.path.join(spec["data_dir"], os.path.basename(rel))
+        with open(path, "wb") as fh:
+            fh.write(body)
+        e["data"] = rel
+        written[rel] = path
+    return written
+
+
+def worker_main(spec_path: str) -> int:
+    with open(spec_path) as fh:
+        spec = json.load(fh)
+    try:
+        result = run_worker(spec)
+    except BaseException as e:  # noqa: BLE001 - last resort: report, do not crash
+        result = {"status": "error", "message": f"internal tracer error: {type(e).__name__}: {e}",
+                  "traceback": traceback.format_exc()}
+    with open(spec["result"], "w") as fh:
+        json.dump(result, fh, allow_nan=False)
+    return 0
+
+
+# ---------------------------------------------------------------------------------------------------------
+# The parent: spawns workers, checks, writes the bundle
+
+@dataclass
+class TraceResult:
+    status: str  # "ok" | "unsupported" | "error"
+    message: str
+    out: str | None = None
+    programs: dict = field(default_factory=dict)  # name -> worker result (without data)
+
+    @property
+    def exit_code(self) -> int:
+        return {"ok": EXIT_OK, "unsupported": EXIT_UNSUPPORTED}.get(self.status, EXIT_PROGRAM_ERROR)
+
+
+def _spawn(spec: dict, workdir: str) -> tuple[subprocess.Popen, str]:
+    spec_path = os.path.join(workdir, f"{spec['name']}.spec.json")
+    spec["result"] = os.path.join(workdir, f"{spec['name']}.result.json")
+    with open(spec_path, "w") as fh:
+        json.dump(spec, fh)
+    env = dict(os.environ)
+    pkg_root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    env["PYTHONPATH"] = pkg_root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+    if spec["device"] == "cpu":
+        env.setdefault("CUDA_VISIBLE_DEVICES", "")
+    elif spec.get("shim"):
+        env["LD_PRELOAD"] = spec["shim"] + (":" + env["LD_PRELOAD"] if env.get("LD_PRELOAD") else "")
+    log = open(os.path.join(workdir, f"{spec['name']}.log"), "wb")
+    proc = subprocess.Popen([sys.executable, "-m", "dirigo.trace", "--worker", spec_path], stdout=log,
+                            stderr=subprocess.STDOUT, env=env, start_new_session=True)
+    return proc, spec["result"]
+
+
+def _wait(proc: subprocess.Popen, result_path: str, deadline: float, timeout: float, workdir: str,
+          name: str) -> dict:
+    try:
+        proc.wait(timeout=max(0.0, deadline - time.monotonic()))
+    except subprocess.TimeoutExpired:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)  # the worker's own process group (start_new_session)
+        proc.wait()
+        return {"status": "error", "message": f"the program timed out after {timeout:g} s"}
+    if proc.returncode != 0 or not os.path.exists(result_path):
+        rc = proc.returncode
+        how = (f"crashed with signal {signal.Signals(-rc).name}" if rc < 0
+               else f"exited with status {rc}")
+        tail = ""
+        with contextlib.suppress(OSError):
+            with open(os.path.join(workdir, f"{name}.log"), "rb") as fh:
+                lines = [ln for ln in fh.read().decode("utf-8", "replace").splitlines() if ln.strip()]
+                tail = f" (last output: {lines[-1][:200]})" if lines else ""
+        return {"status": "error", "message": f"the program {how} while being traced{tail}"}
+    with open(result_path) as fh:
+        return json.load(fh)
+
+
+def _match(ref: dict, new: dict) -> tuple[dict, list[str]]:
+    """Pair inputs (forward inputs by position; parameters and buffers by name, else by order and shape;
+    real-valued traces must also agree on the values) and outputs by position."""
+    notes = []
+    rp, np_ = ref["program"], new["program"]
+    rinfo = {i["name"]: i for i in ref["inputs_info"]}
+    ninfo = {i["name"]: i for i in new["inputs_info"]}
+    pairs = []
+    r_in = [i for i in rp["inputs"] if i["kind"] == "input"]
+    n_in = [i for i in np_["inputs"] if i["kind"] == "input"]
+    if len(r_in) != len(n_in):
+        notes.append(f"the reference takes {len(r_in)} tensor inputs, the candidate {len(n_in)}")
+    pairs += [[f"{rp['name']}.{a['name']}", f"{np_['name']}.{b['name']}"] for a, b in zip(r_in, n_in)]
+    r_par = [i for i in rp["inputs"] if i["kind"] != "input" and not i.get("constant")]
+    n_par = [i for i in np_["inputs"] if i["kind"] != "input" and not i.get("constant")]
+
+    def same(a, b):
+        ia, ib = rinfo[a["name"]], ninfo[b["name"]]
+        if ia["shape"] != ib["shape"] or ia["dtype"] != ib["dtype"]:
+            return False
+        return ia.get("sha256") is None or ib.get("sha256") is None or ia["sha256"] == ib["sha256"]
+
+    n_by_name = {b["name"]: b for b in n_par}
+    if r_par and all(a["name"] in n_by_name and same(a, n_by_name[a["name"]]) for a in r_par):
+        chosen = [(a, n_by_name[a["name"]]) for a in r_par]
+    elif len(r_par) == len(n_par) and all(same(a, b) for a, b in zip(r_par, n_par)):
+        chosen = list(zip(r_par, n_par))
+        if r_par:
+            notes.append("parameters matched by order (names differ)")
+    else:
+        chosen = []
+        used = set()
+        for a in r_par:  # greedy: first unused candidate parameter with the same shape (and values)
+            b = next((b for b in n_par if b["name"] not in used and same(a, b)), None)
+            if b is None:
+                notes.append(f"reference parameter {a['name']} has no counterpart in the candidate")
+                continue
+            used.add(b["name"])
+            chosen.append((a, b))
+    pairs += [[f"{rp['name']}.{a['name']}", f"{np_['name']}.{b['name']}"] for a, b in chosen]
+    outs = [[f"{rp['name']}.{a['name']}", f"{np_['name']}.{b['name']}"]
+            for a, b in zip(rp["outputs"], np_["outputs"])]
+    if len(rp["outputs"]) != len(np_["outputs"]):
+        notes.append(f"the reference returns {len(rp['outputs'])} tensors, the candidate {len(np_['outputs'])}")
+    for (a, b) in zip(rp["outputs"], np_["outputs"]):
+        ta = next(t for t in rp["tensors"] if t["id"] == a["tensor"])
+        tb = next(t for t in np_["tensors"] if t["id"] == b["tensor"])
+        if ta["shape"] != tb["shape"]:
+            notes.append(f"output {a['name']}: shape {ta['shape']} in the reference, {tb['shape']} in the candidate")
+    return {"inputs": pairs, "outputs": outs}, notes
+
+
+def trace(ref: str, new: str | None = None, out: str | None = None, *, device: str = "cpu",
+          timeout: float = DEFAULT_TIMEOUT_S, mode: str = "auto", atol: float = DEFAULT_TOLERANCE,
+          rtol: float = DEFAULT_TOLERANCE, seeds: list[int] | None = None, init_seed: int | None = None,
+          functional: str | None = None, write_data: bool = True,
+          real_limit_bytes: int = REAL_LIMIT_BYTES, shim: str | None = None) -> TraceResult:
+    """Trace REF (and NEW) in subprocesses and write a bundle to `out`. Never raises for user-code errors."""
+    from . import load
+    init_seed = load.INIT_SEED if init_seed is None else init_seed
+    seeds = seeds or _trial_seeds(init_seed)
+    ref, new = os.path.abspath(ref), (os.path.abspath(new) if new else None)
+    if new and new.endswith(".cu") and not functional:
+        functional = ref
+    if device == "cuda" and shim is None:
+        from . import launch
+        shim = launch.shim_path()
+    workdir = tempfile.mkdtemp(prefix="dirigo-trace-")
+    data_dir = os.path.join(workdir, "data")
+    os.makedirs(data_dir)
+    specs = [{"name": "ref", "role": "reference", "file": ref, "ref_file": ref}]
+    if new:
+        specs.append({"name": "new", "role": "candidate", "file": new, "ref_file": ref,
+                      "functional_file": functional})
+    procs = []
+    deadline = time.monotonic() + timeout
+    for s in specs:
+        s.update(device=device, mode=mode, seeds=seeds, init_seed=init_seed, real_limit_bytes=real_limit_bytes,
+                 data_dir=data_dir if write_data else None, shim=shim)
+        procs.append((s,) + _spawn(s, workdir))
+    results = {}
+    for s, proc, rpath in procs:
+        results[s["name"]] = _wait(proc, rpath, deadline, timeout, workdir, s["name"])
+    for s in specs:  # report the reference's failure first
+        r = results[s["name"]]
+        if r["status"] != "ok":
+            who = f"{'reference' if s['name'] == 'ref' else 'candidate'} {os.path.basename(s['file'])}"
+            msg = r["message"]
+            if r["status"] == "unsupported":
+                msg = "UNSUPPORTED: " + who + ": " + msg[len("UNSUPPORTED: "):] if msg.startswith(
+                    "UNSUPPORTED: ") else f"UNSUPPORTED: {who}: {msg}"
+            else:
+                msg = f"{who}: {msg}"
+            return TraceResult(r["status"], msg, programs=results)
+    manifest = {"format": bundle_mod.FORMAT, "version": bundle_mod.VERSION,
+                "created_by": _created_by(device), "modules": [], "programs": [],
+                "tolerance": {"atol": atol, "rtol": rtol}}
+    ptx, data = {}, {}
+    for s in specs:
+        r = results[s["name"]]
+        manifest["programs"].append(r["program"])
+        for m in r.get("modules", []):
+            ptx[m["id"]] = m.pop("ptx")
+            manifest["modules"].append(m)
+        for rel, path in (r.get("data") or {}).items():
+            with open(path, "rb") as fh:
+                data[rel] = fh.read()
+    if new:
+        match, notes = _match(results["ref"], results["new"])
+        if notes:
+            match["notes"] = notes
+        manifest["match"] = match
+    notes = [f"{s['name']}: traced on {results[s['name']].get('mode')} tensors"
+             + (f" ({results[s['name']]['note']})" if results[s['name']].get("note") else "") for s in specs]
+    manifest["trace_notes"] = notes
+    if out is None:
+        return TraceResult("ok", "traced (no --out given, nothing written)", programs=results)
+    try:
+        os.makedirs(out, exist_ok=True)
+        bundle_mod.write_bundle(out, manifest, ptx, data)
+    except bundle_mod.BundleError as e:
+        return TraceResult("error", f"internal tracer error: the bundle does not validate: {e}", programs=results)
+    counts = ", ".join(f"{p['name']}: {len(p['ops'])} ops" for p in manifest["programs"])
+    return TraceResult("ok", f"wrote {out} ({counts})", out=out, programs=results)
+
+
+def _trial_seeds(init_seed: int) -> list[int]:
+    # KernelBench's per-trial seeds; computed here without importing torch in the parent when possible
+    try:
+        from .load import kernelbench_trial_seeds
+        return kernelbench_trial_seeds(init_seed, 2)
+    except ImportError:  # pragma: no cover
+        return [init_seed + 1, init_seed + 2]
+
+
+def _created_by(device: str) -> dict:
+    from . import __version__
+    info = {"tool": f"dirigo {__version__}", "python": sys.version.split()[0]}
+    with contextlib.suppress(Exception):
+        import torch
+        info["torch"] = torch.__version__
+        info["device"] = torch.cuda.get_device_name() if device == "cuda" else "cpu"
+    return info
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if len(argv) == 2 and argv[0] == "--worker":
+        return worker_main(argv[1])
+    ap = argparse.ArgumentParser(prog="python -m dirigo.trace",
+                                 description="Trace a PyTorch reference (and a candidate) into a trace bundle.")
+    ap.add_argument("ref", help="reference program (KernelBench Model file, or functional form)")
+    ap.add_argument("new", nargs="?", help="candidate program (ModelNew file, functional form, or .cu file)")
+    ap.add_argument("--out", required=True, help="bundle directory to write")
+    ap.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
+    ap.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT_S, help="seconds for the whole trace")
+    ap.add_argument("--mode", choices=["auto", "fake", "real"], default="auto",
+                    help="fake: shapes only; real: run on real tensors; auto: fake, then real when small")
+    ap.add_argument("--atol", type=float, default=DEFAULT_TOLERANCE)
+    ap.add_argument("--rtol", type=float, default=DEFAULT_TOLERANCE)
+    ap.add_argument("--seed", type=int, default=None, help="init seed (KernelBench: 42)")
+    ap.add_argument("--input-seeds", type=int, nargs=2, default=None, metavar=("S1", "S2"))
+    ap.add_argument("--functional", help="functional form paired with a .cu candidate (default: REF)")
+    ap.add_argument("--no-data", action="store_true", help="do not write data/ with traced values")
+    ap.add_argument("--json", action="store_true", help="print the result as JSON")
+    a = ap.parse_args(argv)
+    r = trace(a.ref, a.new, a.out, device=a.device, timeout=a.timeout, mode=a.mode, atol=a.atol, rtol=a.rtol,
+              seeds=a.input_seeds, init_seed=a.seed, functional=a.functional, write_data=not a.no_data)
+    if a.json:
+        print(json.dumps({"status": r.status, "message": r.message, "out": r.out}))
+    else:
+        print(("ERROR: " if r.status == "error" else "") + r.message)
+    return r.exit_code
+
+
+if __name__ == "__main__":
+    sys.exit(main())
