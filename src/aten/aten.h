@@ -1,0 +1,44 @@
+// Per-element semantics of ATen operators (paper §3.3.5, §3.4 "Per-element
+// equations"): for an op call and a concrete location of one of its outputs,
+// the ir expression over the elements of its input tensors that PyTorch stores
+// there. Reals model every float dtype; see docs/aten.md for the conventions.
+#pragma once
+
+#include <span>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "aten/op_call.h"
+#include "ir/expr.h"
+
+namespace dirigo::aten {
+
+// Thrown for an unknown operator or an argument value the semantics do not
+// model. what() is "UNSUPPORTED: aten op <name> (<reason>)".
+class Unsupported : public std::runtime_error {
+ public:
+  Unsupported(std::string op, std::string reason);
+  const std::string& op() const { return op_; }
+  const std::string& reason() const { return reason_; }
+ private:
+  std::string op_, reason_;
+};
+
+// "aten::add" + "Tensor" / "aten.add.Tensor" / "add.Tensor" -> "add.Tensor";
+// the default overload has no suffix ("aten.relu.default" -> "relu").
+std::string canonical_name(std::string_view name, std::string_view overload = "");
+
+// The value of outputs[output_index] at multi-index out_index (logical, in that
+// output's shape). Throws Unsupported (see above) and std::invalid_argument for
+// malformed calls (missing argument, wrong kind, index out of range).
+ir::Expr element(ir::Context& ctx, const OpCall& call, int output_index, std::span<const int64_t> out_index);
+// Same with a row-major flat index into the output's logical shape.
+ir::Expr element_flat(ir::Context& ctx, const OpCall& call, int output_index, int64_t flat_index);
+
+bool is_supported(std::string_view name, std::string_view overload = "");
+// Canonical names of every registered overload, sorted.
+std::vector<std::string> supported_ops();
+
+}  // namespace dirigo::aten

@@ -1,0 +1,140 @@
+// Convolution in all its forms: bias + sum over (input channel in the group,
+// kernel taps) of x * w, with stride/padding/dilation/groups/transposition
+// resolved at the concrete output location. Taps that land in the padding
+// contribute nothing (they are not emitted as x*0).
+#include "aten/internal.h"
+
+namespace dirigo::aten::detail {
+namespace {
+
+struct ConvParams {
+  std::vector<int64_t> stride, padding, dilation;
+  bool transposed = false;
+  int64_t groups = 1;
+};
+
+std::vector<int64_t> per_dim(const Env& e, std::string_view name, size_t n, int64_t def) {
+  std::vector<int64_t> v = e.given(name) ? e.ints(name) : std::vector<int64_t>{};
+  if (v.empty()) v.assign(n, def);
+  if (v.size() == 1 && n > 1) v.assign(n, v[0]);
+  if (v.size() != n) e.malformed("argument '" + std::string(name) + "' has " + std::to_string(v.size()) +
+                                 " entries for " + std::to_string(n) + " spatial dims");
+  return v;
+}
+
+Expr convolve(const Env& e, const TensorRef& x, const TensorRef& w, const std::optional<TensorRef>& bias,
+              const ConvParams& p) {
+  auto& cx = e.cx;
+  size_t nsp = w.rank() - 2;
+  bool batched = x.rank() == w.rank();
+  if (!batched && x.rank() + 1 != w.rank()) e.malformed("input rank does not match weight rank");
+  const Index& o = e.idx;
+  size_t lead = batched ? 1 : 0;  // position of the channel dim in input and output
+  int64_t n = batched ? o[0] : 0;
+  int64_t oc = o[lead];
+  std::vector<int64_t> ksize(w.shape.begin() + 2, w.shape.end());
+  std::vector<Expr> terms;
+  auto x_index = [&](int64_t ic, const Index& pos) {
+    Index xi;
+    if (batched) xi.push_back(n);
+    xi.push_back(ic);
+    xi.insert(xi.end(), pos.begin(), pos.end());
+    return xi;
+  };
+  Index pos(nsp);
+  if (!p.transposed) {
+    int64_t cout_g = e.output().shape[lead] / p.groups, cin_g = w.shape[1];
+    int64_t g = oc / cout_g;
+    for (int64_t ic = 0; ic < cin_g; ++ic)
+      for_each_index(ksize, [&](const Index& k) {
+        for (size_t d = 0; d < nsp; ++d) {
+          pos[d] = o[lead + 1 + d] * p.stride[d] - p.padding[d] + k[d] * p.dilation[d];
+          if (pos[d] < 0 || pos[d] >= x.shape[lead + 1 + d]) return;
+        }
+        Index wi{oc, ic};
+        wi.insert(wi.end(), k.begin(), k.end());
+        terms.push_back(cx.mul(e.real_at(x, x_index(g * cin_g + ic, pos)), e.real_at(w, wi)));
+      });
+  } else {
+    int64_t cout_g = w.shape[1], cin_g = x.shape[lead] / p.groups;
+    int64_t g = oc / cout_g, ocg = oc % cout_g;
+    for (int64_t ic = g * cin_g; ic < (g + 1) * cin_g; ++ic)
+      for_each_index(ksize, [&](const Index& k) {
+        for (size_t d = 0; d < nsp; ++d) {
+          int64_t num = o[lead + 1 + d] + p.padding[d] - k[d] * p.dilation[d];
+          if (num < 0 || num % p.stride[d] != 0) return;
+          pos[d] = num / p.stride[d];
+          if (pos[d] >= x.shape[lead + 1 + d]) return;
+        }
+        Index wi{ic, ocg};
+        wi.insert(wi.end(), k.begin(), k.end());
+        terms.push_back(cx.mul(e.real_at(x, x_index(ic, pos)), e.real_at(w, wi)));
+      });
+  }
+  if (bias) terms.push_back(e.real_at(*bias, Index{oc}));
+  return cx.add(terms);
+}
+
+// aten::convolution / _convolution / convolution_overrideable
+Expr convolution(Env& e) {
+  const TensorRef& w = e.tensor("weight");
+  size_t nsp = w.rank() - 2;
+  ConvParams p;
+  p.stride = per_dim(e, "stride", nsp, 1);
+  p.padding = per_dim(e, "padding", nsp, 0);
+  p.dilation = per_dim(e, "dilation", nsp, 1);
+  p.transposed = e.flag("transposed", false);
+  p.groups = e.integer("groups", 1);
+  return convolve(e, e.tensor("input"), w, e.opt_tensor("bias"), p);
+}
+
+// conv1d/2d/3d, with padding given as numbers or as "same"/"valid"
+Expr conv_nd(Env& e) {
+  const TensorRef& w = e.tensor("weight");
+  size_t nsp = w.rank() - 2;
+  ConvParams p;
+  p.stride = per_dim(e, "stride", nsp, 1);
+  p.dilation = per_dim(e, "dilation", nsp, 1);
+  p.groups = e.integer("groups", 1);
+  const Arg* pad = e.arg("padding");
+  if (pad && pad->kind == Arg::Kind::String) {
+    p.padding.assign(nsp, 0);
+    if (pad->str == "same") {
+      // total padding d*(k-1); PyTorch puts the odd extra element on the right
+      for (size_t d = 0; d < nsp; ++d) p.padding[d] = p.dilation[d] * (w.shape[2 + d] - 1) / 2;
+    } else if (pad->str != "valid") {
+      e.unsupported("padding='" + pad->str + "'");
+    }
+  } else {
+    p.padding = per_dim(e, "padding", nsp, 0);
+  }
+  return convolve(e, e.tensor("input"), w, e.opt_tensor("bias"), p);
+}
+
+Expr conv_transpose_nd(Env& e) {
+  const TensorRef& w = e.tensor("weight");
+  size_t nsp = w.rank() - 2;
+  ConvParams p;
+  p.stride = per_dim(e, "stride", nsp, 1);
+  p.padding = per_dim(e, "padding", nsp, 0);
+  p.dilation = per_dim(e, "dilation", nsp, 1);
+  p.transposed = true;
+  p.groups = e.integer("groups", 1);
+  return convolve(e, e.tensor("input"), w, e.opt_tensor("bias"), p);
+}
+
+}  // namespace
+
+void register_conv(Registry& r) {
+  const char* conv_params = "input weight bias stride padding dilation transposed output_padding groups";
+  r.add("convolution", conv_params, convolution);
+  r.add("convolution_overrideable", conv_params, convolution);
+  r.add("_convolution", std::string(conv_params) + " benchmark deterministic cudnn_enabled allow_tf32", convolution);
+  r.add("_convolution.deprecated", std::string(conv_params) + " benchmark deterministic cudnn_enabled", convolution);
+  for (const char* k : {"conv1d", "conv2d", "conv3d", "conv1d.padding", "conv2d.padding", "conv3d.padding"})
+    r.add(k, "input weight bias stride padding dilation groups", conv_nd);
+  for (const char* k : {"conv_transpose1d", "conv_transpose2d.input", "conv_transpose3d.input"})
+    r.add(k, "input weight bias stride padding output_padding groups dilation", conv_transpose_nd);
+}
+
+}  // namespace dirigo::aten::detail

@@ -1,0 +1,55 @@
+// Constants: zeros/ones/full (and *_like, new_*), fill, arange, eye,
+// scalar_tensor. Uninitialized memory (empty*) is an Undef value; random
+// factories are nondeterministic and unsupported.
+#include <cmath>
+
+#include "aten/internal.h"
+
+namespace dirigo::aten::detail {
+namespace {
+
+// A constant in the output's sort.
+Expr constant(const Env& e, double v) {
+  DType d = e.out_dtype();
+  if (is_floating(d)) return e.num(v);
+  if (d == DType::Bool) return e.cx.bv_const(ir::Sort::BV8, v != 0);
+  return e.cx.bv_const(elem_sort(d), static_cast<uint64_t>(static_cast<int64_t>(std::trunc(v))));
+}
+
+}  // namespace
+
+void register_factory(Registry& r) {
+  for (const char* k : {"zeros", "zeros_like", "new_zeros", "zero", "zero_"})
+    r.add(k, "self size", [](Env& e) { return constant(e, 0); });
+  for (const char* k : {"ones", "ones_like", "new_ones"})
+    r.add(k, "self size", [](Env& e) { return constant(e, 1); });
+  r.add("full", "size fill_value", [](Env& e) { return constant(e, e.real("fill_value")); });
+  r.add("full_like", "self fill_value", [](Env& e) { return constant(e, e.real("fill_value")); });
+  r.add("new_full", "self size fill_value", [](Env& e) { return constant(e, e.real("fill_value")); });
+  r.add("scalar_tensor", "s", [](Env& e) { return constant(e, e.real("s")); });
+  r.add("fill.Scalar", "self value", [](Env& e) { return constant(e, e.real("value")); });
+  r.add("fill.Tensor", "self value", [](Env& e) {
+    const TensorRef& v = e.tensor("value");
+    return e.convert(e.at(v, Index(v.rank(), 0)), v.dtype, e.out_dtype());
+  });
+  for (const char* k : {"empty.memory_format", "empty_like", "empty_strided", "new_empty", "new_empty_strided"})
+    r.add(k, "self", [](Env& e) { return e.cx.undef(elem_sort(e.out_dtype())); });
+  // arange: start + i * step
+  r.add("arange", "end", [](Env& e) { return constant(e, static_cast<double>(e.idx[0])); });
+  r.add("arange.start", "start end", [](Env& e) {
+    return constant(e, e.real("start") + static_cast<double>(e.idx[0]));
+  });
+  r.add("arange.start_step", "start end step", [](Env& e) -> Expr {
+    double start = e.real("start"), step = e.real("step", 1.0);
+    if (!is_floating(e.out_dtype())) return constant(e, start + static_cast<double>(e.idx[0]) * step);
+    // exact: start + i*step over the reals (PyTorch computes it in double before rounding to the dtype)
+    return e.cx.add(e.num(start), e.cx.mul(e.cx.real_const(e.idx[0]), e.num(step)));
+  });
+  for (const char* k : {"eye", "eye.m"})
+    r.add(k, "n m", [](Env& e) { return constant(e, e.idx[0] == e.idx[1] ? 1 : 0); });
+  for (const char* k : {"rand", "randn", "randint", "randint.low", "rand_like", "randn_like", "randint_like",
+                        "bernoulli", "bernoulli.p", "normal_", "uniform_", "randperm", "multinomial"})
+    r.add(k, "self", [](Env& e) -> Expr { e.unsupported("nondeterministic: random values"); });
+}
+
+}  // namespace dirigo::aten::detail

@@ -1,0 +1,122 @@
+// Internals shared by the op-family files: the registry and the per-call
+// environment that handlers use to read arguments and input elements.
+#pragma once
+
+#include <functional>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "aten/aten.h"
+
+namespace dirigo::aten::detail {
+
+using ir::Expr;
+using Index = std::vector<int64_t>;
+
+class Env;
+using Handler = std::function<Expr(Env&)>;
+
+struct OpDef {
+  std::string key;                  // canonical name
+  std::vector<std::string> params;  // schema parameter names in order (kwarg-only ones last)
+  Handler fn;
+};
+
+class Registry {
+ public:
+  // params: space-separated schema names, e.g. "self other alpha".
+  void add(std::string key, std::string_view params, Handler fn);
+  const OpDef* find(const std::string& key) const;
+  std::vector<std::string> keys() const;
+ private:
+  std::unordered_map<std::string, OpDef> defs_;
+};
+
+// One registration function per op family (called once, in aten.cpp).
+void register_elementwise(Registry&);
+void register_activation(Registry&);
+void register_conv(Registry&);
+void register_linalg(Registry&);
+void register_norm(Registry&);
+void register_reduce(Registry&);
+void register_pool(Registry&);
+void register_view(Registry&);
+void register_loss(Registry&);
+void register_factory(Registry&);
+
+class Env {
+ public:
+  Env(ir::Context& cx, const OpCall& call, const OpDef& def, int out, std::span<const int64_t> idx);
+
+  ir::Context& cx;
+  const OpCall& call;
+  const OpDef& def;
+  const int out;   // which output is asked for
+  const Index idx; // its multi-index
+
+  [[noreturn]] void unsupported(const std::string& reason) const;
+  [[noreturn]] void malformed(const std::string& reason) const;  // std::invalid_argument
+
+  // ---- arguments by schema name (positional first, then kwargs)
+  const Arg* arg(std::string_view name) const;  // nullptr when absent
+  bool given(std::string_view name) const;      // present and not None
+  const TensorRef& tensor(std::string_view name) const;
+  std::optional<TensorRef> opt_tensor(std::string_view name) const;
+  double real(std::string_view name, std::optional<double> def = {}) const;
+  std::optional<double> opt_real(std::string_view name) const;
+  int64_t integer(std::string_view name, std::optional<int64_t> def = {}) const;
+  bool flag(std::string_view name, std::optional<bool> def = {}) const;
+  std::vector<int64_t> ints(std::string_view name, std::optional<std::vector<int64_t>> def = {}) const;
+  std::string str(std::string_view name, std::optional<std::string> def = {}) const;
+  std::vector<TensorRef> tensors(std::string_view name) const;
+
+  const TensorRef& output(int k) const;
+  const TensorRef& output() const { return output(out); }
+  DType out_dtype() const { return output().dtype; }
+  bool out_floating() const { return is_floating(out_dtype()); }
+
+  // ---- element access
+  Expr at(const TensorRef& t, std::span<const int64_t> i) const;       // in the tensor's own sort
+  Expr real_at(const TensorRef& t, std::span<const int64_t> i) const;  // converted to Real
+  Expr num(double d) const;  // exact real constant
+  Expr to_real(Expr e, DType from) const;
+  // Convert a value computed in `from` to the output dtype's sort (float->int rounds toward zero).
+  Expr convert(Expr e, DType from, DType to) const;
+
+  // Argument `name` (tensor, broadcast against the output shape, or scalar) as a real at idx.
+  Expr operand(std::string_view name) const { return operand(name, idx); }
+  Expr operand(std::string_view name, std::span<const int64_t> at_idx) const;
+  bool is_tensor(std::string_view name) const;
+};
+
+// ---- shared helpers
+int64_t wrap_dim(int64_t d, int64_t rank);  // negative dims; throws std::invalid_argument
+std::vector<int64_t> contiguous_strides(std::span<const int64_t> shape);
+int64_t numel(std::span<const int64_t> shape);
+Index unravel(int64_t flat, std::span<const int64_t> shape);
+int64_t ravel(std::span<const int64_t> idx, std::span<const int64_t> shape);
+// Index of `in` (a tensor broadcast to the output's rank) for output index `idx`.
+Index broadcast_index(const TensorRef& in, std::span<const int64_t> idx);
+// Calls f(index) for every multi-index of `shape`, row-major.
+void for_each_index(std::span<const int64_t> shape, const std::function<void(const Index&)>& f);
+// Reduction dims as a sorted set of wrapped dims; empty list or absent means all dims.
+std::vector<int64_t> reduce_dims(const Env& e, std::string_view name, int64_t rank, bool empty_means_all = true);
+// For reductions: the input indices reduced into output index idx (keepdim or not).
+std::vector<Index> reduction_domain(const TensorRef& in, std::span<const int64_t> dims, bool keepdim, std::span<const int64_t> idx);
+// Sum / mean of real elements of `in` over a reduction domain.
+Expr sum_of(const Env& e, const TensorRef& in, const std::vector<Index>& domain);
+// ite chain: first index (as BV64 constant `positions[k]`) whose value is max (or min) of vals.
+Expr arg_extreme(ir::Context& cx, std::span<const Expr> vals, std::span<const int64_t> positions, bool is_max);
+// Element of t at index i except along `dim`, where the position is the runtime
+// integer value `pos` (a Load with a symbolic flat index).
+Expr gather_element(const Env& e, const TensorRef& t, Index i, int64_t dim, Expr pos);
+// exp/log etc. shortcuts
+Expr fn(ir::Context& cx, ir::Fn f, Expr a);
+Expr square(ir::Context& cx, Expr a);
+Expr rsqrt(ir::Context& cx, Expr a);
+
+}  // namespace dirigo::aten::detail

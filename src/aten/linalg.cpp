@@ -1,0 +1,220 @@
+// Matrix products: mm, bmm, addmm, baddbmm, matmul (with batch broadcasting),
+// linear, mv, dot, outer, einsum. Each location is one sum of products, built
+// with a single n-ary add.
+#include <map>
+
+#include "aten/internal.h"
+
+namespace dirigo::aten::detail {
+namespace {
+
+// sum_k a[ai(k)] * b[bi(k)]
+Expr dot_product(const Env& e, const TensorRef& a, const TensorRef& b, int64_t K,
+                 const std::function<Index(int64_t)>& ai, const std::function<Index(int64_t)>& bi) {
+  std::vector<Expr> terms;
+  terms.reserve(K);
+  for (int64_t k = 0; k < K; ++k) terms.push_back(e.cx.mul(e.real_at(a, ai(k)), e.real_at(b, bi(k))));
+  return e.cx.add(terms);
+}
+
+// beta * self(broadcast) + alpha * product
+Expr scaled_sum(const Env& e, Expr product) {
+  auto& cx = e.cx;
+  double beta = e.real("beta", 1.0), alpha = e.real("alpha", 1.0);
+  Expr p = alpha == 1 ? product : cx.mul(e.num(alpha), product);
+  if (beta == 0) return p;  // PyTorch ignores self (even NaN/Inf) when beta == 0
+  Expr s = e.operand("self");
+  return cx.add(beta == 1 ? s : cx.mul(e.num(beta), s), p);
+}
+
+Expr mm(const Env& e, const TensorRef& a, const TensorRef& b) {
+  int64_t i = e.idx[0], j = e.idx[1];
+  return dot_product(e, a, b, a.shape[1], [&](int64_t k) { return Index{i, k}; },
+                     [&](int64_t k) { return Index{k, j}; });
+}
+
+Expr bmm(const Env& e, const TensorRef& a, const TensorRef& b) {
+  int64_t n = e.idx[0], i = e.idx[1], j = e.idx[2];
+  return dot_product(e, a, b, a.shape[2], [&](int64_t k) { return Index{n, i, k}; },
+                     [&](int64_t k) { return Index{n, k, j}; });
+}
+
+// torch.matmul: 1-D operands are promoted (and the added dim dropped); batch dims broadcast.
+Expr matmul(const Env& e, const TensorRef& a, const TensorRef& b) {
+  size_t ra = a.rank(), rb = b.rank();
+  if (ra == 0 || rb == 0) e.malformed("matmul of a 0-d tensor");
+  const Index& o = e.idx;
+  int64_t K = a.shape[ra - 1];
+  // output = batch..., [i if ra>=2], [j if rb>=2]
+  size_t tail = (ra >= 2 ? 1 : 0) + (rb >= 2 ? 1 : 0);
+  size_t nbatch = o.size() - tail;
+  Index batch(o.begin(), o.begin() + nbatch);
+  int64_t i = ra >= 2 ? o[nbatch] : 0;
+  int64_t j = rb >= 2 ? o[o.size() - 1] : 0;
+  auto batch_index = [&](const TensorRef& t, size_t mat_dims) {
+    Index r;
+    size_t tb = t.rank() - mat_dims;  // batch dims of t, right-aligned against `batch`
+    for (size_t d = 0; d < tb; ++d) r.push_back(t.shape[d] == 1 ? 0 : batch[nbatch - tb + d]);
+    return r;
+  };
+  return dot_product(
+      e, a, b, K,
+      [&](int64_t k) {
+        if (ra == 1) return Index{k};
+        Index r = batch_index(a, 2);
+        r.push_back(i);
+        r.push_back(k);
+        return r;
+      },
+      [&](int64_t k) {
+        if (rb == 1) return Index{k};
+        Index r = batch_index(b, 2);
+        r.push_back(k);
+        r.push_back(j);
+        return r;
+      });
+}
+
+// ---- einsum
+struct Labels {
+  std::vector<std::vector<int>> operands;  // label per operand dim
+  std::vector<int> output;
+};
+
+// Letters become 0..51; the dims covered by "..." become 100+k counted from the right.
+Labels parse_einsum(const Env& e, const std::string& eq, const std::vector<TensorRef>& ts) {
+  std::string lhs = eq, rhs;
+  bool explicit_out = false;
+  if (auto arrow = eq.find("->"); arrow != std::string::npos) {
+    lhs = eq.substr(0, arrow);
+    rhs = eq.substr(arrow + 2);
+    explicit_out = true;
+  }
+  auto strip = [](std::string s) {
+    std::string r;
+    for (char c : s)
+      if (c != ' ') r += c;
+    return r;
+  };
+  lhs = strip(lhs);
+  rhs = strip(rhs);
+  std::vector<std::string> terms;
+  size_t start = 0;
+  for (size_t p = 0; p <= lhs.size(); ++p)
+    if (p == lhs.size() || lhs[p] == ',') { terms.push_back(lhs.substr(start, p - start)); start = p + 1; }
+  if (terms.size() != ts.size()) e.malformed("einsum equation names " + std::to_string(terms.size()) + " operands, got " + std::to_string(ts.size()));
+  auto letter = [&](char c) -> int {
+    if (c >= 'a' && c <= 'z') return c - 'a';
+    if (c >= 'A' && c <= 'Z') return 26 + c - 'A';
+    e.malformed(std::string("einsum equation has invalid character '") + c + "'");
+  };
+  Labels L;
+  size_t max_ell = 0;
+  auto expand = [&](const std::string& t, int64_t rank) {
+    std::vector<int> lab;
+    size_t nletters = 0;
+    for (size_t p = 0; p < t.size(); ++p) {
+      if (t.compare(p, 3, "...") == 0) p += 2;
+      else ++nletters;
+    }
+    int64_t ell = rank < 0 ? -1 : rank - static_cast<int64_t>(nletters);
+    for (size_t p = 0; p < t.size(); ++p) {
+      if (t.compare(p, 3, "...") == 0) {
+        int64_t n = rank < 0 ? static_cast<int64_t>(max_ell) : ell;
+        for (int64_t k = n; k-- > 0;) lab.push_back(100 + static_cast<int>(k));
+        p += 2;
+      } else {
+        lab.push_back(letter(t[p]));
+      }
+    }
+    if (ell > 0) max_ell = std::max(max_ell, static_cast<size_t>(ell));
+    if (rank >= 0 && static_cast<int64_t>(lab.size()) != rank) e.malformed("einsum term '" + t + "' does not match its operand's rank");
+    return lab;
+  };
+  for (size_t q = 0; q < ts.size(); ++q) L.operands.push_back(expand(terms[q], static_cast<int64_t>(ts[q].rank())));
+  if (explicit_out) {
+    L.output = expand(rhs, -1);
+  } else {
+    std::map<int, int> count;
+    for (const auto& op : L.operands)
+      for (int l : op) count[l]++;
+    for (size_t k = max_ell; k-- > 0;) L.output.push_back(100 + static_cast<int>(k));
+    for (auto [l, c] : count)
+      if (l < 100 && c == 1) L.output.push_back(l);
+  }
+  return L;
+}
+
+Expr einsum(Env& e) {
+  auto ts = e.tensors("tensors");
+  Labels L = parse_einsum(e, e.str("equation"), ts);
+  std::map<int, int64_t> size, value;
+  for (size_t q = 0; q < ts.size(); ++q)
+    for (size_t d = 0; d < ts[q].rank(); ++d) {
+      int64_t& s = size[L.operands[q][d]];
+      s = std::max(s, ts[q].shape[d]);
+    }
+  if (L.output.size() != e.idx.size()) e.malformed("einsum output rank does not match the output tensor");
+  for (size_t d = 0; d < L.output.size(); ++d) value[L.output[d]] = e.idx[d];
+  std::vector<int> summed;
+  std::vector<int64_t> sum_shape;
+  for (auto [l, s] : size)
+    if (!value.count(l)) { summed.push_back(l); sum_shape.push_back(s); }
+  std::vector<Expr> terms;
+  for_each_index(sum_shape, [&](const Index& si) {
+    for (size_t k = 0; k < summed.size(); ++k) value[summed[k]] = si[k];
+    std::vector<Expr> factors;
+    for (size_t q = 0; q < ts.size(); ++q) {
+      Index ii(ts[q].rank());
+      for (size_t d = 0; d < ii.size(); ++d) ii[d] = ts[q].shape[d] == 1 ? 0 : value[L.operands[q][d]];
+      factors.push_back(e.real_at(ts[q], ii));
+    }
+    terms.push_back(e.cx.mul(factors));
+  });
+  return e.cx.add(terms);
+}
+
+}  // namespace
+
+void register_linalg(Registry& r) {
+  r.add("mm", "self mat2", [](Env& e) { return mm(e, e.tensor("self"), e.tensor("mat2")); });
+  r.add("bmm", "self mat2", [](Env& e) { return bmm(e, e.tensor("self"), e.tensor("mat2")); });
+  r.add("addmm", "self mat1 mat2 beta alpha", [](Env& e) {
+    return scaled_sum(e, mm(e, e.tensor("mat1"), e.tensor("mat2")));
+  });
+  r.add("baddbmm", "self batch1 batch2 beta alpha", [](Env& e) {
+    return scaled_sum(e, bmm(e, e.tensor("batch1"), e.tensor("batch2")));
+  });
+  r.add("matmul", "self other", [](Env& e) { return matmul(e, e.tensor("self"), e.tensor("other")); });
+  r.add("mv", "self vec", [](Env& e) { return matmul(e, e.tensor("self"), e.tensor("vec")); });
+  r.add("addmv", "self mat vec beta alpha", [](Env& e) {
+    return scaled_sum(e, matmul(e, e.tensor("mat"), e.tensor("vec")));
+  });
+  for (const char* k : {"dot", "vdot", "inner"})
+    r.add(k, "self tensor", [](Env& e) {
+      const TensorRef& a = e.tensor("self");
+      if (a.rank() != 1) e.unsupported("inner product of tensors of rank > 1");
+      return matmul(e, a, e.tensor("tensor"));
+    });
+  for (const char* k : {"outer", "ger"})
+    r.add(k, "self vec2", [](Env& e) {
+      return e.cx.mul(e.real_at(e.tensor("self"), Index{e.idx[0]}), e.real_at(e.tensor("vec2"), Index{e.idx[1]}));
+    });
+  r.add("linear", "input weight bias", [](Env& e) {
+    const TensorRef& x = e.tensor("input");
+    const TensorRef& w = e.tensor("weight");
+    Index xi = e.idx;
+    int64_t j = w.rank() == 2 ? e.idx.back() : 0;
+    if (w.rank() == 2) xi.pop_back();
+    xi.push_back(0);
+    Expr p = dot_product(e, x, w, x.shape.back(),
+                         [&](int64_t k) { xi.back() = k; return xi; },
+                         [&](int64_t k) { return w.rank() == 2 ? Index{j, k} : Index{k}; });
+    if (!e.given("bias")) return p;
+    const TensorRef& b = e.tensor("bias");
+    return e.cx.add(p, e.real_at(b, b.rank() == 0 ? Index{} : Index{j}));
+  });
+  r.add("einsum", "equation tensors path", einsum);
+}
+
+}  // namespace dirigo::aten::detail

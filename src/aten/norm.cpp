@@ -1,0 +1,174 @@
+// Normalizations. In training mode the statistics are expressions over the
+// batch: mean = sum(x)/M, biased var = sum((x-mean)^2)/M, and the output is
+// (x - mean) * rsqrt(var + eps) * weight + bias. In eval mode the running
+// statistics are input tensors. The extra outputs (saved mean and inverse std)
+// are modelled as well.
+#include "aten/internal.h"
+
+namespace dirigo::aten::detail {
+namespace {
+
+struct Stats {
+  Expr mean, var;
+};
+
+Stats stats(const Env& e, const TensorRef& x, const std::vector<Index>& domain) {
+  auto& cx = e.cx;
+  if (domain.empty()) e.malformed("normalization over an empty set");
+  Expr inv_m = cx.real_const(mpq_class(1, static_cast<unsigned long>(domain.size())));
+  Expr mean = cx.mul(inv_m, sum_of(e, x, domain));
+  std::vector<Expr> sq;
+  sq.reserve(domain.size());
+  for (const auto& i : domain) sq.push_back(square(cx, cx.sub(e.real_at(x, i), mean)));
+  return {mean, cx.mul(inv_m, cx.add(sq))};
+}
+
+Expr normalize(const Env& e, Expr x, Expr mean, Expr var, double eps, const std::optional<TensorRef>& w,
+               const std::optional<TensorRef>& b, const Index& param_index) {
+  auto& cx = e.cx;
+  Expr y = cx.mul(cx.sub(x, mean), rsqrt(cx, cx.add(var, e.num(eps))));
+  if (w) y = cx.mul(y, e.real_at(*w, param_index));
+  if (b) y = cx.add(y, e.real_at(*b, param_index));
+  return y;
+}
+
+// All input indices of channel c (dim 1), optionally restricted to sample n.
+std::vector<Index> channel_domain(const TensorRef& x, int64_t c, std::optional<int64_t> n) {
+  std::vector<int64_t> shape = x.shape;
+  shape[1] = 1;
+  if (n) shape[0] = 1;
+  std::vector<Index> dom;
+  for_each_index(shape, [&](const Index& i) {
+    Index j = i;
+    j[1] = c;
+    if (n) j[0] = *n;
+    dom.push_back(std::move(j));
+  });
+  return dom;
+}
+
+// Batch norm family. Output 0 is the normalized tensor; outputs 1 and 2 (when
+// the overload has them) are the batch mean and 1/sqrt(var+eps) per channel.
+Expr batch_norm(Env& e, bool training, double eps) {
+  auto& cx = e.cx;
+  const TensorRef& x = e.tensor("input");
+  if (x.rank() < 2) e.malformed("batch norm input needs a channel dim");
+  int64_t c = e.out == 0 ? e.idx[1] : e.idx[0];
+  std::optional<TensorRef> w = e.opt_tensor("weight"), b = e.opt_tensor("bias");
+  Expr mean, var;
+  if (training) {
+    Stats s = stats(e, x, channel_domain(x, c, std::nullopt));
+    mean = s.mean;
+    var = s.var;
+  } else {
+    if (!e.given("running_mean") || !e.given("running_var")) e.malformed("eval-mode batch norm needs running stats");
+    mean = e.real_at(e.tensor("running_mean"), Index{c});
+    var = e.real_at(e.tensor("running_var"), Index{c});
+  }
+  switch (e.out) {
+    case 0: return normalize(e, e.real_at(x, e.idx), mean, var, eps, w, b, Index{c});
+    case 1: return mean;
+    case 2: return rsqrt(cx, cx.add(var, e.num(eps)));
+    default: e.unsupported("batch norm output " + std::to_string(e.out));
+  }
+}
+
+Expr group_norm(const Env& e, const TensorRef& x, int64_t groups, double eps, bool stats_output) {
+  auto& cx = e.cx;
+  int64_t C = x.shape[1];
+  if (groups <= 0 || C % groups != 0) e.malformed("channels not divisible by groups");
+  int64_t cg = C / groups;
+  int64_t n = e.idx[0];
+  int64_t g = stats_output ? e.idx[1] : e.idx[1] / cg;
+  std::vector<Index> dom;
+  for (int64_t c = g * cg; c < (g + 1) * cg; ++c) {
+    auto part = channel_domain(x, c, n);
+    dom.insert(dom.end(), part.begin(), part.end());
+  }
+  Stats s = stats(e, x, dom);
+  if (!stats_output) return normalize(e, e.real_at(x, e.idx), s.mean, s.var, eps, e.opt_tensor("weight"), e.opt_tensor("bias"), Index{e.idx[1]});
+  return e.out == 1 ? s.mean : rsqrt(cx, cx.add(s.var, e.num(eps)));
+}
+
+// Layer norm over the trailing `normalized` dims; mean/rstd outputs keep those dims as size 1.
+Expr layer_norm(const Env& e, const TensorRef& x, size_t normalized, double eps, bool rms) {
+  auto& cx = e.cx;
+  size_t lead = x.rank() - normalized;
+  Index base(e.idx.begin(), e.idx.begin() + lead);
+  std::vector<int64_t> tail(x.shape.begin() + lead, x.shape.end());
+  std::vector<Index> dom;
+  for_each_index(tail, [&](const Index& t) {
+    Index i = base;
+    i.insert(i.end(), t.begin(), t.end());
+    dom.push_back(std::move(i));
+  });
+  Index pidx(e.idx.begin() + lead, e.idx.end());
+  if (rms) {
+    std::vector<Expr> sq;
+    for (const auto& i : dom) sq.push_back(square(cx, e.real_at(x, i)));
+    Expr ms = cx.mul(cx.real_const(mpq_class(1, static_cast<unsigned long>(dom.size()))), cx.add(sq));
+    Expr r = rsqrt(cx, cx.add(ms, e.num(eps)));
+    if (e.out == 1) return r;
+    return normalize(e, e.real_at(x, e.idx), cx.real_const(0), ms, eps, e.opt_tensor("weight"), std::nullopt, pidx);
+  }
+  Stats s = stats(e, x, dom);
+  switch (e.out) {
+    case 0: return normalize(e, e.real_at(x, e.idx), s.mean, s.var, eps, e.opt_tensor("weight"), e.opt_tensor("bias"), pidx);
+    case 1: return s.mean;
+    case 2: return rsqrt(cx, cx.add(s.var, e.num(eps)));
+    default: e.unsupported("layer norm output " + std::to_string(e.out));
+  }
+}
+
+double default_eps(const Env& e) {
+  // rms_norm with eps=None uses the input dtype's machine epsilon
+  DType d = e.tensor("input").dtype;
+  if (d == DType::Float64) return 2.220446049250313e-16;
+  if (d == DType::Float16) return 0.0009765625;
+  if (d == DType::BFloat16) return 0.0078125;
+  return 1.1920928955078125e-07;
+}
+
+}  // namespace
+
+void register_norm(Registry& r) {
+  const char* bn = "input weight bias running_mean running_var training momentum eps";
+  for (const char* k : {"native_batch_norm", "_native_batch_norm_legit", "cudnn_batch_norm", "miopen_batch_norm"})
+    r.add(k, bn, [](Env& e) { return batch_norm(e, e.flag("training"), e.real("eps")); });
+  r.add("batch_norm", std::string(bn) + " cudnn_enabled", [](Env& e) {
+    return batch_norm(e, e.flag("training"), e.real("eps"));
+  });
+  r.add("_native_batch_norm_legit_no_training", "input weight bias running_mean running_var momentum eps",
+        [](Env& e) { return batch_norm(e, false, e.real("eps")); });
+  r.add("_native_batch_norm_legit.no_stats", "input weight bias training momentum eps", [](Env& e) {
+    if (!e.flag("training")) e.malformed("batch norm without running stats must be in training mode");
+    return batch_norm(e, true, e.real("eps"));
+  });
+  r.add("instance_norm", "input weight bias running_mean running_var use_input_stats momentum eps cudnn_enabled",
+        [](Env& e) {
+          const TensorRef& x = e.tensor("input");
+          if (!e.flag("use_input_stats")) return batch_norm(e, false, e.real("eps"));
+          Stats s = stats(e, x, channel_domain(x, e.idx[1], e.idx[0]));
+          return normalize(e, e.real_at(x, e.idx), s.mean, s.var, e.real("eps"), e.opt_tensor("weight"),
+                           e.opt_tensor("bias"), Index{e.idx[1]});
+        });
+  r.add("native_group_norm", "input weight bias N C HxW group eps", [](Env& e) {
+    return group_norm(e, e.tensor("input"), e.integer("group"), e.real("eps"), e.out != 0);
+  });
+  r.add("group_norm", "input num_groups weight bias eps cudnn_enabled", [](Env& e) {
+    return group_norm(e, e.tensor("input"), e.integer("num_groups"), e.real("eps", 1e-5), false);
+  });
+  r.add("native_layer_norm", "input normalized_shape weight bias eps", [](Env& e) {
+    return layer_norm(e, e.tensor("input"), e.ints("normalized_shape").size(), e.real("eps"), false);
+  });
+  r.add("layer_norm", "input normalized_shape weight bias eps cudnn_enable", [](Env& e) {
+    return layer_norm(e, e.tensor("input"), e.ints("normalized_shape").size(), e.real("eps", 1e-5), false);
+  });
+  for (const char* k : {"rms_norm", "_fused_rms_norm"})
+    r.add(k, "input normalized_shape weight eps", [](Env& e) {
+      double eps = e.given("eps") ? e.real("eps") : default_eps(e);
+      return layer_norm(e, e.tensor("input"), e.ints("normalized_shape").size(), eps, true);
+    });
+}
+
+}  // namespace dirigo::aten::detail

@@ -1,0 +1,129 @@
+// Pooling over the trailing 1/2/3 spatial dims: max (with indices), average
+// (ceil_mode, count_include_pad, divisor_override) and adaptive average/max.
+// Windows are clipped to the input at the location; padding never contributes.
+#include "aten/internal.h"
+
+namespace dirigo::aten::detail {
+namespace {
+
+std::vector<int64_t> spatial(const Env& e, std::string_view name, size_t n, std::optional<std::vector<int64_t>> def) {
+  std::vector<int64_t> v = e.given(name) ? e.ints(name) : std::vector<int64_t>{};
+  if (v.empty()) {
+    if (!def) e.malformed("missing argument '" + std::string(name) + "'");
+    v = *def;
+  }
+  if (v.size() == 1 && n > 1) v.assign(n, v[0]);
+  if (v.size() != n) e.malformed("argument '" + std::string(name) + "' must have " + std::to_string(n) + " entries");
+  return v;
+}
+
+struct Window {
+  std::vector<Index> taps;       // input indices
+  std::vector<int64_t> positions;  // flat spatial position of each tap (for indices)
+};
+
+// The in-range taps of the window at the asked location: per spatial dim d,
+// start_d + k * dilation_d for k < size_d.
+Window window(const Env& e, const TensorRef& in, size_t nsp, const std::vector<int64_t>& start,
+              const std::vector<int64_t>& size, const std::vector<int64_t>& dilation) {
+  size_t lead = in.rank() - nsp;
+  Window w;
+  std::vector<int64_t> in_sp(in.shape.begin() + lead, in.shape.end());
+  for_each_index(size, [&](const Index& k) {
+    Index i(e.idx.begin(), e.idx.begin() + lead);
+    Index sp(nsp);
+    for (size_t d = 0; d < nsp; ++d) {
+      sp[d] = start[d] + k[d] * dilation[d];
+      if (sp[d] < 0 || sp[d] >= in_sp[d]) return;
+    }
+    i.insert(i.end(), sp.begin(), sp.end());
+    w.taps.push_back(std::move(i));
+    w.positions.push_back(ravel(sp, in_sp));
+  });
+  return w;
+}
+
+Expr max_or_arg(const Env& e, const TensorRef& in, const Window& w, bool want_index, bool is_max = true) {
+  if (w.taps.empty()) e.malformed("pooling window without any input element");
+  std::vector<Expr> v;
+  for (const auto& t : w.taps) v.push_back(e.real_at(in, t));
+  if (want_index) return arg_extreme(e.cx, v, w.positions, is_max);
+  return is_max ? e.cx.max(v) : e.cx.min(v);
+}
+
+Expr max_pool(const Env& e, size_t nsp) {
+  const TensorRef& in = e.tensor("self");
+  auto k = spatial(e, "kernel_size", nsp, std::nullopt);
+  auto s = spatial(e, "stride", nsp, k);
+  auto p = spatial(e, "padding", nsp, std::vector<int64_t>(nsp, 0));
+  auto d = spatial(e, "dilation", nsp, std::vector<int64_t>(nsp, 1));
+  size_t lead = e.idx.size() - nsp;
+  std::vector<int64_t> start(nsp);
+  for (size_t j = 0; j < nsp; ++j) start[j] = e.idx[lead + j] * s[j] - p[j];
+  return max_or_arg(e, in, window(e, in, nsp, start, k, d), e.out == 1);
+}
+
+Expr avg_pool(const Env& e, size_t nsp) {
+  auto& cx = e.cx;
+  const TensorRef& in = e.tensor("self");
+  auto k = spatial(e, "kernel_size", nsp, std::nullopt);
+  auto s = spatial(e, "stride", nsp, k);
+  auto p = spatial(e, "padding", nsp, std::vector<int64_t>(nsp, 0));
+  bool include_pad = e.flag("count_include_pad", true);
+  size_t lead = e.idx.size() - nsp;
+  std::vector<int64_t> start(nsp), size(nsp);
+  int64_t pool_size = 1, valid = 1;
+  for (size_t j = 0; j < nsp; ++j) {
+    int64_t in_len = in.shape[in.rank() - nsp + j];
+    int64_t st = e.idx[lead + j] * s[j] - p[j];
+    int64_t en = std::min(st + k[j], in_len + p[j]);
+    pool_size *= en - st;  // the window clipped to the padded input (PyTorch's count_include_pad divisor)
+    int64_t cst = std::max<int64_t>(st, 0), cen = std::min(en, in_len);
+    valid *= std::max<int64_t>(cen - cst, 0);
+    start[j] = cst;
+    size[j] = std::max<int64_t>(cen - cst, 0);
+  }
+  Window w = window(e, in, nsp, start, size, std::vector<int64_t>(nsp, 1));
+  int64_t divisor = include_pad ? pool_size : valid;
+  if (e.given("divisor_override")) divisor = e.integer("divisor_override");
+  if (divisor == 0) e.malformed("average pooling divisor is zero");
+  Expr total = sum_of(e, in, w.taps);
+  return cx.div(total, cx.real_const(divisor));
+}
+
+// Adaptive pooling: output o along a dim of input length L and output length O
+// covers [floor(o*L/O), ceil((o+1)*L/O)).
+Expr adaptive(const Env& e, size_t nsp, bool is_max) {
+  auto& cx = e.cx;
+  const TensorRef& in = e.tensor("self");
+  size_t lead = e.idx.size() - nsp;
+  std::vector<int64_t> start(nsp), size(nsp);
+  for (size_t j = 0; j < nsp; ++j) {
+    int64_t L = in.shape[in.rank() - nsp + j], O = e.output().shape[lead + j];
+    int64_t o = e.idx[lead + j];
+    start[j] = (o * L) / O;
+    size[j] = ((o + 1) * L + O - 1) / O - start[j];
+  }
+  Window w = window(e, in, nsp, start, size, std::vector<int64_t>(nsp, 1));
+  if (is_max) return max_or_arg(e, in, w, e.out == 1);
+  return cx.div(sum_of(e, in, w.taps), cx.real_const(static_cast<int64_t>(w.taps.size())));
+}
+
+}  // namespace
+
+void register_pool(Registry& r) {
+  const char* maxp = "self kernel_size stride padding dilation ceil_mode";
+  for (size_t n : {1, 2, 3}) {
+    std::string d = std::to_string(n) + "d";
+    r.add("max_pool" + d, maxp, [n](Env& e) { return max_pool(e, n); });
+    r.add("max_pool" + d + "_with_indices", maxp, [n](Env& e) { return max_pool(e, n); });
+    r.add("avg_pool" + d, n == 1 ? "self kernel_size stride padding ceil_mode count_include_pad"
+                                 : "self kernel_size stride padding ceil_mode count_include_pad divisor_override",
+          [n](Env& e) { return avg_pool(e, n); });
+    for (const char* pre : {"adaptive_avg_pool", "_adaptive_avg_pool"})
+      r.add(pre + d, "self output_size", [n](Env& e) { return adaptive(e, n, false); });
+    r.add("adaptive_max_pool" + d, "self output_size", [n](Env& e) { return adaptive(e, n, true); });
+  }
+}
+
+}  // namespace dirigo::aten::detail

@@ -1,0 +1,205 @@
+// Reductions (sum/mean/prod/amax/amin/max/min/var/std/norms/argmax/argmin,
+// logsumexp), scans (cumsum/cumprod) and softmax. Sums are emitted once as
+// n-ary adds, extremes as n-ary min/max, arg-extremes as ite chains that keep
+// the first position on ties (as PyTorch does).
+#include <cmath>
+#include <limits>
+
+#include "aten/internal.h"
+
+namespace dirigo::aten::detail {
+namespace {
+
+using ir::Fn;
+
+struct Reduction {
+  const TensorRef* in;
+  std::vector<Index> domain;
+};
+
+// The input indices reduced into the asked location: dims from `dim_param`
+// ("" = all dims, no keepdim parameter), keepdim from "keepdim".
+Reduction reduction(const Env& e, std::string_view dim_param, bool empty_means_all = true) {
+  const TensorRef& in = e.tensor("self");
+  int64_t rank = static_cast<int64_t>(in.rank());
+  std::vector<int64_t> dims;
+  bool keepdim = false;
+  if (dim_param.empty()) {
+    for (int64_t k = 0; k < rank; ++k) dims.push_back(k);
+  } else {
+    dims = reduce_dims(e, dim_param, rank, empty_means_all);
+    keepdim = e.flag("keepdim", false);
+  }
+  return {&in, reduction_domain(in, dims, keepdim, e.idx)};
+}
+
+std::vector<Expr> values(const Env& e, const Reduction& r) {
+  std::vector<Expr> v;
+  v.reserve(r.domain.size());
+  for (const auto& i : r.domain) v.push_back(e.real_at(*r.in, i));
+  return v;
+}
+
+Expr mean_of(const Env& e, const Reduction& r) {
+  return e.cx.mul(e.cx.real_const(mpq_class(1, static_cast<unsigned long>(r.domain.size()))), sum_of(e, *r.in, r.domain));
+}
+
+Expr extreme(const Env& e, const Reduction& r, bool is_max) {
+  auto v = values(e, r);
+  if (v.empty()) e.malformed("max/min over an empty set");
+  return is_max ? e.cx.max(v) : e.cx.min(v);
+}
+
+// Position of each domain element along dimension `dim` (or its flat index when dim < 0).
+Expr arg(const Env& e, const Reduction& r, int64_t dim, bool is_max) {
+  std::vector<int64_t> pos;
+  for (const auto& i : r.domain) pos.push_back(dim >= 0 ? i[dim] : ravel(i, r.in->shape));
+  return arg_extreme(e.cx, values(e, r), pos, is_max);
+}
+
+Expr variance(const Env& e, const Reduction& r, double correction) {
+  auto& cx = e.cx;
+  Expr mean = mean_of(e, r);
+  std::vector<Expr> sq;
+  for (const auto& i : r.domain) sq.push_back(square(cx, cx.sub(e.real_at(*r.in, i), mean)));
+  double denom = std::max(0.0, static_cast<double>(r.domain.size()) - correction);
+  return cx.div(cx.add(sq), e.num(denom));
+}
+
+double correction_of(const Env& e) {
+  if (e.def.key.ends_with(".correction")) return e.real("correction", 1.0);
+  return e.flag("unbiased", true) ? 1.0 : 0.0;
+}
+
+Expr vector_norm(const Env& e, const Reduction& r, double p) {
+  auto& cx = e.cx;
+  auto v = values(e, r);
+  for (auto& x : v) x = cx.abs(x);
+  if (p == std::numeric_limits<double>::infinity()) return cx.max(v);
+  if (p == -std::numeric_limits<double>::infinity()) return cx.min(v);
+  if (p == 1) return cx.add(v);
+  if (p == 2) {
+    for (auto& x : v) x = square(cx, x);
+    return cx.call(Fn::Sqrt, cx.add(v));
+  }
+  if (p == 0) {
+    for (auto& x : v) x = cx.ite(cx.eq(x, cx.real_const(0)), cx.real_const(0), cx.real_const(1));
+    return cx.add(v);
+  }
+  Expr pe = e.num(p);
+  for (auto& x : v) x = cx.call(Fn::Pow, x, pe);
+  return cx.call(Fn::Pow, cx.add(v), e.num(1.0 / p));
+}
+
+// Elements along `dim` through the asked location: (input index with dim = k).
+Index along(const Index& idx, int64_t dim, int64_t k) {
+  Index i = idx;
+  i[dim] = k;
+  return i;
+}
+
+Expr softmax(const Env& e, bool log) {
+  auto& cx = e.cx;
+  const TensorRef& in = e.tensor("self");
+  int64_t dim = wrap_dim(e.integer("dim"), in.rank());
+  // The plain mathematical form exp(x_i) / sum_j exp(x_j): the max-subtracted form
+  // PyTorch computes is equal over the reals, and the shift would only add terms.
+  std::vector<Expr> ex;
+  int64_t n = in.rank() == 0 ? 1 : in.shape[dim];
+  for (int64_t k = 0; k < n; ++k) ex.push_back(cx.call(Fn::Exp, e.real_at(in, in.rank() == 0 ? e.idx : along(e.idx, dim, k))));
+  Expr total = cx.add(ex);
+  Expr xi = e.real_at(in, e.idx);
+  if (log) return cx.sub(xi, cx.call(Fn::Log, total));
+  return cx.div(cx.call(Fn::Exp, xi), total);
+}
+
+Expr scan(const Env& e, bool product) {
+  const TensorRef& in = e.tensor("self");
+  int64_t dim = wrap_dim(e.integer("dim"), in.rank());
+  std::vector<Expr> xs;
+  int64_t upto = in.rank() == 0 ? 0 : e.idx[dim];
+  for (int64_t k = 0; k <= upto; ++k) xs.push_back(e.real_at(in, in.rank() == 0 ? e.idx : along(e.idx, dim, k)));
+  return product ? e.cx.mul(xs) : e.cx.add(xs);
+}
+
+}  // namespace
+
+void register_reduce(Registry& r) {
+  r.add("sum", "self dtype", [](Env& e) { auto red = reduction(e, ""); return sum_of(e, *red.in, red.domain); });
+  r.add("sum.dim_IntList", "self dim keepdim dtype", [](Env& e) {
+    auto red = reduction(e, "dim");
+    return sum_of(e, *red.in, red.domain);
+  });
+  r.add("mean", "self dtype", [](Env& e) { return mean_of(e, reduction(e, "")); });
+  r.add("mean.dim", "self dim keepdim dtype", [](Env& e) { return mean_of(e, reduction(e, "dim")); });
+  r.add("prod", "self dtype", [](Env& e) { return e.cx.mul(values(e, reduction(e, ""))); });
+  r.add("prod.dim_int", "self dim keepdim dtype", [](Env& e) { return e.cx.mul(values(e, reduction(e, "dim"))); });
+  r.add("amax", "self dim keepdim", [](Env& e) { return extreme(e, reduction(e, "dim"), true); });
+  r.add("amin", "self dim keepdim", [](Env& e) { return extreme(e, reduction(e, "dim"), false); });
+  r.add("max", "self", [](Env& e) { return extreme(e, reduction(e, ""), true); });
+  r.add("min", "self", [](Env& e) { return extreme(e, reduction(e, ""), false); });
+  for (bool is_max : {true, false})
+    r.add(is_max ? "max.dim" : "min.dim", "self dim keepdim", [is_max](Env& e) {
+      auto red = reduction(e, "dim");
+      if (e.out == 0) return extreme(e, red, is_max);
+      return arg(e, red, wrap_dim(e.integer("dim"), red.in->rank()), is_max);
+    });
+  for (bool is_max : {true, false})
+    r.add(is_max ? "argmax" : "argmin", "self dim keepdim", [is_max](Env& e) {
+      if (!e.given("dim")) return arg(e, reduction(e, ""), -1, is_max);
+      auto red = reduction(e, "dim");
+      return arg(e, red, wrap_dim(e.integer("dim"), red.in->rank()), is_max);
+    });
+  // var/std: .correction has a kwarg-only correction; the older overloads an `unbiased` flag.
+  for (bool is_std : {false, true}) {
+    std::string base = is_std ? "std" : "var";
+    auto fn = [is_std](Env& e) {
+      bool has_dim = e.def.key.find('.') != std::string::npos;
+      Expr v = variance(e, reduction(e, has_dim ? "dim" : ""), correction_of(e));
+      return is_std ? e.cx.call(Fn::Sqrt, v) : v;
+    };
+    r.add(base, "self unbiased", fn);
+    r.add(base + ".dim", "self dim unbiased keepdim", fn);
+    r.add(base + ".correction", "self dim correction keepdim", fn);
+    r.add(base + "_mean.correction", "self dim correction keepdim", [is_std](Env& e) {
+      auto red = reduction(e, "dim");
+      if (e.out == 1) return mean_of(e, red);
+      Expr v = variance(e, red, e.real("correction", 1.0));
+      return is_std ? e.cx.call(Fn::Sqrt, v) : v;
+    });
+  }
+  r.add("norm.Scalar", "self p", [](Env& e) { return vector_norm(e, reduction(e, ""), e.real("p", 2.0)); });
+  for (const char* k : {"norm.ScalarOpt_dim", "norm.ScalarOpt_dim_dtype"})
+    r.add(k, "self p dim keepdim dtype", [](Env& e) {
+      return vector_norm(e, reduction(e, "dim"), e.real("p", 2.0));
+    });
+  r.add("norm.ScalarOpt_dtype", "self p dtype", [](Env& e) { return vector_norm(e, reduction(e, ""), e.real("p", 2.0)); });
+  r.add("linalg_vector_norm", "self ord dim keepdim dtype", [](Env& e) {
+    return vector_norm(e, reduction(e, "dim"), e.real("ord", 2.0));
+  });
+  r.add("logsumexp", "self dim keepdim", [](Env& e) {
+    auto v = values(e, reduction(e, "dim"));
+    for (auto& x : v) x = e.cx.call(Fn::Exp, x);
+    return e.cx.call(Fn::Log, e.cx.add(v));
+  });
+  r.add("cumsum", "self dim dtype", [](Env& e) { return scan(e, false); });
+  r.add("cumprod", "self dim dtype", [](Env& e) { return scan(e, true); });
+  for (const char* k : {"_softmax", "softmax.int"})
+    r.add(k, k[0] == '_' ? "self dim half_to_float" : "self dim dtype", [](Env& e) { return softmax(e, false); });
+  for (const char* k : {"_log_softmax", "log_softmax.int"})
+    r.add(k, k[0] == '_' ? "self dim half_to_float" : "self dim dtype", [](Env& e) { return softmax(e, true); });
+  for (bool all : {true, false}) {
+    auto fn = [all](Env& e) {
+      bool has_dim = e.def.key.find('.') != std::string::npos;
+      auto v = values(e, reduction(e, has_dim ? "dim" : ""));
+      for (auto& x : v) x = e.cx.not_(e.cx.eq(x, e.cx.real_const(0)));
+      return all ? e.cx.and_(v) : e.cx.or_(v);
+    };
+    std::string base = all ? "all" : "any";
+    r.add(base, "self", fn);
+    r.add(base + ".dim", "self dim keepdim", fn);
+    r.add(base + ".dims", "self dim keepdim", fn);
+  }
+}
+
+}  // namespace dirigo::aten::detail

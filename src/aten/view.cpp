@@ -1,0 +1,312 @@
+// Views, layout and copies. A view op's element is an element of its input at
+// an index map computed here (the tracer's strides describe the input view
+// itself). Copies convert dtypes: floats are all reals, float -> int rounds
+// toward zero, int -> float is exact, anything -> bool is "nonzero".
+#include <algorithm>
+
+#include "aten/internal.h"
+
+namespace dirigo::aten::detail {
+namespace {
+
+// Input element in the output dtype.
+Expr copy_of(const Env& e, const TensorRef& in, const Index& i) {
+  return e.convert(e.at(in, i), in.dtype, e.out_dtype());
+}
+
+// Row-major reinterpretation: reshape and friends.
+Expr reshaped(const Env& e, const TensorRef& in) {
+  int64_t flat = ravel(e.idx, e.output().shape);
+  if (flat >= in.numel()) e.malformed("reshape to more elements than the input has");
+  return copy_of(e, in, unravel(flat, in.shape));
+}
+
+Expr slice_along(const Env& e, const TensorRef& in, int64_t dim, int64_t start, int64_t step) {
+  Index i = e.idx;
+  i[dim] = start + e.idx[dim] * step;
+  return copy_of(e, in, i);
+}
+
+// Split-like ops: output k is the slice [offsets[k], offsets[k] + sizes[k]) along dim.
+Expr split_part(const Env& e, const TensorRef& in, int64_t dim, const std::vector<int64_t>& sizes) {
+  int64_t off = 0;
+  for (int k = 0; k < e.out; ++k) off += sizes.at(k);
+  return slice_along(e, in, dim, off, 1);
+}
+
+std::vector<int64_t> equal_splits(int64_t len, int64_t size) {
+  std::vector<int64_t> s;
+  for (int64_t o = 0; o < len; o += size) s.push_back(std::min(size, len - o));
+  if (s.empty()) s.push_back(0);
+  return s;
+}
+
+// Element of `t` whose index in dim `dim` is the runtime value `pos` (an integer element):
+// a Load with a symbolic flat index.
+Expr dynamic_at(const Env& e, const TensorRef& t, Index i, int64_t dim, Expr pos) {
+  auto& cx = e.cx;
+  i[dim] = 0;
+  int64_t base = t.flat_index(i);
+  if (pos->sort != ir::Sort::BV64) pos = cx.sext(pos, ir::Sort::BV64);
+  Expr flat = cx.bv_add(cx.bv_const(ir::Sort::BV64, static_cast<uint64_t>(base)),
+                        cx.bv_mul(cx.bv_const(ir::Sort::BV64, static_cast<uint64_t>(t.stride(dim))), pos));
+  return cx.load(t.tensor_id, flat, elem_sort(t.dtype));
+}
+
+}  // namespace
+
+Expr gather_element(const Env& e, const TensorRef& t, Index i, int64_t dim, Expr pos) {
+  return dynamic_at(e, t, std::move(i), dim, pos);
+}
+
+void register_view(Registry& r) {
+  auto reshape = [](Env& e) { return reshaped(e, e.tensor("self")); };
+  for (const char* k : {"view", "reshape", "_unsafe_view", "_reshape_alias", "view_as", "reshape_as",
+                        "flatten.using_ints", "unflatten.int", "squeeze", "squeeze.dim", "squeeze.dims",
+                        "unsqueeze", "_reshape_copy", "view_copy", "squeeze_copy.dim", "unsqueeze_copy"})
+    r.add(k, std::string_view(k).starts_with("flatten") ? "self start_dim end_dim"
+             : std::string_view(k).starts_with("unflatten") ? "self dim sizes"
+             : std::string_view(k).starts_with("squeeze") || std::string_view(k).starts_with("unsqueeze") ? "self dim"
+             : "self size",
+          reshape);
+  auto identity = [](Env& e) {
+    const TensorRef& in = e.tensor(e.def.params[0]);
+    return copy_of(e, in, broadcast_index(in, e.idx));
+  };
+  for (const char* k : {"alias", "detach", "clone", "contiguous", "lift_fresh", "lift_fresh_copy", "_to_copy",
+                        "to.dtype", "to.device", "to.dtype_layout", "to.other", "type_as", "positive", "_copy_from",
+                        "detach_copy", "alias_copy", "resolve_conj", "resolve_neg", "expand", "expand_as",
+                        "expand_copy", "broadcast_to", "dropout", "native_dropout", "feature_dropout",
+                        "alpha_dropout", "feature_alpha_dropout"}) {
+    std::string key = k;
+    bool is_dropout = key.find("dropout") != std::string::npos;
+    std::string params = is_dropout ? "input p train" : key.starts_with("expand") || key == "broadcast_to" ? "self size" : "self";
+    r.add(key, params, [identity, is_dropout, key](Env& e) -> Expr {
+      if (is_dropout) {
+        // identity when nothing is dropped; otherwise random
+        bool train = e.given("train") ? e.flag("train") : true;
+        if (train && e.real("p") > 0) e.unsupported("nondeterministic: dropout with p>0 in training mode");
+        if (key == "native_dropout" && e.out == 1) return e.cx.bool_const(true);  // the keep-mask
+      }
+      return identity(e);
+    });
+  }
+  for (const char* k : {"copy", "copy_"})
+    r.add(k, "self src non_blocking", [](Env& e) {
+      const TensorRef& src = e.tensor("src");
+      return copy_of(e, src, broadcast_index(src, e.idx));
+    });
+  r.add("as_strided", "self size stride storage_offset", [](Env& e) {
+    const TensorRef& in = e.tensor("self");
+    TensorRef v = in;
+    v.shape = e.ints("size");
+    v.strides = e.ints("stride");
+    if (e.given("storage_offset")) v.offset = e.integer("storage_offset");
+    return copy_of(e, v, e.idx);
+  });
+  r.add("permute", "self dims", [](Env& e) {
+    const TensorRef& in = e.tensor("self");
+    auto dims = e.ints("dims");
+    if (dims.size() != in.rank()) e.malformed("permute needs one entry per dim");
+    Index i(in.rank());
+    for (size_t k = 0; k < dims.size(); ++k) i[wrap_dim(dims[k], in.rank())] = e.idx[k];
+    return copy_of(e, in, i);
+  });
+  for (const char* k : {"transpose.int", "swapaxes", "swapdims"})
+    r.add(k, "self dim0 dim1", [](Env& e) {
+      const TensorRef& in = e.tensor("self");
+      int64_t a = wrap_dim(e.integer("dim0"), in.rank()), b = wrap_dim(e.integer("dim1"), in.rank());
+      Index i = e.idx;
+      std::swap(i[a], i[b]);
+      return copy_of(e, in, i);
+    });
+  for (const char* k : {"t", "numpy_T"})
+    r.add(k, "self", [](Env& e) {
+      const TensorRef& in = e.tensor("self");
+      Index i = e.idx;
+      std::reverse(i.begin(), i.end());
+      return copy_of(e, in, i);
+    });
+  r.add("slice.Tensor", "self dim start end step", [](Env& e) {
+    const TensorRef& in = e.tensor("self");
+    int64_t dim = wrap_dim(e.integer("dim", 0), in.rank());
+    int64_t start = e.integer("start", 0), len = in.shape[dim];
+    if (start < 0) start += len;
+    start = std::clamp<int64_t>(start, 0, len);
+    return slice_along(e, in, dim, start, e.integer("step", 1));
+  });
+  r.add("narrow", "self dim start length", [](Env& e) {
+    const TensorRef& in = e.tensor("self");
+    int64_t dim = wrap_dim(e.integer("dim"), in.rank());
+    int64_t start = e.integer("start");
+    if (start < 0) start += in.shape[dim];
+    return slice_along(e, in, dim, start, 1);
+  });
+  r.add("select.int", "self dim index", [](Env& e) {
+    const TensorRef& in = e.tensor("self");
+    int64_t dim = wrap_dim(e.integer("dim"), in.rank());
+    int64_t index = e.integer("index");
+    if (index < 0) index += in.shape[dim];
+    Index i = e.idx;
+    i.insert(i.begin() + dim, index);
+    return copy_of(e, in, i);
+  });
+  r.add("unbind.int", "self dim", [](Env& e) {
+    const TensorRef& in = e.tensor("self");
+    int64_t dim = wrap_dim(e.integer("dim", 0), in.rank());
+    Index i = e.idx;
+    i.insert(i.begin() + dim, e.out);
+    return copy_of(e, in, i);
+  });
+  r.add("split.Tensor", "self split_size dim", [](Env& e) {
+    const TensorRef& in = e.tensor("self");
+    int64_t dim = wrap_dim(e.integer("dim", 0), in.rank());
+    return split_part(e, in, dim, equal_splits(in.shape[dim], e.integer("split_size")));
+  });
+  r.add("split_with_sizes", "self split_sizes dim", [](Env& e) {
+    const TensorRef& in = e.tensor("self");
+    return split_part(e, in, wrap_dim(e.integer("dim", 0), in.rank()), e.ints("split_sizes"));
+  });
+  r.add("chunk", "self chunks dim", [](Env& e) {
+    const TensorRef& in = e.tensor("self");
+    int64_t dim = wrap_dim(e.integer("dim", 0), in.rank());
+    int64_t chunks = e.integer("chunks"), len = in.shape[dim];
+    return split_part(e, in, dim, equal_splits(len, (len + chunks - 1) / chunks));
+  });
+  r.add("cat", "tensors dim", [](Env& e) {
+    auto ts = e.tensors("tensors");
+    int64_t dim = wrap_dim(e.integer("dim", 0), e.output().rank());
+    int64_t pos = e.idx[dim];
+    for (const auto& t : ts) {
+      if (t.rank() == 1 && t.shape[0] == 0) continue;  // legacy: empty 1-D tensors are skipped
+      if (pos < t.shape[dim]) {
+        Index i = e.idx;
+        i[dim] = pos;
+        return copy_of(e, t, i);
+      }
+      pos -= t.shape[dim];
+    }
+    e.malformed("cat location beyond the inputs");
+  });
+  r.add("stack", "tensors dim", [](Env& e) {
+    auto ts = e.tensors("tensors");
+    int64_t dim = wrap_dim(e.integer("dim", 0), e.output().rank());
+    Index i = e.idx;
+    int64_t which = i[dim];
+    i.erase(i.begin() + dim);
+    return copy_of(e, ts.at(which), i);
+  });
+  for (const char* k : {"constant_pad_nd", "pad"})
+    r.add(k, std::string_view(k) == "pad" ? "self pad mode value" : "self pad value", [](Env& e) -> Expr {
+      if (e.def.key == "pad" && e.str("mode", "constant") != "constant") e.unsupported("pad mode '" + e.str("mode") + "'");
+      const TensorRef& in = e.tensor("self");
+      auto pad = e.ints("pad");  // pairs (before, after) from the last dim backwards; negative crops
+      Index i = e.idx;
+      for (size_t p = 0; p * 2 < pad.size(); ++p) {
+        size_t d = in.rank() - 1 - p;
+        i[d] -= pad[2 * p];
+        if (i[d] < 0 || i[d] >= in.shape[d]) return e.num(e.real("value", 0.0));
+      }
+      return copy_of(e, in, i);
+    });
+  for (bool lower : {true, false})
+    r.add(lower ? "tril" : "triu", "self diagonal", [lower](Env& e) -> Expr {
+      const TensorRef& in = e.tensor("self");
+      int64_t diag = e.integer("diagonal", 0);
+      int64_t row = e.idx[e.idx.size() - 2], col = e.idx.back();
+      bool keep = lower ? col - row <= diag : col - row >= diag;
+      if (!keep) return is_floating(e.out_dtype()) ? e.cx.real_const(0) : e.cx.bv_const(elem_sort(e.out_dtype()), 0);
+      return copy_of(e, in, e.idx);
+    });
+  r.add("diag", "self diagonal", [](Env& e) -> Expr {
+    const TensorRef& in = e.tensor("self");
+    int64_t off = e.integer("diagonal", 0);
+    if (in.rank() == 1) {
+      int64_t row = e.idx[0], col = e.idx[1];
+      if (col - row != off) return e.cx.real_const(0);
+      return copy_of(e, in, Index{off >= 0 ? row : col});
+    }
+    int64_t k = e.idx[0];
+    return copy_of(e, in, off >= 0 ? Index{k, k + off} : Index{k - off, k});
+  });
+  r.add("diag_embed", "self offset dim1 dim2", [](Env& e) -> Expr {
+    const TensorRef& in = e.tensor("self");
+    int64_t rank = static_cast<int64_t>(e.output().rank());
+    int64_t off = e.integer("offset", 0);
+    int64_t d1 = wrap_dim(e.integer("dim1", -2), rank), d2 = wrap_dim(e.integer("dim2", -1), rank);
+    int64_t a = e.idx[d1], b = e.idx[d2];
+    if (b - a != off) return e.cx.real_const(0);
+    Index i;
+    for (int64_t d = 0; d < rank; ++d)
+      if (d != d1 && d != d2) i.push_back(e.idx[d]);
+    i.push_back(off >= 0 ? a : b);
+    return copy_of(e, in, i);
+  });
+  r.add("diagonal", "self offset dim1 dim2", [](Env& e) {
+    const TensorRef& in = e.tensor("self");
+    int64_t rank = static_cast<int64_t>(in.rank());
+    int64_t off = e.integer("offset", 0);
+    int64_t d1 = wrap_dim(e.integer("dim1", 0), rank), d2 = wrap_dim(e.integer("dim2", 1), rank);
+    int64_t k = e.idx.back();
+    Index i(rank);
+    size_t q = 0;
+    for (int64_t d = 0; d < rank; ++d)
+      if (d != d1 && d != d2) i[d] = e.idx[q++];
+    i[d1] = off >= 0 ? k : k - off;
+    i[d2] = off >= 0 ? k + off : k;
+    return copy_of(e, in, i);
+  });
+  r.add("repeat", "self repeats", [](Env& e) {
+    const TensorRef& in = e.tensor("self");
+    size_t lead = e.idx.size() - in.rank();
+    Index i(in.rank());
+    for (size_t d = 0; d < in.rank(); ++d) i[d] = e.idx[lead + d] % in.shape[d];
+    return copy_of(e, in, i);
+  });
+  r.add("flip", "self dims", [](Env& e) {
+    const TensorRef& in = e.tensor("self");
+    Index i = e.idx;
+    for (auto d : e.ints("dims")) {
+      int64_t w = wrap_dim(d, in.rank());
+      i[w] = in.shape[w] - 1 - i[w];
+    }
+    return copy_of(e, in, i);
+  });
+  r.add("roll", "self shifts dims", [](Env& e) {
+    const TensorRef& in = e.tensor("self");
+    auto shifts = e.ints("shifts");
+    auto dims = e.given("dims") ? e.ints("dims") : std::vector<int64_t>{};
+    if (dims.empty()) {  // roll of the flattened tensor
+      int64_t n = in.numel(), f = ravel(e.idx, in.shape);
+      return copy_of(e, in, unravel(((f - shifts.at(0)) % n + n) % n, in.shape));
+    }
+    Index i = e.idx;
+    for (size_t k = 0; k < dims.size(); ++k) {
+      int64_t d = wrap_dim(dims[k], in.rank()), n = in.shape[d];
+      i[d] = ((i[d] - shifts.at(k)) % n + n) % n;
+    }
+    return copy_of(e, in, i);
+  });
+  // data-dependent indexing: the element position is read from an integer tensor
+  r.add("index_select", "self dim index", [](Env& e) {
+    const TensorRef& in = e.tensor("self");
+    const TensorRef& index = e.tensor("index");
+    int64_t dim = wrap_dim(e.integer("dim"), in.rank());
+    Expr pos = e.at(index, index.rank() == 0 ? Index{} : Index{e.idx[dim]});
+    return e.convert(dynamic_at(e, in, e.idx, dim, pos), in.dtype, e.out_dtype());
+  });
+  r.add("gather", "self dim index sparse_grad", [](Env& e) {
+    const TensorRef& in = e.tensor("self");
+    int64_t dim = wrap_dim(e.integer("dim"), in.rank());
+    Expr pos = e.at(e.tensor("index"), e.idx);
+    return e.convert(dynamic_at(e, in, e.idx, dim, pos), in.dtype, e.out_dtype());
+  });
+  r.add("embedding", "weight indices padding_idx scale_grad_by_freq sparse", [](Env& e) {
+    const TensorRef& w = e.tensor("weight");
+    const TensorRef& ind = e.tensor("indices");
+    Index ii(e.idx.begin(), e.idx.end() - 1);
+    return dynamic_at(e, w, Index{0, e.idx.back()}, 0, e.at(ind, ii));
+  });
+}
+
+}  // namespace dirigo::aten::detail
