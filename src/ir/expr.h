@@ -89,68 +89,78 @@ struct Bounds {
   uint64_t lo = 0, hi = UINT64_MAX;
 };
 
+// 64 bytes. Leaves keep their payload in u/v/p_; interior nodes point at an
+// arena-allocated child array.
 struct Node {
   Op op;
   Sort sort;
   uint8_t flags;
+  uint8_t attrs;       // kHasUndef / kHasData, or-ed up from the children
   uint32_t nargs;
   uint32_t id;         // creation order within the Context (not canonical across Contexts)
+  int32_t tensor_;     // TensorElem/Load: tensor id (process-wide, see Context::tensor)
   uint64_t hash;       // structural hash, independent of construction order and Context
-  uint64_t size;       // number of distinct nodes in this DAG, saturating (for printing/budgets)
+  uint64_t size;       // tree size (1 + sum of children), saturating: an upper bound on distinct nodes
   const Expr* args_;   // nargs children
-  // payload, meaning depends on op
   uint64_t u;          // ConstBV value, ConstBool, TensorElem index, Call Fn, Var bounds lo
   uint64_t v;          // Var bounds hi
-  int32_t tensor_;     // TensorElem/Load: tensor id
-  const mpq_class* rat_;   // ConstReal
-  std::string_view name_;  // Var
+  const void* p_;      // ConstReal: mpq_class; Var: std::string (owned by the Context)
+
+  static constexpr uint8_t kHasUndef = 1, kHasData = 2;
 
   std::span<const Expr> args() const { return {args_, nargs}; }
   Expr arg(unsigned i) const { return args_[i]; }
   bool is_const() const { return op == Op::ConstBool || op == Op::ConstBV || op == Op::ConstReal; }
+  bool is_leaf() const { return nargs == 0; }
   bool bool_value() const { return u != 0; }
   uint64_t bv_value() const { return u; }
   int64_t bv_signed() const;
-  const mpq_class& rational() const { return *rat_; }
+  const mpq_class& rational() const { return *static_cast<const mpq_class*>(p_); }
   int32_t tensor() const { return tensor_; }
   int64_t index() const { return static_cast<int64_t>(u); }
   Fn fn() const { return static_cast<Fn>(u); }
-  std::string_view name() const { return name_; }
+  std::string_view name() const;
   Bounds bounds() const { return {u, v}; }
   bool is_signed() const { return flags & kSigned; }
   RoundMode round_mode() const { return static_cast<RoundMode>((flags >> kRoundShift) & 3); }
+  bool has_undef() const { return attrs & kHasUndef; }  // some leaf below is Undef
+  bool has_data() const { return attrs & kHasData; }    // some leaf below is TensorElem/Load
 };
 
 // Every canonicalization rule has a name; each can be switched off (for the
 // per-rule "applies / does not apply" tests) and counts its applications.
 enum class Rule : uint8_t {
   ConstFold,          // any op whose operands are all constants
-  AddFlatten,         // (a+b)+c -> a+b+c
+  UndefPropagate,     // op(..., undef, ...) -> undef (poison semantics; ite arms excepted)
+  AddFlatten,         // (a+b)+c -> a+b+c  (Add and BvAdd)
   AddCombineLike,     // 2x + 3x -> 5x ; x - x -> 0
-  AddSort,            // operands ordered canonically
+  AddSort,            // terms ordered canonically by monomial
   AddIdentity,        // a+0 -> a ; unary sum -> operand
-  MulFlatten,
+  MulFlatten,         // (a*b)*c -> a*b*c (Mul and BvMul)
   MulSort,
   MulIdentity,        // a*1 -> a ; a*0 -> 0 (reals: sound since floats are reals here)
   MulDistributeConst, // c*(a+b) -> c*a + c*b
   MulDistributeSmall, // (a+b)*(c+d) expanded when the result has at most kDistributeLimit terms
-  NegToMul,           // -a -> (-1)*a ; a-b -> a + (-1)*b
-  DivToRecip,         // a/b -> a * Recip(b) ; Recip(c) folded for constants c != 0
+  NegToMul,           // -a -> (-1)*a ; a-b -> a + (-1)*b   (reals and bitvectors)
+  DivToRecip,         // a/b -> a * Recip(b) ; Recip(c) folded for constants c != 0 ; Recip(c*x) -> (1/c)*Recip(x)
   MinMaxFlatten,      // min(min(a,b),c) -> min(a,b,c)
   MinMaxSortDedup,    // min(b,a,a) -> min(a,b)
   MinMaxConst,        // constants folded into one; min(x) -> x
   IteConstCond,       // ite(true,a,b) -> a
   IteSameArms,        // ite(c,a,a) -> a
+  IteNegCond,         // ite(not c,a,b) -> ite(c,b,a) ; ite(c,true,false) -> c
   IteToMinMax,        // ite(a<b,a,b) -> min(a,b) and friends
-  BoolSimplify,       // and/or flatten, sort, dedup, absorb constants; not(not a) -> a; not of comparison flips it
-  CmpCanon,           // a<=b with constants folded; a==a -> true ; x<x -> false
-  BvAffine,           // bitvector add/mul/shl-by-const into affine normal form sum c_i * atom_i + c0
+  BoolSimplify,       // and/or flatten, sort, dedup, absorb constants, x & !x; not(not a) -> a; not of comparison flips it
+  CmpCanon,           // a==a -> true ; x<x -> false ; a-b constant decides the comparison ; eq operands sorted
+  BvAffine,           // shl-by-const -> mul ; ~x -> -x-1 : bitvector arithmetic in affine normal form
+  BvExtMerge,         // zext(zext x) -> zext x ; sext(sext x) -> sext x ; sext(zext x) -> zext x
+  BvSignedToUnsigned, // slt/sle/smin/smax/sdiv/srem/ashr/sext/signed bv_to_real on provably non-negative operands -> unsigned forms
   BvExtPush,          // zext/sext pushed through affine terms when Bounds prove no overflow
-  BvTruncPush,        // trunc of add/mul/and/... pushed inside (always sound mod 2^w)
-  BvBitFold,          // and/or/xor/shift identities, x & mask with known bounds
-  BvDivRemConst,      // (c*k + r) / c etc. on affine terms with known bounds
+  BvTruncPush,        // trunc of add/mul/and/... pushed inside (always sound mod 2^w); trunc(ext x) cancelled
+  BvBitFold,          // and/or/xor identities, x & mask with known bounds, terms divisible by 2^k dropped under a mask
+  BvDivRemConst,      // (c*k + r) / c -> k + r/c with bounds, x/2^k -> x>>k, x%2^k -> x&(2^k-1), x/c -> 0 when x < c
   LoadFold,           // Load(T, const) -> T[const]
-  AbsCanon,           // abs(abs a) -> abs a ; abs(-a) -> abs a ; abs(c) folded
+  AbsCanon,           // abs(abs a) -> abs a ; abs(c*a) -> |c|*abs(a)
   Count_
 };
 std::string_view rule_name(Rule r);
@@ -163,10 +173,11 @@ class Context {
   Context(const Context&) = delete;
   Context& operator=(const Context&) = delete;
 
-  // ---- tensors: ids are dense, names are for printing and bundles
+  // ---- tensors: ids are dense and PROCESS-WIDE (one thread-safe registry shared by
+  // all Contexts), so TensorElem/Load nodes mean the same tensor in every Context.
   int32_t tensor(std::string_view name);           // get or create
-  std::string_view tensor_name(int32_t id) const;
-  size_t num_tensors() const;
+  std::string_view tensor_name(int32_t id) const;  // throws std::out_of_range for unknown ids
+  size_t num_tensors() const;                      // tensors registered in the process so far
 
   // ---- leaves
   Expr bool_const(bool b);
@@ -214,6 +225,10 @@ class Context {
   Expr bv_not(Expr a);
   Expr bv_min(Expr a, Expr b, bool is_signed);
   Expr bv_max(Expr a, Expr b, bool is_signed);
+  Expr bv_and(std::span<const Expr> xs);
+  Expr bv_or(std::span<const Expr> xs);
+  Expr bv_xor(std::span<const Expr> xs);
+  Expr bv_mul(std::span<const Expr> xs);
   Expr zext(Expr a, Sort to);
   Expr sext(Expr a, Sort to);
   Expr trunc(Expr a, Sort to);
@@ -234,6 +249,7 @@ class Context {
   Expr call(Fn f, std::span<const Expr> args);
   Expr call(Fn f, Expr a) { Expr xs[] = {a}; return call(f, xs); }
   Expr call(Fn f, Expr a, Expr b) { Expr xs[] = {a, b}; return call(f, xs); }
+  Expr recip(Expr a) { return call(Fn::Recip, a); }
   Expr bv_to_real(Expr a, bool is_signed);
   Expr real_to_bv(Expr a, Sort to, bool is_signed, RoundMode rm);
 
@@ -244,8 +260,17 @@ class Context {
   // children through the canonicalizing constructors. `like` supplies the payload.
   Expr rebuild(Expr like, std::span<const Expr> new_args);
 
-  // Copy an expression built in another Context into this one.
+  // Copy an expression built in another Context into this one (node for node;
+  // hashes are identical). One memo per call; use an Importer to share it.
   Expr import(Expr e);
+
+  // Unsigned interval [lo, hi] provably containing every value of the bitvector
+  // expression e (TVM const_int_bound style; memoized). Full range when unknown.
+  Bounds bv_bounds(Expr e);
+
+  // The total order used for canonical operand order: structural hash, then a
+  // deterministic structural tie-break. Same result in every Context.
+  int compare(Expr a, Expr b) const;
 
   // ---- rules
   void set_rule_enabled(Rule r, bool on);

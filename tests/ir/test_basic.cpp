@@ -1,0 +1,42 @@
+// Basic construction, hash-consing and the headline canonical forms.
+#include <gtest/gtest.h>
+
+#include "ir/eval.h"
+#include "ir/expr.h"
+#include "ir/print.h"
+
+using namespace dirigo::ir;
+
+TEST(Basic, HashConsing) {
+  Context c;
+  Expr x = c.var("x", Sort::Real), y = c.var("y", Sort::Real);
+  EXPECT_EQ(c.var("x", Sort::Real), x);
+  EXPECT_NE(c.var("x", Sort::BV32), x);
+  EXPECT_EQ(c.add(x, y), c.add(y, x));
+  EXPECT_EQ(c.mul(c.add(x, y), c.real_const(2)), c.add(c.mul(c.real_const(2), x), c.mul(y, c.real_const(2))));
+  EXPECT_EQ(c.sub(x, x), c.real_const(0));
+  EXPECT_EQ(c.real_const(mpq_class(2, 4)), c.real_const_from_double(0.5));
+}
+
+TEST(Basic, AffineIndexWithSext) {
+  Context c;
+  Expr ctaid = c.var("ctaid.x", Sort::BV32, {0, 65535});
+  Expr tid = c.var("tid.x", Sort::BV32, {0, 1023});
+  Expr base = c.var("base", Sort::BV64);
+  // sext(1024*ctaid + tid) * 4 + base
+  Expr idx32 = c.bv_add(c.bv_mul(c.bv_const(Sort::BV32, 1024), ctaid), tid);
+  Expr addr = c.bv_add(c.bv_mul(c.sext(idx32, Sort::BV64), c.bv_const(Sort::BV64, 4)), base);
+  // 4096*ctaid + 4*tid + base, with the 32-bit atoms widened
+  Expr want = c.bv_add(std::vector<Expr>{c.bv_mul(c.bv_const(Sort::BV64, 4096), c.zext(ctaid, Sort::BV64)),
+                                         c.bv_shl(c.zext(tid, Sort::BV64), c.bv_const(Sort::BV64, 2)), base});
+  EXPECT_EQ(addr, want) << to_string(c, addr) << "\n vs \n" << to_string(c, want);
+}
+
+TEST(Basic, Evaluate) {
+  Context c;
+  Expr x = c.var("x", Sort::Real);
+  Env env;
+  env.var = [](std::string_view, Sort) { return Value::of_real(3.0); };
+  Evaluator ev(env);
+  EXPECT_DOUBLE_EQ(ev.real(c.add(c.mul(x, x), c.real_const(1))), 10.0);
+}
