@@ -513,6 +513,8 @@ struct Context::Impl {
   }
 
   // ---- products
+  static constexpr uint64_t kDistributeSizeBudget = 2048;
+  int distribute_depth = 0;
   Expr mul_n(Sort s, std::span<const Expr> xs) {
     Op mulop = s == Sort::Real ? Op::Mul : Op::BvMul;
     Op addop = s == Sort::Real ? Op::Add : Op::BvAdd;
@@ -550,12 +552,23 @@ struct Context::Impl {
     // distribution over sums
     size_t nadd = std::count_if(atoms.begin(), atoms.end(), [&](Expr a) { return a->op == addop; });
     if (nadd) {
-      if (nadd == 1 && atoms.size() == 1 && !is_one(c) && apply(Rule::MulDistributeConst))
-        return scale_sum(s, atoms[0], c);
-      uint64_t total = 1;
-      for (Expr a : atoms)
+      if (nadd == 1 && atoms.size() == 1 && !is_one(c)) {
+        if (apply(Rule::MulDistributeConst)) return scale_sum(s, atoms[0], c);
+        nadd = 0;  // c*(a+b) stays factored; the product rule below is for sums times atoms
+      }
+    }
+    if (nadd) {
+      // Expand only small products of small sums: bounded term count, bounded
+      // operand size (so recurrences like e = e*y + 1 stay linear), bounded nesting.
+      uint64_t total = 1, size = 0;
+      for (Expr a : atoms) {
+        size += std::min<uint64_t>(a->size, kDistributeSizeBudget + 1);
         if (a->op == addop && (total *= a->nargs) > kDistributeLimit) break;
-      if (total <= kDistributeLimit && apply(Rule::MulDistributeSmall)) {
+      }
+      if (total <= kDistributeLimit && size <= kDistributeSizeBudget && distribute_depth < 4 &&
+          apply(Rule::MulDistributeSmall)) {
+        ++distribute_depth;
+        struct Dec { int& d; ~Dec() { --d; } } dec{distribute_depth};
         std::vector<Expr> others{c};
         for (Expr a : atoms)
           if (a->op != addop) others.push_back(a);

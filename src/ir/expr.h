@@ -141,6 +141,7 @@ enum class Rule : uint8_t {
   MulIdentity,        // a*1 -> a ; a*0 -> 0 (reals: sound since floats are reals here)
   MulDistributeConst, // c*(a+b) -> c*a + c*b
   MulDistributeSmall, // (a+b)*(c+d) expanded when the result has at most kDistributeLimit terms
+                      // (and the operands are small: recurrences like e = e*y + 1 stay linear)
   NegToMul,           // -a -> (-1)*a ; a-b -> a + (-1)*b   (reals and bitvectors)
   DivToRecip,         // a/b -> a * Recip(b) ; Recip(c) folded for constants c != 0 ; Recip(c*x) -> (1/c)*Recip(x)
   MinMaxFlatten,      // min(min(a,b),c) -> min(a,b,c)

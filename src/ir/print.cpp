@@ -355,7 +355,8 @@ std::string to_smtlib(const Context& ctx, Expr a, Expr b) {
       }
       case Op::Count_: throw std::invalid_argument("to_smtlib: unknown op");
     }
-    if (x->nargs && uses[x] > 1) {  // shared: name it once
+    // Name shared nodes, and long ones so that deep chains print in linear space.
+    if (x->nargs && (uses[x] > 1 || s.size() > 256)) {
       std::string n = fmt::format("|t{}|", next_def++);
       defs += fmt::format("(define-fun {} () {} {})\n", n, smt_sort(x->sort), s);
       s = n;

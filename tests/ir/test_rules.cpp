@@ -1,0 +1,312 @@
+// One "applies" and one "does not apply" case per canonicalization rule
+// (Bitwuzla style): with the rule on, the rewrite happens and is counted; with
+// it off the result differs; a near-miss input is left alone.
+#include <gtest/gtest.h>
+
+#include "ir/expr.h"
+#include "ir/print.h"
+
+using namespace dirigo::ir;
+
+namespace {
+struct Rules : ::testing::Test {
+  Context c;
+  Expr x = c.var("x", Sort::Real), y = c.var("y", Sort::Real), z = c.var("z", Sort::Real);
+  Expr p = c.var("p", Sort::Bool);
+  Expr a = c.var("a", Sort::BV32), b = c.var("b", Sort::BV32);
+  Expr tid = c.var("tid.x", Sort::BV32, {0, 1023});
+  Expr ctaid = c.var("ctaid.x", Sort::BV32, {0, 65535});
+  Expr r(int64_t n) { return c.real_const(n); }
+  Expr q(int64_t n, int64_t d) { return c.real_const(mpq_class(n, d)); }
+  Expr bv(uint64_t v, Sort s = Sort::BV32) { return c.bv_const(s, v); }
+  std::string str(Expr e) { return to_string(c, e); }
+  // Runs `build` with the rule on (must give `want` and count the rule) and off (must not).
+  template <class F>
+  void check(Rule rule, F build, Expr want) {
+    c.reset_rule_stats();
+    Expr on = build();
+    EXPECT_EQ(on, want) << rule_name(rule) << ": got " << str(on) << " want " << str(want);
+    EXPECT_GT(c.rule_applications(rule), 0u) << rule_name(rule) << " not counted";
+    c.set_rule_enabled(rule, false);
+    Expr off = build();
+    c.set_rule_enabled(rule, true);
+    EXPECT_NE(off, want) << rule_name(rule) << " disabled but result unchanged: " << str(off);
+  }
+  // A near-miss: the rule must not fire on this input.
+  template <class F>
+  void untouched(Rule rule, F build) {
+    c.reset_rule_stats();
+    build();
+    EXPECT_EQ(c.rule_applications(rule), 0u) << rule_name(rule) << " fired on a near miss";
+  }
+};
+}  // namespace
+
+TEST_F(Rules, ConstFold) {
+  check(Rule::ConstFold, [&] { return c.add(std::vector<Expr>{r(2), x, r(3)}); }, c.add(x, r(5)));
+  check(Rule::ConstFold, [&] { return c.bv_mul(bv(6), c.bv_mul(bv(7), a)); }, c.bv_mul(bv(42), a));
+  EXPECT_EQ(c.bv_udiv(bv(7), bv(0)), bv(0xffffffff));
+  EXPECT_EQ(c.bv_sdiv(bv(static_cast<uint32_t>(-7)), bv(2)), bv(static_cast<uint32_t>(-3)));
+  EXPECT_EQ(c.bv_srem(bv(static_cast<uint32_t>(-7)), bv(2)), bv(static_cast<uint32_t>(-1)));
+  EXPECT_EQ(c.call(Fn::Round, q(5, 2)), r(2));
+  EXPECT_EQ(c.call(Fn::Round, q(7, 2)), r(4));
+  EXPECT_EQ(c.real_to_bv(q(-7, 2), Sort::BV32, true, RoundMode::Down), bv(static_cast<uint32_t>(-4)));
+  EXPECT_EQ(c.real_to_bv(r(1000), Sort::BV8, false, RoundMode::Zero), bv(255, Sort::BV8));  // saturates
+  untouched(Rule::ConstFold, [&] { return c.add(r(2), x); });
+}
+
+TEST_F(Rules, UndefPropagate) {
+  Expr u = c.undef(Sort::Real);
+  check(Rule::UndefPropagate, [&] { return c.add(x, u); }, u);
+  check(Rule::UndefPropagate, [&] { return c.lt(u, x); }, c.undef(Sort::Bool));
+  untouched(Rule::UndefPropagate, [&] { return c.ite(p, u, x); });
+  EXPECT_TRUE(c.ite(p, u, x)->has_undef());
+}
+
+TEST_F(Rules, AddFlatten) {
+  c.set_rule_enabled(Rule::AddSort, true);
+  auto build = [&] { return c.add(c.add(x, y), z); };
+  c.reset_rule_stats();
+  EXPECT_EQ(build()->nargs, 3u);
+  EXPECT_GT(c.rule_applications(Rule::AddFlatten), 0u);
+  c.set_rule_enabled(Rule::AddFlatten, false);
+  EXPECT_EQ(build()->nargs, 2u);
+  c.set_rule_enabled(Rule::AddFlatten, true);
+  untouched(Rule::AddFlatten, [&] { return c.add(c.mul(x, y), z); });
+}
+
+TEST_F(Rules, AddCombineLike) {
+  check(Rule::AddCombineLike, [&] { return c.add(c.mul(r(2), x), c.mul(r(3), x)); }, c.mul(r(5), x));
+  check(Rule::AddCombineLike, [&] { return c.sub(c.mul(x, y), c.mul(y, x)); }, r(0));
+  check(Rule::AddCombineLike, [&] { return c.bv_sub(c.bv_add(a, b), a); }, b);
+  untouched(Rule::AddCombineLike, [&] { return c.add(c.mul(r(2), x), c.mul(r(3), y)); });
+  // x - x is not folded away when x may be undefined
+  Expr ux = c.ite(p, c.undef(Sort::Real), x);
+  EXPECT_NE(c.sub(ux, ux), r(0));
+}
+
+TEST_F(Rules, AddSort) {
+  Expr xy = c.add(x, y);
+  check(Rule::AddSort, [&] { return c.add(y, x); }, xy);
+  // Builds whose operands already come sorted are not counted.
+  c.reset_rule_stats();
+  c.add(std::vector<Expr>(xy->args().begin(), xy->args().end()));
+  EXPECT_EQ(c.rule_applications(Rule::AddSort), 0u);
+}
+
+TEST_F(Rules, AddIdentity) {
+  check(Rule::AddIdentity, [&] { return c.add(x, r(0)); }, x);
+  untouched(Rule::AddIdentity, [&] { return c.add(x, r(1)); });
+}
+
+TEST_F(Rules, MulFlatten) {
+  c.reset_rule_stats();
+  EXPECT_EQ(c.mul(c.mul(x, y), z)->nargs, 3u);
+  EXPECT_GT(c.rule_applications(Rule::MulFlatten), 0u);
+  c.set_rule_enabled(Rule::MulFlatten, false);
+  EXPECT_EQ(c.mul(c.mul(x, y), z)->nargs, 2u);
+  c.set_rule_enabled(Rule::MulFlatten, true);
+  untouched(Rule::MulFlatten, [&] { return c.mul(c.add(x, y), c.call(Fn::Exp, z)); });
+}
+
+TEST_F(Rules, MulSort) {
+  Expr xy = c.mul(x, y);
+  check(Rule::MulSort, [&] { return c.mul(y, x); }, xy);
+  untouched(Rule::MulSort, [&] { return c.mul(xy->arg(0), xy->arg(1)); });
+}
+
+TEST_F(Rules, MulIdentity) {
+  check(Rule::MulIdentity, [&] { return c.mul(x, r(1)); }, x);
+  check(Rule::MulIdentity, [&] { return c.mul(x, r(0)); }, r(0));
+  check(Rule::MulIdentity, [&] { return c.bv_mul(a, bv(0)); }, bv(0));
+  // x*0 is kept when x may be undefined (poison must stay visible)
+  Expr ux = c.ite(p, c.undef(Sort::Real), x);
+  untouched(Rule::MulIdentity, [&] { return c.mul(ux, r(0)); });
+  EXPECT_TRUE(c.mul(ux, r(0))->has_undef());
+}
+
+TEST_F(Rules, MulDistributeConst) {
+  check(Rule::MulDistributeConst, [&] { return c.mul(r(2), c.add(x, y)); },
+        c.add(c.mul(r(2), x), c.mul(r(2), y)));
+  check(Rule::MulDistributeConst, [&] { return c.bv_mul(bv(4), c.bv_add(a, bv(1))); },
+        c.bv_add(c.bv_mul(bv(4), a), bv(4)));
+  untouched(Rule::MulDistributeConst, [&] { return c.mul(r(2), c.call(Fn::Exp, x)); });
+}
+
+TEST_F(Rules, MulDistributeSmall) {
+  Expr want = c.add(std::vector<Expr>{c.mul(x, x), c.mul(x, z), c.mul(x, y), c.mul(y, z)});
+  check(Rule::MulDistributeSmall, [&] { return c.mul(c.add(x, y), c.add(x, z)); }, want);
+  // A product of 7 binomials has 128 > kDistributeLimit terms: kept factored.
+  std::vector<Expr> fs;
+  for (int i = 0; i < 7; ++i) fs.push_back(c.add(c.var("v" + std::to_string(i), Sort::Real), r(1)));
+  untouched(Rule::MulDistributeSmall, [&] { return c.mul(fs); });
+  EXPECT_EQ(c.mul(fs)->op, Op::Mul);
+}
+
+TEST_F(Rules, NegToMul) {
+  check(Rule::NegToMul, [&] { return c.neg(c.mul(r(2), x)); }, c.mul(r(-2), x));
+  check(Rule::NegToMul, [&] { return c.bv_neg(c.bv_mul(bv(3), a)); }, c.bv_mul(bv(static_cast<uint32_t>(-3)), a));
+  untouched(Rule::NegToMul, [&] { return c.add(x, y); });
+}
+
+TEST_F(Rules, DivToRecip) {
+  check(Rule::DivToRecip, [&] { return c.div(x, r(4)); }, c.mul(q(1, 4), x));
+  check(Rule::DivToRecip, [&] { return c.div(x, c.mul(r(2), y)); },
+        c.mul(std::vector<Expr>{q(1, 2), x, c.recip(y)}));
+  untouched(Rule::DivToRecip, [&] { return c.div(x, y); });
+  EXPECT_EQ(c.div(x, y), c.mul(x, c.call(Fn::Recip, y)));
+  EXPECT_EQ(c.call(Fn::Recip, r(0))->op, Op::Call);  // 1/0 is not folded
+  EXPECT_NE(c.mul(x, c.recip(x)), r(1));               // x * (1/x) is not cancelled (unsound at 0)
+}
+
+TEST_F(Rules, MinMaxFlatten) {
+  c.reset_rule_stats();
+  EXPECT_EQ(c.min(c.min(x, y), z)->nargs, 3u);
+  EXPECT_GT(c.rule_applications(Rule::MinMaxFlatten), 0u);
+  c.set_rule_enabled(Rule::MinMaxFlatten, false);
+  EXPECT_EQ(c.min(c.min(x, y), z)->nargs, 2u);
+  c.set_rule_enabled(Rule::MinMaxFlatten, true);
+  untouched(Rule::MinMaxFlatten, [&] { return c.min(c.max(x, y), z); });
+}
+
+TEST_F(Rules, MinMaxSortDedup) {
+  check(Rule::MinMaxSortDedup, [&] { return c.max(std::vector<Expr>{x, y, x}); }, c.max(y, x));
+  check(Rule::MinMaxSortDedup, [&] { return c.bv_min(a, a, false); }, a);
+  Expr m = c.min(x, y);
+  untouched(Rule::MinMaxSortDedup, [&] { return c.min(m->arg(0), m->arg(1)); });
+}
+
+TEST_F(Rules, MinMaxConst) {
+  Expr want = c.min(r(1), x);
+  check(Rule::MinMaxConst, [&] { return c.min(std::vector<Expr>{r(3), x, r(1)}); }, want);
+  EXPECT_EQ(want->nargs, 2u);
+  EXPECT_EQ(want->arg(0), r(1));  // constant first
+  untouched(Rule::MinMaxConst, [&] { return c.min(r(3), x); });
+}
+
+TEST_F(Rules, IteConstCond) {
+  check(Rule::IteConstCond, [&] { return c.ite(c.bool_const(true), x, y); }, x);
+  untouched(Rule::IteConstCond, [&] { return c.ite(p, x, y); });
+}
+
+TEST_F(Rules, IteSameArms) {
+  check(Rule::IteSameArms, [&] { return c.ite(p, x, x); }, x);
+  untouched(Rule::IteSameArms, [&] { return c.ite(p, x, y); });
+}
+
+TEST_F(Rules, IteNegCond) {
+  check(Rule::IteNegCond, [&] { return c.ite(c.not_(p), x, y); }, c.ite(p, y, x));
+  check(Rule::IteNegCond, [&] { return c.ite(p, c.bool_const(false), c.bool_const(true)); }, c.not_(p));
+  untouched(Rule::IteNegCond, [&] { return c.ite(p, x, y); });
+}
+
+TEST_F(Rules, IteToMinMax) {
+  check(Rule::IteToMinMax, [&] { return c.ite(c.lt(x, y), x, y); }, c.min(x, y));
+  check(Rule::IteToMinMax, [&] { return c.ite(c.le(x, y), y, x); }, c.max(x, y));
+  check(Rule::IteToMinMax, [&] { return c.ite(c.slt(a, b), a, b); }, c.bv_min(a, b, true));
+  check(Rule::IteToMinMax, [&] { return c.ite(c.ult(a, b), b, a); }, c.bv_max(a, b, false));
+  untouched(Rule::IteToMinMax, [&] { return c.ite(c.lt(x, y), x, z); });
+}
+
+TEST_F(Rules, BoolSimplify) {
+  Expr p2 = c.var("p2", Sort::Bool);
+  check(Rule::BoolSimplify, [&] { return c.not_(c.not_(p)); }, p);
+  check(Rule::BoolSimplify, [&] { return c.and_(p, c.not_(p)); }, c.bool_const(false));
+  check(Rule::BoolSimplify, [&] { return c.or_(p, c.bool_const(true)); }, c.bool_const(true));
+  check(Rule::BoolSimplify, [&] { return c.and_(c.and_(p, p2), p); }, c.and_(p2, p));
+  check(Rule::BoolSimplify, [&] { return c.not_(c.lt(x, y)); }, c.le(y, x));
+  untouched(Rule::BoolSimplify, [&] { return c.and_(p, p2); });
+}
+
+TEST_F(Rules, CmpCanon) {
+  check(Rule::CmpCanon, [&] { return c.eq(c.add(x, y), c.add(y, x)); }, c.bool_const(true));
+  check(Rule::CmpCanon, [&] { return c.lt(x, c.add(x, r(1))); }, c.bool_const(true));
+  check(Rule::CmpCanon, [&] { return c.ult(tid, bv(1024)); }, c.bool_const(true));  // bounds decide
+  check(Rule::CmpCanon, [&] { return c.eq(c.bv_add(a, bv(1)), a); }, c.bool_const(false));
+  untouched(Rule::CmpCanon, [&] { return c.lt(x, y); });
+  untouched(Rule::CmpCanon, [&] { return c.ult(tid, bv(1000)); });
+}
+
+TEST_F(Rules, BvAffine) {
+  check(Rule::BvAffine, [&] { return c.bv_shl(a, bv(3)); }, c.bv_mul(bv(8), a));
+  check(Rule::BvAffine, [&] { return c.bv_not(a); }, c.bv_sub(c.bv_neg(a), bv(1)));
+  EXPECT_EQ(c.bv_not(c.bv_not(a)), a);
+  untouched(Rule::BvAffine, [&] { return c.bv_shl(a, b); });
+}
+
+TEST_F(Rules, BvExtMerge) {
+  Expr a8 = c.var("a8", Sort::BV8);
+  check(Rule::BvExtMerge, [&] { return c.zext(c.zext(a8, Sort::BV16), Sort::BV32); }, c.zext(a8, Sort::BV32));
+  check(Rule::BvExtMerge, [&] { return c.sext(c.sext(a8, Sort::BV16), Sort::BV32); }, c.sext(a8, Sort::BV32));
+  untouched(Rule::BvExtMerge, [&] { return c.sext(a8, Sort::BV32); });
+}
+
+TEST_F(Rules, BvSignedToUnsigned) {
+  check(Rule::BvSignedToUnsigned, [&] { return c.sext(tid, Sort::BV64); }, c.zext(tid, Sort::BV64));
+  check(Rule::BvSignedToUnsigned, [&] { return c.slt(tid, ctaid); }, c.ult(tid, ctaid));
+  check(Rule::BvSignedToUnsigned, [&] { return c.bv_sdiv(tid, bv(3)); }, c.bv_udiv(tid, bv(3)));
+  check(Rule::BvSignedToUnsigned, [&] { return c.bv_to_real(tid, true); }, c.bv_to_real(tid, false));
+  untouched(Rule::BvSignedToUnsigned, [&] { return c.sext(a, Sort::BV64); });
+}
+
+TEST_F(Rules, BvExtPush) {
+  Expr want = c.bv_add(c.zext(tid, Sort::BV64), c.bv_const(Sort::BV64, 1));
+  check(Rule::BvExtPush, [&] { return c.zext(c.bv_add(tid, bv(1)), Sort::BV64); }, want);
+  // signed: 1024*ctaid + tid - 5 stays within int32 for these bounds
+  Expr idx = c.bv_add(std::vector<Expr>{c.bv_mul(bv(1024), ctaid), tid, bv(static_cast<uint32_t>(-5))});
+  Expr want2 = c.bv_add(std::vector<Expr>{c.bv_mul(c.bv_const(Sort::BV64, 1024), c.zext(ctaid, Sort::BV64)),
+                                          c.zext(tid, Sort::BV64), c.bv_const(Sort::BV64, static_cast<uint64_t>(-5))});
+  check(Rule::BvExtPush, [&] { return c.sext(idx, Sort::BV64); }, want2);
+  // Without bounds the sum may wrap in 32 bits: no push.
+  untouched(Rule::BvExtPush, [&] { return c.zext(c.bv_add(a, bv(1)), Sort::BV64); });
+  // 65538*65535 overflows 32 bits: no push either (65537*65535 = 2^32-1 would fit).
+  untouched(Rule::BvExtPush, [&] { return c.zext(c.bv_mul(bv(65538), ctaid), Sort::BV64); });
+  EXPECT_EQ(c.zext(c.bv_mul(bv(65536), ctaid), Sort::BV64),
+            c.bv_mul(c.bv_const(Sort::BV64, 65536), c.zext(ctaid, Sort::BV64)));
+}
+
+TEST_F(Rules, BvTruncPush) {
+  Expr a64 = c.var("a64", Sort::BV64), b64 = c.var("b64", Sort::BV64);
+  check(Rule::BvTruncPush, [&] { return c.trunc(c.zext(a, Sort::BV64), Sort::BV32); }, a);
+  check(Rule::BvTruncPush, [&] { return c.trunc(c.bv_add(a64, c.bv_mul(c.bv_const(Sort::BV64, 3), b64)), Sort::BV32); },
+        c.bv_add(c.trunc(a64, Sort::BV32), c.bv_mul(bv(3), c.trunc(b64, Sort::BV32))));
+  untouched(Rule::BvTruncPush, [&] { return c.trunc(c.bv_udiv(a64, b64), Sort::BV32); });
+}
+
+TEST_F(Rules, BvBitFold) {
+  check(Rule::BvBitFold, [&] { return c.bv_and(a, bv(0)); }, bv(0));
+  check(Rule::BvBitFold, [&] { return c.bv_xor(a, a); }, bv(0));
+  check(Rule::BvBitFold, [&] { return c.bv_and(tid, bv(1023)); }, tid);  // mask wider than the bounds
+  check(Rule::BvBitFold, [&] { return c.bv_and(c.bv_add(c.bv_mul(bv(4), a), b), bv(3)); }, c.bv_and(b, bv(3)));
+  check(Rule::BvBitFold, [&] { return c.bv_or(a, bv(0)); }, a);
+  untouched(Rule::BvBitFold, [&] { return c.bv_and(tid, bv(511)); });
+}
+
+TEST_F(Rules, BvDivRemConst) {
+  Expr lin = c.bv_add(c.bv_mul(bv(1024), ctaid), tid);
+  check(Rule::BvDivRemConst, [&] { return c.bv_udiv(lin, bv(1024)); }, ctaid);
+  check(Rule::BvDivRemConst, [&] { return c.bv_urem(lin, bv(1024)); }, tid);
+  check(Rule::BvDivRemConst, [&] { return c.bv_lshr(lin, bv(10)); }, ctaid);
+  Expr lin3 = c.bv_add(c.bv_mul(bv(3), ctaid), c.bv_urem(tid, bv(3)));
+  check(Rule::BvDivRemConst, [&] { return c.bv_udiv(lin3, bv(3)); }, ctaid);
+  check(Rule::BvDivRemConst, [&] { return c.bv_udiv(tid, bv(2048)); }, bv(0));
+  // Unbounded: 1024*a + b may wrap, so the quotient is not split.
+  untouched(Rule::BvDivRemConst, [&] { return c.bv_udiv(c.bv_add(c.bv_mul(bv(1024), a), b), bv(1000)); });
+}
+
+TEST_F(Rules, LoadFold) {
+  int32_t T = c.tensor("T");
+  check(Rule::LoadFold, [&] { return c.load(T, c.bv_const(Sort::BV64, 5)); }, c.elem(T, 5));
+  untouched(Rule::LoadFold, [&] { return c.load(T, c.var("i", Sort::BV64)); });
+}
+
+TEST_F(Rules, AbsCanon) {
+  check(Rule::AbsCanon, [&] { return c.abs(c.abs(x)); }, c.abs(x));
+  check(Rule::AbsCanon, [&] { return c.abs(c.mul(r(-2), x)); }, c.mul(r(2), c.abs(x)));
+  untouched(Rule::AbsCanon, [&] { return c.abs(c.add(x, y)); });
+}
+
+TEST_F(Rules, EveryRuleHasAName) {
+  for (unsigned i = 0; i < static_cast<unsigned>(Rule::Count_); ++i)
+    EXPECT_FALSE(rule_name(static_cast<Rule>(i)).empty());
+}
