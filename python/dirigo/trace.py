@@ -278,12 +278,15 @@ def _strip_ptrs(obj):
     return out
 
 
+def _op_label(op: dict) -> str:
+    return f"{op.get('name')}.{op.get('overload')}" if op["kind"] == "aten" else op.get("kernel", op["kind"])
+
+
 def first_difference(a: dict, b: dict) -> str | None:
     """Where two traces of one program differ (None when they agree), in words."""
     ops_a, ops_b = a["ops"], b["ops"]
     for i, (x, y) in enumerate(zip(ops_a, ops_b)):
-        nx = f"{x.get('name')}.{x.get('overload')}" if x["kind"] == "aten" else x.get("kernel", x["kind"])
-        ny = f"{y.get('name')}.{y.get('overload')}" if y["kind"] == "aten" else y.get("kernel", y["kind"])
+        nx, ny = _op_label(x), _op_label(y)
         if nx != ny:
             return f"op {i}: the first run called {nx}, the second {ny}"
         if x != y:
@@ -297,7 +300,7 @@ def first_difference(a: dict, b: dict) -> str | None:
         extra = (ops_a if len(ops_a) > i else ops_b)[i]
         which = "first" if len(ops_a) > i else "second"
         return (f"the runs have {len(ops_a)} and {len(ops_b)} ops; op {i} "
-                f"({extra.get('name', extra.get('kernel'))}) ran only in the {which}")
+                f"({_op_label(extra)}) ran only in the {which}")
     sa, sb = _strip_ptrs(a), _strip_ptrs(b)
     for key in ("tensors", "storages", "inputs", "outputs"):
         if sa[key] != sb[key]:
@@ -324,7 +327,9 @@ def _trace_once(call, module, inputs, input_names, device, capture_values: bool)
     """One traced forward. With capture_values, input/parameter bytes are taken before the call (forward
     may update buffers in place, e.g. BatchNorm running statistics)."""
     import torch
+    from .load import EXTENSION_CONTEXT
     rec = Recorder()
+    EXTENSION_CONTEXT.calls = 0  # call numbers restart per trace, so the two runs compare equal
     hook = None
     if device == "cuda":
         from . import launch
@@ -427,6 +432,8 @@ def run_worker(spec: dict) -> dict:
     mode = spec["mode"]
     attempts = ["fake", "real"] if mode == "auto" and device == "cpu" else (
         ["real"] if mode == "auto" else [mode])
+    if mode == "auto" and loaded.extensions:
+        attempts = ["real"]  # extension code may read data_ptr(): fake tensors have none
     fake_note = None
     fake_bytes = None
     for attempt in attempts:
@@ -707,6 +714,8 @@ def trace(ref: str, new: str | None = None, out: str | None = None, *, device: s
     ptx, data = {}, {}
     for s in specs:
         r = results[s["name"]]
+        if r.get("extensions"):  # the C++/CUDA sources the program compiled (for mutation and re-compiling)
+            r["program"]["extensions"] = r["extensions"]
         manifest["programs"].append(r["program"])
         for m in r.get("modules", []):
             ptx[m["id"]] = m.pop("ptx")

@@ -1,0 +1,203 @@
+#!/usr/bin/env python3
+"""Op census: trace every KernelBench reference on the CPU (fake tensors) and count the ATen overloads
+each reaches. Raw per-program results go to .cache/op-census/<corpus>/<level>/<file>.json (git-ignored:
+they are derived from the corpus); the summary is printed as the Markdown of docs/coverage.md's section.
+
+    python3 scripts/op-census.py [--levels 1 2 3] [--jobs 2] [--timeout 180] [--markdown OUT.md]
+
+Programs run in worker processes (several programs each, for speed); a program that crashes or hangs
+is recorded as such and its worker replaced.
+"""
+from __future__ import annotations
+
+import argparse
+import collections
+import json
+import os
+import subprocess
+import sys
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+CORPUS = "/work/shared/corpus"
+CORPORA = ["kernelbench", "kernelbench-v0"]
+OUT = os.path.join(ROOT, ".cache", "op-census")
+
+
+def out_path(f: str) -> str:
+    rel = os.path.relpath(f, CORPUS)
+    return os.path.join(OUT, rel[:-3] + ".json")
+
+
+def census_one(path: str) -> dict:
+    from dirigo import trace
+    from dirigo.load import INIT_SEED, kernelbench_trial_seeds
+    spec = {"name": "ref", "role": "reference", "file": path, "ref_file": path, "device": "cpu", "mode": "fake",
+            "seeds": kernelbench_trial_seeds(INIT_SEED, 2), "init_seed": INIT_SEED,
+            "real_limit_bytes": 0, "data_dir": None}
+    t0 = time.monotonic()
+    r = trace.run_worker(spec)
+    res = {"file": os.path.relpath(path, CORPUS), "status": r["status"], "seconds": round(time.monotonic() - t0, 2)}
+    if r["status"] != "ok":
+        res["message"] = r["message"]
+        return res
+    prog = r["program"]
+    counts = collections.Counter(f"{op['name'].replace('::', '.')}.{op['overload']}" for op in prog["ops"])
+    res.update(n_ops=len(prog["ops"]), ops=dict(sorted(counts.items())),
+               storage_bytes=sum(s["nbytes"] for s in prog["storages"]),
+               inputs=[{"name": i["name"], "kind": i["kind"]} for i in prog["inputs"]])
+    try:
+        from dirigo import bundle
+        bundle.validate_manifest({"format": bundle.FORMAT, "version": bundle.VERSION, "programs": [prog]})
+        res["bundle_valid"] = True
+    except Exception as e:  # noqa: BLE001
+        res["bundle_valid"] = False
+        res["bundle_error"] = str(e)
+    return res
+
+
+def worker(list_path: str, current_path: str) -> int:
+    sys.path.insert(0, os.path.join(ROOT, "python"))
+    with open(list_path) as fh:
+        files = [ln.strip() for ln in fh if ln.strip()]
+    for f in files:
+        with open(current_path, "w") as fh:
+            fh.write(f)
+        res = census_one(f)
+        os.makedirs(os.path.dirname(out_path(f)), exist_ok=True)
+        with open(out_path(f), "w") as fh:
+            json.dump(res, fh, indent=1)
+    return 0
+
+
+def run_all(files: list[str], jobs: int, timeout: float) -> None:
+    todo = [f for f in files if not os.path.exists(out_path(f))]
+    chunks = [todo[i::jobs] for i in range(jobs)]
+    env = dict(os.environ, CUDA_VISIBLE_DEVICES="", PYTHONPATH=os.path.join(ROOT, "python"))
+    os.makedirs(OUT, exist_ok=True)
+    slots = []  # [proc, remaining files, current file path, start time of current file, current name]
+    for k, chunk in enumerate(chunks):
+        slots.append({"k": k, "files": chunk, "proc": None})
+
+    def start(slot):
+        slot["files"] = [f for f in slot["files"] if not os.path.exists(out_path(f))]
+        if not slot["files"]:
+            slot["proc"] = None
+            return
+        lst = os.path.join(OUT, f".worker{slot['k']}.list")
+        cur = os.path.join(OUT, f".worker{slot['k']}.current")
+        with open(lst, "w") as fh:
+            fh.write("\n".join(slot["files"]))
+        if os.path.exists(cur):
+            os.remove(cur)
+        slot.update(cur=cur, seen=None, since=time.monotonic(),
+                    proc=subprocess.Popen([sys.executable, __file__, "--worker", lst, cur], env=env,
+                                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+
+    for s in slots:
+        start(s)
+    while any(s["proc"] for s in slots):
+        time.sleep(0.5)
+        for s in slots:
+            p = s["proc"]
+            if p is None:
+                continue
+            cur = open(s["cur"]).read().strip() if os.path.exists(s["cur"]) else None
+            if cur != s["seen"]:
+                s["seen"], s["since"] = cur, time.monotonic()
+            rc = p.poll()
+            hung = rc is None and cur and time.monotonic() - s["since"] > timeout
+            if hung:
+                p.kill()
+                p.wait()
+            if rc is not None or hung:
+                if cur and not os.path.exists(out_path(cur)):
+                    msg = (f"timed out after {timeout:g} s" if hung else
+                           f"crashed (exit status {p.returncode})")
+                    os.makedirs(os.path.dirname(out_path(cur)), exist_ok=True)
+                    with open(out_path(cur), "w") as fh:
+                        json.dump({"file": os.path.relpath(cur, CORPUS), "status": "error", "message": msg}, fh)
+                start(s)
+
+
+def summarize(files: list[str]) -> str:
+    results = []
+    for f in files:
+        if os.path.exists(out_path(f)):
+            with open(out_path(f)) as fh:
+                results.append(json.load(fh))
+    lines = ["## ATen operators reached by KernelBench references", "",
+             "Produced by `python3 scripts/op-census.py` (raw per-program results in `.cache/op-census/`, "
+             "git-ignored). Each reference is traced on the CPU with fake tensors (today's shapes, no data "
+             "allocated), twice with KernelBench's trial seeds, exactly as `python -m dirigo.trace REF.py` does; "
+             "ops are the overloads a TorchDispatchMode sees (after CompositeImplicit decomposition, under "
+             "`torch.no_grad()`), counted once per program that reaches them.", ""]
+    by_group = collections.defaultdict(list)
+    for r in results:
+        corpus, level = r["file"].split("/")[:2]
+        by_group[(corpus, level)].append(r)
+    lines += ["| corpus | level | programs | traced | unsupported | errors | ops per program (median) |",
+              "|---|---|---|---|---|---|---|"]
+    for (corpus, level), rs in sorted(by_group.items()):
+        ok = [r for r in rs if r["status"] == "ok"]
+        n_ops = sorted(r["n_ops"] for r in ok)
+        med = n_ops[len(n_ops) // 2] if n_ops else 0
+        lines.append(f"| {corpus} | {level} | {len(rs)} | {len(ok)} | "
+                     f"{sum(r['status'] == 'unsupported' for r in rs)} | {sum(r['status'] == 'error' for r in rs)} | {med} |")
+    bad = [r for r in results if r["status"] != "ok"]
+    lines += ["", f"### Programs not traced ({len(bad)})", ""]
+    lines += [f"- `{r['file']}`: {r['status']}: {r['message']}" for r in sorted(bad, key=lambda r: r["file"])] or ["- none"]
+    invalid = [r for r in results if r["status"] == "ok" and not r.get("bundle_valid", True)]
+    if invalid:
+        lines += ["", "Traced but the program does not validate as a bundle:", ""]
+        lines += [f"- `{r['file']}`: {r['bundle_error']}" for r in invalid]
+    for title, levels in (("levels 1 and 2", {"level1", "level2"}), ("level 3", {"level3"})):
+        rs = [r for r in results if r["status"] == "ok" and r["file"].split("/")[1] in levels]
+        if not rs:
+            continue
+        progs = collections.Counter()
+        calls = collections.Counter()
+        for r in rs:
+            for op, c in r["ops"].items():
+                progs[op] += 1
+                calls[op] += c
+        lines += ["", f"### Distinct ATen overloads, {title} ({len(progs)} overloads over {len(rs)} traced programs "
+                      f"of both corpora)", "",
+                  "| overload | programs | calls |", "|---|---|---|"]
+        lines += [f"| `{op}` | {progs[op]} | {calls[op]} |" for op in sorted(progs, key=lambda o: (-progs[o], o))]
+    return "\n".join(lines) + "\n"
+
+
+def main() -> int:
+    if len(sys.argv) == 4 and sys.argv[1] == "--worker":
+        return worker(sys.argv[2], sys.argv[3])
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--levels", nargs="+", default=["1", "2", "3"])
+    ap.add_argument("--jobs", type=int, default=2)
+    ap.add_argument("--timeout", type=float, default=180.0, help="seconds per program")
+    ap.add_argument("--markdown", help="write the summary here (default: print)")
+    ap.add_argument("--redo", action="store_true", help="discard cached per-program results")
+    a = ap.parse_args()
+    files = []
+    for corpus in CORPORA:
+        for lv in a.levels:
+            d = os.path.join(CORPUS, corpus, f"level{lv}")
+            files += sorted(os.path.join(d, f) for f in os.listdir(d) if f.endswith(".py"))
+    if a.redo:
+        for f in files:
+            if os.path.exists(out_path(f)):
+                os.remove(out_path(f))
+    t0 = time.monotonic()
+    run_all(files, a.jobs, a.timeout)
+    md = summarize(files)
+    if a.markdown:
+        with open(a.markdown, "w") as fh:
+            fh.write(md)
+    else:
+        sys.stdout.write(md)
+    print(f"census of {len(files)} programs took {time.monotonic() - t0:.0f} s", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
