@@ -490,6 +490,10 @@ def _trace_program(spec, loaded, get_inputs, get_init_inputs, attempt, device) -
             module, call = load.build_model(loaded, init_inputs, spec["init_seed"])
         if device == "cuda" and isinstance(module, torch.nn.Module):
             module = module.cuda()
+        modules = []
+        if device == "cuda":
+            from . import launch
+            modules = launch.collect_modules(loaded.extensions, spec["name"])
         traces = []
         for k, seed in enumerate(spec["seeds"]):
             _Phase.name = "in get_inputs"
@@ -499,6 +503,11 @@ def _trace_program(spec, loaded, get_inputs, get_init_inputs, attempt, device) -
                 inputs = [x.cuda() if isinstance(x, torch.Tensor) else x for x in inputs]
             names = load.forward_arg_names(module, len(inputs))
             rec, values = _trace_once(call, module, inputs, names, device, capture_values=attempt == "real")
+            if device == "cuda":
+                launch.finalize_launches(rec, modules)
+                bad = next((op for op in rec.ops if op.get("unresolved")), None)
+                if bad:
+                    raise Unsupported(f"kernel {bad['kernel']} was launched {_Phase.name}: {bad['unresolved']}")
             prog = rec.program(spec["name"], spec["role"], os.path.basename(spec["file"]))
             data = {}
             if k == 0 and values and spec.get("data_dir"):
@@ -517,11 +526,7 @@ def _trace_program(spec, loaded, get_inputs, get_init_inputs, attempt, device) -
         meta = next(x for x in first["tensors"] if x["id"] == inp["tensor"])
         params.append({"name": inp["name"], "kind": inp["kind"], "shape": meta["shape"], "dtype": meta["dtype"],
                        "sha256": inp.get("sha256")})
-    modules, launches = [], 0
-    if device == "cuda":
-        from . import launch
-        modules = launch.collect_modules(loaded.extensions, spec["name"])
-        launches = sum(1 for op in first["ops"] if op["kind"] == "launch")
+    launches = sum(1 for op in first["ops"] if op["kind"] == "launch")
     return {"status": "ok", "program": first, "inputs_info": params, "data": traces[0][2],
             "extensions": [e.to_json() for e in loaded.extensions], "modules": modules, "launches": launches,
             "kind": loaded.kind}

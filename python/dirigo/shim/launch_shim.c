@@ -1,0 +1,157 @@
+/* dirigo launch shim: LD_PRELOAD it into a process to record CUDA kernel launches.
+ *
+ * Interposes cudaLaunchKernel (and its _ptsz / ExC variants). While recording is enabled
+ * (dirigo_shim_set_enabled(1), done by dirigo.launch around code that is not inside an ATen op), each
+ * launch appends one JSON line to an in-memory log: the kernel's mangled name, grid, block, dynamic
+ * shared memory, stream, and the raw bytes of every parameter (offsets and sizes from
+ * cuFuncGetParamInfo, CUDA 12.4+). Python drains the log with dirigo_shim_drain() and binds pointer
+ * parameters to tensors by address range. Launches always go through to the real runtime.
+ *
+ * Plain C, no CUDA headers: the few types needed are declared here, the real functions found with
+ * dlsym at first use, so the shim builds on machines without a toolkit.
+ */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <pthread.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef int cudaError_t;
+typedef int CUresult;
+typedef void *cudaStream_t;
+typedef void *CUfunction;
+typedef struct { unsigned int x, y, z; } dim3;
+typedef struct {
+  dim3 gridDim;
+  dim3 blockDim;
+  size_t dynamicSmemBytes;
+  cudaStream_t stream;
+  void *attrs;
+  unsigned int numAttrs;
+} cudaLaunchConfig_t;
+
+typedef cudaError_t (*launch_fn)(const void *, dim3, dim3, void **, size_t, cudaStream_t);
+typedef cudaError_t (*launch_exc_fn)(const cudaLaunchConfig_t *, const void *, void **);
+typedef cudaError_t (*get_func_fn)(CUfunction *, const void *);
+typedef CUresult (*func_name_fn)(const char **, CUfunction);
+typedef CUresult (*param_info_fn)(CUfunction, size_t, size_t *, size_t *);
+
+static pthread_mutex_t log_lock = PTHREAD_MUTEX_INITIALIZER;
+static char *log_buf;
+static size_t log_len, log_cap;
+static volatile int recording;
+static unsigned long launches_seen;
+
+int dirigo_shim_version(void) { return 1; }
+void dirigo_shim_set_enabled(int on) { recording = on; }
+unsigned long dirigo_shim_launches_seen(void) { return launches_seen; }
+
+/* Copies the log into buf and clears it when it fits (returns its length); otherwise returns the
+ * number of bytes needed (length + 1) and keeps it. */
+size_t dirigo_shim_drain(char *buf, size_t cap) {
+  pthread_mutex_lock(&log_lock);
+  size_t n = log_len;
+  if (buf == NULL || cap < n + 1) {
+    pthread_mutex_unlock(&log_lock);
+    return n + 1;
+  }
+  if (n) memcpy(buf, log_buf, n);
+  buf[n] = 0;
+  log_len = 0;
+  pthread_mutex_unlock(&log_lock);
+  return n;
+}
+
+static void append(const char *s, size_t n) {
+  if (log_len + n + 1 > log_cap) {
+    size_t cap = log_cap ? log_cap : 1 << 16;
+    while (cap < log_len + n + 1) cap *= 2;
+    char *nb = realloc(log_buf, cap);
+    if (!nb) return; /* out of memory: drop the record rather than crash the program */
+    log_buf = nb;
+    log_cap = cap;
+  }
+  memcpy(log_buf + log_len, s, n);
+  log_len += n;
+}
+
+static void *find(const char *name, const char *lib) {
+  void *p = dlsym(RTLD_NEXT, name);
+  if (!p) p = dlsym(RTLD_DEFAULT, name);
+  if (!p && lib) {
+    void *h = dlopen(lib, RTLD_NOW | RTLD_GLOBAL | RTLD_NOLOAD);
+    if (!h) h = dlopen(lib, RTLD_NOW | RTLD_GLOBAL);
+    if (h) p = dlsym(h, name);
+  }
+  return p;
+}
+
+static void record(const void *func, dim3 grid, dim3 block, size_t shared, cudaStream_t stream, void **args) {
+  static get_func_fn get_func;
+  static func_name_fn func_name;
+  static param_info_fn param_info;
+  if (!get_func) get_func = (get_func_fn)find("cudaGetFuncBySymbol", NULL);
+  if (!func_name) func_name = (func_name_fn)find("cuFuncGetName", "libcuda.so.1");
+  if (!param_info) param_info = (param_info_fn)find("cuFuncGetParamInfo", "libcuda.so.1");
+  CUfunction f = NULL;
+  const char *name = NULL;
+  if (get_func && get_func(&f, func) == 0 && func_name) func_name(&name, f);
+  char head[512];
+  int n = snprintf(head, sizeof head,
+                   "{\"kernel\":\"%s\",\"grid\":[%u,%u,%u],\"block\":[%u,%u,%u],\"shared\":%zu,"
+                   "\"stream\":\"0x%llx\",\"host_func\":\"0x%llx\",\"params\":",
+                   name ? name : "", grid.x, grid.y, grid.z, block.x, block.y, block.z, shared,
+                   (unsigned long long)(uintptr_t)stream, (unsigned long long)(uintptr_t)func);
+  pthread_mutex_lock(&log_lock);
+  append(head, (size_t)n);
+  if (!f || !param_info) {
+    append("null}\n", 6);
+  } else {
+    append("[", 1);
+    for (size_t i = 0;; ++i) {
+      size_t off = 0, size = 0;
+      if (param_info(f, i, &off, &size) != 0) break;
+      char item[64];
+      int m = snprintf(item, sizeof item, "%s[%zu,%zu,\"", i ? "," : "", off, size);
+      append(item, (size_t)m);
+      const unsigned char *bytes = (const unsigned char *)args[i];
+      for (size_t b = 0; b < size; ++b) {
+        char hx[3];
+        snprintf(hx, sizeof hx, "%02x", bytes[b]);
+        append(hx, 2);
+      }
+      append("\"]", 2);
+    }
+    append("]}\n", 3);
+  }
+  pthread_mutex_unlock(&log_lock);
+}
+
+#define INTERPOSE_LAUNCH(SYM)                                                                         \
+  cudaError_t SYM(const void *func, dim3 grid, dim3 block, void **args, size_t shared,                \
+                  cudaStream_t stream) {                                                              \
+    static launch_fn real;                                                                            \
+    if (!real) real = (launch_fn)dlsym(RTLD_NEXT, #SYM);                                              \
+    __sync_fetch_and_add(&launches_seen, 1);                                                          \
+    if (recording) record(func, grid, block, shared, stream, args);                                   \
+    return real ? real(func, grid, block, args, shared, stream) : 1 /* cudaErrorInvalidValue */;      \
+  }
+
+INTERPOSE_LAUNCH(cudaLaunchKernel)
+INTERPOSE_LAUNCH(cudaLaunchKernel_ptsz)
+
+#define INTERPOSE_LAUNCH_EXC(SYM)                                                                     \
+  cudaError_t SYM(const cudaLaunchConfig_t *config, const void *func, void **args) {                  \
+    static launch_exc_fn real;                                                                        \
+    if (!real) real = (launch_exc_fn)dlsym(RTLD_NEXT, #SYM);                                          \
+    __sync_fetch_and_add(&launches_seen, 1);                                                          \
+    if (recording && config)                                                                          \
+      record(func, config->gridDim, config->blockDim, config->dynamicSmemBytes, config->stream, args); \
+    return real ? real(config, func, args) : 1;                                                       \
+  }
+
+INTERPOSE_LAUNCH_EXC(cudaLaunchKernelExC)
+INTERPOSE_LAUNCH_EXC(cudaLaunchKernelExC_ptsz)
