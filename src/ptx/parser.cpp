@@ -849,7 +849,9 @@ class Parser {
       Guard g;
       g.negated = accept("!");
       const Token& p = expect_word("guard predicate");
-      g.reg = resolve(p.text).first;
+      auto [name, is_reg] = resolve(p.text);
+      if (!is_reg && p.text[0] != '%') fail(p, "expected a guard predicate register");
+      g.reg = name;
       ins.guard = g;
     }
     const Token& op_tok = expect_word("an opcode");

@@ -1,0 +1,40 @@
+// Math-idiom rollup (paper §4.1): recognizes nvcc's instruction sequences for expf, tanhf,
+// logf, ... and their fast-math forms, keyed on nvcc's hex constants, and replaces each whole
+// sequence by one pseudo-instruction `d = fn(x)`.
+//
+// The pseudo-instruction is an annotation over a function's flat body rather than a new
+// opcode: `Rollup::at[i]` says what instruction i became —
+//   Keep      execute it as written,
+//   Math      it is the idiom's last instruction: write fn(args) to `dest` (a register),
+//   Absorbed  it belongs to a matched idiom and is skipped (its results are used only
+//             inside the idiom; the matcher checks this).
+// Body indices and labels stay valid, so the executor needs no re-numbering.
+// Bit manipulation on floats that no template matches stays Keep; the executor then reports
+// UNSUPPORTED at that line (never a wrong expression).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "ir/expr.h"
+#include "ptx/ast.h"
+
+namespace dirigo::ptx {
+
+struct RolledInstr {
+  enum class Kind : uint8_t { Keep, Math, Absorbed } kind = Kind::Keep;
+  ir::Fn fn = ir::Fn::Exp;           // Math: the function
+  std::string dest;                  // Math: destination register
+  std::vector<Operand> args;         // Math: arguments (registers or immediates)
+  std::string idiom;                 // Math: template name ("expf", "__expf", "tanhf", ...)
+};
+
+struct Rollup {
+  std::vector<RolledInstr> at;       // one per body instruction
+  std::vector<std::string> matched;  // idiom names in program order (for tests / reports)
+};
+
+// Matches every known idiom in f's body. Pure: f is not modified.
+Rollup rollup(const Function& f);
+
+}  // namespace dirigo::ptx
