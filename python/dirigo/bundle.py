@@ -308,6 +308,7 @@ def validate_manifest(manifest: Any, files: dict[str, bytes] | None = None) -> N
 def read_bundle(path: str) -> tuple[dict, dict[str, bytes]]:
     """Read a bundle directory, .tar or .tar.gz; return (manifest, {relative path: bytes}), validated."""
     files: dict[str, bytes] = {}
+    sizes: dict[str, int] = {}
     if os.path.isdir(path):
         for root, _, fnames in os.walk(path):
             for f in fnames:
@@ -317,7 +318,7 @@ def read_bundle(path: str) -> tuple[dict, dict[str, bytes]]:
                     with open(full, "rb") as fh:
                         files[rel] = fh.read()
                 elif rel.startswith("data/"):
-                    files[rel] = b""  # present; contents read on demand by whoever needs them
+                    sizes[rel] = os.path.getsize(full)  # contents read on demand by whoever needs them
     elif os.path.isfile(path):
         try:
             with tarfile.open(path) as tar:
@@ -329,6 +330,7 @@ def read_bundle(path: str) -> tuple[dict, dict[str, bytes]]:
                 for m in members:
                     rel = m.name[len(prefix):].lstrip("/") if prefix else m.name
                     files[rel] = tar.extractfile(m).read()
+                    sizes[rel] = len(files[rel])
         except tarfile.TarError as e:
             raise BundleError(f"{path}: not a bundle directory or tar archive ({e})") from None
     else:
@@ -340,6 +342,22 @@ def read_bundle(path: str) -> tuple[dict, dict[str, bytes]]:
     except (UnicodeDecodeError, json.JSONDecodeError) as e:
         raise BundleError(f"manifest.json: not valid JSON ({e})") from None
     validate_manifest(manifest, files)
+    for i, prog in enumerate(manifest["programs"]):  # data files hold numel x element size bytes
+        tensors = {t["id"]: t for t in prog["tensors"]}
+        for key in ("inputs", "outputs"):
+            for j, e in enumerate(prog[key]):
+                rel = e.get("data")
+                if rel is None:
+                    continue
+                where = f"programs[{i}].{key}[{j}].data"
+                if not isinstance(rel, str) or rel.startswith("/") or ".." in rel.split("/"):
+                    raise _err(where, f"path {json.dumps(rel)} must be relative and stay inside the bundle")
+                if rel not in sizes:
+                    raise _err(where, f"file {json.dumps(rel)} not found in the bundle")
+                t = tensors[e["tensor"]]
+                want = math.prod(t["shape"]) * DTYPE_SIZES[t["dtype"]]
+                if sizes[rel] != want:
+                    raise _err(where, f"file {json.dumps(rel)} has {sizes[rel]} bytes, the tensor needs {want}")
     return manifest, files
 
 

@@ -276,7 +276,7 @@ def finalize_launches(rec, modules: list[dict]) -> None:
         mod = entry_module.get(name)
         launch = {"kind": "launch", "module": mod[0] if mod else None, "kernel": name, "grid": raw["grid"],
                   "block": raw["block"], "shared_bytes": raw["shared"], "args": [],
-                  "stream": 0 if int(raw["stream"], 16) == 0 else raw["stream"], "source_lines": False}
+                  "stream": int(raw["stream"], 16), "source_lines": False}
         if mod:
             launch["source_lines"] = ".loc" in next(m["ptx"] for m in modules if m["id"] == mod[0])
         params = mod[1] if mod else []

@@ -486,8 +486,19 @@ def _trace_program(spec, loaded, get_inputs, get_init_inputs, attempt, device) -
         if device == "cuda":
             init_inputs = [x.cuda() if isinstance(x, torch.Tensor) else x for x in init_inputs]
         _Phase.name = "in __init__"
-        with torch.no_grad():
-            module, call = load.build_model(loaded, init_inputs, spec["init_seed"])
+        init_note = None
+        try:
+            with torch.no_grad():
+                module, call = load.build_model(loaded, init_inputs, spec["init_seed"])
+        except Exception as e:  # noqa: BLE001 - user code
+            if attempt != "fake" or not _is_data_dependent(e):
+                raise
+            # __init__ reads tensor values (e.g. .item() on a linspace): build it on real tensors; forward
+            # still runs on fake ones (real parameters enter the fake mode as constants of known shape)
+            from torch._subclasses.fake_tensor import unset_fake_temporarily
+            with unset_fake_temporarily(), torch.no_grad():
+                module, call = load.build_model(loaded, init_inputs, spec["init_seed"])
+            init_note = "the model was constructed on real tensors: its __init__ reads tensor values"
         if device == "cuda" and isinstance(module, torch.nn.Module):
             module = module.cuda()
         modules = []
@@ -527,7 +538,7 @@ def _trace_program(spec, loaded, get_inputs, get_init_inputs, attempt, device) -
         params.append({"name": inp["name"], "kind": inp["kind"], "shape": meta["shape"], "dtype": meta["dtype"],
                        "sha256": inp.get("sha256")})
     launches = sum(1 for op in first["ops"] if op["kind"] == "launch")
-    return {"status": "ok", "program": first, "inputs_info": params, "data": traces[0][2],
+    return {"status": "ok", "program": first, "inputs_info": params, "data": traces[0][2], "note": init_note,
             "extensions": [e.to_json() for e in loaded.extensions], "modules": modules, "launches": launches,
             "kind": loaded.kind}
 
