@@ -1,0 +1,330 @@
+#include "smt/axioms.h"
+
+#include <algorithm>
+#include <cmath>
+#include <stdexcept>
+#include <vector>
+
+#include "smt/translate.h"  // kLn2Var
+
+namespace dirigo::smt {
+
+using ir::Expr;
+using ir::Fn;
+using ir::Op;
+
+std::string_view axiom_name(Axiom a) {
+  static constexpr std::string_view names[] = {
+      "SigmoidToExp", "TanhToExp", "SoftplusToLog", "Log1pToLog", "Expm1ToExp", "Exp2ToExp",
+      "Log2ToLog", "RsqrtToRecip", "SiluToSigmoid", "MishToTanh", "EluToExp", "ErfcToErf",
+      "SinhCoshToExp", "PowSmallInt", "ExpSum", "RecipExp", "ExpLog", "SqrtSquare",
+      "GeluTanhIsErf", "FastMathIsExact"};
+  static_assert(std::size(names) == static_cast<size_t>(Axiom::Count_));
+  return names[static_cast<size_t>(a)];
+}
+
+bool axiom_is_approximation(Axiom a) { return a == Axiom::GeluTanhIsErf || a == Axiom::FastMathIsExact; }
+
+bool AxiomOptions::on(Axiom a) const {
+  if (a == Axiom::GeluTanhIsErf && !gelu_tanh_is_erf) return false;
+  if (a == Axiom::FastMathIsExact && !fast_math_is_exact) return false;
+  return enabled[static_cast<size_t>(a)];
+}
+
+uint64_t AxiomOptions::fingerprint() const {
+  uint64_t h = 0;
+  for (size_t i = 0; i < enabled.size(); ++i) h |= uint64_t{on(static_cast<Axiom>(i))} << i;
+  return h;
+}
+
+// ---- sign facts (depth-bounded: a shallow look suffices for the rules that use it)
+namespace {
+bool sign_fact(Expr e, bool strict, int depth) {
+  if (depth > 8) return false;
+  switch (e->op) {
+    case Op::ConstReal: return strict ? e->rational() > 0 : e->rational() >= 0;
+    case Op::Abs: return !strict;
+    case Op::Call:
+      switch (e->fn()) {
+        case Fn::Exp: return true;
+        case Fn::Sigmoid: return true;
+        case Fn::Softplus: return true;
+        case Fn::Sqrt: return !strict;
+        case Fn::Recip: return sign_fact(e->arg(0), true, depth + 1);
+        default: return false;
+      }
+    case Op::Add: {
+      bool any_pos = false;
+      for (Expr t : e->args()) {
+        if (!sign_fact(t, false, depth + 1)) return false;
+        any_pos = any_pos || sign_fact(t, true, depth + 1);
+      }
+      return !strict || any_pos;
+    }
+    case Op::Mul: {
+      // every factor of the right sign, or a factor repeated an even number of times (x*x)
+      auto args = e->args();
+      for (size_t i = 0; i < args.size();) {
+        size_t j = i;
+        while (j < args.size() && args[j] == args[i]) ++j;
+        bool even = (j - i) % 2 == 0;
+        if (!(even && !strict) && !sign_fact(args[i], strict, depth + 1)) return false;
+        i = j;
+      }
+      return true;
+    }
+    case Op::Max:
+      for (Expr t : e->args())
+        if (sign_fact(t, strict, depth + 1)) return true;
+      return false;
+    case Op::Min:
+      for (Expr t : e->args())
+        if (!sign_fact(t, strict, depth + 1)) return false;
+      return true;
+    default: return false;
+  }
+}
+
+// Coefficient of the first non-constant term of a sum or product (1 if none).
+mpq_class leading_coefficient(Expr t) {
+  if (t->op == Op::Add) {
+    for (Expr s : t->args())
+      if (!s->is_const()) return leading_coefficient(s);
+    return 1;
+  }
+  if (t->op == Op::Mul && t->arg(0)->op == Op::ConstReal) return t->arg(0)->rational();
+  return 1;
+}
+
+bool near(const mpq_class& c, double target) {
+  double d = c.get_d();
+  return std::fabs(d / target - 1) < 1e-6;
+}
+
+const mpq_class& f32_log2e() {
+  static const mpq_class q(static_cast<double>(static_cast<float>(1.4426950408889634)));
+  return q;
+}
+const mpq_class& f32_ln2() {
+  static const mpq_class q(static_cast<double>(static_cast<float>(0.6931471805599453)));
+  return q;
+}
+}  // namespace
+
+bool provably_nonneg(Expr e) { return sign_fact(e, false, 0); }
+bool provably_positive(Expr e) { return sign_fact(e, true, 0); }
+
+// ---- the normalizer
+
+Normalizer::Normalizer(ir::Context& ctx, AxiomOptions opt) : ctx_(ctx), opt_(opt) {}
+
+uint64_t Normalizer::total_applications() const {
+  uint64_t n = 0;
+  for (uint64_t c : counts_) n += c;
+  return n;
+}
+
+bool Normalizer::fire(Axiom a) {
+  if (!opt_.on(a)) return false;
+  ++counts_[static_cast<size_t>(a)];
+  return true;
+}
+
+Expr Normalizer::ln2() { return ctx_.var(kLn2Var, ir::Sort::Real); }
+
+Expr Normalizer::small_power(Expr base, int64_t n) {
+  if (n == 0) return ctx_.real_const(1);
+  std::vector<Expr> xs(static_cast<size_t>(n < 0 ? -n : n), base);
+  Expr p = ctx_.mul(xs);
+  return n < 0 ? ctx_.call(Fn::Recip, p) : p;
+}
+
+Expr Normalizer::operator()(Expr root) {
+  if (auto it = memo_.find(root); it != memo_.end()) return it->second;
+  struct Frame {
+    Expr e;
+    int state;       // 0: push children; 1: rebuild+rewrite; 2: waiting for `pending`
+    Expr pending;
+  };
+  std::vector<Frame> stack{{root, 0, nullptr}};
+  std::vector<Expr> kids;
+  // node size saturates; the limit only guards against a rule cycle
+  uint64_t steps = 0, limit = 64 * std::min<uint64_t>(root->size, uint64_t{1} << 40) + (1u << 20);
+  while (!stack.empty()) {
+    if (++steps > limit) throw std::runtime_error("axiom normalization did not terminate (rule cycle)");
+    Frame& f = stack.back();
+    if (f.state == 0) {
+      if (memo_.count(f.e)) { stack.pop_back(); continue; }
+      f.state = 1;
+      Expr e = f.e;
+      for (Expr c : e->args())
+        if (!memo_.count(c)) stack.push_back({c, 0, nullptr});
+      continue;
+    }
+    if (f.state == 1) {
+      Expr e = f.e;
+      kids.clear();
+      bool changed = false;
+      for (Expr c : e->args()) {
+        Expr n = memo_.at(c);
+        changed = changed || n != c;
+        kids.push_back(n);
+      }
+      Expr r = changed ? ctx_.rebuild(e, kids) : e;
+      Expr r2 = rewrite(r);
+      if (r2 == r) {
+        memo_[e] = r;
+        memo_[r] = r;
+        stack.pop_back();
+        continue;
+      }
+      if (auto it = memo_.find(r2); it != memo_.end()) {
+        memo_[e] = it->second;
+        stack.pop_back();
+        continue;
+      }
+      // the rewrite may expose further rules: normalize its result, then come back
+      f.state = 2;
+      f.pending = r2;
+      stack.push_back({r2, 0, nullptr});
+      continue;
+    }
+    memo_[f.e] = memo_.at(f.pending);
+    stack.pop_back();
+  }
+  return memo_.at(root);
+}
+
+Expr Normalizer::rewrite(Expr e) {
+  if (e->op == Op::Call) return rewrite_call(e);
+  if (e->op == Op::Mul) return rewrite_mul(e);
+  return e;
+}
+
+Expr Normalizer::rewrite_call(Expr e) {
+  Expr x = e->arg(0);
+  auto one = [&] { return ctx_.real_const(1); };
+  switch (e->fn()) {
+    case Fn::Sigmoid:
+      if (fire(Axiom::SigmoidToExp)) return ctx_.call(Fn::Recip, ctx_.add(one(), ctx_.call(Fn::Exp, ctx_.neg(x))));
+      break;
+    case Fn::Tanh:
+      if (fire(Axiom::TanhToExp)) {
+        Expr two_x = ctx_.mul(ctx_.real_const(2), x);
+        return ctx_.sub(ctx_.mul(ctx_.real_const(2), ctx_.call(Fn::Sigmoid, two_x)), one());
+      }
+      break;
+    case Fn::Softplus:
+      if (fire(Axiom::SoftplusToLog)) return ctx_.call(Fn::Log, ctx_.add(one(), ctx_.call(Fn::Exp, x)));
+      break;
+    case Fn::Log1p:
+      if (fire(Axiom::Log1pToLog)) return ctx_.call(Fn::Log, ctx_.add(one(), x));
+      break;
+    case Fn::Expm1:
+      if (fire(Axiom::Expm1ToExp)) return ctx_.sub(ctx_.call(Fn::Exp, x), one());
+      break;
+    case Fn::Exp2: {
+      // Fast-math: ex2(c*x) with c ~ log2(e) is the usual lowering of exp(x).
+      if (opt_.on(Axiom::FastMathIsExact) && fire(Axiom::FastMathIsExact)) {
+        mpq_class c = leading_coefficient(x);
+        mpq_class k = near(c, 1.4426950408889634) ? c : f32_log2e();
+        return ctx_.call(Fn::Exp, ctx_.mul(ctx_.real_const(mpq_class(1 / k)), x));
+      }
+      if (fire(Axiom::Exp2ToExp)) return ctx_.call(Fn::Exp, ctx_.mul(x, ln2()));
+      break;
+    }
+    case Fn::Log2:
+      if (opt_.on(Axiom::FastMathIsExact) && fire(Axiom::FastMathIsExact))
+        return ctx_.mul(ctx_.real_const(mpq_class(1 / f32_ln2())), ctx_.call(Fn::Log, x));
+      if (fire(Axiom::Log2ToLog)) return ctx_.mul(ctx_.call(Fn::Log, x), ctx_.call(Fn::Recip, ln2()));
+      break;
+    case Fn::Rsqrt:
+      if (fire(Axiom::RsqrtToRecip)) return ctx_.call(Fn::Recip, ctx_.call(Fn::Sqrt, x));
+      break;
+    case Fn::Silu:
+      if (fire(Axiom::SiluToSigmoid)) return ctx_.mul(x, ctx_.call(Fn::Sigmoid, x));
+      break;
+    case Fn::Mish:
+      if (fire(Axiom::MishToTanh)) return ctx_.mul(x, ctx_.call(Fn::Tanh, ctx_.call(Fn::Softplus, x)));
+      break;
+    case Fn::Elu:
+      if (fire(Axiom::EluToExp)) return ctx_.ite(ctx_.lt(ctx_.real_const(0), x), x, ctx_.call(Fn::Expm1, x));
+      break;
+    case Fn::Erfc:
+      if (fire(Axiom::ErfcToErf)) return ctx_.sub(one(), ctx_.call(Fn::Erf, x));
+      break;
+    case Fn::Sinh:
+    case Fn::Cosh:
+      if (fire(Axiom::SinhCoshToExp)) {
+        Expr p = ctx_.call(Fn::Exp, x), m = ctx_.call(Fn::Exp, ctx_.neg(x));
+        Expr s = e->fn() == Fn::Sinh ? ctx_.sub(p, m) : ctx_.add(p, m);
+        return ctx_.mul(ctx_.real_const(mpq_class(1, 2)), s);
+      }
+      break;
+    case Fn::Pow: {
+      Expr n = e->arg(1);
+      if (n->op != Op::ConstReal) break;
+      const mpq_class& q = n->rational();
+      if (q.get_den() == 1 && abs(q.get_num()) <= 8 && fire(Axiom::PowSmallInt))
+        return small_power(x, q.get_num().get_si());
+      if (q == mpq_class(1, 2) && fire(Axiom::PowSmallInt)) return ctx_.call(Fn::Sqrt, x);
+      if (q == mpq_class(-1, 2) && fire(Axiom::PowSmallInt)) return ctx_.call(Fn::Recip, ctx_.call(Fn::Sqrt, x));
+      break;
+    }
+    case Fn::GeluTanh:
+      if (fire(Axiom::GeluTanhIsErf)) return ctx_.call(Fn::GeluErf, x);
+      break;
+    case Fn::Recip:
+      if (x->op == Op::Call && x->fn() == Fn::Exp && fire(Axiom::RecipExp))
+        return ctx_.call(Fn::Exp, ctx_.neg(x->arg(0)));
+      break;
+    case Fn::Exp: {
+      // exp(k*log(y)) -> y^k for y > 0
+      Expr lg = nullptr;
+      int64_t k = 0;
+      if (x->op == Op::Call && x->fn() == Fn::Log) {
+        lg = x, k = 1;
+      } else if (x->op == Op::Mul && x->nargs == 2 && x->arg(0)->op == Op::ConstReal &&
+                 x->arg(1)->op == Op::Call && x->arg(1)->fn() == Fn::Log) {
+        const mpq_class& c = x->arg(0)->rational();
+        if (c.get_den() == 1 && abs(c.get_num()) <= 8) lg = x->arg(1), k = c.get_num().get_si();
+      }
+      if (lg && provably_positive(lg->arg(0)) && fire(Axiom::ExpLog)) return small_power(lg->arg(0), k);
+      break;
+    }
+    default: break;
+  }
+  return e;
+}
+
+Expr Normalizer::rewrite_mul(Expr e) {
+  auto args = e->args();
+  // exp(a)*exp(b) -> exp(a+b)
+  size_t n_exp = 0;
+  for (Expr t : args) n_exp += t->op == Op::Call && t->fn() == Fn::Exp;
+  if (n_exp >= 2 && opt_.on(Axiom::ExpSum)) {
+    fire(Axiom::ExpSum);
+    std::vector<Expr> exps, factors;
+    for (Expr t : args) {
+      if (t->op == Op::Call && t->fn() == Fn::Exp) exps.push_back(t->arg(0));
+      else factors.push_back(t);
+    }
+    factors.push_back(ctx_.call(Fn::Exp, ctx_.add(exps)));
+    return ctx_.mul(factors);
+  }
+  // sqrt(x)*sqrt(x) -> x when x >= 0
+  for (size_t i = 0; i + 1 < args.size(); ++i) {
+    Expr t = args[i];
+    if (t->op == Op::Call && t->fn() == Fn::Sqrt && args[i + 1] == t && provably_nonneg(t->arg(0)) &&
+        opt_.on(Axiom::SqrtSquare)) {
+      fire(Axiom::SqrtSquare);
+      std::vector<Expr> factors(args.begin(), args.end());
+      factors.erase(factors.begin() + static_cast<long>(i), factors.begin() + static_cast<long>(i) + 2);
+      factors.push_back(t->arg(0));
+      return ctx_.mul(factors);
+    }
+  }
+  return e;
+}
+
+}  // namespace dirigo::smt

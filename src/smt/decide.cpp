@@ -1,0 +1,529 @@
+#include "smt/decide.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <map>
+#include <set>
+#include <stdexcept>
+#include <unordered_set>
+
+#include <fmt/format.h>
+#include <z3++.h>
+
+#include "smt/translate.h"
+
+namespace dirigo::smt {
+
+using ir::Expr;
+using ir::Op;
+using ir::Sort;
+using ir::Value;
+using Clock = std::chrono::steady_clock;
+
+std::string_view verdict_name(Verdict v) {
+  static constexpr std::string_view n[] = {"equal", "differ", "unknown", "timeout"};
+  return n[static_cast<size_t>(v)];
+}
+
+std::string_view stage_name(Stage s) {
+  static constexpr std::string_view n[] = {"canonical", "axioms", "cut-points", "cache", "solver", "error"};
+  return n[static_cast<size_t>(s)];
+}
+
+bool values_differ(const Value& x, const Value& y, double rtol, double atol) {
+  if (x.sort != y.sort) return true;
+  if (x.sort != Sort::Real) return x.bits != y.bits;
+  double p = x.real, q = y.real;
+  if (std::isnan(p) || std::isnan(q)) return std::isnan(p) != std::isnan(q);
+  if (std::isinf(p) || std::isinf(q)) return p != q;
+  return std::fabs(p - q) > atol + rtol * std::max(std::fabs(p), std::fabs(q));
+}
+
+// ---- leaf values and environments
+
+namespace {
+
+Value zero_of(Sort s) {
+  if (s == Sort::Real) return Value::of_real(0);
+  if (s == Sort::Bool) return Value::of_bool(false);
+  return Value::of_bv(s, 0);
+}
+
+ir::Env make_env(const std::vector<LeafValue>& leaves) {
+  auto elems = std::make_shared<std::map<std::pair<int32_t, int64_t>, Value>>();
+  auto vars = std::make_shared<std::unordered_map<std::string, Value>>();
+  for (const LeafValue& l : leaves) {
+    if (l.kind == LeafValue::Kind::Elem) (*elems)[{l.tensor, l.index}] = l.value;
+    else (*vars)[l.name] = l.value;
+  }
+  ir::Env env;
+  env.elem = [elems](int32_t t, int64_t i, Sort s) {
+    auto it = elems->find({t, i});
+    return it == elems->end() || it->second.sort != s ? zero_of(s) : it->second;
+  };
+  env.var = [vars](std::string_view name, Sort s) {
+    auto it = vars->find(std::string(name));
+    if (it != vars->end() && it->second.sort == s) return it->second;
+    if (name == kLn2Var && s == Sort::Real) return Value::of_real(0.6931471805599453);
+    return zero_of(s);
+  };
+  return env;
+}
+
+std::string value_string(const Value& v) {
+  if (v.sort == Sort::Real) return fmt::format("{}", v.real);
+  if (v.sort == Sort::Bool) return v.bits ? "true" : "false";
+  return fmt::format("{}:{}", v.bits, ir::sort_name(v.sort));
+}
+
+// The default for a leaf the model leaves unconstrained.
+LeafValue default_leaf(Expr leaf) {
+  LeafValue lv;
+  if (leaf->op == Op::Var) {
+    lv.kind = LeafValue::Kind::Var;
+    lv.name = std::string(leaf->name());
+    lv.value = zero_of(leaf->sort);
+    if (ir::is_bv(leaf->sort)) lv.value.bits = leaf->bounds().lo;
+  } else {
+    lv.kind = LeafValue::Kind::Elem;
+    lv.tensor = leaf->tensor();
+    lv.index = leaf->index();
+    lv.value = zero_of(leaf->sort);
+  }
+  return lv;
+}
+
+Value value_from_model(const z3::model& m, const z3::expr& v, Sort s) {
+  z3::expr r = m.eval(v, true);
+  if (s == Sort::Bool) return Value::of_bool(r.is_true());
+  if (ir::is_bv(s)) {
+    uint64_t bits = 0;
+    if (!Z3_get_numeral_uint64(r.ctx(), r, &bits)) throw std::runtime_error("bitvector model value: " + r.to_string());
+    return Value::of_bv(s, bits);
+  }
+  return Value::of_real(numeral_to_double(r));
+}
+
+// Leaves (Var / TensorElem) of both sides, without duplicates, in canonical order.
+std::vector<Expr> original_leaves(Expr a, Expr b) {
+  std::vector<Expr> out;
+  std::unordered_set<Expr> seen;
+  for (Expr root : {a, b}) {
+    if (!root) continue;
+    for (Expr l : ir::leaves(root))
+      if ((l->op == Op::Var || l->op == Op::TensorElem) && seen.insert(l).second) out.push_back(l);
+  }
+  return out;
+}
+
+// Witness from a model: every original leaf (model value, or default when the
+// query did not contain it), plus the elements symbolic loads read.
+std::vector<LeafValue> extract_leaves(const z3::model& m, const Translator& tr, const std::vector<Expr>& leaves) {
+  std::vector<LeafValue> out;
+  std::set<std::pair<int32_t, int64_t>> elems;
+  for (Expr leaf : leaves) {
+    LeafValue lv = default_leaf(leaf);
+    if (const z3::expr* z = tr.lookup(leaf)) lv.value = value_from_model(m, *z, leaf->sort);
+    if (lv.kind == LeafValue::Kind::Elem) elems.insert({lv.tensor, lv.index});
+    out.push_back(std::move(lv));
+  }
+  for (const LoadApp& l : tr.loads()) {
+    Value idx = value_from_model(m, l.index, Sort::BV64);
+    auto index = static_cast<int64_t>(idx.bits);
+    if (!elems.insert({l.tensor, index}).second) continue;
+    LeafValue lv;
+    lv.kind = LeafValue::Kind::Elem;
+    lv.tensor = l.tensor;
+    lv.index = index;
+    lv.value = value_from_model(m, l.value, l.node->sort);
+    out.push_back(std::move(lv));
+  }
+  return out;
+}
+
+bool is_timeout_reason(const std::string& r) {
+  return r.find("timeout") != std::string::npos || r.find("canceled") != std::string::npos ||
+         r.find("resource") != std::string::npos || r.find("rlimit") != std::string::npos;
+}
+
+}  // namespace
+
+ir::Env Witness::env() const { return make_env(leaves); }
+ir::Env SatResult::env() const { return make_env(model); }
+
+std::string Witness::to_string(const ir::Context& ctx) const {
+  std::string s;
+  for (const LeafValue& l : leaves) {
+    if (l.kind == LeafValue::Kind::Var) s += fmt::format("{} = {}; ", l.name, value_string(l.value));
+    else s += fmt::format("{}[{}] = {}; ", ctx.tensor_name(l.tensor), l.index, value_string(l.value));
+  }
+  s += fmt::format("a = {}, b = {}", value_string(a), value_string(b));
+  return s;
+}
+
+// ---- cache
+
+size_t ResultCache::KeyHash::operator()(const Key& k) const {
+  uint64_t h = k.ha * 0x9E3779B97F4A7C15ull;
+  for (uint64_t x : {k.hb, k.sa, k.sb, k.opts}) h = (h ^ x) * 0x100000001B3ull + (h >> 29);
+  return static_cast<size_t>(h);
+}
+
+std::optional<ResultCache::Entry> ResultCache::lookup(const Key& k, const Key* alt) {
+  std::lock_guard lock(mu_);
+  auto it = map_.find(k);
+  if (it == map_.end() && alt) it = map_.find(*alt);
+  if (it == map_.end()) { ++misses_; return std::nullopt; }
+  ++hits_;
+  return it->second;
+}
+
+void ResultCache::store(const Key& k, Entry e) {
+  std::lock_guard lock(mu_);
+  map_[k] = std::move(e);
+}
+
+size_t ResultCache::size() const {
+  std::lock_guard lock(mu_);
+  return map_.size();
+}
+
+void ResultCache::clear() {
+  std::lock_guard lock(mu_);
+  map_.clear();
+}
+
+// ---- the solver
+
+struct Solver::Impl {
+  z3::context z;
+};
+
+Solver::Solver(std::shared_ptr<ResultCache> cache)
+    : impl_(std::make_unique<Impl>()), cache_(cache ? std::move(cache) : std::make_shared<ResultCache>()) {}
+Solver::~Solver() = default;
+
+Solver& thread_solver() {
+  static std::shared_ptr<ResultCache> shared = std::make_shared<ResultCache>();
+  thread_local Solver solver(shared);
+  return solver;
+}
+
+namespace {
+
+// The query that reaches Z3 after cut points.
+struct Query {
+  bool real = false;  // reals: goal is diff != 0 ; otherwise qa != qb
+  Expr diff = nullptr, qa = nullptr, qb = nullptr;
+  std::vector<std::pair<Expr, Expr>> cuts;  // (canonically named cut variable, original sub-expression)
+  size_t num_cuts = 0;                      // shared sub-terms cut (some may cancel in the difference)
+  bool trivially_equal() const { return real ? (diff->op == Op::ConstReal && diff->rational() == 0) : qa == qb; }
+};
+
+// Cut shared sub-terms, then (reals) take the canonical difference, in which
+// shared terms of sums cancel. Cut variables are renamed "!cut<k>" in order of
+// appearance so that the query's structural hash is stable (cache key).
+Query reduce(ir::Context& ctx, Expr na, Expr nb, bool cut_points, bool need_qb) {
+  Query q;
+  q.real = na->sort == Sort::Real;
+  std::vector<std::pair<Expr, Expr>> cuts;
+  Expr ca = na, cb = nb;
+  if (cut_points) {
+    ir::CutResult cr = ir::cut_shared(ctx, na, nb);
+    ca = cr.a, cb = cr.b;
+    cuts = std::move(cr.cuts);
+  }
+  q.num_cuts = cuts.size();
+  std::unordered_map<Expr, size_t> cut_index;
+  for (size_t i = 0; i < cuts.size(); ++i) cut_index.emplace(cuts[i].first, i);
+  std::unordered_map<Expr, Expr> renamed;
+  auto rename = [&](Expr leaf) -> Expr {
+    auto it = cut_index.find(leaf);
+    if (it == cut_index.end()) return nullptr;
+    auto r = renamed.find(leaf);
+    if (r != renamed.end()) return r->second;
+    Expr v = ctx.var(fmt::format("!cut{}", renamed.size()), leaf->sort);
+    renamed.emplace(leaf, v);
+    q.cuts.push_back({v, cuts[it->second].second});
+    return v;
+  };
+  ir::Substituter sub(ctx, rename);
+  if (q.real) {
+    Expr d = ctx.sub(ca, cb);
+    if (!cuts.empty())
+      for (Expr l : ir::leaves(d)) rename(l);  // names in order of appearance in the difference
+    q.diff = cuts.empty() ? d : sub(d);
+    if (need_qb) q.qb = cuts.empty() ? cb : sub(cb);
+  } else {
+    if (!cuts.empty()) {
+      for (Expr root : {ca, cb})
+        for (Expr l : ir::leaves(root)) rename(l);
+    }
+    q.qa = cuts.empty() ? ca : sub(ca);
+    q.qb = cuts.empty() ? cb : sub(cb);
+  }
+  return q;
+}
+
+// Key of an unordered pair (y may be null for a single difference term).
+// `uncut` marks a proof that needed the cut definitions: it holds for the
+// normalized pair, not for the cut query.
+ResultCache::Key cache_key(Expr x, Expr y, const DecideOptions& opt, bool uncut) {
+  uint64_t opts = opt.axioms.fingerprint() ^ (uint64_t{opt.cut_points} << 40) ^
+                  (uint64_t{opt.tolerance.has_value()} << 41) ^ (uint64_t{y == nullptr} << 42) ^
+                  (uint64_t{uncut} << 43);
+  if (!y) return {x->hash, 0, x->size, 0, opts};
+  if (std::pair(x->hash, x->size) > std::pair(y->hash, y->size)) std::swap(x, y);
+  return {x->hash, y->hash, x->size, y->size, opts};
+}
+
+void apply_params(z3::context& z, z3::solver& s, const DecideOptions& opt, unsigned timeout_ms) {
+  z3::params p(z);
+  p.set("timeout", std::max(1u, timeout_ms));
+  if (opt.rlimit) p.set("rlimit", opt.rlimit);
+  p.set("random_seed", opt.random_seed);
+  p.set("model", true);
+  for (const auto& [k, v] : opt.solver_params) p.set(k.c_str(), v);
+  s.set(p);
+}
+
+}  // namespace
+
+Decision Solver::decide(ir::Context& ctx, Expr a, Expr b, const DecideOptions& opt) {
+  const auto t0 = Clock::now();
+  const auto deadline = t0 + std::chrono::milliseconds(opt.timeout_ms);
+  auto remaining_ms = [&] {
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
+    return left > 0 ? static_cast<unsigned>(left) : 0u;
+  };
+  Decision d;
+  ++stats_.decisions;
+  auto done = [&](Verdict v, Stage s, std::string reason = {}) {
+    d.verdict = v;
+    d.stage = s;
+    d.reason = std::move(reason);
+    d.ms = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+    if (v == Verdict::Timeout) ++stats_.timeouts;
+    return d;
+  };
+  if (!a || !b) return done(Verdict::Unknown, Stage::Error, "null expression");
+  if (a == b) { ++stats_.equal_canonical; return done(Verdict::Equal, Stage::Canonical); }
+  if (a->sort != b->sort)
+    return done(Verdict::Unknown, Stage::Error,
+                fmt::format("sort mismatch: {} vs {}", ir::sort_name(a->sort), ir::sort_name(b->sort)));
+
+  std::vector<Expr> leaves;  // of the original expressions, computed on first need
+  auto confirm = [&](Witness& w) -> std::string {  // "" when confirmed, else why not
+    ir::Evaluator ev(w.env(), ir::Precision::F64);
+    w.a = ev(a);
+    w.b = ev(b);
+    if (w.a.undef || w.b.undef) return "witness depends on an undefined value";
+    if (!values_differ(w.a, w.b, opt.confirm_rtol, opt.confirm_atol))
+      return fmt::format("spurious witness (both sides evaluate to {} / {})", value_string(w.a), value_string(w.b));
+    if (opt.tolerance && w.a.sort == Sort::Real)
+      w.exceeds_tolerance = std::fabs(w.a.real - w.b.real) > opt.tolerance->atol + opt.tolerance->rtol * std::fabs(w.b.real);
+    return {};
+  };
+
+  try {
+    Normalizer norm(ctx, opt.axioms);
+    Expr na = norm(a), nb = norm(b);
+    if (na == nb) { ++stats_.equal_axioms; return done(Verdict::Equal, Stage::Axioms); }
+    Query q = reduce(ctx, na, nb, opt.cut_points, opt.tolerance.has_value());
+    d.cuts = q.num_cuts;
+    d.query_nodes = q.real ? ir::dag_size(q.diff) : ir::dag_size(q.qa) + ir::dag_size(q.qb);
+    if (q.trivially_equal()) { ++stats_.equal_cut; return done(Verdict::Equal, Stage::CutPoints); }
+
+    ResultCache::Key key = q.real ? cache_key(q.diff, nullptr, opt, false) : cache_key(q.qa, q.qb, opt, false);
+    ResultCache::Key uncut_key = cache_key(na, nb, opt, true);
+    if (opt.use_cache) {
+      if (auto hit = cache_->lookup(key, &uncut_key)) {
+        if (hit->verdict == Verdict::Equal) { ++stats_.cache_hits; return done(Verdict::Equal, Stage::Cache); }
+        Witness w;
+        w.leaves = hit->witness;
+        if (confirm(w).empty()) {
+          ++stats_.cache_hits;
+          d.witness = std::move(w);
+          return done(Verdict::Differ, Stage::Cache);
+        }
+      }
+      ++stats_.cache_misses;
+    }
+
+    // ---- Z3
+    d.solver_called = true;
+    ++stats_.solver_calls;
+    z3::context& z = impl_->z;
+    Translator tr(z, ctx);
+    std::vector<z3::expr> base;  // sound constraints: leaf bounds, Ackermann congruence, lemmas
+    auto pull = [&] { for (z3::expr& c : tr.take_constraints()) base.push_back(c); };
+    z3::expr plain_goal = q.real ? tr(q.diff) != z.real_val(0) : tr(q.qa) != tr(q.qb);
+    pull();
+
+    struct Attempt { z3::expr goal; bool tolerance; };
+    std::vector<Attempt> attempts;
+    if (opt.tolerance && q.real) {
+      const Tolerance& t = *opt.tolerance;
+      z3::expr diff = tr(q.diff), rhs = tr(q.qb);
+      pull();
+      z3::expr goal = z3::ite(diff >= 0, diff, -diff) >
+                      double_to_real(z, t.atol) + double_to_real(z, t.rtol) * z3::ite(rhs >= 0, rhs, -rhs);
+      z3::expr m = double_to_real(z, t.bound);
+      for (const auto& [leaf, v] : tr.leaves()) {
+        bool original = leaf->op == Op::TensorElem || (leaf->op == Op::Var && !leaf->name().starts_with("!"));
+        if (original && leaf->sort == Sort::Real) goal = goal && v >= -m && v <= m;
+      }
+      for (const LoadApp& l : tr.loads())
+        if (l.node->sort == Sort::Real) goal = goal && l.value >= -m && l.value <= m;
+      attempts.push_back({goal, true});
+    }
+    attempts.push_back({plain_goal, false});
+
+    std::vector<z3::expr> extra;      // cut definitions (sound) and function samples (approximate)
+    bool approximated = false, cuts_defined = false;
+    std::set<std::vector<double>> sampled;
+    std::string last_spurious;
+    for (const Attempt& at : attempts) {
+      for (unsigned round = 0;; ++round) {
+        unsigned left = remaining_ms();
+        if (left == 0) return done(Verdict::Timeout, Stage::Solver, "wall-clock budget exhausted");
+        z3::solver s(z);  // fresh per check: keeps Z3's nlsat path (no incremental asserts)
+        apply_params(z, s, opt, left);
+        for (const z3::expr& c : base) s.add(c);
+        for (const z3::expr& c : extra) s.add(c);
+        s.add(at.goal);
+        auto c0 = Clock::now();
+        z3::check_result r = s.check();
+        stats_.solver_ms += std::chrono::duration<double, std::milli>(Clock::now() - c0).count();
+        ++stats_.solver_checks;
+        ++d.solver_checks;
+        if (r == z3::unsat) {
+          ++stats_.unsat;
+          if (at.tolerance) break;  // no witness beyond tolerance: fall back to the plain query
+          if (approximated)
+            return done(Verdict::Unknown, Stage::Solver,
+                        "no confirmed witness: unsat only after approximate function samples; " + last_spurious);
+          if (opt.use_cache) cache_->store(cuts_defined ? uncut_key : key, {Verdict::Equal, {}});
+          return done(Verdict::Equal, Stage::Solver);
+        }
+        if (r == z3::unknown) {
+          ++stats_.unknown;
+          std::string why = s.reason_unknown();
+          if (is_timeout_reason(why)) return done(Verdict::Timeout, Stage::Solver, "z3: " + why);
+          return done(Verdict::Unknown, Stage::Solver, "z3: " + why);
+        }
+        ++stats_.sat;
+        z3::model m = s.get_model();
+        if (leaves.empty()) leaves = original_leaves(a, b);
+        Witness w;
+        w.leaves = extract_leaves(m, tr, leaves);
+        std::string why = confirm(w);
+        if (why.empty()) {
+          if (opt.use_cache) cache_->store(key, {Verdict::Differ, w.leaves});
+          d.witness = std::move(w);
+          return done(Verdict::Differ, Stage::Solver);
+        }
+        ++stats_.spurious;
+        last_spurious = why;
+        if (round >= opt.max_refinements) break;
+        // Refine: first make cut variables mean what they stand for, then pin
+        // function values at the model's argument points to their real values.
+        bool refined = false;
+        if (!cuts_defined && !q.cuts.empty()) {
+          cuts_defined = true;
+          uint64_t total = 0;
+          for (const auto& [v, orig] : q.cuts) {
+            uint64_t cap = opt.max_uncut_nodes + 1;  // tree sizes saturate; keep the sum bounded
+            total = std::min(total + std::min(orig->size, cap), cap);
+          }
+          if (total <= opt.max_uncut_nodes) {
+            for (const auto& [v, orig] : q.cuts)
+              if (const z3::expr* zv = tr.lookup(v)) extra.push_back(*zv == tr(orig));
+            pull();
+            refined = true;
+          }
+        }
+        if (!refined) {
+          for (const FnApp& app : tr.fn_apps()) {
+            std::vector<double> point{static_cast<double>(app.fn)};
+            bool finite = true;
+            for (const z3::expr& x : app.args) {
+              double p = numeral_to_double(m.eval(x, true));
+              finite = finite && std::isfinite(p);
+              point.push_back(p);
+            }
+            if (!finite) continue;
+            double fv = ir::apply_fn(app.fn, point[1], point.size() > 2 ? point[2] : 0.0);
+            if (!std::isfinite(fv) || !sampled.insert(point).second) continue;
+            for (const FnApp& g : tr.fn_apps()) {
+              if (g.fn != app.fn) continue;
+              z3::expr at_point = z.bool_val(true);
+              for (size_t i = 0; i < g.args.size(); ++i) at_point = at_point && g.args[i] == double_to_real(z, point[i + 1]);
+              extra.push_back(z3::implies(at_point, g.result == double_to_real(z, fv)));
+            }
+            refined = approximated = true;
+          }
+        }
+        if (!refined) break;
+        ++stats_.refinements;
+      }
+    }
+    return done(Verdict::Unknown, Stage::Solver, last_spurious.empty() ? "no witness" : last_spurious);
+  } catch (const z3::exception& ex) {
+    ++stats_.exceptions;
+    return done(Verdict::Unknown, Stage::Error, std::string("z3 exception: ") + ex.msg());
+  } catch (const std::exception& ex) {
+    ++stats_.exceptions;
+    return done(Verdict::Unknown, Stage::Error, ex.what());
+  }
+}
+
+SatResult Solver::solve(ir::Context& ctx, Expr cond, const DecideOptions& opt) {
+  SatResult res;
+  if (!cond || cond->sort != Sort::Bool) {
+    res.reason = "solve: condition must be a Bool expression";
+    return res;
+  }
+  try {
+    z3::context& z = impl_->z;
+    Translator tr(z, ctx);
+    z3::solver s(z);
+    apply_params(z, s, opt, opt.timeout_ms);
+    z3::expr goal = tr(cond);
+    for (z3::expr& c : tr.take_constraints()) s.add(c);
+    s.add(goal);
+    auto c0 = Clock::now();
+    z3::check_result r = s.check();
+    stats_.solver_ms += std::chrono::duration<double, std::milli>(Clock::now() - c0).count();
+    ++stats_.solver_checks;
+    if (r == z3::unsat) { ++stats_.unsat; res.status = SatResult::Status::Unsat; return res; }
+    if (r == z3::unknown) {
+      ++stats_.unknown;
+      res.reason = "z3: " + s.reason_unknown();
+      res.status = is_timeout_reason(res.reason) ? SatResult::Status::Timeout : SatResult::Status::Unknown;
+      if (res.status == SatResult::Status::Timeout) ++stats_.timeouts;
+      return res;
+    }
+    ++stats_.sat;
+    res.model = extract_leaves(s.get_model(), tr, original_leaves(cond, nullptr));
+    ir::Evaluator ev(res.env(), ir::Precision::F64);
+    Value v = ev(cond);
+    if (v.undef || !v.bits) {
+      ++stats_.spurious;
+      res.reason = "spurious model: the condition does not evaluate to true";
+      res.model.clear();
+      return res;
+    }
+    res.status = SatResult::Status::Sat;
+  } catch (const z3::exception& ex) {
+    ++stats_.exceptions;
+    res.reason = std::string("z3 exception: ") + ex.msg();
+  } catch (const std::exception& ex) {
+    ++stats_.exceptions;
+    res.reason = ex.what();
+  }
+  return res;
+}
+
+}  // namespace dirigo::smt

@@ -1,0 +1,252 @@
+// One applies / does-not-apply pair per axiom (rule), plus an end-to-end check
+// that normalized pairs are decided without the solver.
+#include <set>
+
+#include <gtest/gtest.h>
+
+#include "ir/print.h"
+
+#include "smt/axioms.h"
+#include "smt/decide.h"
+#include "smt/translate.h"
+
+using namespace dirigo;
+using ir::Expr;
+using ir::Fn;
+using ir::Sort;
+using smt::Axiom;
+
+namespace {
+
+struct AxiomTest : ::testing::Test {
+  ir::Context ctx;
+  Expr x = ctx.var("x", Sort::Real);
+  Expr y = ctx.var("y", Sort::Real);
+  Expr one = ctx.real_const(1);
+  Expr two = ctx.real_const(2);
+
+  Expr call(Fn f, Expr a) { return ctx.call(f, a); }
+  Expr sigmoid_exp(Expr a) { return call(Fn::Recip, ctx.add(one, call(Fn::Exp, ctx.neg(a)))); }
+
+  // Normalizes `in`; expects `want` (pointer-equal) and that `axiom` fired.
+  void applies(Axiom axiom, Expr in, Expr want, smt::AxiomOptions opt = {}) {
+    smt::Normalizer n(ctx, opt);
+    Expr got = n(in);
+    EXPECT_EQ(got, want) << smt::axiom_name(axiom) << ": got " << ir::to_string(ctx, got) << " want "
+                         << ir::to_string(ctx, want);
+    EXPECT_GE(n.applications(axiom), 1u) << smt::axiom_name(axiom);
+  }
+  // Normalizes `in`; expects it unchanged and that `axiom` did not fire.
+  void does_not_apply(Axiom axiom, Expr in, smt::AxiomOptions opt = {}) {
+    smt::Normalizer n(ctx, opt);
+    EXPECT_EQ(n(in), in) << smt::axiom_name(axiom);
+    EXPECT_EQ(n.applications(axiom), 0u) << smt::axiom_name(axiom);
+  }
+  smt::AxiomOptions without(Axiom a) {
+    smt::AxiomOptions o;
+    o.set(a, false);
+    return o;
+  }
+};
+
+}  // namespace
+
+TEST_F(AxiomTest, SigmoidToExp) {
+  applies(Axiom::SigmoidToExp, call(Fn::Sigmoid, x), sigmoid_exp(x));
+  does_not_apply(Axiom::SigmoidToExp, call(Fn::Sigmoid, x), without(Axiom::SigmoidToExp));
+  does_not_apply(Axiom::SigmoidToExp, call(Fn::Exp, x));
+}
+
+TEST_F(AxiomTest, TanhToExp) {
+  Expr want = ctx.sub(ctx.mul(two, sigmoid_exp(ctx.mul(two, x))), one);
+  applies(Axiom::TanhToExp, call(Fn::Tanh, x), want);
+  does_not_apply(Axiom::TanhToExp, call(Fn::Tanh, x), without(Axiom::TanhToExp));
+}
+
+TEST_F(AxiomTest, SoftplusToLog) {
+  applies(Axiom::SoftplusToLog, call(Fn::Softplus, x), call(Fn::Log, ctx.add(one, call(Fn::Exp, x))));
+  does_not_apply(Axiom::SoftplusToLog, call(Fn::Log, ctx.add(one, call(Fn::Exp, x))));
+}
+
+TEST_F(AxiomTest, Log1pToLog) {
+  applies(Axiom::Log1pToLog, call(Fn::Log1p, x), call(Fn::Log, ctx.add(one, x)));
+  does_not_apply(Axiom::Log1pToLog, call(Fn::Log, x));
+}
+
+TEST_F(AxiomTest, Expm1ToExp) {
+  applies(Axiom::Expm1ToExp, call(Fn::Expm1, x), ctx.sub(call(Fn::Exp, x), one));
+  does_not_apply(Axiom::Expm1ToExp, call(Fn::Expm1, x), without(Axiom::Expm1ToExp));
+}
+
+TEST_F(AxiomTest, Exp2ToExpExact) {
+  smt::AxiomOptions exact;
+  exact.fast_math_is_exact = false;
+  Expr ln2 = ctx.var(smt::kLn2Var, Sort::Real);
+  applies(Axiom::Exp2ToExp, call(Fn::Exp2, x), call(Fn::Exp, ctx.mul(x, ln2)), exact);
+  exact.set(Axiom::Exp2ToExp, false);
+  does_not_apply(Axiom::Exp2ToExp, call(Fn::Exp2, x), exact);
+}
+
+TEST_F(AxiomTest, Log2ToLogExact) {
+  smt::AxiomOptions exact;
+  exact.fast_math_is_exact = false;
+  Expr ln2 = ctx.var(smt::kLn2Var, Sort::Real);
+  applies(Axiom::Log2ToLog, call(Fn::Log2, x), ctx.mul(call(Fn::Log, x), call(Fn::Recip, ln2)), exact);
+  does_not_apply(Axiom::Log2ToLog, call(Fn::Log, x), exact);
+}
+
+TEST_F(AxiomTest, FastMathExp2OfScaledArgumentIsExp) {
+  // nvcc's fast exp: ex2.approx(x * 1.4426950f)
+  Expr c = ctx.real_const_from_double(static_cast<float>(1.4426950408889634));
+  applies(Axiom::FastMathIsExact, call(Fn::Exp2, ctx.mul(c, x)), call(Fn::Exp, x));
+  // also through an affine argument (online softmax: (x - m) * log2e)
+  Expr arg = ctx.mul(c, ctx.sub(x, y));
+  applies(Axiom::FastMathIsExact, call(Fn::Exp2, arg), call(Fn::Exp, ctx.sub(x, y)));
+  smt::AxiomOptions exact;
+  exact.fast_math_is_exact = false;
+  smt::Normalizer n(ctx, exact);
+  EXPECT_NE(n(call(Fn::Exp2, ctx.mul(c, x))), call(Fn::Exp, x));
+  EXPECT_EQ(n.applications(Axiom::FastMathIsExact), 0u);
+}
+
+TEST_F(AxiomTest, FastMathLog2ScaledIsLog) {
+  Expr c = ctx.real_const_from_double(static_cast<float>(0.6931471805599453));
+  applies(Axiom::FastMathIsExact, ctx.mul(c, call(Fn::Log2, x)), call(Fn::Log, x));
+}
+
+TEST_F(AxiomTest, RsqrtToRecip) {
+  applies(Axiom::RsqrtToRecip, call(Fn::Rsqrt, x), call(Fn::Recip, call(Fn::Sqrt, x)));
+  does_not_apply(Axiom::RsqrtToRecip, call(Fn::Sqrt, x));
+}
+
+TEST_F(AxiomTest, SiluToSigmoid) {
+  applies(Axiom::SiluToSigmoid, call(Fn::Silu, x), ctx.mul(x, sigmoid_exp(x)));
+  does_not_apply(Axiom::SiluToSigmoid, call(Fn::Silu, x), without(Axiom::SiluToSigmoid));
+}
+
+TEST_F(AxiomTest, MishToTanh) {
+  smt::Normalizer n(ctx);
+  Expr want = n(ctx.mul(x, call(Fn::Tanh, call(Fn::Softplus, x))));
+  applies(Axiom::MishToTanh, call(Fn::Mish, x), want);
+  does_not_apply(Axiom::MishToTanh, call(Fn::Mish, x), without(Axiom::MishToTanh));
+}
+
+TEST_F(AxiomTest, EluToExp) {
+  Expr want = ctx.ite(ctx.lt(ctx.real_const(0), x), x, ctx.sub(call(Fn::Exp, x), one));
+  applies(Axiom::EluToExp, call(Fn::Elu, x), want);
+  does_not_apply(Axiom::EluToExp, call(Fn::Elu, x), without(Axiom::EluToExp));
+}
+
+TEST_F(AxiomTest, ErfcToErf) {
+  applies(Axiom::ErfcToErf, call(Fn::Erfc, x), ctx.sub(one, call(Fn::Erf, x)));
+  does_not_apply(Axiom::ErfcToErf, call(Fn::Erf, x));
+}
+
+TEST_F(AxiomTest, SinhCoshToExp) {
+  Expr half = ctx.real_const(mpq_class(1, 2));
+  applies(Axiom::SinhCoshToExp, call(Fn::Sinh, x),
+          ctx.mul(half, ctx.sub(call(Fn::Exp, x), call(Fn::Exp, ctx.neg(x)))));
+  applies(Axiom::SinhCoshToExp, call(Fn::Cosh, x),
+          ctx.mul(half, ctx.add(call(Fn::Exp, x), call(Fn::Exp, ctx.neg(x)))));
+  does_not_apply(Axiom::SinhCoshToExp, call(Fn::Asinh, x));
+}
+
+TEST_F(AxiomTest, PowSmallInt) {
+  applies(Axiom::PowSmallInt, ctx.call(Fn::Pow, x, ctx.real_const(3)), ctx.mul(ctx.mul(x, x), x));
+  applies(Axiom::PowSmallInt, ctx.call(Fn::Pow, x, ctx.real_const(-2)), call(Fn::Recip, ctx.mul(x, x)));
+  applies(Axiom::PowSmallInt, ctx.call(Fn::Pow, x, ctx.real_const(0)), one);
+  applies(Axiom::PowSmallInt, ctx.call(Fn::Pow, x, ctx.real_const(mpq_class(1, 2))), call(Fn::Sqrt, x));
+  does_not_apply(Axiom::PowSmallInt, ctx.call(Fn::Pow, x, ctx.real_const(mpq_class(5, 2))));
+  does_not_apply(Axiom::PowSmallInt, ctx.call(Fn::Pow, x, ctx.real_const(9)));
+  does_not_apply(Axiom::PowSmallInt, ctx.call(Fn::Pow, x, y));
+}
+
+TEST_F(AxiomTest, ExpSum) {
+  applies(Axiom::ExpSum, ctx.mul(call(Fn::Exp, x), call(Fn::Exp, y)), call(Fn::Exp, ctx.add(x, y)));
+  applies(Axiom::ExpSum, ctx.mul(y, ctx.mul(call(Fn::Exp, x), call(Fn::Exp, x))),
+          ctx.mul(y, call(Fn::Exp, ctx.mul(two, x))));
+  does_not_apply(Axiom::ExpSum, ctx.mul(y, call(Fn::Exp, x)));
+}
+
+TEST_F(AxiomTest, RecipExp) {
+  applies(Axiom::RecipExp, call(Fn::Recip, call(Fn::Exp, x)), call(Fn::Exp, ctx.neg(x)));
+  does_not_apply(Axiom::RecipExp, call(Fn::Recip, call(Fn::Log, x)));
+}
+
+TEST_F(AxiomTest, ExpLog) {
+  Expr pos = ctx.add(one, call(Fn::Exp, y));  // provably > 0
+  applies(Axiom::ExpLog, call(Fn::Exp, call(Fn::Log, pos)), pos);
+  smt::Normalizer n(ctx);  // (1+e^y)^2 expands, and e^y*e^y becomes e^(2y)
+  applies(Axiom::ExpLog, call(Fn::Exp, ctx.mul(ctx.real_const(-2), call(Fn::Log, pos))),
+          n(call(Fn::Recip, ctx.mul(pos, pos))));
+  does_not_apply(Axiom::ExpLog, call(Fn::Exp, call(Fn::Log, x)));  // x may be <= 0
+}
+
+TEST_F(AxiomTest, SqrtSquare) {
+  Expr nonneg = ctx.mul(x, x);
+  Expr s = call(Fn::Sqrt, nonneg);
+  applies(Axiom::SqrtSquare, ctx.mul(s, s), nonneg);
+  Expr sx = call(Fn::Sqrt, x);  // x may be negative: sqrt(x)^2 is NaN there, not x
+  does_not_apply(Axiom::SqrtSquare, ctx.mul(sx, sx));
+}
+
+TEST_F(AxiomTest, GeluTanhIsErf) {
+  applies(Axiom::GeluTanhIsErf, call(Fn::GeluTanh, x), call(Fn::GeluErf, x));
+  smt::AxiomOptions strict;
+  strict.gelu_tanh_is_erf = false;
+  does_not_apply(Axiom::GeluTanhIsErf, call(Fn::GeluTanh, x), strict);
+}
+
+TEST_F(AxiomTest, EveryAxiomHasADistinctName) {
+  std::set<std::string_view> names;
+  for (size_t i = 0; i < static_cast<size_t>(Axiom::Count_); ++i) names.insert(smt::axiom_name(static_cast<Axiom>(i)));
+  EXPECT_EQ(names.size(), static_cast<size_t>(Axiom::Count_));
+  EXPECT_TRUE(smt::axiom_is_approximation(Axiom::GeluTanhIsErf));
+  EXPECT_FALSE(smt::axiom_is_approximation(Axiom::SigmoidToExp));
+}
+
+TEST_F(AxiomTest, SignFacts) {
+  EXPECT_TRUE(smt::provably_nonneg(ctx.mul(x, x)));
+  EXPECT_TRUE(smt::provably_positive(ctx.add(one, call(Fn::Exp, x))));
+  EXPECT_FALSE(smt::provably_positive(ctx.mul(x, x)));
+  EXPECT_FALSE(smt::provably_nonneg(ctx.mul(x, y)));
+  EXPECT_TRUE(smt::provably_nonneg(ctx.max(x, ctx.abs(y))));
+}
+
+// ---- end to end: kernel spellings vs torch spellings decided without Z3
+
+TEST_F(AxiomTest, KernelAndTorchSpellingsAreEqualWithoutSolver) {
+  smt::Solver solver;
+  smt::DecideOptions opt;
+  auto equal_by_axioms = [&](Expr a, Expr b) {
+    smt::Decision d = solver.decide(ctx, a, b, opt);
+    EXPECT_EQ(d.verdict, smt::Verdict::Equal) << ir::to_string(ctx, a) << " vs " << ir::to_string(ctx, b) << ": " << d.reason;
+    EXPECT_FALSE(d.solver_called);
+  };
+  // sigmoid vs 1/(1+exp(-x))
+  equal_by_axioms(call(Fn::Sigmoid, x), ctx.div(one, ctx.add(one, call(Fn::Exp, ctx.neg(x)))));
+  // tanh(x) vs 2*sigmoid(2x) - 1
+  equal_by_axioms(call(Fn::Tanh, x), ctx.sub(ctx.mul(two, call(Fn::Sigmoid, ctx.mul(two, x))), one));
+  // silu vs x * sigmoid
+  equal_by_axioms(call(Fn::Silu, x), ctx.mul(x, call(Fn::Sigmoid, x)));
+  // softplus vs log1p(exp)
+  equal_by_axioms(call(Fn::Softplus, x), call(Fn::Log1p, call(Fn::Exp, x)));
+  // exp(a)*exp(b) vs exp(a+b); 1/exp(x) vs exp(-x)
+  equal_by_axioms(ctx.mul(call(Fn::Exp, x), call(Fn::Exp, y)), call(Fn::Exp, ctx.add(y, x)));
+  equal_by_axioms(ctx.div(one, call(Fn::Exp, x)), call(Fn::Exp, ctx.neg(x)));
+  // gelu approximation equivalence (on by default)
+  equal_by_axioms(call(Fn::GeluTanh, x), call(Fn::GeluErf, x));
+  EXPECT_EQ(solver.stats().solver_calls, 0u);
+}
+
+TEST_F(AxiomTest, GeluApproximationOffIsNotEqual) {
+  smt::Solver solver;
+  smt::DecideOptions opt;
+  opt.axioms.gelu_tanh_is_erf = false;
+  smt::Decision d = solver.decide(ctx, call(Fn::GeluTanh, x), call(Fn::GeluErf, x), opt);
+  EXPECT_NE(d.verdict, smt::Verdict::Equal);
+  if (d.verdict == smt::Verdict::Differ) {
+    ir::Evaluator ev(d.witness->env());
+    EXPECT_NE(ev.real(call(Fn::GeluTanh, x)), ev.real(call(Fn::GeluErf, x)));
+  }
+}

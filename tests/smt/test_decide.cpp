@@ -1,0 +1,328 @@
+#include <chrono>
+#include <cmath>
+
+#include <gtest/gtest.h>
+
+#include "ir/eval.h"
+#include "ir/print.h"
+#include "smt/decide.h"
+
+using namespace dirigo;
+using ir::Expr;
+using ir::Fn;
+using ir::Sort;
+using smt::Verdict;
+
+namespace {
+
+struct DecideTest : ::testing::Test {
+  ir::Context ctx;
+  smt::Solver solver;
+  smt::DecideOptions opt;
+  Expr x = ctx.var("x", Sort::Real);
+  Expr y = ctx.var("y", Sort::Real);
+  Expr z = ctx.var("z", Sort::Real);
+  Expr c(int64_t n) { return ctx.real_const(n); }
+  Expr exp(Expr a) { return ctx.call(Fn::Exp, a); }
+
+  smt::Decision decide(Expr a, Expr b) { return solver.decide(ctx, a, b, opt); }
+
+  // Equal, and whether Z3 had to be asked.
+  void expect_equal(Expr a, Expr b, bool solver_expected) {
+    smt::Decision d = decide(a, b);
+    EXPECT_EQ(d.verdict, Verdict::Equal) << ir::to_string(ctx, a) << " vs " << ir::to_string(ctx, b) << ": "
+                                         << smt::verdict_name(d.verdict) << " " << d.reason;
+    EXPECT_EQ(d.solver_called, solver_expected) << ir::to_string(ctx, a) << " vs " << ir::to_string(ctx, b);
+  }
+  // Differ, with a witness that evaluates differently in a fresh Evaluator.
+  smt::Decision expect_differ(Expr a, Expr b) {
+    smt::Decision d = decide(a, b);
+    EXPECT_EQ(d.verdict, Verdict::Differ) << ir::to_string(ctx, a) << " vs " << ir::to_string(ctx, b) << ": "
+                                          << smt::verdict_name(d.verdict) << " " << d.reason;
+    if (d.verdict == Verdict::Differ) {
+      EXPECT_TRUE(d.witness.has_value());
+      ir::Evaluator ev(d.witness->env());
+      ir::Value va = ev(a), vb = ev(b);
+      EXPECT_TRUE(smt::values_differ(va, vb, 1e-9, 1e-12)) << d.witness->to_string(ctx);
+    }
+    return d;
+  }
+  double witness_of(const smt::Decision& d, std::string_view var) {
+    for (const smt::LeafValue& l : d.witness->leaves)
+      if (l.kind == smt::LeafValue::Kind::Var && l.name == var) return l.value.real;
+    ADD_FAILURE() << "no witness value for " << var;
+    return NAN;
+  }
+};
+
+}  // namespace
+
+// ---- equal pairs
+
+TEST_F(DecideTest, PointerEqualNeedsNoSolver) {
+  expect_equal(ctx.mul(x, y), ctx.mul(y, x), false);
+  expect_equal(ctx.add(ctx.add(x, y), z), ctx.add(x, ctx.add(z, y)), false);
+  expect_equal(exp(ctx.add(x, y)), exp(ctx.add(y, x)), false);
+  EXPECT_EQ(solver.stats().solver_calls, 0u);
+  EXPECT_EQ(solver.stats().equal_canonical, 3u);
+}
+
+TEST_F(DecideTest, NonlinearEqualitiesGoToZ3) {
+  Expr xx = ctx.mul(x, x);
+  expect_equal(ctx.max(xx, c(0)), xx, true);                                   // x*x >= 0
+  expect_equal(ctx.mul(ctx.abs(x), ctx.abs(x)), xx, true);                     // |x|^2 = x^2
+  expect_equal(ctx.add(ctx.min(x, y), ctx.max(x, y)), ctx.add(x, y), true);    // min + max
+  expect_equal(ctx.ite(ctx.lt(x, y), ctx.sub(y, x), ctx.sub(x, y)), ctx.abs(ctx.sub(x, y)), true);
+  EXPECT_GE(solver.stats().solver_calls, 4u);
+  EXPECT_GE(solver.stats().unsat, 4u);
+}
+
+TEST_F(DecideTest, MinMaxIteDiffer) {
+  expect_differ(ctx.min(x, y), ctx.max(x, y));
+  expect_differ(ctx.ite(ctx.lt(x, y), x, y), ctx.max(x, y));
+  expect_differ(ctx.abs(x), x);
+}
+
+// ---- Ackermannized functions
+
+TEST_F(DecideTest, AckermannCongruence) {
+  // equal only because equal arguments give equal results
+  Expr a = ctx.ite(ctx.eq(x, y), ctx.sub(exp(x), exp(y)), c(0));
+  expect_equal(a, c(0), true);
+}
+
+TEST_F(DecideTest, AckermannMonotonicity) {
+  expect_equal(ctx.max(exp(x), exp(y)), exp(ctx.max(x, y)), true);
+}
+
+TEST_F(DecideTest, ExpOfDifferentArgumentsDiffers) {
+  smt::Decision d = expect_differ(exp(x), exp(y));
+  ASSERT_TRUE(d.witness);
+  EXPECT_NE(witness_of(d, "x"), witness_of(d, "y"));
+  EXPECT_TRUE(d.solver_called);
+}
+
+TEST_F(DecideTest, EqualButUnprovableIsNeverDiffer) {
+  // erf is odd, which the abstraction does not know: the model is spurious,
+  // and the confirmation by evaluation must catch it.
+  Expr a = ctx.call(Fn::Erf, ctx.neg(x));
+  Expr b = ctx.neg(ctx.call(Fn::Erf, x));
+  smt::Decision d = decide(a, b);
+  EXPECT_NE(d.verdict, Verdict::Differ) << d.witness->to_string(ctx);
+  EXPECT_NE(d.verdict, Verdict::Equal);
+  EXPECT_GE(solver.stats().spurious, 1u);
+  // sin^2 + cos^2 == 1
+  Expr s = ctx.call(Fn::Sin, x), co = ctx.call(Fn::Cos, x);
+  d = decide(ctx.add(ctx.mul(s, s), ctx.mul(co, co)), c(1));
+  EXPECT_NE(d.verdict, Verdict::Differ);
+}
+
+// ---- differ pairs
+
+TEST_F(DecideTest, DifferWitnessEvaluatesDifferently) {
+  expect_differ(ctx.mul(x, y), ctx.add(ctx.mul(x, y), ctx.mul(ctx.real_const(mpq_class(1, 1000)), z)));
+  expect_differ(ctx.div(x, y), ctx.div(y, x));
+  expect_differ(ctx.mul(x, x), ctx.mul(x, y));
+}
+
+TEST_F(DecideTest, WitnessCoversEveryOriginalLeaf) {
+  int32_t t = ctx.tensor("X");
+  Expr e0 = ctx.elem(t, 0), e1 = ctx.elem(t, 1), e2 = ctx.elem(t, 2);
+  Expr common = ctx.mul(e2, e2);
+  smt::Decision d = expect_differ(ctx.add(common, e0), ctx.add(common, e1));
+  ASSERT_TRUE(d.witness);
+  EXPECT_EQ(d.witness->leaves.size(), 3u);  // e2 (inside the cut) gets a default value
+  EXPECT_GE(d.cuts, 1u);
+}
+
+TEST_F(DecideTest, CutVariablesDoNotLeakIntoTheWitness) {
+  Expr shared = exp(ctx.mul(x, y));
+  smt::Decision d = expect_differ(ctx.add(shared, z), ctx.mul(shared, z));
+  ASSERT_TRUE(d.witness);
+  for (const smt::LeafValue& l : d.witness->leaves) EXPECT_FALSE(l.name.starts_with("!")) << l.name;
+}
+
+// ---- symbolic loads
+
+TEST_F(DecideTest, LoadsAreConsistentWithElements) {
+  int32_t t = ctx.tensor("T");
+  Expr i = ctx.var("i", Sort::BV64);
+  Expr ld = ctx.load(t, i);
+  Expr e5 = ctx.elem(t, 5);
+  // equal: the load reads element 5 whenever i == 5
+  expect_equal(ctx.ite(ctx.eq(i, ctx.bv_const(Sort::BV64, 5)), ld, e5), e5, true);
+  smt::Decision d = expect_differ(ld, e5);
+  ASSERT_TRUE(d.witness);
+  EXPECT_GE(d.witness->leaves.size(), 2u);
+}
+
+// ---- bitvectors
+
+TEST_F(DecideTest, AffineAddressInversion) {
+  Expr tid = ctx.var("tid", Sort::BV32, ir::Bounds{0, 255});
+  Expr base = ctx.bv_const(Sort::BV32, 16);
+  Expr addr = ctx.bv_add(ctx.bv_mul(ctx.bv_const(Sort::BV32, 4), tid), base);
+  smt::SatResult r = solver.solve(ctx, ctx.eq(addr, ctx.bv_const(Sort::BV32, 1020)), opt);
+  ASSERT_EQ(r.status, smt::SatResult::Status::Sat) << r.reason;
+  ASSERT_EQ(r.model.size(), 1u);
+  EXPECT_EQ(r.model[0].value.bits, 251u);
+  // odd target: no thread writes it
+  r = solver.solve(ctx, ctx.eq(addr, ctx.bv_const(Sort::BV32, 1021)), opt);
+  EXPECT_EQ(r.status, smt::SatResult::Status::Unsat) << r.reason;
+  // in range of the arithmetic but outside tid's bounds
+  r = solver.solve(ctx, ctx.eq(addr, ctx.bv_const(Sort::BV32, 4 * 300 + 16)), opt);
+  EXPECT_EQ(r.status, smt::SatResult::Status::Unsat) << r.reason;
+}
+
+TEST_F(DecideTest, BitvectorWitness) {
+  Expr t = ctx.var("t", Sort::BV32);
+  Expr four = ctx.bv_const(Sort::BV32, 4);
+  // (4t)/4 == t only without overflow
+  smt::Decision d = expect_differ(ctx.bv_udiv(ctx.bv_mul(four, t), four), t);
+  ASSERT_TRUE(d.witness);
+  EXPECT_GE(d.witness->leaves[0].value.bits, uint64_t{1} << 30);
+  // with tid bounded, it is equal
+  Expr tid = ctx.var("tid", Sort::BV32, ir::Bounds{0, 255});
+  smt::Decision e = decide(ctx.bv_udiv(ctx.bv_mul(four, tid), four), tid);
+  EXPECT_EQ(e.verdict, Verdict::Equal) << e.reason;
+}
+
+TEST_F(DecideTest, ConversionsRoundTrip) {
+  Expr b = ctx.var("b", Sort::BV8);
+  Expr r = ctx.bv_to_real(b, true);
+  smt::Decision d = decide(ctx.real_to_bv(r, Sort::BV8, true, ir::RoundMode::NearestEven), b);
+  EXPECT_EQ(d.verdict, Verdict::Equal) << d.reason;
+  // rounding modes differ at x = 0.5
+  expect_differ(ctx.real_to_bv(x, Sort::BV32, true, ir::RoundMode::Down),
+                ctx.real_to_bv(x, Sort::BV32, true, ir::RoundMode::Up));
+  expect_differ(ctx.call(Fn::Floor, x), ctx.call(Fn::Round, x));
+}
+
+// ---- budgets and errors
+
+TEST_F(DecideTest, ResourceLimitGivesTimeout) {
+  opt.rlimit = 1;
+  smt::Decision d = decide(ctx.max(ctx.mul(x, x), c(0)), ctx.mul(x, x));
+  EXPECT_EQ(d.verdict, Verdict::Timeout) << smt::verdict_name(d.verdict) << " " << d.reason;
+}
+
+TEST_F(DecideTest, WallClockTimeoutIsNotAHang) {
+  // Factoring a 60-bit semiprime by bit-blasting: far beyond 300 ms.
+  Expr p = ctx.var("p", Sort::BV64, ir::Bounds{2, 0xffffffffull});
+  Expr q = ctx.var("q", Sort::BV64, ir::Bounds{2, 0xffffffffull});
+  Expr factored = ctx.eq(ctx.bv_mul(p, q), ctx.bv_const(Sort::BV64, 1000000016000000063ull));
+  opt.timeout_ms = 300;
+  opt.rlimit = 0;
+  auto t0 = std::chrono::steady_clock::now();
+  smt::Decision d = decide(ctx.ite(factored, c(1), c(0)), c(0));
+  double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  EXPECT_EQ(d.verdict, Verdict::Timeout) << d.reason;
+  EXPECT_LT(s, 3.0);
+  t0 = std::chrono::steady_clock::now();
+  smt::SatResult r = solver.solve(ctx, factored, opt);
+  s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  EXPECT_EQ(r.status, smt::SatResult::Status::Timeout) << r.reason;
+  EXPECT_LT(s, 3.0);
+}
+
+TEST_F(DecideTest, Z3ExceptionBecomesUnknown) {
+  opt.solver_params.push_back({"no_such_parameter_for_z3", 1});
+  smt::Decision d = decide(ctx.max(ctx.mul(x, x), c(0)), ctx.mul(x, x));
+  EXPECT_EQ(d.verdict, Verdict::Unknown);
+  EXPECT_NE(d.reason.find("z3 exception"), std::string::npos) << d.reason;
+  EXPECT_EQ(solver.stats().exceptions, 1u);
+}
+
+TEST_F(DecideTest, SortMismatchIsUnknownNotACrash) {
+  smt::Decision d = decide(x, ctx.var("b", Sort::BV32));
+  EXPECT_EQ(d.verdict, Verdict::Unknown);
+  EXPECT_NE(d.reason.find("sort mismatch"), std::string::npos);
+}
+
+TEST_F(DecideTest, UndefinedValueIsNeverAWitness) {
+  smt::Decision d = decide(ctx.undef(Sort::Real), x);
+  EXPECT_NE(d.verdict, Verdict::Differ);
+  EXPECT_NE(d.verdict, Verdict::Equal);
+}
+
+// ---- cache
+
+TEST_F(DecideTest, RepeatedQueryHitsTheCache) {
+  Expr a = ctx.max(ctx.mul(x, x), c(0)), b = ctx.mul(x, x);
+  smt::Decision d1 = decide(a, b);
+  ASSERT_EQ(d1.verdict, Verdict::Equal);
+  EXPECT_TRUE(d1.solver_called);
+  smt::Decision d2 = decide(a, b);
+  EXPECT_EQ(d2.verdict, Verdict::Equal);
+  EXPECT_EQ(d2.stage, smt::Stage::Cache);
+  EXPECT_FALSE(d2.solver_called);
+  EXPECT_EQ(solver.stats().cache_hits, 1u);
+  EXPECT_EQ(solver.stats().cache_misses, 1u);
+  EXPECT_EQ(solver.cache().hits(), 1u);
+
+  // Differ results are cached with their witness and re-confirmed
+  smt::Decision d3 = expect_differ(exp(x), exp(y));
+  smt::Decision d4 = expect_differ(exp(x), exp(y));
+  EXPECT_EQ(d4.stage, smt::Stage::Cache);
+  EXPECT_FALSE(d4.solver_called);
+}
+
+TEST_F(DecideTest, ProofThatNeededCutDefinitionsIsNotCachedForTheCutQuery) {
+  // max(M, 0) vs M cuts M to a variable c: max(c, 0) != c is sat, the witness
+  // is spurious, and only M's definition (Motzkin: M >= 0) proves Equal. That
+  // proof must not be reused for max(P, 0) vs P, whose cut query is the same.
+  auto m = [&](std::initializer_list<Expr> l) { return ctx.mul(std::vector<Expr>(l)); };
+  Expr M = ctx.add(std::vector<Expr>{m({x, x, x, x, y, y}), m({x, x, y, y, y, y}), m({c(-3), x, x, y, y}), c(1)});
+  smt::Decision d = decide(ctx.max(M, c(0)), M);
+  ASSERT_EQ(d.verdict, Verdict::Equal) << d.reason;
+  EXPECT_GE(d.solver_checks, 2u);
+  Expr P = ctx.add(ctx.mul(x, y), z);
+  expect_differ(ctx.max(P, c(0)), P);
+}
+
+TEST_F(DecideTest, CacheIsSharedAcrossContexts) {
+  auto cache = std::make_shared<smt::ResultCache>();
+  smt::Solver s1(cache), s2(cache);
+  ir::Context other;
+  Expr ox = other.var("x", Sort::Real);
+  Expr a1 = ctx.max(ctx.mul(x, x), c(0)), b1 = ctx.mul(x, x);
+  Expr a2 = other.max(other.mul(ox, ox), other.real_const(0)), b2 = other.mul(ox, ox);
+  EXPECT_EQ(s1.decide(ctx, a1, b1).verdict, Verdict::Equal);
+  smt::Decision d = s2.decide(other, a2, b2);
+  EXPECT_EQ(d.verdict, Verdict::Equal);
+  EXPECT_EQ(d.stage, smt::Stage::Cache);
+  EXPECT_EQ(s2.stats().solver_calls, 0u);
+}
+
+// ---- tolerance-aware witnesses
+
+TEST_F(DecideTest, ToleranceWitnessExceedsTolerance) {
+  opt.tolerance = smt::Tolerance{};  // atol = rtol = 1e-2, leaves in [-10, 10]
+  smt::Decision d = expect_differ(ctx.mul(x, y), ctx.add(ctx.mul(x, y), ctx.mul(ctx.real_const(mpq_class(1, 10)), z)));
+  ASSERT_TRUE(d.witness);
+  EXPECT_TRUE(d.witness->exceeds_tolerance);
+  for (const smt::LeafValue& l : d.witness->leaves) EXPECT_LE(std::fabs(l.value.real), 10.0) << l.name;
+}
+
+TEST_F(DecideTest, ToleranceFallsBackToPlainQuery) {
+  // |1e-4 * z| <= 1e-3 < atol for z in [-10, 10]: no witness beyond tolerance
+  opt.tolerance = smt::Tolerance{};
+  smt::Decision d = expect_differ(x, ctx.add(x, ctx.mul(ctx.real_const(mpq_class(1, 10000)), z)));
+  ASSERT_TRUE(d.witness);
+  EXPECT_FALSE(d.witness->exceeds_tolerance);
+}
+
+// ---- scale: shared sub-terms are cut before Z3
+
+TEST_F(DecideTest, LargeSumsWithOneChangedTermReduceToATinyQuery) {
+  int32_t X = ctx.tensor("X"), W = ctx.tensor("W");
+  std::vector<Expr> ta, tb;
+  for (int i = 0; i < 2000; ++i) {
+    Expr p = ctx.mul(ctx.elem(X, i), ctx.elem(W, i % 37));
+    ta.push_back(p);
+    tb.push_back(i == 777 ? ctx.mul(c(2), p) : p);
+  }
+  smt::Decision d = expect_differ(ctx.add(ta), ctx.add(tb));
+  EXPECT_TRUE(d.solver_called);
+  EXPECT_LT(d.query_nodes, 20u);
+}
