@@ -46,14 +46,17 @@ void register_activation(Registry& r) {
     double slope = (e.real("lower", 1.0 / 8) + e.real("upper", 1.0 / 3)) / 2;
     return e.cx.ite(e.cx.lt(e.cx.real_const(0), x), x, e.cx.mul(e.num(slope), x));
   });
+  // _prelu_kernel gets the weight already shaped to broadcast against the input
   act(r, "_prelu_kernel", "self weight", [](Env& e, Expr x) {
-    // weight has one slope per channel (dim 1) or a single one
+    return e.cx.ite(e.cx.lt(e.cx.real_const(0), x), x, e.cx.mul(e.operand("weight"), x));
+  });
+  // prelu: one slope per channel (dim 1), or a single one
+  act(r, "prelu", "self weight", [](Env& e, Expr x) {
     const TensorRef& w = e.tensor("weight");
     int64_t c = (e.idx.size() >= 2 && w.numel() > 1) ? e.idx[1] : 0;
-    Expr slope = e.real_at(w, unravel(c, w.shape));
+    Expr slope = e.real_at(w, Index{c});
     return e.cx.ite(e.cx.lt(e.cx.real_const(0), x), x, e.cx.mul(slope, x));
   });
-  r.add("prelu", "self weight", r.find("_prelu_kernel")->fn);
   act(r, "elu", "self alpha scale input_scale", [](Env& e, Expr x) {
     return elu(e, x, e.real("alpha", 1.0), e.real("scale", 1.0), e.real("input_scale", 1.0));
   });
@@ -79,8 +82,6 @@ void register_activation(Registry& r) {
   act(r, "softplus", "self beta threshold", [](Env& e, Expr x) {
     return softplus(e, x, e.real("beta", 1.0), e.real("threshold", 20.0));
   });
-  act(r, "softsign", "self", [](Env& e, Expr x) { return e.cx.div(x, e.cx.add(e.cx.real_const(1), e.cx.abs(x))); });
-  act(r, "tanhshrink", "self", [](Env& e, Expr x) { return e.cx.sub(x, e.cx.call(Fn::Tanh, x)); });
   act(r, "hardshrink", "self lambd", [](Env& e, Expr x) {
     auto& cx = e.cx;
     Expr l = e.num(e.real("lambd", 0.5));

@@ -161,6 +161,10 @@ const Arg* Env::arg(std::string_view name) const {
   return nullptr;
 }
 
+bool Env::has_param(std::string_view name) const {
+  return std::find(def.params.begin(), def.params.end(), name) != def.params.end();
+}
+
 bool Env::given(std::string_view name) const {
   const Arg* a = arg(name);
   return a && a->kind != Arg::Kind::None;
@@ -474,5 +478,12 @@ bool is_supported(std::string_view name, std::string_view overload) {
 }
 
 std::vector<std::string> supported_ops() { return detail::registry().keys(); }
+
+std::vector<std::string> op_parameters(std::string_view name, std::string_view overload) {
+  std::string key = canonical_name(name, overload);
+  const detail::OpDef* def = detail::lookup(key);
+  if (!def) throw Unsupported(key, "no per-element semantics for this operator");
+  return def->params;
+}
 
 }  // namespace dirigo::aten

@@ -40,5 +40,8 @@ ir::Expr element_flat(ir::Context& ctx, const OpCall& call, int output_index, in
 bool is_supported(std::string_view name, std::string_view overload = "");
 // Canonical names of every registered overload, sorted.
 std::vector<std::string> supported_ops();
+// The schema parameter names an overload's handler reads arguments by (positional
+// order, kwarg-only ones last); throws Unsupported for unknown ops.
+std::vector<std::string> op_parameters(std::string_view name, std::string_view overload = "");
 
 }  // namespace dirigo::aten

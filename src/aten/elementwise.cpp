@@ -78,7 +78,7 @@ void add_sub(Registry& r, const std::string& key, std::string_view params, bool 
 
 Expr divide(const Env& e, Expr a, Expr b) {
   auto& cx = e.cx;
-  std::string mode = e.given("rounding_mode") ? e.str("rounding_mode") : "";
+  std::string mode = e.has_param("rounding_mode") && e.given("rounding_mode") ? e.str("rounding_mode") : "";
   Expr q = cx.div(a, b);
   if (mode.empty()) return q;
   if (mode == "trunc") return cx.call(Fn::Trunc, q);
@@ -132,7 +132,7 @@ void register_elementwise(Registry& r) {
   });
   r.add("negative", "self", [](Env& e) { return e.cx.neg(e.operand("self")); });
   for (const char* k : {"addcmul", "addcdiv"}) {
-    bool is_div = k[3] == 'd';
+    bool is_div = k[4] == 'd';  // addc[d]iv
     r.add(k, "self tensor1 tensor2 value", [is_div](Env& e) {
       auto& cx = e.cx;
       Expr t1 = e.operand("tensor1"), t2 = e.operand("tensor2");
@@ -201,8 +201,8 @@ void register_elementwise(Registry& r) {
   auto clamp = [](Env& e) {
     Expr x = e.operand("self");
     // clamp applies min first, then max: clamp(x, lo, hi) = min(max(x, lo), hi), also when lo > hi.
-    if (e.given("min")) x = e.cx.max(x, e.operand("min"));
-    if (e.given("max")) x = e.cx.min(x, e.operand("max"));
+    if (e.has_param("min") && e.given("min")) x = e.cx.max(x, e.operand("min"));
+    if (e.has_param("max") && e.given("max")) x = e.cx.min(x, e.operand("max"));
     return x;
   };
   for (const char* k : {"clamp", "clamp.Tensor", "clip", "clip.Tensor"}) r.add(k, "self min max", clamp);

@@ -19,10 +19,12 @@ Expr constant(const Env& e, double v) {
 }  // namespace
 
 void register_factory(Registry& r) {
-  for (const char* k : {"zeros", "zeros_like", "new_zeros", "zero", "zero_"})
-    r.add(k, "self size", [](Env& e) { return constant(e, 0); });
-  for (const char* k : {"ones", "ones_like", "new_ones"})
-    r.add(k, "self size", [](Env& e) { return constant(e, 1); });
+  // the value depends only on the output dtype; the parameter lists name the schema's leading arguments
+  for (auto [k, params] : {std::pair{"zeros", "size"}, {"zeros_like", "self"}, {"new_zeros", "self size"},
+                           {"zero", "self"}, {"zero_", "self"}})
+    r.add(k, params, [](Env& e) { return constant(e, 0); });
+  for (auto [k, params] : {std::pair{"ones", "size"}, {"ones_like", "self"}, {"new_ones", "self size"}})
+    r.add(k, params, [](Env& e) { return constant(e, 1); });
   r.add("full", "size fill_value", [](Env& e) { return constant(e, e.real("fill_value")); });
   r.add("full_like", "self fill_value", [](Env& e) { return constant(e, e.real("fill_value")); });
   r.add("new_full", "self size fill_value", [](Env& e) { return constant(e, e.real("fill_value")); });
@@ -32,8 +34,9 @@ void register_factory(Registry& r) {
     const TensorRef& v = e.tensor("value");
     return e.convert(e.at(v, Index(v.rank(), 0)), v.dtype, e.out_dtype());
   });
-  for (const char* k : {"empty.memory_format", "empty_like", "empty_strided", "new_empty", "new_empty_strided"})
-    r.add(k, "self", [](Env& e) { return e.cx.undef(elem_sort(e.out_dtype())); });
+  for (auto [k, params] : {std::pair{"empty.memory_format", "size"}, {"empty_like", "self"}, {"empty_strided", "size"},
+                           {"new_empty", "self"}, {"new_empty_strided", "self"}})
+    r.add(k, params, [](Env& e) { return e.cx.undef(elem_sort(e.out_dtype())); });
   // arange: start + i * step
   r.add("arange", "end", [](Env& e) { return constant(e, static_cast<double>(e.idx[0])); });
   r.add("arange.start", "start end", [](Env& e) {
@@ -45,11 +48,11 @@ void register_factory(Registry& r) {
     // exact: start + i*step over the reals (PyTorch computes it in double before rounding to the dtype)
     return e.cx.add(e.num(start), e.cx.mul(e.cx.real_const(e.idx[0]), e.num(step)));
   });
-  for (const char* k : {"eye", "eye.m"})
-    r.add(k, "n m", [](Env& e) { return constant(e, e.idx[0] == e.idx[1] ? 1 : 0); });
+  r.add("eye", "n", [](Env& e) { return constant(e, e.idx[0] == e.idx[1] ? 1 : 0); });
+  r.add("eye.m", "n m", [](Env& e) { return constant(e, e.idx[0] == e.idx[1] ? 1 : 0); });
   for (const char* k : {"rand", "randn", "randint", "randint.low", "rand_like", "randn_like", "randint_like",
                         "bernoulli", "bernoulli.p", "normal_", "uniform_", "randperm", "multinomial"})
-    r.add(k, "self", [](Env& e) -> Expr { e.unsupported("nondeterministic: random values"); });
+    r.add(k, "", [](Env& e) -> Expr { e.unsupported("nondeterministic: random values"); });
 }
 
 }  // namespace dirigo::aten::detail

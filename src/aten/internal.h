@@ -62,7 +62,8 @@ class Env {
   [[noreturn]] void malformed(const std::string& reason) const;  // std::invalid_argument
 
   // ---- arguments by schema name (positional first, then kwargs)
-  const Arg* arg(std::string_view name) const;  // nullptr when absent
+  const Arg* arg(std::string_view name) const;  // nullptr when absent; names outside the schema are a bug
+  bool has_param(std::string_view name) const;
   bool given(std::string_view name) const;      // present and not None
   const TensorRef& tensor(std::string_view name) const;
   std::optional<TensorRef> opt_tensor(std::string_view name) const;

@@ -190,11 +190,11 @@ void register_linalg(Registry& r) {
   r.add("addmv", "self mat vec beta alpha", [](Env& e) {
     return scaled_sum(e, matmul(e, e.tensor("mat"), e.tensor("vec")));
   });
-  for (const char* k : {"dot", "vdot", "inner"})
-    r.add(k, "self tensor", [](Env& e) {
+  for (auto [k, other] : {std::pair{"dot", "tensor"}, {"vdot", "other"}, {"inner", "other"}})
+    r.add(k, std::string("self ") + other, [other = std::string(other)](Env& e) {
       const TensorRef& a = e.tensor("self");
       if (a.rank() != 1) e.unsupported("inner product of tensors of rank > 1");
-      return matmul(e, a, e.tensor("tensor"));
+      return matmul(e, a, e.tensor(other));
     });
   for (const char* k : {"outer", "ger"})
     r.add(k, "self vec2", [](Env& e) {

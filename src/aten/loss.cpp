@@ -71,6 +71,9 @@ ClassLoss class_loss(const Env& e, const Index& s, bool log_softmax, double smoo
   }
   Expr t = e.at(target, s);
   if (t->sort != ir::Sort::BV64) t = cx.sext(t, ir::Sort::BV64);
+  // An ignored sample reads nothing: its class is replaced by 0 so the load stays in bounds.
+  Expr ignored = cx.eq(t, cx.bv_const(ir::Sort::BV64, static_cast<uint64_t>(e.integer("ignore_index", -100))));
+  t = cx.ite(ignored, cx.bv_const(ir::Sort::BV64, 0), t);
   Expr picked = e.to_real(gather_element(e, x, xi, cdim, t), x.dtype);
   if (lse) picked = cx.sub(picked, lse);
   Expr wt = w ? e.to_real(gather_element(e, *w, Index{0}, 0, t), w->dtype) : cx.real_const(1);
@@ -84,7 +87,6 @@ ClassLoss class_loss(const Env& e, const Index& s, bool log_softmax, double smoo
     Expr smooth = cx.neg(cx.div(cx.add(all), cx.real_const(C)));
     loss = cx.add(cx.mul(e.num(1 - smoothing), loss), cx.mul(e.num(smoothing), smooth));
   }
-  Expr ignored = cx.eq(t, cx.bv_const(ir::Sort::BV64, static_cast<uint64_t>(e.integer("ignore_index", -100))));
   return {cx.ite(ignored, cx.real_const(0), loss), cx.ite(ignored, cx.real_const(0), wt)};
 }
 

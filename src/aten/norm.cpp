@@ -133,8 +133,12 @@ double default_eps(const Env& e) {
 
 void register_norm(Registry& r) {
   const char* bn = "input weight bias running_mean running_var training momentum eps";
-  for (const char* k : {"native_batch_norm", "_native_batch_norm_legit", "cudnn_batch_norm", "miopen_batch_norm"})
+  for (const char* k : {"native_batch_norm", "_native_batch_norm_legit"})
     r.add(k, bn, [](Env& e) { return batch_norm(e, e.flag("training"), e.real("eps")); });
+  // cuDNN's outputs 1 and 2 are the same saved mean and inverse std (output 3 is a workspace)
+  for (const char* k : {"cudnn_batch_norm", "miopen_batch_norm"})
+    r.add(k, "input weight bias running_mean running_var training exponential_average_factor epsilon",
+          [](Env& e) { return batch_norm(e, e.flag("training"), e.real("epsilon")); });
   r.add("batch_norm", std::string(bn) + " cudnn_enabled", [](Env& e) {
     return batch_norm(e, e.flag("training"), e.real("eps"));
   });

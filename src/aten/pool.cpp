@@ -85,7 +85,7 @@ Expr avg_pool(const Env& e, size_t nsp) {
   }
   Window w = window(e, in, nsp, start, size, std::vector<int64_t>(nsp, 1));
   int64_t divisor = include_pad ? pool_size : valid;
-  if (e.given("divisor_override")) divisor = e.integer("divisor_override");
+  if (e.has_param("divisor_override") && e.given("divisor_override")) divisor = e.integer("divisor_override");
   if (divisor == 0) e.malformed("average pooling divisor is zero");
   Expr total = sum_of(e, in, w.taps);
   return cx.div(total, cx.real_const(divisor));
@@ -121,7 +121,7 @@ void register_pool(Registry& r) {
                                  : "self kernel_size stride padding ceil_mode count_include_pad divisor_override",
           [n](Env& e) { return avg_pool(e, n); });
     for (const char* pre : {"adaptive_avg_pool", "_adaptive_avg_pool"})
-      r.add(pre + d, "self output_size", [n](Env& e) { return adaptive(e, n, false); });
+      if (n > 1 || pre[0] != '_') r.add(pre + d, "self output_size", [n](Env& e) { return adaptive(e, n, false); });
     r.add("adaptive_max_pool" + d, "self output_size", [n](Env& e) { return adaptive(e, n, true); });
   }
 }

@@ -170,7 +170,7 @@ void register_reduce(Registry& r) {
   }
   r.add("norm.Scalar", "self p", [](Env& e) { return vector_norm(e, reduction(e, ""), e.real("p", 2.0)); });
   for (const char* k : {"norm.ScalarOpt_dim", "norm.ScalarOpt_dim_dtype"})
-    r.add(k, "self p dim keepdim dtype", [](Env& e) {
+    r.add(k, "self p dim keepdim", [](Env& e) {
       return vector_norm(e, reduction(e, "dim"), e.real("p", 2.0));
     });
   r.add("norm.ScalarOpt_dtype", "self p dtype", [](Env& e) { return vector_norm(e, reduction(e, ""), e.real("p", 2.0)); });

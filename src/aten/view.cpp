@@ -61,14 +61,14 @@ Expr gather_element(const Env& e, const TensorRef& t, Index i, int64_t dim, Expr
 
 void register_view(Registry& r) {
   auto reshape = [](Env& e) { return reshaped(e, e.tensor("self")); };
-  for (const char* k : {"view", "reshape", "_unsafe_view", "_reshape_alias", "view_as", "reshape_as",
-                        "flatten.using_ints", "unflatten.int", "squeeze", "squeeze.dim", "squeeze.dims",
-                        "unsqueeze", "_reshape_copy", "view_copy", "squeeze_copy.dim", "unsqueeze_copy"})
-    r.add(k, std::string_view(k).starts_with("flatten") ? "self start_dim end_dim"
-             : std::string_view(k).starts_with("unflatten") ? "self dim sizes"
-             : std::string_view(k).starts_with("squeeze") || std::string_view(k).starts_with("unsqueeze") ? "self dim"
-             : "self size",
-          reshape);
+  // The output shape (recorded) says everything a reshape needs; the names follow each schema.
+  for (auto [k, params] : {std::pair{"view", "self size"}, {"reshape", "self shape"}, {"_unsafe_view", "self size"},
+                           {"_reshape_alias", "self size stride"}, {"view_as", "self other"},
+                           {"reshape_as", "self other"}, {"flatten.using_ints", "self start_dim end_dim"},
+                           {"unflatten.int", "self dim sizes"}, {"squeeze", "self"}, {"squeeze.dim", "self dim"},
+                           {"squeeze.dims", "self dim"}, {"unsqueeze", "self dim"}, {"_reshape_copy", "self size"},
+                           {"view_copy", "self size"}, {"squeeze_copy.dim", "self dim"}, {"unsqueeze_copy", "self dim"}})
+    r.add(k, params, reshape);
   auto identity = [](Env& e) {
     const TensorRef& in = e.tensor(e.def.params[0]);
     return copy_of(e, in, broadcast_index(in, e.idx));
@@ -80,7 +80,9 @@ void register_view(Registry& r) {
                         "alpha_dropout", "feature_alpha_dropout"}) {
     std::string key = k;
     bool is_dropout = key.find("dropout") != std::string::npos;
-    std::string params = is_dropout ? "input p train" : key.starts_with("expand") || key == "broadcast_to" ? "self size" : "self";
+    std::string params = is_dropout ? "input p train"
+                         : key == "expand_as" ? "self other"
+                         : key.starts_with("expand") || key == "broadcast_to" ? "self size" : "self";
     r.add(key, params, [identity, is_dropout, key](Env& e) -> Expr {
       if (is_dropout) {
         // identity when nothing is dropped; otherwise random
@@ -112,10 +114,11 @@ void register_view(Registry& r) {
     for (size_t k = 0; k < dims.size(); ++k) i[wrap_dim(dims[k], in.rank())] = e.idx[k];
     return copy_of(e, in, i);
   });
-  for (const char* k : {"transpose.int", "swapaxes", "swapdims"})
-    r.add(k, "self dim0 dim1", [](Env& e) {
+  for (auto [k, params] : {std::pair{"transpose.int", "self dim0 dim1"}, {"swapaxes", "self axis0 axis1"},
+                           {"swapdims", "self dim0 dim1"}})
+    r.add(k, params, [](Env& e) {
       const TensorRef& in = e.tensor("self");
-      int64_t a = wrap_dim(e.integer("dim0"), in.rank()), b = wrap_dim(e.integer("dim1"), in.rank());
+      int64_t a = wrap_dim(e.integer(e.def.params[1]), in.rank()), b = wrap_dim(e.integer(e.def.params[2]), in.rank());
       Index i = e.idx;
       std::swap(i[a], i[b]);
       return copy_of(e, in, i);
