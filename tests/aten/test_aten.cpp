@@ -1,0 +1,264 @@
+// Structural checks of the per-element equations (the numeric agreement with
+// PyTorch is tested in tests/python/test_aten_*.py).
+#include <gtest/gtest.h>
+
+#include "aten/aten.h"
+#include "ir/eval.h"
+
+namespace dirigo::aten {
+namespace {
+
+using ir::Expr;
+using ir::Op;
+
+// A Context with tensors 0..9 registered (ids are dense, in creation order).
+struct Ctx : ir::Context {
+  Ctx() {
+    for (int i = 0; i < 10; ++i) tensor("t" + std::to_string(i));
+  }
+};
+
+TensorRef ref(int32_t id, std::vector<int64_t> shape, std::vector<int64_t> strides = {}, int64_t offset = 0,
+              DType d = DType::Float32) {
+  TensorRef t;
+  t.tensor_id = id;
+  t.shape = std::move(shape);
+  t.strides = std::move(strides);
+  t.offset = offset;
+  t.dtype = d;
+  return t;
+}
+
+OpCall call(std::string name, std::vector<Arg> args, std::vector<TensorRef> outs,
+            std::vector<std::pair<std::string, Arg>> kwargs = {}) {
+  OpCall c;
+  c.name = std::move(name);
+  c.args = std::move(args);
+  c.outputs = std::move(outs);
+  c.kwargs = std::move(kwargs);
+  return c;
+}
+
+Expr at(ir::Context& cx, const OpCall& c, std::vector<int64_t> idx, int out = 0) { return element(cx, c, out, idx); }
+
+// Number of product terms (Mul nodes) among the operands of a sum.
+size_t products(Expr e) {
+  if (e->op != Op::Add) return e->op == Op::Mul ? 1 : 0;
+  size_t n = 0;
+  for (Expr a : e->args()) n += a->op == Op::Mul;
+  return n;
+}
+
+TEST(AtenNames, Canonical) {
+  EXPECT_EQ(canonical_name("aten::add", "Tensor"), "add.Tensor");
+  EXPECT_EQ(canonical_name("aten.add.Tensor"), "add.Tensor");
+  EXPECT_EQ(canonical_name("aten.relu.default"), "relu");
+  EXPECT_EQ(canonical_name("aten::convolution", "default"), "convolution");
+  EXPECT_EQ(canonical_name("relu_"), "relu_");
+  EXPECT_TRUE(is_supported("aten::relu_"));  // in-place form shares the functional semantics
+  EXPECT_TRUE(is_supported("aten.convolution.default"));
+  EXPECT_FALSE(is_supported("aten::frobnicate"));
+  EXPECT_GT(supported_ops().size(), 300u);
+}
+
+TEST(AtenElementwise, ReluIsMaxWithZero) {
+  Ctx cx;
+  auto c = call("aten::relu", {Arg::of(ref(0, {2, 3}))}, {ref(9, {2, 3})});
+  EXPECT_EQ(at(cx, c, {1, 2}), cx.max(cx.elem(0, 5), cx.real_const(0)));
+}
+
+TEST(AtenElementwise, AddWithAlphaAndBroadcast) {
+  Ctx cx;
+  // x: [3,1] stored transposed-ish with stride 7 at offset 2; y: [4]
+  auto c = call("aten::add.Tensor", {Arg::of(ref(0, {3, 1}, {7, 1}, 2)), Arg::of(ref(1, {4}))}, {ref(9, {3, 4})},
+                {{"alpha", Arg::of_real(2.0)}});
+  Expr e = at(cx, c, {2, 3});
+  EXPECT_EQ(e, cx.add(cx.elem(0, 2 + 14), cx.mul(cx.real_const(2), cx.elem(1, 3))));
+}
+
+TEST(AtenElementwise, IntegerAddIsBitvector) {
+  Ctx cx;
+  auto c = call("aten::add.Tensor", {Arg::of(ref(0, {2}, {}, 0, DType::Int64)), Arg::of(ref(1, {2}, {}, 0, DType::Int64))},
+                {ref(9, {2}, {}, 0, DType::Int64)});
+  Expr e = at(cx, c, {1});
+  EXPECT_EQ(e->sort, ir::Sort::BV64);
+  EXPECT_EQ(e, cx.bv_add(cx.elem(0, 1, ir::Sort::BV64), cx.elem(1, 1, ir::Sort::BV64)));
+}
+
+TEST(AtenElementwise, ComparisonStoresABoolByte) {
+  Ctx cx;
+  auto c = call("aten::gt.Scalar", {Arg::of(ref(0, {2})), Arg::of_real(0.5)}, {ref(9, {2}, {}, 0, DType::Bool)});
+  Expr e = at(cx, c, {0});
+  EXPECT_EQ(e->sort, ir::Sort::BV8);
+  EXPECT_EQ(e->op, Op::Ite);
+}
+
+TEST(AtenActivation, NamedFunctionsForStandardParameters) {
+  Ctx cx;
+  auto gelu = call("aten::gelu", {Arg::of(ref(0, {4}))}, {ref(9, {4})});
+  Expr e = at(cx, gelu, {3});
+  ASSERT_EQ(e->op, Op::Call);
+  EXPECT_EQ(e->fn(), ir::Fn::GeluErf);
+  gelu.kwargs.emplace_back("approximate", Arg::of_string("tanh"));
+  EXPECT_EQ(at(cx, gelu, {3})->fn(), ir::Fn::GeluTanh);
+  auto sig = call("aten::sigmoid", {Arg::of(ref(0, {4}))}, {ref(9, {4})});
+  EXPECT_EQ(at(cx, sig, {0}), cx.call(ir::Fn::Sigmoid, cx.elem(0, 0)));
+}
+
+// conv2d: input [1,2,5,5], weight [3,2,3,3], padding 1, bias
+OpCall conv2d(std::vector<int64_t> stride, bool with_bias) {
+  return call("aten::convolution",
+              {Arg::of(ref(0, {1, 2, 5, 5})), Arg::of(ref(1, {3, 2, 3, 3})), with_bias ? Arg::of(ref(2, {3})) : Arg::none(),
+               Arg::of_ints(stride), Arg::of_ints({1, 1}), Arg::of_ints({1, 1}), Arg::of_bool(false), Arg::of_ints({0, 0}),
+               Arg::of_int(1)},
+              {ref(9, {1, 3, 5, 5})});
+}
+
+TEST(AtenConv, CornerHasOnlyInRangeTaps) {
+  Ctx cx;
+  Expr corner = at(cx, conv2d({1, 1}, true), {0, 1, 0, 0});
+  ASSERT_EQ(corner->op, Op::Add);
+  EXPECT_EQ(products(corner), 2u * 4u);  // 2 channels x 2x2 taps inside the input
+  EXPECT_EQ(corner->nargs, 2u * 4u + 1u);  // + bias
+  Expr interior = at(cx, conv2d({1, 1}, false), {0, 1, 2, 2});
+  EXPECT_EQ(products(interior), 2u * 9u);
+  EXPECT_EQ(interior->nargs, 2u * 9u);
+}
+
+TEST(AtenConv, GroupsReadOnlyTheirChannels) {
+  Ctx cx;
+  // groups=2: input [1,4,3,3], weight [2,2,1,1]; output channel 1 reads input channels 2,3
+  auto c = call("aten::convolution",
+                {Arg::of(ref(0, {1, 4, 3, 3})), Arg::of(ref(1, {2, 2, 1, 1})), Arg::none(), Arg::of_ints({1, 1}),
+                 Arg::of_ints({0, 0}), Arg::of_ints({1, 1}), Arg::of_bool(false), Arg::of_ints({0, 0}), Arg::of_int(2)},
+                {ref(9, {1, 2, 3, 3})});
+  Expr e = at(cx, c, {0, 1, 1, 1});
+  Expr want = cx.add(cx.mul(cx.elem(0, 2 * 9 + 4), cx.elem(1, 2)), cx.mul(cx.elem(0, 3 * 9 + 4), cx.elem(1, 3)));
+  EXPECT_EQ(e, want);
+}
+
+TEST(AtenConv, TransposedStrideSkipsNonIntegerTaps) {
+  Ctx cx;
+  // 1-D transposed: input [1,1,4], weight [1,1,3], stride 2: output o gets taps k with (o - k) even
+  auto c = call("aten::convolution",
+                {Arg::of(ref(0, {1, 1, 4})), Arg::of(ref(1, {1, 1, 3})), Arg::none(), Arg::of_ints({2}), Arg::of_ints({0}),
+                 Arg::of_ints({1}), Arg::of_bool(true), Arg::of_ints({0}), Arg::of_int(1)},
+                {ref(9, {1, 1, 9})});
+  EXPECT_EQ(products(at(cx, c, {0, 0, 4})), 2u);  // k=0 (i=2), k=2 (i=1)
+  EXPECT_EQ(at(cx, c, {0, 0, 3}), cx.mul(cx.elem(0, 1), cx.elem(1, 1)));  // only k=1
+}
+
+TEST(AtenConv, EvaluatesToHandComputedValue) {
+  Ctx cx;
+  auto c = call("aten::conv1d", {Arg::of(ref(0, {1, 1, 3})), Arg::of(ref(1, {1, 1, 2})), Arg::of(ref(2, {1}))},
+                {ref(9, {1, 1, 2})});
+  ir::Env env;
+  env.elem = [](int32_t t, int64_t i, ir::Sort) {
+    static const double x[] = {1, 2, 3}, w[] = {10, 100}, b[] = {0.5};
+    return ir::Value::of_real(t == 0 ? x[i] : t == 1 ? w[i] : b[i]);
+  };
+  ir::Evaluator ev(env);
+  EXPECT_DOUBLE_EQ(ev.real(at(cx, c, {0, 0, 1})), 2 * 10 + 3 * 100 + 0.5);
+}
+
+TEST(AtenLinalg, MmIsOneNarySum) {
+  Ctx cx;
+  auto c = call("aten::mm", {Arg::of(ref(0, {2, 7})), Arg::of(ref(1, {7, 3}))}, {ref(9, {2, 3})});
+  Expr e = at(cx, c, {1, 2});
+  ASSERT_EQ(e->op, Op::Add);
+  EXPECT_EQ(e->nargs, 7u);
+  EXPECT_EQ(products(e), 7u);
+}
+
+TEST(AtenReduce, AmaxIsNaryMaxAndArgmaxIsBv64) {
+  Ctx cx;
+  auto x = Arg::of(ref(0, {3, 5}));
+  auto amax = call("aten::amax", {x, Arg::of_ints({1})}, {ref(9, {3})});
+  Expr e = at(cx, amax, {2});
+  ASSERT_EQ(e->op, Op::Max);
+  EXPECT_EQ(e->nargs, 5u);
+  auto argmax = call("aten::argmax", {x, Arg::of_int(1)}, {ref(9, {3}, {}, 0, DType::Int64)});
+  EXPECT_EQ(at(cx, argmax, {0})->sort, ir::Sort::BV64);
+}
+
+TEST(AtenReduce, SoftmaxReadsTheWholeRow) {
+  Ctx cx;
+  auto c = call("aten::_softmax", {Arg::of(ref(0, {2, 6})), Arg::of_int(-1), Arg::of_bool(false)}, {ref(9, {2, 6})});
+  Expr e = at(cx, c, {1, 4});
+  auto lv = ir::leaves(e);
+  EXPECT_EQ(lv.size(), 6u);
+  EXPECT_TRUE(ir::contains_op(e, Op::Call));
+}
+
+TEST(AtenNorm, TrainingBatchNormDependsOnTheWholeChannel) {
+  Ctx cx;
+  auto c = call("aten::native_batch_norm",
+                {Arg::of(ref(0, {2, 3, 2})), Arg::of(ref(1, {3})), Arg::of(ref(2, {3})), Arg::none(), Arg::none(),
+                 Arg::of_bool(true), Arg::of_real(0.1), Arg::of_real(1e-5)},
+                {ref(9, {2, 3, 2}), ref(8, {3}), ref(7, {3})});
+  EXPECT_EQ(ir::leaves(at(cx, c, {1, 2, 1})).size(), 4u + 2u);  // 2x2 channel elements + weight + bias
+  EXPECT_EQ(ir::leaves(at(cx, c, {1}, 1)).size(), 4u);         // saved mean
+}
+
+TEST(AtenPool, MaxPoolInteriorAndPaddedCorner) {
+  Ctx cx;
+  auto c = call("aten::max_pool2d_with_indices",
+                {Arg::of(ref(0, {1, 1, 6, 6})), Arg::of_ints({3, 3}), Arg::of_ints({1, 1}), Arg::of_ints({1, 1})},
+                {ref(9, {1, 1, 6, 6}), ref(8, {1, 1, 6, 6}, {}, 0, DType::Int64)});
+  EXPECT_EQ(at(cx, c, {0, 0, 2, 2})->nargs, 9u);
+  EXPECT_EQ(at(cx, c, {0, 0, 0, 0})->nargs, 4u);
+  EXPECT_EQ(at(cx, c, {0, 0, 0, 0}, 1)->sort, ir::Sort::BV64);
+}
+
+TEST(AtenView, PermuteMapsIndicesThroughStrides) {
+  Ctx cx;
+  auto c = call("aten::permute", {Arg::of(ref(0, {2, 3, 4})), Arg::of_ints({2, 0, 1})}, {ref(9, {4, 2, 3})});
+  EXPECT_EQ(at(cx, c, {3, 1, 2}), cx.elem(0, 1 * 12 + 2 * 4 + 3));
+}
+
+TEST(AtenView, CastToIntRoundsTowardZero) {
+  Ctx cx;
+  auto c = call("aten::_to_copy", {Arg::of(ref(0, {2}))}, {ref(9, {2}, {}, 0, DType::Int64)},
+                {{"dtype", Arg::of_dtype(DType::Int64)}});
+  Expr e = at(cx, c, {1});
+  ASSERT_EQ(e->op, Op::RealToBv);
+  EXPECT_EQ(e->round_mode(), ir::RoundMode::Zero);
+}
+
+TEST(AtenLoss, ClassTargetIsALoad) {
+  Ctx cx;
+  auto c = call("aten::nll_loss_forward",
+                {Arg::of(ref(0, {3, 5})), Arg::of(ref(1, {3}, {}, 0, DType::Int64)), Arg::none(), Arg::of_int(0),
+                 Arg::of_int(-100)},
+                {ref(9, {3}), ref(8, {})});
+  EXPECT_TRUE(ir::contains_op(at(cx, c, {1}), Op::Load));
+}
+
+TEST(AtenErrors, UnsupportedNamesTheOpAndReason) {
+  Ctx cx;
+  auto drop = call("aten::dropout", {Arg::of(ref(0, {4})), Arg::of_real(0.5), Arg::of_bool(true)}, {ref(9, {4})});
+  try {
+    at(cx, drop, {0});
+    FAIL() << "dropout in training mode must be unsupported";
+  } catch (const Unsupported& u) {
+    EXPECT_STREQ(u.what(), "UNSUPPORTED: aten op dropout (nondeterministic: dropout with p>0 in training mode)");
+  }
+  drop.args[2] = Arg::of_bool(false);
+  EXPECT_EQ(at(cx, drop, {2}), cx.elem(0, 2));  // eval mode: identity
+  auto unknown = call("aten::frobnicate", {Arg::of(ref(0, {4}))}, {ref(9, {4})});
+  EXPECT_THROW(at(cx, unknown, {0}), Unsupported);
+}
+
+TEST(AtenErrors, MalformedCallsThrowInvalidArgument) {
+  Ctx cx;
+  auto relu = call("aten::relu", {Arg::of(ref(0, {4}))}, {ref(9, {4})});
+  EXPECT_THROW(at(cx, relu, {4}), std::invalid_argument);     // location out of range
+  EXPECT_THROW(at(cx, relu, {0, 0}), std::invalid_argument);  // wrong rank
+  EXPECT_THROW(element(cx, relu, 1, std::vector<int64_t>{0}), std::invalid_argument);  // no output 1
+  auto mm = call("aten::mm", {Arg::of_real(1.0), Arg::of(ref(0, {2, 2}))}, {ref(9, {2, 2})});
+  EXPECT_THROW(at(cx, mm, {0, 0}), std::invalid_argument);
+  EXPECT_THROW(parse_dtype("float13"), std::invalid_argument);
+}
+
+}  // namespace
+}  // namespace dirigo::aten
