@@ -80,16 +80,16 @@ void add_indexing(std::vector<Rule>& out) {
       if (!(a || b) || !m.is(i + 7, "+") || builtin_axis(m, i + 8, "threadIdx") < 0) continue;
       if (m.text(i + 2) != m.text(i + 6) || m.text(i + 2) != m.text(i + 10)) continue;
       if (m.is(i - 1, "*") || m.is(i - 1, "/") || m.is(i - 1, "%")) continue;
-      out.push_back(replace_tokens(m, i, i + 8, ""));
+      out.push_back(make_site(m, i, {Edit{m.tok(i).offset, m.tok(i + 8).offset, ""}}));
     }
   });
   r.add("grid-stride2block-stride", "blockDim.x * gridDim.x becomes blockDim.x", [](const SourceModel& m, std::vector<Site>& out) {
     for (int i = 0; i + 6 < m.size(); ++i) {
       if (!m.in_device(i)) continue;
       if (builtin_axis(m, i, "blockDim") > 0 && m.is(i + 3, "*") && builtin_axis(m, i + 4, "gridDim") > 0)
-        out.push_back(replace_tokens(m, i + 3, i + 7, ""));
+        out.push_back(make_site(m, i + 3, {Edit{m.end_offset(i + 2), m.end_offset(i + 6), ""}}));
       else if (builtin_axis(m, i, "gridDim") > 0 && m.is(i + 3, "*") && builtin_axis(m, i + 4, "blockDim") > 0)
-        out.push_back(replace_tokens(m, i, i + 4, ""));
+        out.push_back(make_site(m, i, {Edit{m.tok(i).offset, m.tok(i + 4).offset, ""}}));
     }
   });
   r.add("index-axis-swap", "a[p * S + q] becomes a[q * S + p]", [](const SourceModel& m, std::vector<Site>& out) {

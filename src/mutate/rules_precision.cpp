@@ -164,7 +164,7 @@ void add_precision(std::vector<Rule>& out) {
           return "(expf(" + a[0] + ") - 1.0f)";
         }, 1, 1));
   r.add("fma-unfuse", "fmaf(a, b, c) becomes a separately rounded multiply and add", call_rewrite("fmaf", [](const std::vector<std::string>& a) {
-          return "__fadd_rn(__fmul_rn(" + a[0] + "," + a[1] + ")," + a[2] + ")";
+          return "__fadd_rn(__fmul_rn(" + a[0] + ", " + a[1] + "), " + a[2] + ")";
         }, 3, 3));
   r.add("eps-drop", "an epsilon constant (0 < c < 1e-3) becomes 0", [](const SourceModel& m, std::vector<Site>& out) {
     for (int i = 0; i < m.size(); ++i) {

@@ -65,7 +65,7 @@ void add_semantic(std::vector<Rule>& out) {
       }
       if (m.is(e, "?") || m.is(e, ":") || e == colon + 1) continue;
       std::string a = str(m, q + 1, colon), b = str(m, colon + 1, e);
-      out.push_back(make_site(m, q + 1, {replace_edit(m, q + 1, colon, " " + b + " "), replace_edit(m, colon + 1, e, " " + a)}));
+      out.push_back(make_site(m, q + 1, {replace_edit(m, q + 1, colon, b), replace_edit(m, colon + 1, e, a)}));
     }
   });
   r.add("and2or", "logical && becomes ||", token_swap("&&", "||", false));
@@ -116,10 +116,10 @@ void add_semantic(std::vector<Rule>& out) {
   r.add("fabsf-drop", "fabsf(x) becomes (x)", call_rewrite("fabsf", [](const std::vector<std::string>& a) { return "(" + a[0] + ")"; }, 1, 1));
   r.add("fminf-drop", "clamp dropped: fminf(a, b) becomes (a)", call_rewrite("fminf", [](const std::vector<std::string>& a) { return "(" + a[0] + ")"; }, 2, 2));
   r.add("powf-arg-swap", "fused-op reordering: powf(a, b) becomes powf(b, a)", call_rewrite("powf", [](const std::vector<std::string>& a) {
-          return "powf(" + a[1] + "," + a[0] + ")";
+          return "powf(" + a[1] + ", " + a[0] + ")";
         }, 2, 2));
   r.add("fma-reorder", "fused-op reordering: fmaf(a, b, c) becomes fmaf(a, c, b)", call_rewrite("fmaf", [](const std::vector<std::string>& a) {
-          return "fmaf(" + a[0] + "," + a[2] + "," + a[1] + ")";
+          return "fmaf(" + a[0] + ", " + a[2] + ", " + a[1] + ")";
         }, 3, 3));
   r.add("max-init-zero", "running max initialized to 0 instead of -FLT_MAX / -INFINITY", [](const SourceModel& m, std::vector<Site>& out) {
     for (int i = 0; i + 1 < m.size(); ++i)

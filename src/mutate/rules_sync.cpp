@@ -66,7 +66,7 @@ void add_synchronization(std::vector<Rule>& out) {
         out.push_back(make_site(m, i, {Edit{m.tok(i).offset, m.tok(i + 1).offset, ""}}));
   });
   r.add("atomic2plain", "atomicAdd(p, v) becomes a racy (*(p) += (v))", call_rewrite("atomicAdd", [](const std::vector<std::string>& a) {
-          return "(*(" + a[0] + ") +=" + a[1] + ")";
+          return "(*(" + a[0] + ") += " + a[1] + ")";
         }, 2, 2));
   r.add("atomicadd2exch", "atomicAdd becomes atomicExch (lost accumulation)", call_rename("atomicAdd", "atomicExch"));
   r.add("shared2local", "__shared__ removed: the buffer becomes per-thread", [](const SourceModel& m, std::vector<Site>& out) {

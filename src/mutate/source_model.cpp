@@ -276,7 +276,9 @@ void SourceModel::build_decls() {
           else break;
         }
         if (!ident(j) || is_keyword(text(j)) || is_type_name(text(j))) continue;
-        if (!(is(j + 1, ",") || is(j + 1, ")") || is(j + 1, "=") || is(j + 1, ";") || is(j + 1, "["))) continue;
+        if (!(is(j + 1, ",") || is(j + 1, ")") || is(j + 1, "=") || is(j + 1, ";") || is(j + 1, "[") ||
+              (!param && is(j + 1, "(") && d.type == "dim3")))
+          continue;
         d.name_tok = j;
         d.name = std::string(text(j));
         d.array = is(j + 1, "[");
