@@ -6,6 +6,7 @@
 
 namespace dirigo::ir {
 using detail::NodeMap;
+using detail::NodeSet;
 
 namespace {
 bool is_mapped_leaf(Expr e) { return e->op == Op::Var || e->op == Op::TensorElem || e->op == Op::Load; }
@@ -73,14 +74,15 @@ Expr substitute(Context& ctx, Expr e, const Substituter::LeafMap& map) { return 
 
 template <class F>
 static void visit_dag(Expr e, F f) {  // f(x) returns false to skip x's children
-  std::unordered_set<Expr> seen{e};
+  NodeSet seen;
+  seen.insert(e);
   std::vector<Expr> st{e};
   while (!st.empty()) {
     Expr x = st.back();
     st.pop_back();
     if (!f(x)) continue;
     for (Expr c : x->args())
-      if (seen.insert(c).second) st.push_back(c);
+      if (seen.insert(c)) st.push_back(c);
   }
 }
 
@@ -117,13 +119,13 @@ uint64_t dag_size(Expr e) {
 }
 
 CutResult cut_shared(Context& ctx, Expr a, Expr b) {
-  std::unordered_set<Expr> in_b;
+  NodeSet in_b;
   visit_dag(b, [&](Expr x) { in_b.insert(x); return true; });
   // Top-down over a: the first common non-leaf node on each path is a maximal cut.
-  std::unordered_set<Expr> cuts;
+  std::vector<Expr> order;
   visit_dag(a, [&](Expr x) {
     if (x->nargs && in_b.count(x)) {
-      cuts.insert(x);
+      order.push_back(x);
       return false;
     }
     return true;
@@ -131,7 +133,6 @@ CutResult cut_shared(Context& ctx, Expr a, Expr b) {
   CutResult r;
   NodeMap<Expr> memo;
   // Deterministic fresh-variable order: sort cuts canonically.
-  std::vector<Expr> order(cuts.begin(), cuts.end());
   std::sort(order.begin(), order.end(), [&](Expr x, Expr y) { return ctx.compare(x, y) < 0; });
   for (Expr c : order) {
     Expr v = ctx.fresh_var("cut", c->sort);

@@ -138,7 +138,26 @@ uint64_t rational_hash(const mpq_class& q) {
   }
   return h;
 }
+bool commutative(Op o) {
+  switch (o) {
+    case Op::And: case Op::Or: case Op::BvAdd: case Op::BvMul: case Op::BvAnd: case Op::BvOr: case Op::BvXor:
+    case Op::BvSMin: case Op::BvSMax: case Op::BvUMin: case Op::BvUMax: case Op::Add: case Op::Mul: case Op::Min:
+    case Op::Max:
+      return true;
+    default:
+      return false;
+  }
+}
+uint64_t child_mix(Expr c) { return mix64(c->hash ^ 0x2545f4914f6cdd1dULL); }
 uint64_t key_hash(const Key& k) {
+  // Commutative n-ary ops hash their (multi)set of children as a sum, so that inserting
+  // or replacing one operand of a big node updates its hash in O(1).
+  if (commutative(k.op)) {
+    uint64_t h = mix64(static_cast<uint64_t>(k.op) | static_cast<uint64_t>(k.sort) << 8 |
+                       static_cast<uint64_t>(k.flags) << 16 | (1ULL << 40));
+    for (Expr c : k.args) h += child_mix(c);
+    return h;
+  }
   uint64_t h = mix64(static_cast<uint64_t>(k.op) | static_cast<uint64_t>(k.sort) << 8 |
                      static_cast<uint64_t>(k.flags) << 16 | static_cast<uint64_t>(k.args.size()) << 24);
   if (k.u) h = mix64(h ^ mix64(k.u + 0x9e3779b97f4a7c15ULL));
@@ -170,7 +189,7 @@ struct Context::Impl {
   explicit Impl(Context& c) : C(c) {
     enabled.fill(true);
     hits.fill(0);
-    table.assign(1024, nullptr);
+    table.assign(1024, Slot{0, nullptr});
   }
 
   // ---- arena
@@ -196,7 +215,13 @@ struct Context::Impl {
   }
 
   // ---- unique table (open addressing, linear probing)
-  std::vector<Expr> table;
+  // Slots keep the hash next to the pointer so that probing past other
+  // entries never touches their nodes (one cache miss per lookup).
+  struct Slot {
+    uint64_t hash;
+    Expr node;
+  };
+  std::vector<Slot> table;
   size_t count = 0;
   uint32_t next_id = 0;
 
@@ -211,22 +236,28 @@ struct Context::Impl {
     return true;
   }
   void grow() {
-    std::vector<Expr> t(table.size() * 2, nullptr);
+    std::vector<Slot> t(table.size() * 2, Slot{0, nullptr});
     size_t m = t.size() - 1;
-    for (Expr n : table)
-      if (n) {
-        size_t i = n->hash & m;
-        while (t[i]) i = (i + 1) & m;
-        t[i] = n;
+    for (const Slot& sl : table)
+      if (sl.node) {
+        size_t i = sl.hash & m;
+        while (t[i].node) i = (i + 1) & m;
+        t[i] = sl;
       }
     table.swap(t);
   }
-  Expr intern(const Key& k) {
-    uint64_t h = key_hash(k);
+  // Precomputed hash/attrs/size for nodes derived from a neighbour in O(1) (add_one).
+  struct Pre {
+    uint64_t hash;
+    uint8_t attrs;
+    uint64_t size;
+  };
+  Expr intern(const Key& k, const Pre* pre = nullptr) {
+    uint64_t h = pre ? pre->hash : key_hash(k);
     if ((count + 1) * 2 > table.size()) grow();
     size_t m = table.size() - 1, i = h & m;
-    while (Expr n = table[i]) {
-      if (same(n, k, h)) return n;
+    while (Expr n = table[i].node) {
+      if (table[i].hash == h && same(n, k, h)) return n;
       i = (i + 1) & m;
     }
     Node* n = new (alloc(sizeof(Node))) Node{};
@@ -244,10 +275,15 @@ struct Context::Impl {
     if (k.op == Op::TensorElem || k.op == Op::Load) attrs |= Node::kHasData;
     if (!k.args.empty()) {
       auto* a = static_cast<Expr*>(alloc(sizeof(Expr) * k.args.size()));
-      for (size_t j = 0; j < k.args.size(); ++j) {
-        a[j] = k.args[j];
-        attrs |= a[j]->attrs;
-        size = a[j]->size > UINT64_MAX - size ? UINT64_MAX : size + a[j]->size;
+      std::copy(k.args.begin(), k.args.end(), a);
+      if (pre) {
+        attrs = pre->attrs;
+        size = pre->size;
+      } else {
+        for (Expr c : k.args) {
+          attrs |= c->attrs;
+          size = c->size > UINT64_MAX - size ? UINT64_MAX : size + c->size;
+        }
       }
       n->args_ = a;
     }
@@ -255,7 +291,7 @@ struct Context::Impl {
     n->size = size;
     if (k.q) n->p_ = &rats.emplace_back(*k.q);
     if (k.op == Op::Var) n->p_ = &names.emplace_back(k.name);
-    table[i] = n;
+    table[i] = Slot{h, n};
     ++count;
     return n;
   }
@@ -390,7 +426,7 @@ struct Context::Impl {
         r.coef = r.orig_coef = t->args_[0];
         r.f = t->args_ + 1;
         r.nf = t->nargs - 1;
-        r.key = r.nf == 1 ? r.f[0]->hash : key_hash(Key{mulop, s, 0, {r.f, r.nf}});
+        r.key = r.nf == 1 ? r.f[0]->hash : t->hash - child_mix(t->args_[0]);  // hash of Mul(f...)
       } else {
         r.f = t->args_;
         r.nf = t->nargs;
@@ -442,6 +478,10 @@ struct Context::Impl {
     check_sorts(xs, s, op_name(addop));
     if (xs.empty()) return zero(s);
     if (xs.size() == 1) return xs[0];
+    if (xs.size() == 2) {  // big canonical sum + one term (a reduction loop): O(log n) search, one copy
+      if (Expr r = add_one(s, xs[0], xs[1])) return r;
+      if (Expr r = add_one(s, xs[1], xs[0])) return r;
+    }
     Expr c = zero(s);
     unsigned nconst = 0;
     std::vector<Term> terms;
@@ -495,6 +535,64 @@ struct Context::Impl {
     if (!is_zero(c) || keep_zero) args.push_back(c);
     for (const Term& t : terms) args.push_back(term_node(s, t));
     return raw(addop, s, args);
+  }
+
+  // sum + t for a canonical sum with many terms and a single non-sum t; nullptr if not applicable.
+  Expr add_one(Sort s, Expr sum, Expr t) {
+    Op addop = s == Sort::Real ? Op::Add : Op::BvAdd;
+    if (sum->op != addop || sum->nargs < 16 || t->op == addop || t->op == Op::Undef || sum->has_undef() ||
+        t->has_undef() || !on(Rule::AddFlatten) || !on(Rule::AddSort) || !on(Rule::AddCombineLike) ||
+        !on(Rule::AddIdentity) || !on(Rule::ConstFold))
+      return nullptr;
+    apply(Rule::AddFlatten);
+    const Expr* first = sum->args_;
+    const Expr* last = sum->args_ + sum->nargs;
+    bool has_c = first[0]->is_const();
+    std::vector<Expr> args;
+    args.reserve(sum->nargs + 1);
+    auto plus = [](uint64_t a, uint64_t b) { return a > UINT64_MAX - b ? UINT64_MAX : a + b; };
+    auto minus = [](uint64_t a, uint64_t b) { return a == UINT64_MAX ? a : a - b; };
+    auto build = [&](uint64_t h, uint64_t size) {
+      Pre pre{h, static_cast<uint8_t>(sum->attrs | t->attrs), size};
+      return intern(Key{addop, s, 0, args}, &pre);
+    };
+    if (t->is_const()) {
+      apply(Rule::ConstFold);
+      Expr c = has_c ? cadd(first[0], t) : t;
+      if (is_zero(c)) return nullptr;  // the constant vanishes: general path
+      args.push_back(c);
+      args.insert(args.end(), first + (has_c ? 1 : 0), last);
+      uint64_t h = sum->hash + child_mix(c) - (has_c ? child_mix(first[0]) : 0);
+      return build(h, plus(minus(sum->size, has_c ? first[0]->size : 0), c->size));
+    }
+    Term tt = decompose(s, &t);
+    // lower_bound over the terms by monomial order
+    const Expr* lo = first + (has_c ? 1 : 0);
+    size_t n = last - lo;
+    while (n > 0) {
+      size_t half = n / 2;
+      Term m = decompose(s, lo + half);
+      if (term_less(s, m, tt)) { lo += half + 1; n -= half + 1; }
+      else n = half;
+    }
+    args.insert(args.end(), first, lo);
+    if (lo != last) {
+      Term m = decompose(s, lo);
+      if (same_mono(m, tt)) {
+        Expr coef = cadd(m.coef, tt.coef);
+        if (is_zero(coef)) return nullptr;  // a term vanishes: general path
+        apply(Rule::AddCombineLike);
+        m.coef = coef;
+        Expr nt = term_node(s, m);
+        args.push_back(nt);
+        args.insert(args.end(), lo + 1, last);
+        return build(sum->hash - child_mix(*lo) + child_mix(nt), plus(minus(sum->size, (*lo)->size), nt->size));
+      }
+    }
+    apply(Rule::AddSort);
+    args.push_back(t);
+    args.insert(args.end(), lo, last);
+    return build(sum->hash + child_mix(t), plus(sum->size, t->size));
   }
 
   // c * (sum): scale every term's coefficient.
@@ -620,6 +718,24 @@ struct Context::Impl {
     if ((op == Op::BvSMin || op == Op::BvSMax) &&
         std::all_of(xs.begin(), xs.end(), [&](Expr x) { return nonneg(x); }) && apply(Rule::BvSignedToUnsigned))
       return minmax_n(mn ? Op::BvUMin : Op::BvUMax, s, xs);
+    if (xs.size() == 2 && on(Rule::MinMaxFlatten) && on(Rule::MinMaxSortDedup)) {
+      for (int k = 0; k < 2; ++k) {  // big canonical node + one atom (a reduction loop): O(log n) search
+        Expr big = xs[k], t = xs[1 - k];
+        if (big->op != op || big->nargs < 16 || t->op == op || t->is_const() || t->op == Op::Undef) continue;
+        const Expr* first = big->args_ + (big->args_[0]->is_const() ? 1 : 0);
+        const Expr* last = big->args_ + big->nargs;
+        const Expr* it = std::lower_bound(first, last, t, [&](Expr p, Expr q) { return less(p, q); });
+        apply(Rule::MinMaxFlatten);
+        apply(Rule::MinMaxSortDedup);
+        if (it != last && *it == t) return big;
+        std::vector<Expr> args(big->args_, it);
+        args.push_back(t);
+        args.insert(args.end(), it, last);
+        uint64_t size = big->size > UINT64_MAX - t->size ? UINT64_MAX : big->size + t->size;
+        Pre pre{big->hash + child_mix(t), static_cast<uint8_t>(big->attrs | t->attrs), size};
+        return intern(Key{op, s, 0, args}, &pre);
+      }
+    }
     Expr best = nullptr;
     std::vector<Expr> atoms;
     atoms.reserve(xs.size());
@@ -1233,6 +1349,9 @@ struct Context::Impl {
   // b - a as a constant, when cheap to find out (both sides small)
   Expr const_diff(Expr a, Expr b) {
     if (a->sort == Sort::Bool || a->size + b->size > 64) return nullptr;
+    // a - b can only be a nonzero constant when a sum with a constant term is involved
+    bool sums = a->op == Op::Add || a->op == Op::BvAdd || b->op == Op::Add || b->op == Op::BvAdd;
+    if (!sums && !(a->is_const() && b->is_const())) return nullptr;
     Expr xs[] = {b, neg(a)};
     Expr d = add_n(a->sort, xs);
     return d->is_const() ? d : nullptr;

@@ -13,6 +13,7 @@
 
 namespace dirigo::ir {
 using detail::NodeMap;
+using detail::NodeSet;
 
 namespace {
 
@@ -78,7 +79,8 @@ std::string func_name(Expr x) {
 std::string to_string(const Context& ctx, Expr e, const PrintOptions& opt) {
   auto& reg = detail::TensorRegistry::get();
   // 1. Breadth-first: the first max_nodes distinct nodes are printed, the rest elided.
-  std::unordered_set<Expr> shown{e};
+  NodeSet shown;
+  shown.insert(e);
   std::deque<Expr> q{e};
   std::vector<Expr> bfs;
   while (!q.empty()) {
@@ -86,7 +88,7 @@ std::string to_string(const Context& ctx, Expr e, const PrintOptions& opt) {
     q.pop_front();
     bfs.push_back(x);
     for (Expr c : x->args())
-      if (shown.size() < std::max<size_t>(opt.max_nodes, 1) && shown.insert(c).second) q.push_back(c);
+      if (shown.size() < std::max<size_t>(opt.max_nodes, 1) && shown.insert(c)) q.push_back(c);
   }
   // 2. Shared non-leaf nodes get let-bound names.
   NodeMap<uint32_t> uses;
@@ -94,17 +96,17 @@ std::string to_string(const Context& ctx, Expr e, const PrintOptions& opt) {
     for (Expr c : x->args())
       if (shown.count(c)) ++uses[c];
   NodeMap<std::string> name;
-  std::unordered_set<Expr> counted(shown);  // nodes already accounted for in elision counts
+  NodeSet counted = shown;  // nodes already accounted for in elision counts
   auto elided_count = [&](Expr c) {
     uint64_t n = 0;
     std::vector<Expr> st;
-    if (counted.insert(c).second) st.push_back(c);
+    if (counted.insert(c)) st.push_back(c);
     while (!st.empty()) {
       Expr x = st.back();
       st.pop_back();
       ++n;
       for (Expr y : x->args())
-        if (counted.insert(y).second) st.push_back(y);
+        if (counted.insert(y)) st.push_back(y);
     }
     return n;
   };
@@ -205,7 +207,7 @@ std::string to_smtlib(const Context& ctx, Expr a, Expr b) {
   std::vector<Expr> order;
   NodeMap<uint32_t> uses;
   {
-    std::unordered_set<Expr> seen;
+    NodeSet seen;
     std::vector<std::pair<Expr, bool>> st;
     for (Expr r : {b, a})
       if (r) st.emplace_back(r, false);
@@ -213,7 +215,7 @@ std::string to_smtlib(const Context& ctx, Expr a, Expr b) {
       auto [x, done] = st.back();
       st.pop_back();
       if (done) { order.push_back(x); continue; }
-      if (!seen.insert(x).second) continue;
+      if (!seen.insert(x)) continue;
       st.emplace_back(x, true);
       for (Expr c : x->args()) {
         ++uses[c];

@@ -312,3 +312,36 @@ TEST(Property, ImportAcrossContextsGivesIdenticalHashes) {
     EXPECT_EQ(c1.compare(a, a), 0);
   }
 }
+
+TEST(Property, ReductionLoopsMatchNaryBuilds) {
+  // acc = acc + t_k and acc = max(acc, x_k) one step at a time (the shape of a
+  // reduction loop) must give the same node, with the same hash, as one n-ary build.
+  Rng rng(31337);
+  for (int iter = 0; iter < 20; ++iter) {
+    Context c;
+    PolyBuilder pb(c);
+    int32_t X = c.tensor("Xr");
+    std::vector<Expr> ts;
+    for (int k = 0; k < 300; ++k) {
+      int kind = std::uniform_int_distribution<int>(0, 5)(rng);
+      Expr leaf = c.elem(X, std::uniform_int_distribution<int>(0, 60)(rng));  // repeats combine
+      if (kind == 0) ts.push_back(c.real_const(std::uniform_int_distribution<int>(-3, 3)(rng)));
+      else if (kind == 1) ts.push_back(c.neg(leaf));  // cancels earlier +leaf terms
+      else if (kind == 2) ts.push_back(c.mul(c.real_const(2), c.mul(leaf, pb.pool[k % 16])));
+      else ts.push_back(leaf);
+    }
+    Expr acc = c.real_const(0);
+    for (Expr t : ts) acc = c.add(acc, t);
+    ASSERT_EQ(acc, c.add(ts));
+    Context other;
+    EXPECT_EQ(other.import(acc)->hash, acc->hash);  // O(1) hash updates agree with a full rehash
+    EXPECT_EQ(acc->size, other.import(acc)->size);
+    // max reduction
+    std::vector<Expr> ms;
+    for (int k = 0; k < 300; ++k) ms.push_back(c.elem(X, std::uniform_int_distribution<int>(0, 100)(rng)));
+    Expr m = ms[0];
+    for (size_t k = 1; k < ms.size(); ++k) m = k % 2 ? c.max(m, ms[k]) : c.max(ms[k], m);
+    ASSERT_EQ(m, c.max(ms));
+    EXPECT_EQ(other.import(m)->hash, m->hash);
+  }
+}
