@@ -122,6 +122,7 @@ static const Registry& registry() {
     register_view(r);
     register_loss(r);
     register_factory(r);
+    register_attention(r);
     return r;
   }();
   return reg;

@@ -51,7 +51,7 @@ void register_factory(Registry& r) {
   r.add("eye", "n", [](Env& e) { return constant(e, e.idx[0] == e.idx[1] ? 1 : 0); });
   r.add("eye.m", "n m", [](Env& e) { return constant(e, e.idx[0] == e.idx[1] ? 1 : 0); });
   for (const char* k : {"rand", "randn", "randint", "randint.low", "rand_like", "randn_like", "randint_like",
-                        "bernoulli", "bernoulli.p", "normal_", "uniform_", "randperm", "multinomial"})
+                        "bernoulli", "bernoulli.p", "bernoulli.float", "bernoulli.Tensor", "normal_", "uniform_", "randperm", "multinomial"})
     r.add(k, "", [](Env& e) -> Expr { e.unsupported("nondeterministic: random values"); });
 }
 

@@ -47,6 +47,7 @@ void register_pool(Registry&);
 void register_view(Registry&);
 void register_loss(Registry&);
 void register_factory(Registry&);
+void register_attention(Registry&);
 
 class Env {
  public:
@@ -115,6 +116,8 @@ Expr arg_extreme(ir::Context& cx, std::span<const Expr> vals, std::span<const in
 // Element of t at index i except along `dim`, where the position is the runtime
 // integer value `pos` (a Load with a symbolic flat index).
 Expr gather_element(const Env& e, const TensorRef& t, Index i, int64_t dim, Expr pos);
+// Same with several dims at runtime positions (dims[k] at positions[k], BV64).
+Expr gather_element(const Env& e, const TensorRef& t, Index i, std::span<const int64_t> dims, std::span<const Expr> positions);
 // exp/log etc. shortcuts
 Expr fn(ir::Context& cx, ir::Fn f, Expr a);
 Expr square(ir::Context& cx, Expr a);

@@ -41,23 +41,77 @@ std::vector<int64_t> equal_splits(int64_t len, int64_t size) {
   return s;
 }
 
-// Element of `t` whose index in dim `dim` is the runtime value `pos` (an integer element):
+}  // namespace
+
+// Element of `t` whose index in dims[k] is the runtime integer value positions[k]:
 // a Load with a symbolic flat index.
-Expr dynamic_at(const Env& e, const TensorRef& t, Index i, int64_t dim, Expr pos) {
+Expr gather_element(const Env& e, const TensorRef& t, Index i, std::span<const int64_t> dims,
+                    std::span<const Expr> positions) {
   auto& cx = e.cx;
-  i[dim] = 0;
-  int64_t base = t.flat_index(i);
-  if (pos->sort != ir::Sort::BV64) pos = cx.sext(pos, ir::Sort::BV64);
-  Expr flat = cx.bv_add(cx.bv_const(ir::Sort::BV64, static_cast<uint64_t>(base)),
-                        cx.bv_mul(cx.bv_const(ir::Sort::BV64, static_cast<uint64_t>(t.stride(dim))), pos));
-  return cx.load(t.tensor_id, flat, elem_sort(t.dtype));
+  for (auto d : dims) i[d] = 0;
+  std::vector<Expr> terms{cx.bv_const(ir::Sort::BV64, static_cast<uint64_t>(t.flat_index(i)))};
+  for (size_t k = 0; k < dims.size(); ++k) {
+    Expr pos = positions[k];
+    if (pos->sort != ir::Sort::BV64) pos = cx.sext(pos, ir::Sort::BV64);
+    terms.push_back(cx.bv_mul(cx.bv_const(ir::Sort::BV64, static_cast<uint64_t>(t.stride(dims[k]))), pos));
+  }
+  return cx.load(t.tensor_id, cx.bv_add(terms), elem_sort(t.dtype));
+}
+
+Expr gather_element(const Env& e, const TensorRef& t, Index i, int64_t dim, Expr pos) {
+  int64_t dims[] = {dim};
+  Expr ps[] = {pos};
+  return gather_element(e, t, std::move(i), dims, ps);
+}
+
+namespace {
+
+Expr dynamic_at(const Env& e, const TensorRef& t, Index i, int64_t dim, Expr pos) {
+  return gather_element(e, t, std::move(i), dim, pos);
+}
+
+// Advanced indexing x[i0, i1, ...] with integer index tensors (None = the whole dim).
+// Negative indices count from the end. Boolean masks have data-dependent shapes: unsupported.
+Expr index_tensor(const Env& e) {
+  auto& cx = e.cx;
+  const TensorRef& in = e.tensor("self");
+  const Arg* list = e.arg("indices");
+  if (!list || list->kind != Arg::Kind::List) e.malformed("argument 'indices' must be a list");
+  std::vector<int64_t> dims;
+  std::vector<const TensorRef*> idx_tensors;
+  for (size_t d = 0; d < list->list.size(); ++d) {
+    const Arg& a = list->list[d];
+    if (a.kind == Arg::Kind::None) continue;
+    if (a.kind != Arg::Kind::Tensor) e.malformed("indices must be tensors or None");
+    if (a.tensor.dtype == DType::Bool || a.tensor.dtype == DType::UInt8) e.unsupported("boolean mask indexing");
+    dims.push_back(static_cast<int64_t>(d));
+    idx_tensors.push_back(&a.tensor);
+  }
+  if (dims.empty()) return copy_of(e, in, e.idx);
+  size_t brank = 0;
+  for (auto* t : idx_tensors) brank = std::max(brank, t->rank());
+  bool adjacent = dims.back() - dims.front() + 1 == static_cast<int64_t>(dims.size());
+  // output = [dims before] + broadcast index dims + [dims after] when adjacent, else broadcast dims first
+  size_t bstart = adjacent ? static_cast<size_t>(dims.front()) : 0;
+  Index bidx(e.idx.begin() + bstart, e.idx.begin() + bstart + brank);
+  Index rest;
+  for (size_t k = 0; k < e.idx.size(); ++k)
+    if (k < bstart || k >= bstart + brank) rest.push_back(e.idx[k]);
+  Index base(in.rank(), 0);
+  size_t q = 0;
+  for (size_t d = 0; d < in.rank(); ++d)
+    if (std::find(dims.begin(), dims.end(), static_cast<int64_t>(d)) == dims.end()) base[d] = rest.at(q++);
+  std::vector<Expr> pos;
+  for (size_t k = 0; k < dims.size(); ++k) {
+    Expr p = e.at(*idx_tensors[k], broadcast_index(*idx_tensors[k], bidx));
+    if (p->sort != ir::Sort::BV64) p = cx.sext(p, ir::Sort::BV64);
+    Expr size = cx.bv_const(ir::Sort::BV64, static_cast<uint64_t>(in.shape[dims[k]]));
+    pos.push_back(cx.ite(cx.slt(p, cx.bv_const(ir::Sort::BV64, 0)), cx.bv_add(p, size), p));
+  }
+  return e.convert(gather_element(e, in, base, dims, pos), in.dtype, e.out_dtype());
 }
 
 }  // namespace
-
-Expr gather_element(const Env& e, const TensorRef& t, Index i, int64_t dim, Expr pos) {
-  return dynamic_at(e, t, std::move(i), dim, pos);
-}
 
 void register_view(Registry& r) {
   auto reshape = [](Env& e) { return reshaped(e, e.tensor("self")); };
@@ -161,15 +215,27 @@ void register_view(Registry& r) {
     i.insert(i.begin() + dim, e.out);
     return copy_of(e, in, i);
   });
-  r.add("split.Tensor", "self split_size dim", [](Env& e) {
+  r.add("index.Tensor", "self indices", index_tensor);
+  r.add("unfold", "self dimension size step", [](Env& e) {
+    // windows along `dimension`; the window offset is the new last dim
     const TensorRef& in = e.tensor("self");
-    int64_t dim = wrap_dim(e.integer("dim", 0), in.rank());
-    return split_part(e, in, dim, equal_splits(in.shape[dim], e.integer("split_size")));
+    int64_t d = wrap_dim(e.integer("dimension"), in.rank());
+    Index i(e.idx.begin(), e.idx.end() - 1);
+    if (in.rank() == 0) return copy_of(e, in, Index{});
+    i[d] = i[d] * e.integer("step") + e.idx.back();
+    return copy_of(e, in, i);
   });
-  r.add("split_with_sizes", "self split_sizes dim", [](Env& e) {
-    const TensorRef& in = e.tensor("self");
-    return split_part(e, in, wrap_dim(e.integer("dim", 0), in.rank()), e.ints("split_sizes"));
-  });
+  for (const char* k : {"split.Tensor", "unsafe_split.Tensor"})
+    r.add(k, "self split_size dim", [](Env& e) {
+      const TensorRef& in = e.tensor("self");
+      int64_t dim = wrap_dim(e.integer("dim", 0), in.rank());
+      return split_part(e, in, dim, equal_splits(in.shape[dim], e.integer("split_size")));
+    });
+  for (const char* k : {"split_with_sizes", "unsafe_split_with_sizes"})
+    r.add(k, "self split_sizes dim", [](Env& e) {
+      const TensorRef& in = e.tensor("self");
+      return split_part(e, in, wrap_dim(e.integer("dim", 0), in.rank()), e.ints("split_sizes"));
+    });
   r.add("chunk", "self chunks dim", [](Env& e) {
     const TensorRef& in = e.tensor("self");
     int64_t dim = wrap_dim(e.integer("dim", 0), in.rank());

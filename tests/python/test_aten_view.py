@@ -140,3 +140,17 @@ def test_data_dependent_indexing():
     g = torch.from_numpy(rng.integers(0, 5, size=(3, 6)))
     run_op("aten.gather.default", [x, 0, g], rng=rng, n=12)
     run_op("aten.embedding.default", [x, torch.from_numpy(rng.integers(0, 5, size=(2, 3)))], rng=rng, n=12)
+
+
+def test_advanced_index_unfold_unsafe_split():
+    rng = seeded("index_tensor")
+    x = rand(rng, 4, 5, 6)
+    i = torch.from_numpy(rng.integers(-4, 4, size=(2, 3)))
+    j = torch.from_numpy(rng.integers(0, 6, size=(3,)))
+    run_op("aten.index.Tensor", [x, [i]], rng=rng, n=12)
+    run_op("aten.index.Tensor", [x, [None, j % 5]], rng=rng, n=12)
+    run_op("aten.index.Tensor", [x, [i, None, j]], rng=rng, n=12)  # not adjacent: broadcast dims first
+    run_op("aten.index.Tensor", [x, [None, i % 5, j]], rng=rng, n=12)
+    run_op("aten.unfold.default", [x, 2, 3, 2], rng=rng, n=12)
+    run_op("aten.unfold.default", [x, 0, 2, 1], rng=rng, n=12)
+    run_op("aten.unsafe_split.Tensor", [x, 2, 1], rng=rng)
