@@ -323,7 +323,8 @@ def _tensor_bytes(t) -> bytes:
     return t.view(torch.uint8).numpy().tobytes()  # x86/ARM hosts are little-endian
 
 
-def _trace_once(call, module, inputs, input_names, device, capture_values: bool):
+def _trace_once(call, module, inputs, input_names, device, capture_values: bool,
+                capture_limit: int = REAL_LIMIT_BYTES):
     """One traced forward. With capture_values, input/parameter bytes are taken before the call (forward
     may update buffers in place, e.g. BatchNorm running statistics)."""
     import torch
@@ -344,6 +345,8 @@ def _trace_once(call, module, inputs, input_names, device, capture_values: bool)
             if b is not None:
                 rec.register_input(n, b, "buffer")
     values = {}
+    if capture_values and sum(_lookup(rec, i["tensor"]).nbytes for i in rec.inputs) > capture_limit:
+        capture_values = False  # too large to copy out and hash; matching then goes by name and shape
     if capture_values:
         for inp in rec.inputs:
             values[inp["name"]] = _tensor_bytes(_lookup(rec, inp["tensor"]))
@@ -513,7 +516,8 @@ def _trace_program(spec, loaded, get_inputs, get_init_inputs, attempt, device) -
             if device == "cuda":
                 inputs = [x.cuda() if isinstance(x, torch.Tensor) else x for x in inputs]
             names = load.forward_arg_names(module, len(inputs))
-            rec, values = _trace_once(call, module, inputs, names, device, capture_values=attempt == "real")
+            rec, values = _trace_once(call, module, inputs, names, device, capture_values=attempt == "real",
+                                      capture_limit=spec.get("max_data_bytes", REAL_LIMIT_BYTES))
             if device == "cuda":
                 launch.finalize_launches(rec, modules)
                 bad = next((op for op in rec.ops if op.get("unresolved")), None)

@@ -54,6 +54,8 @@ FAKE_PTX = """.version 8.0
 
 
 @pytest.mark.skipif(CC is None, reason="needs a C compiler")
+@pytest.mark.skipif(__import__("torch").version.cuda is not None,
+                    reason="a CUDA build of torch loads the real runtime, which the stand-in cannot displace")
 def test_shim_records_launches_and_binds_pointers_to_tensors(tmp_path):
     shim = launch.build_shim(str(tmp_path))
     subprocess.run([CC, "-shared", "-fPIC", "-o", str(tmp_path / "libfakecudart.so"), "-x", "c", "-"],
@@ -117,7 +119,7 @@ def test_ptx_is_extracted_from_a_library_built_with_embedded_ptx(tmp_path):
                     "-o", str(lib), str(src)], check=True, capture_output=True, timeout=300)
     (sec,) = launch.extract_ptx(str(lib), cuobjdump=cuobjdump)
     assert sec["arch"] == "sm_90"
-    assert sec["ptx"].lstrip().startswith("//") and ".version" in sec["ptx"] and ".loc" in sec["ptx"]
+    assert ".version" in sec["ptx"] and ".loc" in sec["ptx"] and not sec["ptx"].startswith("arch")
     params = launch.ptx_entries(sec["ptx"])["_Z5scalePffi"]
     assert [p["type"] for p in params] == ["u64", "f32", "u32"]
 

@@ -1,6 +1,7 @@
 /* dirigo launch shim: LD_PRELOAD it into a process to record CUDA kernel launches.
  *
- * Interposes cudaLaunchKernel (and its _ptsz / ExC variants). While recording is enabled
+ * Interposes cudaLaunchKernel (and its _ptsz / ExC variants) and __cudaLaunchKernel (what CUDA 13's
+ * <<<...>>> host stubs call, with a cudaKernel_t handle). While recording is enabled
  * (dirigo_shim_set_enabled(1), done by dirigo.launch around code that is not inside an ATen op), each
  * launch appends one JSON line to an in-memory log: the kernel's mangled name, grid, block, dynamic
  * shared memory, stream, and the raw bytes of every parameter (offsets and sizes from
@@ -89,16 +90,29 @@ static void *find(const char *name, const char *lib) {
   return p;
 }
 
-static void record(const void *func, dim3 grid, dim3 block, size_t shared, cudaStream_t stream, void **args) {
+/* `func` is a host stub (cudaLaunchKernel) or, when is_kernel, a CUkernel handle (__cudaLaunchKernel, what
+ * CUDA 13 host stubs call for <<<...>>>). Name and parameter layout come from the driver. */
+static void record(const void *func, int is_kernel, dim3 grid, dim3 block, size_t shared, cudaStream_t stream,
+                   void **args) {
   static get_func_fn get_func;
-  static func_name_fn func_name;
-  static param_info_fn param_info;
+  static func_name_fn func_name, kernel_name;
+  static param_info_fn func_param_info, kernel_param_info;
   if (!get_func) get_func = (get_func_fn)find("cudaGetFuncBySymbol", NULL);
   if (!func_name) func_name = (func_name_fn)find("cuFuncGetName", "libcuda.so.1");
-  if (!param_info) param_info = (param_info_fn)find("cuFuncGetParamInfo", "libcuda.so.1");
+  if (!func_param_info) func_param_info = (param_info_fn)find("cuFuncGetParamInfo", "libcuda.so.1");
+  if (!kernel_name) kernel_name = (func_name_fn)find("cuKernelGetName", "libcuda.so.1");
+  if (!kernel_param_info) kernel_param_info = (param_info_fn)find("cuKernelGetParamInfo", "libcuda.so.1");
   CUfunction f = NULL;
   const char *name = NULL;
-  if (get_func && get_func(&f, func) == 0 && func_name) func_name(&name, f);
+  param_info_fn param_info;
+  if (is_kernel) {
+    f = (CUfunction)func;
+    if (kernel_name) kernel_name(&name, f);
+    param_info = kernel_param_info;
+  } else {
+    if (get_func && get_func(&f, func) == 0 && func_name) func_name(&name, f);
+    param_info = func_param_info;
+  }
   char head[512];
   int n = snprintf(head, sizeof head,
                    "{\"kernel\":\"%s\",\"grid\":[%u,%u,%u],\"block\":[%u,%u,%u],\"shared\":%zu,"
@@ -136,12 +150,18 @@ static void record(const void *func, dim3 grid, dim3 block, size_t shared, cudaS
     static launch_fn real;                                                                            \
     if (!real) real = (launch_fn)dlsym(RTLD_NEXT, #SYM);                                              \
     __sync_fetch_and_add(&launches_seen, 1);                                                          \
-    if (recording) record(func, grid, block, shared, stream, args);                                   \
+    if (recording) record(func, IS_KERNEL, grid, block, shared, stream, args);                        \
     return real ? real(func, grid, block, args, shared, stream) : 1 /* cudaErrorInvalidValue */;      \
   }
 
+#define IS_KERNEL 0
 INTERPOSE_LAUNCH(cudaLaunchKernel)
 INTERPOSE_LAUNCH(cudaLaunchKernel_ptsz)
+#undef IS_KERNEL
+#define IS_KERNEL 1 /* CUDA 13 host stubs: __cudaLaunchKernel(cudaKernel_t, ...) */
+INTERPOSE_LAUNCH(__cudaLaunchKernel)
+INTERPOSE_LAUNCH(__cudaLaunchKernel_ptsz)
+#undef IS_KERNEL
 
 #define INTERPOSE_LAUNCH_EXC(SYM)                                                                     \
   cudaError_t SYM(const cudaLaunchConfig_t *config, const void *func, void **args) {                  \
@@ -149,7 +169,7 @@ INTERPOSE_LAUNCH(cudaLaunchKernel_ptsz)
     if (!real) real = (launch_exc_fn)dlsym(RTLD_NEXT, #SYM);                                          \
     __sync_fetch_and_add(&launches_seen, 1);                                                          \
     if (recording && config)                                                                          \
-      record(func, config->gridDim, config->blockDim, config->dynamicSmemBytes, config->stream, args); \
+      record(func, 0, config->gridDim, config->blockDim, config->dynamicSmemBytes, config->stream, args); \
     return real ? real(config, func, args) : 1;                                                       \
   }
 
