@@ -144,6 +144,24 @@ def summarize(files: list[str]) -> str:
         med = n_ops[len(n_ops) // 2] if n_ops else 0
         lines.append(f"| {corpus} | {level} | {len(rs)} | {len(ok)} | "
                      f"{sum(r['status'] == 'unsupported' for r in rs)} | {sum(r['status'] == 'error' for r in rs)} | {med} |")
+    lines += ["", "Reading the list (what the per-element semantics must cover, and what to expect):", "",
+              "- Overloads are exact (`aten.add.Tensor` and `aten.add.Scalar`, `aten.sum.dim_IntList` and "
+              "`aten.sum.default` are different entries). `nn.Linear` reaches `aten.t.default` + "
+              "`aten.addmm.default` (or `aten.mm`/`aten.view` for batched inputs); every `nn.ConvNd`/"
+              "`ConvTransposeNd` reaches `aten.convolution.default` (its `transposed` argument tells which).",
+              "- Traced on the CPU, so a few ops are the CPU backend's choices: "
+              "`aten._scaled_dot_product_flash_attention_for_cpu.default` (CUDA picks "
+              "`_scaled_dot_product_flash_attention`/`_efficient_attention`), and `nn.GRU`/`nn.LSTM` decompose into "
+              "per-time-step `addmm`/`sigmoid`/`tanh`... (CUDA runs one `_cudnn_rnn`). A GPU trace of the same "
+              "reference can therefore list different overloads for those programs.",
+              "- KernelBench never calls `.eval()`: BatchNorm runs in training mode (`native_batch_norm` with "
+              "`training=True`, plus `add_` on `num_batches_tracked` and in-place running-statistics updates), and "
+              "Dropout with p>0 reaches `aten.bernoulli_.float` (random: such programs are not deterministic "
+              "functions of their inputs). `aten.empty.memory_format` next to `native_batch_norm` is the "
+              "reserve buffer it returns.",
+              "- `aten.lift_fresh.default` is `torch.tensor(...)` of a Python constant inside forward; "
+              "`aten.detach.default` comes from `.detach()`/`torch.tensor(tensor)`; `aten.scalar_tensor.default` "
+              "from a Python scalar turned tensor (e.g. `torch.where(c, x, 0.0)`)."]
     bad = [r for r in results if r["status"] != "ok"]
     lines += ["", f"### Programs not traced ({len(bad)})", ""]
     lines += [f"- `{r['file']}`: {r['status']}: {r['message']}" for r in sorted(bad, key=lambda r: r["file"])] or ["- none"]
@@ -168,6 +186,21 @@ def summarize(files: list[str]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def update_section(doc: str, md: str) -> None:
+    """Replace the '## ATen operators reached ...' section of `doc` (up to the next '## ' heading)."""
+    title = md.splitlines()[0]
+    text = open(doc).read() if os.path.exists(doc) else ""
+    lines = text.splitlines(keepends=True)
+    start = next((i for i, ln in enumerate(lines) if ln.rstrip() == title), None)
+    if start is None:
+        text = (text.rstrip() + "\n\n" if text.strip() else "") + md
+    else:
+        end = next((i for i in range(start + 1, len(lines)) if lines[i].startswith("## ")), len(lines))
+        text = "".join(lines[:start]) + md + ("\n" if end < len(lines) else "") + "".join(lines[end:])
+    with open(doc, "w") as fh:
+        fh.write(text)
+
+
 def main() -> int:
     if len(sys.argv) == 4 and sys.argv[1] == "--worker":
         return worker(sys.argv[2], sys.argv[3])
@@ -176,6 +209,8 @@ def main() -> int:
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--timeout", type=float, default=180.0, help="seconds per program")
     ap.add_argument("--markdown", help="write the summary here (default: print)")
+    ap.add_argument("--update-doc", metavar="MD", help="replace this tool's section in MD (e.g. docs/coverage.md), "
+                                                       "leaving the file's other sections as they are")
     ap.add_argument("--redo", action="store_true", help="discard cached per-program results")
     a = ap.parse_args()
     files = []
@@ -193,7 +228,9 @@ def main() -> int:
     if a.markdown:
         with open(a.markdown, "w") as fh:
             fh.write(md)
-    else:
+    if a.update_doc:
+        update_section(a.update_doc, md)
+    if not (a.markdown or a.update_doc):
         sys.stdout.write(md)
     print(f"census of {len(files)} programs took {time.monotonic() - t0:.0f} s", file=sys.stderr)
     return 0
