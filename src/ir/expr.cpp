@@ -804,9 +804,9 @@ struct Context::Impl {
     i128 lo = 1, hi = 1, lim = static_cast<i128>(mask_of(w));
     for (uint32_t i = 0; i < nf; ++i) {
       Bounds b = memo_bounds(f[i]);
+      if (b.hi != 0 && hi > lim / static_cast<i128>(b.hi)) return std::nullopt;  // would exceed 2^w - 1
       lo *= b.lo;
       hi *= b.hi;
-      if (hi > lim) return std::nullopt;
     }
     return std::pair{lo, hi};
   }
@@ -829,7 +829,8 @@ struct Context::Impl {
         mlo = -(static_cast<i128>(1) << (w - 1));
         mhi = (static_cast<i128>(1) << (w - 1)) - 1;
       }
-      i128 a = c * mlo, b = c * mhi;
+      i128 a = c * mlo, b = c * mhi;  // |c| <= 2^63, |m| <= 2^64: fits in 128 bits
+      if (a < -cap || a > cap || b < -cap || b > cap) return std::nullopt;
       lo += std::min(a, b);
       hi += std::max(a, b);
       if (lo < -cap || hi > cap) return std::nullopt;
@@ -874,7 +875,7 @@ struct Context::Impl {
       }
       case Op::BvLShr: {
         Bounds x = b(0), k = b(1);
-        if (k.lo != k.hi || k.lo >= w) return x.lo == 0 ? Bounds{0, x.hi} : f;
+        if (k.lo != k.hi || k.lo >= w) return Bounds{0, x.hi};  // x >> k <= x
         return {x.lo >> k.lo, x.hi >> k.lo};
       }
       case Op::BvUDiv: {
@@ -884,8 +885,8 @@ struct Context::Impl {
       }
       case Op::BvURem: {
         Bounds x = b(0), d = b(1);
-        if (d.hi == 0) return x;
-        return {0, std::min(x.hi, d.hi - (d.lo > 0 ? 1 : 0))};
+        if (d.lo == 0) return {0, x.hi};  // x % 0 = x
+        return {0, std::min(x.hi, d.hi - 1)};
       }
       case Op::BvUMin: case Op::BvUMax: {
         Bounds r = b(0);
@@ -1051,8 +1052,9 @@ struct Context::Impl {
       Term tm = decompose(s, &terms[i]);
       auto mi = mono_iv(tm.f, tm.nf, w);
       if (!mi) return std::nullopt;
-      hi += static_cast<i128>(tm.coef->u) * mi->second;
-      if (hi > static_cast<i128>(mask_of(w))) return std::nullopt;
+      i128 lim = static_cast<i128>(mask_of(w));
+      if (mi->second != 0 && static_cast<i128>(tm.coef->u) > (lim - hi) / mi->second) return std::nullopt;
+      hi += static_cast<i128>(tm.coef->u) * mi->second;  // exact unsigned sum stays below 2^w
       if (tm.coef->u % d == 0) {
         tm.coef = mk_bv(s, tm.coef->u / d);
         quot.push_back(term_node(s, tm));
@@ -1603,7 +1605,10 @@ Expr Context::real_const(const mpq_class& q) {
   c.canonicalize();
   return impl_->mk_real(c);
 }
-Expr Context::real_const(int64_t n) { return impl_->mk_real(mpq_class(mpz_class(std::to_string(n)))); }
+Expr Context::real_const(int64_t n) {
+  static_assert(sizeof(long) == 8, "mpz from a 64-bit long");
+  return impl_->mk_real(mpq_class(static_cast<long>(n)));
+}
 Expr Context::real_const_from_double(double d) {
   if (!std::isfinite(d)) throw std::invalid_argument(fmt::format("real_const_from_double: {} is not finite", d));
   return impl_->mk_real(mpq_class(d));
