@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
-#include <map>
 #include <set>
 #include <stdexcept>
 #include <unordered_set>
@@ -50,8 +49,15 @@ Value zero_of(Sort s) {
   return Value::of_bv(s, 0);
 }
 
+struct ElemKeyHash {
+  size_t operator()(const std::pair<int32_t, int64_t>& k) const {
+    return std::hash<uint64_t>()(static_cast<uint64_t>(k.second) * 0x9E3779B97F4A7C15ull ^ static_cast<uint32_t>(k.first));
+  }
+};
+using ElemSet = std::unordered_set<std::pair<int32_t, int64_t>, ElemKeyHash>;
+
 ir::Env make_env(const std::vector<LeafValue>& leaves) {
-  auto elems = std::make_shared<std::map<std::pair<int32_t, int64_t>, Value>>();
+  auto elems = std::make_shared<std::unordered_map<std::pair<int32_t, int64_t>, Value, ElemKeyHash>>();
   auto vars = std::make_shared<std::unordered_map<std::string, Value>>();
   for (const LeafValue& l : leaves) {
     if (l.kind == LeafValue::Kind::Elem) (*elems)[{l.tensor, l.index}] = l.value;
@@ -105,27 +111,40 @@ Value value_from_model(const z3::model& m, const z3::expr& v, Sort s) {
   return Value::of_real(numeral_to_double(r));
 }
 
-// Leaves (Var / TensorElem) of both sides, without duplicates, in canonical order.
-std::vector<Expr> original_leaves(Expr a, Expr b) {
-  std::vector<Expr> out;
+// The Var leaves of both sides (they need bound-aware defaults). One DAG walk,
+// no sorting: the originals can be huge.
+std::vector<Expr> original_vars(Expr a, Expr b) {
+  std::vector<Expr> out, stack;
   std::unordered_set<Expr> seen;
-  for (Expr root : {a, b}) {
-    if (!root) continue;
-    for (Expr l : ir::leaves(root))
-      if ((l->op == Op::Var || l->op == Op::TensorElem) && seen.insert(l).second) out.push_back(l);
+  for (Expr root : {a, b})
+    if (root && seen.insert(root).second) stack.push_back(root);
+  while (!stack.empty()) {
+    Expr e = stack.back();
+    stack.pop_back();
+    if (e->op == Op::Var) out.push_back(e);
+    for (Expr c : e->args())
+      if (seen.insert(c).second) stack.push_back(c);
   }
   return out;
 }
 
-// Witness from a model: every original leaf (model value, or default when the
-// query did not contain it), plus the elements symbolic loads read.
-std::vector<LeafValue> extract_leaves(const z3::model& m, const Translator& tr, const std::vector<Expr>& leaves) {
+// Witness from a model: every Var of the originals (model value, or a default
+// when the query did not contain it), every tensor element the query
+// contained, and the elements symbolic loads read. Elements not listed are 0.
+std::vector<LeafValue> extract_leaves(const z3::model& m, const Translator& tr, const std::vector<Expr>& vars) {
   std::vector<LeafValue> out;
-  std::set<std::pair<int32_t, int64_t>> elems;
-  for (Expr leaf : leaves) {
+  ElemSet elems;
+  for (Expr v : vars) {
+    if (v->name().starts_with("!")) continue;  // cut variables and reserved constants are not inputs
+    LeafValue lv = default_leaf(v);
+    if (const z3::expr* z = tr.lookup(v)) lv.value = value_from_model(m, *z, v->sort);
+    out.push_back(std::move(lv));
+  }
+  for (const auto& [leaf, z] : tr.leaves()) {
+    if (leaf->op != Op::TensorElem) continue;
     LeafValue lv = default_leaf(leaf);
-    if (const z3::expr* z = tr.lookup(leaf)) lv.value = value_from_model(m, *z, leaf->sort);
-    if (lv.kind == LeafValue::Kind::Elem) elems.insert({lv.tensor, lv.index});
+    lv.value = value_from_model(m, z, leaf->sort);
+    elems.insert({lv.tensor, lv.index});
     out.push_back(std::move(lv));
   }
   for (const LoadApp& l : tr.loads()) {
@@ -221,16 +240,39 @@ struct Query {
   bool trivially_equal() const { return real ? (diff->op == Op::ConstReal && diff->rational() == 0) : qa == qb; }
 };
 
-// Cut shared sub-terms, then (reals) take the canonical difference, in which
-// shared terms of sums cancel. Cut variables are renamed "!cut<k>" in order of
-// appearance so that the query's structural hash is stable (cache key).
+// Whether a term of a canonical sum has a negative numeric coefficient.
+bool negative_term(Expr t) {
+  if (t->op == Op::ConstReal) return t->rational() < 0;
+  return t->op == Op::Mul && t->arg(0)->op == Op::ConstReal && t->arg(0)->rational() < 0;
+}
+
+// Reals: terms shared by both sums cancel in the canonical difference a - b,
+// which is split back into its positive part A and negated negative part B
+// (A - B == a - b). Then cut points replace sub-terms shared by A and B, and
+// the query is the difference of the cut pair. Cut variables are renamed
+// "!cut<k>" in order of appearance so that the query's structural hash is
+// stable (cache key).
 Query reduce(ir::Context& ctx, Expr na, Expr nb, bool cut_points, bool need_qb) {
   Query q;
   q.real = na->sort == Sort::Real;
+  Expr pa = na, pb = nb;
+  if (q.real) {
+    Expr d0 = ctx.sub(na, nb);
+    if (need_qb) q.qb = nb;  // the tolerance bound needs |b| (uncut)
+    if (d0->op == Op::ConstReal) { q.diff = d0; return q; }
+    std::vector<Expr> pos, neg;
+    if (d0->op == Op::Add) {
+      for (Expr t : d0->args()) (negative_term(t) ? neg : pos).push_back(negative_term(t) ? ctx.neg(t) : t);
+    } else {
+      (negative_term(d0) ? neg : pos).push_back(negative_term(d0) ? ctx.neg(d0) : d0);
+    }
+    pa = pos.empty() ? ctx.real_const(0) : ctx.add(pos);
+    pb = neg.empty() ? ctx.real_const(0) : ctx.add(neg);
+  }
   std::vector<std::pair<Expr, Expr>> cuts;
-  Expr ca = na, cb = nb;
+  Expr ca = pa, cb = pb;
   if (cut_points) {
-    ir::CutResult cr = ir::cut_shared(ctx, na, nb);
+    ir::CutResult cr = ir::cut_shared(ctx, pa, pb);
     ca = cr.a, cb = cr.b;
     cuts = std::move(cr.cuts);
   }
@@ -254,7 +296,6 @@ Query reduce(ir::Context& ctx, Expr na, Expr nb, bool cut_points, bool need_qb) 
     if (!cuts.empty())
       for (Expr l : ir::leaves(d)) rename(l);  // names in order of appearance in the difference
     q.diff = cuts.empty() ? d : sub(d);
-    if (need_qb) q.qb = cuts.empty() ? cb : sub(cb);
   } else {
     if (!cuts.empty()) {
       for (Expr root : {ca, cb})
@@ -313,7 +354,8 @@ Decision Solver::decide(ir::Context& ctx, Expr a, Expr b, const DecideOptions& o
     return done(Verdict::Unknown, Stage::Error,
                 fmt::format("sort mismatch: {} vs {}", ir::sort_name(a->sort), ir::sort_name(b->sort)));
 
-  std::vector<Expr> leaves;  // of the original expressions, computed on first need
+  std::vector<Expr> vars;  // Var leaves of the original expressions, computed on first need
+  bool have_vars = false;
   auto confirm = [&](Witness& w) -> std::string {  // "" when confirmed, else why not
     ir::Evaluator ev(w.env(), ir::Precision::F64);
     w.a = ev(a);
@@ -342,6 +384,13 @@ Decision Solver::decide(ir::Context& ctx, Expr a, Expr b, const DecideOptions& o
         if (hit->verdict == Verdict::Equal) { ++stats_.cache_hits; return done(Verdict::Equal, Stage::Cache); }
         Witness w;
         w.leaves = hit->witness;
+        // the cached query may come from other originals: list this pair's variables too
+        vars = original_vars(a, b), have_vars = true;
+        std::unordered_set<std::string_view> listed;
+        for (const LeafValue& l : w.leaves)
+          if (l.kind == LeafValue::Kind::Var) listed.insert(l.name);
+        for (Expr v : vars)
+          if (!v->name().starts_with("!") && !listed.count(v->name())) w.leaves.push_back(default_leaf(v));
         if (confirm(w).empty()) {
           ++stats_.cache_hits;
           d.witness = std::move(w);
@@ -415,9 +464,9 @@ Decision Solver::decide(ir::Context& ctx, Expr a, Expr b, const DecideOptions& o
         }
         ++stats_.sat;
         z3::model m = s.get_model();
-        if (leaves.empty()) leaves = original_leaves(a, b);
+        if (!have_vars) vars = original_vars(a, b), have_vars = true;
         Witness w;
-        w.leaves = extract_leaves(m, tr, leaves);
+        w.leaves = extract_leaves(m, tr, vars);
         std::string why = confirm(w);
         if (why.empty()) {
           if (opt.use_cache) cache_->store(key, {Verdict::Differ, w.leaves});
@@ -506,7 +555,7 @@ SatResult Solver::solve(ir::Context& ctx, Expr cond, const DecideOptions& opt) {
       return res;
     }
     ++stats_.sat;
-    res.model = extract_leaves(s.get_model(), tr, original_leaves(cond, nullptr));
+    res.model = extract_leaves(s.get_model(), tr, original_vars(cond, nullptr));
     ir::Evaluator ev(res.env(), ir::Precision::F64);
     Value v = ev(cond);
     if (v.undef || !v.bits) {

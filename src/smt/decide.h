@@ -48,7 +48,9 @@ struct LeafValue {
 };
 
 struct Witness {
-  std::vector<LeafValue> leaves;  // every Var/TensorElem leaf of both sides (+ elements read by symbolic loads)
+  // Every Var of both sides, every tensor element the solver query contained,
+  // and the elements symbolic loads read. Tensor elements not listed are 0.
+  std::vector<LeafValue> leaves;
   ir::Value a, b;                 // both original expressions evaluated (fp64) at the witness
   bool exceeds_tolerance = false; // |a-b| > atol + rtol*|b| (when a tolerance was asked for)
   bool depends_on_undef = false;  // exactly one side depends on an Undef leaf
@@ -93,7 +95,7 @@ struct Decision {
 // Outcome of a plain satisfiability question (write inversion, path coverage).
 struct SatResult {
   enum class Status : uint8_t { Sat, Unsat, Unknown, Timeout } status = Status::Unknown;
-  std::vector<LeafValue> model;  // Sat: every leaf of the condition (confirmed by evaluation)
+  std::vector<LeafValue> model;  // Sat: the condition's Vars and the elements it reads (others 0); confirmed by evaluation
   std::string reason;
   ir::Env env() const;
 };

@@ -150,8 +150,23 @@ z3::expr Translator::translate_node(Expr e, std::span<const z3::expr> a) {
     case Op::Trunc: return a[0].extract(ir::bv_width(e->sort) - 1, 0);
     case Op::Add: return nary([](const z3::expr& x, const z3::expr& y) { return x + y; });
     case Op::Mul: return nary([](const z3::expr& x, const z3::expr& y) { return x * y; });
-    case Op::Min: return nary([](const z3::expr& x, const z3::expr& y) { return z3::ite(x <= y, x, y); });
-    case Op::Max: return nary([](const z3::expr& x, const z3::expr& y) { return z3::ite(x >= y, x, y); });
+    case Op::Min:
+    case Op::Max: {
+      bool is_min = e->op == Op::Min;
+      if (a.size() <= 2)
+        return nary([&](const z3::expr& x, const z3::expr& y) { return z3::ite(is_min ? x <= y : x >= y, x, y); });
+      // Wide min/max (a 128-channel reduction): a fresh m with m <= x_i (>=)
+      // for all i and m == x_i for some i. Linear, and far easier for Z3
+      // than a 127-deep ite chain.
+      z3::expr m = z_.real_const(fmt::format("{}!{}", is_min ? "min" : "max", fresh_counter_++).c_str());
+      z3::expr_vector some(z_);
+      for (const z3::expr& x : a) {
+        pending_.push_back(is_min ? m <= x : m >= x);
+        some.push_back(m == x);
+      }
+      pending_.push_back(z3::mk_or(some));
+      return m;
+    }
     case Op::Abs: return z3::ite(a[0] >= 0, a[0], -a[0]);
     case Op::Call: return translate_call(e, a);
     case Op::BvToReal: return z3::to_real(bv_as_int(a[0], e->is_signed()));
