@@ -1,5 +1,7 @@
+#include <atomic>
 #include <chrono>
 #include <cmath>
+#include <thread>
 
 #include <gtest/gtest.h>
 
@@ -338,4 +340,43 @@ TEST_F(DecideTest, LargeSumsWithOneChangedTermReduceToATinyQuery) {
   smt::Decision d = expect_differ(ctx.add(ta), ctx.add(tb));
   EXPECT_TRUE(d.solver_called);
   EXPECT_LT(d.query_nodes, 20u);
+}
+
+// ---- booleans (path conditions)
+
+TEST_F(DecideTest, BooleanConditions) {
+  smt::Decision d = expect_differ(ctx.lt(x, y), ctx.le(x, y));
+  ASSERT_TRUE(d.witness);
+  EXPECT_EQ(witness_of(d, "x"), witness_of(d, "y"));  // they differ exactly at x == y
+  Expr in_range = ctx.and_(ctx.le(c(0), x), ctx.lt(x, c(10)));
+  Expr split = ctx.or_(ctx.and_(ctx.le(c(0), x), ctx.lt(x, c(5))), ctx.and_(ctx.le(c(5), x), ctx.lt(x, c(10))));
+  smt::Decision e = decide(in_range, split);
+  EXPECT_EQ(e.verdict, Verdict::Equal) << e.reason;
+}
+
+// ---- one solver per worker thread, one shared cache
+
+static Expr c0(ir::Context& ctx) { return ctx.real_const(0); }
+
+TEST(DecideThreads, WorkersWithOwnSolversShareACache) {
+  auto cache = std::make_shared<smt::ResultCache>();
+  std::vector<std::thread> workers;
+  std::atomic<int> equal{0}, differ{0};
+  for (int t = 0; t < 4; ++t)
+    workers.emplace_back([&, t] {
+      ir::Context ctx;  // a Context is confined to its thread, and so is a Solver
+      smt::Solver solver(cache);
+      Expr x = ctx.var("x", Sort::Real), y = ctx.var("y", Sort::Real);
+      for (int i = 0; i < 5; ++i) {
+        Expr k = ctx.real_const(i + t);
+        smt::Decision a = solver.decide(ctx, ctx.max(ctx.mul(ctx.mul(x, x), k), c0(ctx)), ctx.mul(ctx.mul(x, x), k));
+        equal += a.verdict == Verdict::Equal;
+        smt::Decision b = solver.decide(ctx, ctx.call(Fn::Exp, ctx.mul(k, x)), ctx.call(Fn::Exp, ctx.mul(k, y)));
+        differ += b.verdict == Verdict::Differ || (i + t == 0 && b.verdict == Verdict::Equal);
+      }
+    });
+  for (auto& w : workers) w.join();
+  EXPECT_EQ(equal.load(), 20);
+  EXPECT_EQ(differ.load(), 20);
+  EXPECT_GT(cache->hits(), 0u);  // the same (i + t) queries recur across threads
 }
