@@ -1,0 +1,352 @@
+// Register-to-register instruction semantics: integers on bitvectors of the declared width,
+// floats on reals, predicates on Bool. Shared by the symbolic and the concrete mode.
+#include <bit>
+
+#include <fmt/format.h>
+
+#include "exec/machine.h"
+
+namespace dirigo::exec {
+
+using ir::Expr;
+using ir::Op;
+using ir::Sort;
+using ptx::Opcode;
+using ptx::Operand;
+using ptx::Type;
+
+namespace {
+Type main_type(const ptx::Instruction& in) {
+  if (in.mod.types.empty()) return Type::None;
+  return in.mod.types[0];
+}
+Type widen(Type t) {
+  switch (t) {
+    case Type::S8: return Type::S16;
+    case Type::S16: return Type::S32;
+    case Type::S32: return Type::S64;
+    case Type::U8: return Type::U16;
+    case Type::U16: return Type::U32;
+    case Type::U32: return Type::U64;
+    case Type::B16: return Type::B32;
+    case Type::B32: return Type::B64;
+    default: return t;
+  }
+}
+ir::RoundMode int_round(ptx::Rounding r) {
+  switch (r) {
+    case ptx::Rounding::Rni: case ptx::Rounding::Rn: return ir::RoundMode::NearestEven;
+    case ptx::Rounding::Rmi: case ptx::Rounding::Rm: return ir::RoundMode::Down;
+    case ptx::Rounding::Rpi: case ptx::Rounding::Rp: return ir::RoundMode::Up;
+    default: return ir::RoundMode::Zero;
+  }
+}
+}  // namespace
+
+void Machine::exec_alu(Bundle& b, const ptx::Instruction& in) {
+  Type ty = main_type(in);
+  switch (in.op) {
+    case Opcode::Cvt: return exec_cvt(b, in);
+    case Opcode::Setp: return exec_setp(b, in);
+    case Opcode::Cvta: {
+      Expr v = read_raw(b, in.operands.at(1), ty);
+      if (ir::is_bv(v->sort)) v = as_bv(v, std::max(8u, ptx::type_bits(ty)));
+      return write(b, in.operands[0], v);
+    }
+    case Opcode::Mov: {
+      const Operand& src = in.operands.at(1);
+      const Operand& dst = in.operands.at(0);
+      if (src.kind == Operand::Kind::Vector || dst.kind == Operand::Kind::Vector) {
+        // pack/unpack of constants only (half2 packing of data is not modeled)
+        if (dst.kind == Operand::Kind::Vector) {
+          Expr v = read(b, src, ty);
+          if (v->op != Op::ConstBV) unsupported(in, "unpacking a non-constant register");
+          unsigned part = ptx::type_bits(ty) / unsigned(dst.elements.size());
+          for (size_t i = 0; i < dst.elements.size(); ++i)
+            write(b, dst.elements[i], ctx_.bv_const(ir::bv_sort(std::max(8u, part)), v->bv_value() >> (part * i)));
+          return;
+        }
+        unsigned part = ptx::type_bits(ty) / unsigned(src.elements.size());
+        uint64_t bits = 0;
+        for (size_t i = 0; i < src.elements.size(); ++i) {
+          Expr e = read_raw(b, src.elements[i], Type::None);
+          if (e->op != Op::ConstBV) unsupported(in, "packing non-constant registers");
+          bits |= (e->bv_value() & ((part >= 64 ? 0 : (uint64_t(1) << part)) - 1)) << (part * i);
+        }
+        return write(b, dst, ctx_.bv_const(sort_of(ty), bits));
+      }
+      Expr v = read_raw(b, src, ty);
+      if (ty == Type::Pred) return write(b, dst, v);
+      if (ptx::is_float(ty)) {
+        // mov.f32 of an integer register is a bit reinterpretation
+        if (v->sort != Sort::Real) v = as_real(v);
+        return write(b, dst, v);
+      }
+      // .b/.u/.s: moves keep floats as they are (type punning through b32 registers);
+      // the destination register's declared type decides how later ops see it
+      Type dt = reg_type(dst.kind == Operand::Kind::Register ? dst.name : "");
+      if (ptx::is_float(dt) && ir::is_bv(v->sort)) v = as_real(v);
+      return write(b, dst, v);
+    }
+    case Opcode::Selp: {
+      Expr p = read(b, in.operands.at(3), Type::Pred);
+      Expr x = read_raw(b, in.operands[1], ty), y = read_raw(b, in.operands[2], ty);
+      if (ptx::is_float(ty)) { x = as_real(x); y = as_real(y); }
+      else if (x->sort != y->sort) {
+        if (x->sort == Sort::Real || y->sort == Sort::Real) unsupported(in, "selp between a float and an integer");
+        unsigned w = ptx::type_bits(ty);
+        x = as_bv(x, w); y = as_bv(y, w);
+      }
+      return write(b, in.operands[0], ctx_.ite(p, x, y));
+    }
+    default: break;
+  }
+  if (ty == Type::F16x2 || ty == Type::BF16x2) unsupported(in, "packed half2 arithmetic");
+  if (ptx::is_float(ty)) return exec_float(b, in, ty);
+  return exec_int(b, in, ty);
+}
+
+void Machine::exec_int(Bundle& b, const ptx::Instruction& in, Type ty) {
+  const auto& ops = in.operands;
+  auto arg = [&](size_t i, Type t) { return read(b, ops.at(i), t); };
+  if (ty == Type::Pred) {
+    switch (in.op) {
+      case Opcode::And: return write(b, ops[0], ctx_.and_(arg(1, ty), arg(2, ty)));
+      case Opcode::Or: return write(b, ops[0], ctx_.or_(arg(1, ty), arg(2, ty)));
+      case Opcode::Xor: {
+        Expr x = arg(1, ty), y = arg(2, ty);
+        return write(b, ops[0], ctx_.or_(ctx_.and_(x, ctx_.not_(y)), ctx_.and_(ctx_.not_(x), y)));
+      }
+      case Opcode::Not: return write(b, ops[0], ctx_.not_(arg(1, ty)));
+      default: unsupported(in, "predicate operation");
+    }
+  }
+  if (ty == Type::None) unsupported(in, "instruction without a type");
+  bool sgn = ptx::is_signed_int(ty);
+  unsigned w = ptx::type_bits(ty);
+  Sort s = sort_of(ty);
+  auto wide_arg = [&](size_t i) {
+    Expr v = arg(i, ty);
+    Sort ws = ir::bv_sort(2 * w);
+    return sgn ? ctx_.sext(v, ws) : ctx_.zext(v, ws);
+  };
+  auto konst = [&](Expr e, const char* what) -> uint64_t {
+    if (e->op != Op::ConstBV) unsupported(in, fmt::format("{} of a non-constant value", what));
+    return e->bv_value();
+  };
+  auto c = [&](uint64_t v) { return ctx_.bv_const(s, v); };
+  Expr r;
+  switch (in.op) {
+    case Opcode::Add: r = ctx_.bv_add(arg(1, ty), arg(2, ty)); break;
+    case Opcode::Sub: r = ctx_.bv_sub(arg(1, ty), arg(2, ty)); break;
+    case Opcode::Mul: case Opcode::Mul24:
+      if (in.mod.mul == ptx::MulMode::Wide) r = ctx_.bv_mul(wide_arg(1), wide_arg(2));
+      else if (in.mod.mul == ptx::MulMode::Hi) r = ctx_.bv_mulhi(arg(1, ty), arg(2, ty), sgn);
+      else r = ctx_.bv_mul(arg(1, ty), arg(2, ty));
+      break;
+    case Opcode::Mad: case Opcode::Mad24:
+      if (in.mod.mul == ptx::MulMode::Wide) r = ctx_.bv_add(ctx_.bv_mul(wide_arg(1), wide_arg(2)), arg(3, widen(ty)));
+      else if (in.mod.mul == ptx::MulMode::Hi) r = ctx_.bv_add(ctx_.bv_mulhi(arg(1, ty), arg(2, ty), sgn), arg(3, ty));
+      else r = ctx_.bv_add(ctx_.bv_mul(arg(1, ty), arg(2, ty)), arg(3, ty));
+      break;
+    case Opcode::Div: r = sgn ? ctx_.bv_sdiv(arg(1, ty), arg(2, ty)) : ctx_.bv_udiv(arg(1, ty), arg(2, ty)); break;
+    case Opcode::Rem: r = sgn ? ctx_.bv_srem(arg(1, ty), arg(2, ty)) : ctx_.bv_urem(arg(1, ty), arg(2, ty)); break;
+    case Opcode::Neg: r = ctx_.bv_neg(arg(1, ty)); break;
+    case Opcode::Abs: {
+      Expr x = arg(1, ty);
+      r = ctx_.ite(ctx_.slt(x, c(0)), ctx_.bv_neg(x), x);
+      break;
+    }
+    case Opcode::Min: r = ctx_.bv_min(arg(1, ty), arg(2, ty), sgn); break;
+    case Opcode::Max: r = ctx_.bv_max(arg(1, ty), arg(2, ty), sgn); break;
+    case Opcode::And: r = ctx_.bv_and(arg(1, ty), arg(2, ty)); break;
+    case Opcode::Or: r = ctx_.bv_or(arg(1, ty), arg(2, ty)); break;
+    case Opcode::Xor: r = ctx_.bv_xor(arg(1, ty), arg(2, ty)); break;
+    case Opcode::Not: r = ctx_.bv_not(arg(1, ty)); break;
+    case Opcode::Cnot: r = ctx_.ite(ctx_.eq(arg(1, ty), c(0)), c(1), c(0)); break;
+    case Opcode::Shl: r = ctx_.bv_shl(arg(1, ty), as_bv(read(b, ops.at(2), Type::U32), w)); break;
+    case Opcode::Shr: {
+      Expr amount = as_bv(read(b, ops.at(2), Type::U32), w);
+      r = sgn ? ctx_.bv_ashr(arg(1, ty), amount) : ctx_.bv_lshr(arg(1, ty), amount);
+      break;
+    }
+    case Opcode::Popc: case Opcode::Clz: case Opcode::Brev: case Opcode::Bfind: {
+      uint64_t x = konst(arg(1, ty), "bit counting");
+      uint64_t m = w >= 64 ? ~uint64_t(0) : (uint64_t(1) << w) - 1;
+      x &= m;
+      uint64_t v = 0;
+      if (in.op == Opcode::Popc) v = std::popcount(x);
+      else if (in.op == Opcode::Clz) v = x ? std::countl_zero(x) - (64 - w) : w;
+      else if (in.op == Opcode::Brev) { for (unsigned i = 0; i < w; ++i) if (x >> i & 1) v |= uint64_t(1) << (w - 1 - i); }
+      else v = x ? 63 - std::countl_zero(x) : 0xFFFFFFFF;
+      r = ctx_.bv_const(in.op == Opcode::Brev ? s : Sort::BV32, v);
+      break;
+    }
+    case Opcode::Bfe: {
+      uint64_t pos = konst(read(b, ops.at(2), Type::U32), "bfe position") & 0xff;
+      uint64_t len = konst(read(b, ops.at(3), Type::U32), "bfe length") & 0xff;
+      Expr x = arg(1, ty);
+      if (len == 0) { r = c(0); break; }
+      if (pos + len > w) len = w > pos ? w - pos : 0;
+      Expr left = ctx_.bv_shl(x, c(w - pos - len));
+      r = sgn ? ctx_.bv_ashr(left, c(w - len)) : ctx_.bv_lshr(left, c(w - len));
+      break;
+    }
+    case Opcode::Bfi: {
+      uint64_t pos = konst(read(b, ops.at(3), Type::U32), "bfi position") & 0xff;
+      uint64_t len = konst(read(b, ops.at(4), Type::U32), "bfi length") & 0xff;
+      if (pos + len > w) len = w > pos ? w - pos : 0;
+      uint64_t field = (len >= 64 ? ~uint64_t(0) : (uint64_t(1) << len) - 1) << pos;
+      r = ctx_.bv_or(ctx_.bv_and(arg(2, ty), c(~field)), ctx_.bv_and(ctx_.bv_shl(arg(1, ty), c(pos)), c(field)));
+      break;
+    }
+    default:
+      unsupported(in, fmt::format("integer instruction '{}'", ptx::opcode_name(in.op)));
+  }
+  write(b, ops[0], r);
+}
+
+void Machine::exec_float(Bundle& b, const ptx::Instruction& in, Type ty) {
+  const auto& ops = in.operands;
+  Expr ninf = ctx_.var("-inf", Sort::Real), pinf = ctx_.var("+inf", Sort::Real);
+  bool is_minmax = in.op == Opcode::Min || in.op == Opcode::Max;
+  auto arg = [&](size_t i) {
+    Expr x = read(b, ops.at(i), ty);
+    if (!is_minmax && (x == ninf || x == pinf)) unsupported(in, "arithmetic on an infinite value");
+    return x;
+  };
+  auto minmax = [&](bool is_max) {
+    std::vector<Expr> xs;
+    for (size_t i = 1; i < ops.size(); ++i) {
+      Expr x = arg(i);
+      if (x == (is_max ? ninf : pinf)) continue;  // identity element
+      if (x == (is_max ? pinf : ninf)) return x;
+      xs.push_back(x);
+    }
+    if (xs.empty()) return is_max ? ninf : pinf;
+    return is_max ? ctx_.max(xs) : ctx_.min(xs);
+  };
+  Expr r;
+  switch (in.op) {
+    case Opcode::Add: r = ctx_.add(arg(1), arg(2)); break;
+    case Opcode::Sub: r = ctx_.sub(arg(1), arg(2)); break;
+    case Opcode::Mul: r = ctx_.mul(arg(1), arg(2)); break;
+    case Opcode::Div: r = ctx_.div(arg(1), arg(2)); break;
+    case Opcode::Fma: case Opcode::Mad: r = ctx_.add(ctx_.mul(arg(1), arg(2)), arg(3)); break;
+    case Opcode::Neg: r = ctx_.neg(arg(1)); break;
+    case Opcode::Abs: r = ctx_.abs(arg(1)); break;
+    case Opcode::Min: r = minmax(false); break;
+    case Opcode::Max: r = minmax(true); break;
+    case Opcode::Sqrt: r = ctx_.call(ir::Fn::Sqrt, arg(1)); break;
+    case Opcode::Rsqrt: r = ctx_.call(ir::Fn::Rsqrt, arg(1)); break;
+    case Opcode::Rcp: r = ctx_.recip(arg(1)); break;
+    case Opcode::Ex2: r = ctx_.call(ir::Fn::Exp2, arg(1)); break;
+    case Opcode::Lg2: r = ctx_.call(ir::Fn::Log2, arg(1)); break;
+    case Opcode::Tanh: r = ctx_.call(ir::Fn::Tanh, arg(1)); break;
+    case Opcode::Sin: r = ctx_.call(ir::Fn::Sin, arg(1)); break;
+    case Opcode::Cos: r = ctx_.call(ir::Fn::Cos, arg(1)); break;
+    case Opcode::Copysign: {
+      Expr sign = arg(1), mag = ctx_.abs(arg(2));
+      r = ctx_.ite(ctx_.lt(sign, ctx_.real_const(0)), ctx_.neg(mag), mag);
+      break;
+    }
+    default:
+      unsupported(in, fmt::format("float instruction '{}'", ptx::opcode_name(in.op)));
+  }
+  if (in.mod.sat) r = ctx_.min(ctx_.max(r, ctx_.real_const(0)), ctx_.real_const(1));
+  write(b, ops[0], r);
+}
+
+void Machine::exec_cvt(Bundle& b, const ptx::Instruction& in) {
+  if (in.mod.types.size() != 2) unsupported(in, "cvt without two types");
+  Type dt = in.mod.types[0], st = in.mod.types[1];
+  if (dt == Type::F16x2 || st == Type::F16x2 || dt == Type::BF16x2 || st == Type::BF16x2) unsupported(in, "packed half2 conversion");
+  Expr v = read(b, in.operands.at(1), st);
+  Expr r;
+  bool df = ptx::is_float(dt), sf = ptx::is_float(st);
+  if (df && sf) {
+    r = v;
+    switch (in.mod.rounding) {
+      case ptx::Rounding::Rni: r = ctx_.call(ir::Fn::Round, v); break;
+      case ptx::Rounding::Rzi: r = ctx_.call(ir::Fn::Trunc, v); break;
+      case ptx::Rounding::Rmi: r = ctx_.call(ir::Fn::Floor, v); break;
+      case ptx::Rounding::Rpi: r = ctx_.call(ir::Fn::Ceil, v); break;
+      default: break;  // float-to-float rounding is identity on reals
+    }
+    if (in.mod.sat) r = ctx_.min(ctx_.max(r, ctx_.real_const(0)), ctx_.real_const(1));
+  } else if (df) {
+    r = ctx_.bv_to_real(v, ptx::is_signed_int(st));
+  } else if (sf) {
+    r = ctx_.real_to_bv(v, sort_of(dt), ptx::is_signed_int(dt), int_round(in.mod.rounding));
+  } else {
+    unsigned dw = std::max(8u, ptx::type_bits(dt)), sw = std::max(8u, ptx::type_bits(st));
+    if (in.mod.sat) unsupported(in, "saturating integer conversion");
+    if (dw > sw) r = ptx::is_signed_int(st) ? ctx_.sext(v, ir::bv_sort(dw)) : ctx_.zext(v, ir::bv_sort(dw));
+    else if (dw < sw) r = ctx_.trunc(v, ir::bv_sort(dw));
+    else r = v;
+    // narrow destination types held in wider registers (cvt.s8.s32 -> 16-bit reg) extend back
+    unsigned regw = ptx::type_bits(reg_type(in.operands[0].name));
+    if (ptx::type_bits(dt) < regw && regw >= 16)
+      r = ptx::is_signed_int(dt) ? ctx_.sext(r, ir::bv_sort(regw)) : ctx_.zext(r, ir::bv_sort(regw));
+  }
+  write(b, in.operands[0], r);
+}
+
+void Machine::exec_setp(Bundle& b, const ptx::Instruction& in) {
+  Type ty = main_type(in);
+  const auto& ops = in.operands;
+  Expr x, y;
+  bool fl = ptx::is_float(ty);
+  if (fl) { x = read(b, ops.at(1), ty); y = read(b, ops.at(2), ty); }
+  else {
+    x = read_raw(b, ops.at(1), ty);
+    y = read_raw(b, ops.at(2), ty);
+    bool punned = x->sort == Sort::Real || y->sort == Sort::Real;
+    if (punned && !(in.mod.cmp == ptx::CmpOp::Eq || in.mod.cmp == ptx::CmpOp::Ne))
+      unsupported(in, "integer comparison of float bits");
+    if (!punned) { x = as_bv(x, ptx::type_bits(ty)); y = as_bv(y, ptx::type_bits(ty)); }
+  }
+  bool sgn = ptx::is_signed_int(ty);
+  Expr r;
+  using C = ptx::CmpOp;
+  auto lt = [&](Expr a, Expr c) { return fl ? ctx_.lt(a, c) : sgn ? ctx_.slt(a, c) : ctx_.ult(a, c); };
+  auto le = [&](Expr a, Expr c) { return fl ? ctx_.le(a, c) : sgn ? ctx_.sle(a, c) : ctx_.ule(a, c); };
+  Expr ninf = ctx_.var("-inf", Sort::Real), pinf = ctx_.var("+inf", Sort::Real);
+  if (fl && (x == ninf || x == pinf || y == ninf || y == pinf)) unsupported(in, "comparison with an infinite value");
+  switch (in.mod.cmp) {
+    case C::Eq: case C::Equ: r = ctx_.eq(x, y); break;
+    case C::Ne: case C::Neu: r = ctx_.not_(ctx_.eq(x, y)); break;
+    case C::Lt: case C::Ltu: r = lt(x, y); break;
+    case C::Le: case C::Leu: r = le(x, y); break;
+    case C::Gt: case C::Gtu: r = lt(y, x); break;
+    case C::Ge: case C::Geu: r = le(y, x); break;
+    case C::Lo: r = ctx_.ult(x, y); break;
+    case C::Ls: r = ctx_.ule(x, y); break;
+    case C::Hi: r = ctx_.ult(y, x); break;
+    case C::Hs: r = ctx_.ule(y, x); break;
+    case C::Num: r = ctx_.bool_const(true); break;   // reals are never NaN
+    case C::Nan: r = ctx_.bool_const(false); break;
+    default: unsupported(in, "comparison operator");
+  }
+  Expr q = ctx_.not_(r);
+  if (in.mod.bool_op != ptx::BoolOp::None) {
+    Expr c = read(b, ops.at(3), Type::Pred);
+    auto comb = [&](Expr p) {
+      switch (in.mod.bool_op) {
+        case ptx::BoolOp::And: return ctx_.and_(p, c);
+        case ptx::BoolOp::Or: return ctx_.or_(p, c);
+        default: return ctx_.or_(ctx_.and_(p, ctx_.not_(c)), ctx_.and_(ctx_.not_(p), c));
+      }
+    };
+    r = comb(r);
+    q = comb(q);
+  }
+  if (ops[0].kind == Operand::Kind::Pair) {
+    write(b, ops[0].elements.at(0), r);
+    write(b, ops[0].elements.at(1), q);
+  } else {
+    write(b, ops[0], r);
+  }
+}
+
+}  // namespace dirigo::exec

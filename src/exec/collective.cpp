@@ -1,0 +1,370 @@
+// Collective points: block barriers (epoch commit + shared-memory checks) and warp-level
+// primitives (shfl.sync, vote.sync, activemask, bar.warp.sync) executed as a barrier over the
+// bundles of the warp (paper §3.3.4).
+#include <fmt/format.h>
+
+#include "exec/machine.h"
+
+namespace dirigo::exec {
+
+using ir::Expr;
+using ir::Op;
+using ir::Sort;
+using ptx::Opcode;
+using ptx::Operand;
+using ptx::Type;
+
+namespace {
+Dim3 block_of(uint64_t lin, const Dim3& g) {
+  return {uint32_t(lin % g.x), uint32_t(lin / g.x % g.y), uint32_t(lin / (uint64_t(g.x) * g.y))};
+}
+uint64_t linear_of(const Dim3& c, const Dim3& d) { return c.x + uint64_t(d.x) * (c.y + uint64_t(d.y) * c.z); }
+}  // namespace
+
+std::vector<ThreadCoord> Machine::sample_blocks(bool depends_on_ctaid) {
+  uint64_t n = launch_.grid.count();
+  std::vector<uint64_t> lins{0};
+  if (depends_on_ctaid) {
+    for (unsigned i = 1; i < opt_.check_blocks; ++i) lins.push_back(i + 1 == opt_.check_blocks ? n - 1 : n * i / opt_.check_blocks);
+  }
+  std::sort(lins.begin(), lins.end());
+  lins.erase(std::unique(lins.begin(), lins.end()), lins.end());
+  std::vector<ThreadCoord> out;
+  for (uint64_t l : lins) out.push_back({{0, 0, 0}, block_of(l, launch_.grid)});
+  return out;
+}
+
+// Which bundle holds each thread of one block (-1: none alive), by evaluating bundle predicates.
+static std::vector<int> holders_of(Machine*, const std::vector<Bundle>& bundles, const ThreadVars& tv, const Dim3& block,
+                                   const Dim3& ctaid, bool skip_exited) {
+  std::vector<int> holder(block.count(), -1);
+  auto vars = tv.all();
+  for (size_t bi = 0; bi < bundles.size(); ++bi) {
+    const Bundle& b = bundles[bi];
+    if (skip_exited && b.state == Bundle::State::Exited) continue;
+    if (b.coord) {
+      if (linear_of(b.coord->ctaid, tv.grid) != linear_of(ctaid, tv.grid)) continue;
+      holder[linear_of(b.coord->tid, block)] = int(bi);
+      continue;
+    }
+    Expr roots[] = {b.pred};
+    BvProgram prog(vars, roots);
+    if (!prog.ok()) continue;
+    for (uint64_t lin = 0; lin < block.count(); ++lin) {
+      uint64_t p[6] = {lin % block.x, lin / block.x % block.y, lin / (uint64_t(block.x) * block.y), ctaid.x, ctaid.y, ctaid.z};
+      uint64_t r;
+      prog.eval(p, &r);
+      if (r) holder[lin] = int(bi);
+    }
+  }
+  return holder;
+}
+
+void Machine::barrier(std::vector<size_t> group) {
+  std::set<size_t> pcs;
+  for (size_t i : group) pcs.insert(bundles_[i].pc);
+  if (pcs.size() > 1) {
+    bool dep = false;
+    for (size_t i : group) dep = dep || sat_.mentions_ctaid(bundles_[i].pred);
+    for (const auto& blk : sample_blocks(dep)) {
+      auto holder = holders_of(this, bundles_, tv_, launch_.block, blk.ctaid, true);
+      std::map<size_t, uint64_t> pc_thread;
+      for (uint64_t lin = 0; lin < holder.size(); ++lin)
+        if (holder[lin] >= 0) pc_thread.emplace(bundles_[holder[lin]].pc, lin);
+      if (pc_thread.size() > 1) {
+        auto a = pc_thread.begin(), c = std::next(a);
+        const auto& ia = f_.body[a->first];
+        std::string key = "barrier-divergence@" + std::to_string(ia.loc.ptx_line);
+        if (reported_.insert(key).second) {
+          Finding fd;
+          fd.kind = "barrier-divergence";
+          fd.kernel = f_.name;
+          fd.where = where(ia);
+          fd.other = where(f_.body[c->first]);
+          fd.thread = coord_of(a->second, blk.ctaid);
+          fd.other_thread = coord_of(c->second, blk.ctaid);
+          fd.message = "threads of one block wait at different barriers";
+          out_.findings.push_back(std::move(fd));
+        }
+        break;
+      }
+    }
+  }
+  // commit the epoch: pending shared stores become visible
+  if (!concrete_) {
+    check_shared_epoch();
+    ++epoch_;
+    std::string name = fmt::format("{}.e{}", ctx_.tensor_name(out_.smem_tensor[0]).substr(0, ctx_.tensor_name(out_.smem_tensor[0]).size() - 3), epoch_);
+    out_.smem_tensor.push_back(ctx_.tensor(name));
+    out_.epoch_writes.emplace_back();
+    for (auto& b : bundles_) b.pending.clear();
+    epoch_access_.clear();
+  }
+  for (size_t i : group) { bundles_[i].state = Bundle::State::Running; ++bundles_[i].pc; }
+}
+
+void Machine::check_shared_epoch() {
+  if (concrete_ || epoch_access_.empty()) return;
+  bool dep = false;
+  for (const auto& a : epoch_access_) dep = dep || sat_.mentions_ctaid(a.pred) || sat_.mentions_ctaid(a.addr);
+  auto vars = tv_.all();
+  std::vector<std::unique_ptr<BvProgram>> progs;
+  for (const auto& a : epoch_access_) {
+    Expr roots[] = {a.pred, a.addr};
+    progs.push_back(std::make_unique<BvProgram>(vars, roots));
+  }
+  const Dim3& B = launch_.block;
+  for (const auto& blk : sample_blocks(dep)) {
+    uint64_t blin = linear_of(blk.ctaid, launch_.grid);
+    auto& init = initialized_[blin];
+    init.resize(out_.smem_bytes, false);
+    struct Touch { uint32_t lin; uint32_t access; };
+    std::unordered_map<uint64_t, std::vector<Touch>> bytes;  // byte -> touches in seq order
+    for (size_t ai = 0; ai < epoch_access_.size(); ++ai) {
+      if (!progs[ai]->ok()) continue;
+      const auto& acc = epoch_access_[ai];
+      for (uint64_t lin = 0; lin < B.count(); ++lin) {
+        uint64_t p[6] = {lin % B.x, lin / B.x % B.y, lin / (uint64_t(B.x) * B.y), blk.ctaid.x, blk.ctaid.y, blk.ctaid.z};
+        uint64_t r[2];
+        progs[ai]->eval(p, r);
+        if (!r[0]) continue;
+        for (unsigned k = 0; k < acc.bytes; ++k) bytes[r[1] + k].push_back({uint32_t(lin), uint32_t(ai)});
+      }
+    }
+    for (auto& [byte, touches] : bytes) {
+      // races: a write and another access by a different thread in the same epoch
+      const Touch* w = nullptr;
+      for (const auto& t : touches) if (epoch_access_[t.access].write) { w = &t; break; }
+      if (w) {
+        for (const auto& t : touches) {
+          if (t.lin == w->lin) continue;
+          const auto& a1 = epoch_access_[w->access];
+          const auto& a2 = epoch_access_[t.access];
+          std::string key = fmt::format("shared-race@{}:{}", a1.where.ptx_line, a2.where.ptx_line);
+          if (reported_.insert(key).second) {
+            Finding fd;
+            fd.kind = "shared-race";
+            fd.kernel = f_.name;
+            fd.where = a1.where;
+            fd.other = a2.where;
+            fd.thread = coord_of(w->lin, blk.ctaid);
+            fd.other_thread = coord_of(t.lin, blk.ctaid);
+            fd.message = fmt::format("shared byte {} written by one thread and {} by another without a barrier between",
+                                     byte, a2.write ? "written" : "read");
+            out_.findings.push_back(std::move(fd));
+          }
+          break;
+        }
+      }
+      // uninitialized reads: no earlier epoch wrote the byte and the reader did not write it before
+      if (byte < init.size() && !init[byte]) {
+        for (const auto& t : touches) {
+          const auto& a = epoch_access_[t.access];
+          if (a.write) continue;
+          bool own = false;
+          for (const auto& u : touches)
+            if (u.lin == t.lin && epoch_access_[u.access].write && epoch_access_[u.access].seq < a.seq) own = true;
+          bool other_write = false;
+          for (const auto& u : touches) if (u.lin != t.lin && epoch_access_[u.access].write) other_write = true;
+          if (own || other_write) continue;  // other_write is reported as a race
+          std::string key = fmt::format("uninitialized-shared-read@{}", a.where.ptx_line);
+          if (reported_.insert(key).second) {
+            Finding fd;
+            fd.kind = "uninitialized-shared-read";
+            fd.kernel = f_.name;
+            fd.where = a.where;
+            fd.thread = coord_of(t.lin, blk.ctaid);
+            fd.message = fmt::format("shared byte {} is read before any thread wrote it", byte);
+            out_.findings.push_back(std::move(fd));
+          }
+          break;
+        }
+      }
+    }
+    for (auto& [byte, touches] : bytes)
+      for (const auto& t : touches)
+        if (epoch_access_[t.access].write && byte < init.size()) init[byte] = true;
+  }
+}
+
+void Machine::collective_warp(std::vector<size_t> group) {
+  const auto& in = f_.body[bundles_[group[0]].pc];
+  const Dim3& B = launch_.block;
+  uint64_t nthreads = B.count();
+  auto c32 = [&](uint64_t v) { return ctx_.bv_const(Sort::BV32, v); };
+  bool is_bar = in.op == Opcode::Bar || in.op == Opcode::Barrier;
+
+  // membermask check over the sampled blocks: every lane the mask names must be here
+  std::optional<uint64_t> mask;
+  int mask_at = in.op == Opcode::Shfl ? 4 : in.op == Opcode::Vote ? 2 : is_bar ? 0 : -1;
+  if (mask_at >= 0 && int(in.operands.size()) > mask_at) {
+    Expr mv = read(bundles_[group[0]], in.operands[mask_at], Type::B32);
+    if (mv->op == Op::ConstBV) mask = mv->bv_value();
+  } else if (is_bar && in.operands.empty()) {
+    mask = 0xFFFFFFFFu;
+  }
+  if (mask) {
+    bool dep = false;
+    for (size_t i : group) dep = dep || sat_.mentions_ctaid(bundles_[i].pred);
+    std::set<size_t> in_group(group.begin(), group.end());
+    for (const auto& blk : concrete_ ? std::vector<ThreadCoord>{} : sample_blocks(dep)) {
+      auto holder = holders_of(this, bundles_, tv_, B, blk.ctaid, false);
+      for (uint64_t lin = 0; lin < nthreads; ++lin) {
+        if (holder[lin] < 0 || !in_group.count(size_t(holder[lin]))) continue;
+        uint64_t base = lin & ~uint64_t(31);
+        for (unsigned l = 0; l < 32; ++l) {
+          if (!(*mask >> l & 1)) continue;
+          uint64_t p = base + l;
+          std::string kind;
+          if (p >= nthreads) kind = "shuffle-outside-block";
+          else if (holder[p] < 0 || !in_group.count(size_t(holder[p]))) kind = "shuffle-inactive-lane";
+          if (kind.empty()) continue;
+          std::string key = kind + "@" + std::to_string(in.loc.ptx_line);
+          if (!reported_.insert(key).second) continue;
+          Finding fd;
+          fd.kind = kind;
+          fd.kernel = f_.name;
+          fd.where = where(in);
+          fd.thread = coord_of(lin, blk.ctaid);
+          if (p < nthreads) fd.other_thread = coord_of(p, blk.ctaid);
+          fd.message = fmt::format("membermask 0x{:08x} names lane {} which {}", *mask, l,
+                                   p >= nthreads ? "lies outside the block" : "does not execute this instruction");
+          out_.findings.push_back(std::move(fd));
+        }
+      }
+    }
+  }
+
+  if (is_bar) {
+    // __syncwarp: commit the epoch (see docs/exec.md for the approximation)
+    if (!concrete_) {
+      check_shared_epoch();
+      ++epoch_;
+      std::string base(ctx_.tensor_name(out_.smem_tensor[0]));
+      out_.smem_tensor.push_back(ctx_.tensor(base.substr(0, base.size() - 3) + ".e" + std::to_string(epoch_)));
+      out_.epoch_writes.emplace_back();
+      for (auto& b : bundles_) b.pending.clear();
+      epoch_access_.clear();
+    }
+    for (size_t i : group) { bundles_[i].state = Bundle::State::Running; ++bundles_[i].pc; }
+    return;
+  }
+
+  // concrete lookup: (block, linear tid) -> bundle
+  std::map<std::pair<uint64_t, uint64_t>, size_t> by_thread;
+  if (concrete_)
+    for (size_t i : group)
+      by_thread[{linear_of(bundles_[i].coord->ctaid, launch_.grid), linear_of(bundles_[i].coord->tid, B)}] = i;
+
+  struct Arm { Expr valid, value; };
+  // Values of operand `o` held by the thread `plin` (same block) among the group, as arms.
+  auto partner_arms = [&](Bundle& R, Expr cond, Expr plin, const Operand& o, Type ty, bool& complete) {
+    std::vector<Arm> arms;
+    complete = false;
+    if (concrete_) {
+      if (plin->op != Op::ConstBV) throw Unsupported("non-constant shuffle partner in concrete mode");
+      auto it = by_thread.find({linear_of(R.coord->ctaid, launch_.grid), plin->bv_value()});
+      if (it != by_thread.end()) {
+        arms.push_back({ctx_.bool_const(true), read(bundles_[it->second], o, ty)});
+        complete = true;
+      }
+      return arms;
+    }
+    auto ptid = tid_of_linear(plin);
+    Expr inblock = ctx_.ult(plin, c32(nthreads));
+    for (size_t si : group) {
+      Bundle& S = bundles_[si];
+      Expr valid = ctx_.and_(inblock, subst_tid(S.pred, ptid));
+      if (!sat(ctx_.and_(cond, valid))) continue;
+      arms.push_back({valid, subst_tid(read(S, o, ty), ptid)});
+      if (!sat(ctx_.and_(cond, ctx_.not_(valid)))) { complete = true; break; }
+    }
+    return arms;
+  };
+  auto combine = [&](std::vector<Arm>& arms, bool complete, Sort s) {
+    Expr acc = complete ? arms.back().value : ctx_.undef(s);
+    for (size_t k = arms.size() - (complete ? 1 : 0); k-- > 0;) {
+      if (arms[k].value->sort != s) throw Unsupported("warp exchange between values of different sorts");
+      acc = ctx_.ite(arms[k].valid, arms[k].value, acc);
+    }
+    return acc;
+  };
+
+  std::vector<std::vector<std::pair<Operand, Expr>>> results(group.size());
+  for (size_t gi = 0; gi < group.size(); ++gi) {
+    Bundle& R = bundles_[group[gi]];
+    Expr lin = linear_tid(special(R, "%tid.x"), special(R, "%tid.y"), special(R, "%tid.z"));
+    Expr lane = ctx_.bv_and(lin, c32(31));
+    Expr warp_base = ctx_.bv_sub(lin, lane);
+    if (in.op == Opcode::Shfl) {
+      Type ty = in.mod.types.empty() ? Type::B32 : in.mod.types[0];
+      Expr own = read_raw(R, in.operands.at(1), ty);
+      if (own->sort != Sort::Real) own = read(R, in.operands[1], ty);
+      Type vty = own->sort == Sort::Real ? Type::F32 : ty;
+      Expr bv = read(R, in.operands.at(2), Type::U32), cv = read(R, in.operands.at(3), Type::U32);
+      if (cv->op != Op::ConstBV) unsupported(in, "shuffle with a non-constant clamp operand");
+      uint64_t c = cv->bv_value(), seg = (c >> 8) & 31, clamp = c & 31;
+      Expr max_lane = ctx_.bv_or(ctx_.bv_and(lane, c32(seg)), c32(clamp & ~seg & 31));
+      Expr min_lane = ctx_.bv_and(lane, c32(seg));
+      Expr j, p;
+      switch (in.mod.shfl) {
+        case ptx::ShflMode::Up: j = ctx_.bv_sub(lane, bv); p = ctx_.sle(max_lane, j); break;
+        case ptx::ShflMode::Down: j = ctx_.bv_add(lane, bv); p = ctx_.sle(j, max_lane); break;
+        case ptx::ShflMode::Bfly: j = ctx_.bv_xor(lane, bv); p = ctx_.sle(j, max_lane); break;
+        case ptx::ShflMode::Idx: j = ctx_.bv_or(min_lane, ctx_.bv_and(bv, c32(~seg & 0xFFFFFFFFu))); p = ctx_.sle(j, max_lane); break;
+        default: unsupported(in, "shuffle mode");
+      }
+      Expr result;
+      bool any_in = sat(ctx_.and_(R.pred, p)), any_out = sat(ctx_.and_(R.pred, ctx_.not_(p)));
+      if (!any_in) result = own;
+      else {
+        bool complete;
+        auto arms = partner_arms(R, ctx_.and_(R.pred, p), ctx_.bv_add(warp_base, j), in.operands[1], vty, complete);
+        Expr pv = combine(arms, complete, own->sort);
+        result = any_out ? ctx_.ite(p, pv, own) : pv;
+      }
+      const Operand& d = in.operands[0];
+      if (d.kind == Operand::Kind::Pair) {
+        results[gi].push_back({d.elements.at(0), result});
+        results[gi].push_back({d.elements.at(1), p});
+      } else {
+        results[gi].push_back({d, result});
+      }
+    } else if (in.op == Opcode::Vote || in.op == Opcode::Activemask) {
+      bool ballot = in.op == Opcode::Activemask || in.mod.vote == ptx::VoteMode::Ballot;
+      if (in.op == Opcode::Vote && in.mod.vote == ptx::VoteMode::Uni) unsupported(in, "vote.uni");
+      std::vector<Expr> bits, alls, anys;
+      for (unsigned l = 0; l < 32; ++l) {
+        bool complete;
+        Operand po;
+        bool use_pred = in.op == Opcode::Vote;
+        if (use_pred) po = in.operands.at(1);
+        Expr plin = ctx_.bv_add(warp_base, c32(l));
+        std::vector<Arm> arms;
+        if (use_pred) arms = partner_arms(R, R.pred, plin, po, Type::Pred, complete);
+        else {
+          Operand t; t.kind = Operand::Kind::Int; t.int_value = 1;
+          arms = partner_arms(R, R.pred, plin, t, Type::Pred, complete);
+        }
+        std::vector<Expr> act, on;
+        for (auto& a : arms) { act.push_back(a.valid); on.push_back(ctx_.and_(a.valid, a.value)); }
+        Expr active = ctx_.or_(act), bit = ctx_.or_(on);
+        bits.push_back(ctx_.ite(bit, c32(uint64_t(1) << l), c32(0)));
+        anys.push_back(bit);
+        alls.push_back(ctx_.or_(ctx_.not_(active), bit));
+      }
+      Expr r = ballot ? ctx_.bv_or(bits) : in.mod.vote == ptx::VoteMode::Any ? ctx_.or_(anys) : ctx_.and_(alls);
+      results[gi].push_back({in.operands[0], r});
+    } else {
+      unsupported(in, "warp-level instruction");
+    }
+  }
+  for (size_t gi = 0; gi < group.size(); ++gi) {
+    Bundle& R = bundles_[group[gi]];
+    for (auto& [d, v] : results[gi]) write(R, d, v);
+    R.state = Bundle::State::Running;
+    ++R.pc;
+  }
+}
+
+}  // namespace dirigo::exec

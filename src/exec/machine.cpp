@@ -1,0 +1,478 @@
+#include "exec/machine.h"
+
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <cstring>
+
+#include <fmt/format.h>
+
+namespace dirigo::exec {
+
+using ir::Expr;
+using ir::Op;
+using ir::Sort;
+using ptx::Opcode;
+using ptx::Operand;
+using ptx::Type;
+
+namespace {
+uint64_t align_up(uint64_t x, uint64_t a) { return a ? (x + a - 1) / a * a : x; }
+
+double bits_to_double(uint64_t bits, unsigned width) {
+  if (width == 64) { double d; std::memcpy(&d, &bits, 8); return d; }
+  if (width == 32) { uint32_t b = uint32_t(bits); float f; std::memcpy(&f, &b, 4); return f; }
+  if (width == 16) {  // IEEE half
+    uint32_t s = (bits >> 15) & 1, e = (bits >> 10) & 31, m = bits & 1023;
+    double v = e == 0 ? std::ldexp(double(m), -24) : e == 31 ? INFINITY : std::ldexp(double(m | 1024), int(e) - 25);
+    return s ? -v : v;
+  }
+  return NAN;
+}
+}  // namespace
+
+Machine::Machine(ir::Context& ctx, const ptx::Module& m, const ptx::Function& f, const Launch& launch,
+                 const ExecOptions& opt, ExecResult& out, const ConcreteMemory* concrete)
+    : ctx_(ctx), m_(m), f_(f), launch_(launch), opt_(opt), out_(out), tv_(ctx, launch.block, launch.grid),
+      sat_(ctx, tv_, opt.max_enumeration), rollup_(ptx::rollup(f)), concrete_(concrete != nullptr) {
+  if (concrete) mem_ = *concrete;
+  out_.idioms = rollup_.matched;
+  if (launch.params.size() != f.params.size())
+    throw Unsupported(fmt::format("kernel {} has {} parameters, launch binds {}", f.name, f.params.size(), launch.params.size()));
+  for (uint32_t d : {launch.block.x, launch.block.y, launch.block.z, launch.grid.x, launch.grid.y, launch.grid.z})
+    if (d == 0) throw Unsupported("launch dimension 0");
+  if (launch.block.count() > 1024) throw Unsupported("block of more than 1024 threads");
+  layout_variables();
+  static std::atomic<uint64_t> launches{0};
+  uint64_t id = launches++;
+  out_.smem_bytes = static_shared_ + launch.dynamic_shared_bytes;
+  out_.smem_tensor.push_back(ctx_.tensor(fmt::format("{}#{}.smem.e0", f.name, id)));
+  out_.epoch_writes.emplace_back();
+  if (!concrete_) {
+    Bundle b;
+    b.pred = ctx_.bool_const(true);
+    out_.bundles.push_back({b.pred, "", {}});
+    bundles_.push_back(std::move(b));
+  } else {
+    const Dim3& B = launch.block;
+    const Dim3& G = launch.grid;
+    uint64_t total = B.count() * G.count();
+    if (total > 65536) throw Unsupported("concrete interpretation is limited to 65536 threads");
+    for (uint32_t cz = 0; cz < G.z; ++cz) for (uint32_t cy = 0; cy < G.y; ++cy) for (uint32_t cx = 0; cx < G.x; ++cx)
+    for (uint32_t z = 0; z < B.z; ++z) for (uint32_t y = 0; y < B.y; ++y) for (uint32_t x = 0; x < B.x; ++x) {
+      Bundle b;
+      b.coord = ThreadCoord{{x, y, z}, {cx, cy, cz}};
+      uint32_t vals[6] = {x, y, z, cx, cy, cz};
+      std::vector<Expr> eqs;
+      auto vars = tv_.all();
+      for (int i = 0; i < 6; ++i) eqs.push_back(ctx_.eq(vars[i], ctx_.bv_const(Sort::BV32, vals[i])));
+      b.pred = ctx_.and_(eqs);
+      b.info = int(out_.bundles.size());
+      out_.bundles.push_back({b.pred, "", {}});
+      bundles_.push_back(std::move(b));
+    }
+  }
+}
+
+void Machine::layout_variables() {
+  auto place = [&](const ptx::Variable& v, bool function_scope) {
+    uint64_t a = v.align ? v.align : std::max<uint64_t>(1, ptx::type_bits(v.type) / 8);
+    if (v.space == ptx::StateSpace::Shared) {
+      bool unsized = v.is_extern || (!v.dims.empty() && v.dims[0] == 0);
+      if (unsized) return;  // placed after the static ones
+      static_shared_ = align_up(static_shared_, a);
+      var_addr_[v.name] = kSharedBase + static_shared_;
+      var_size_[v.name] = v.size_bytes();
+      static_shared_ += v.size_bytes();
+    } else if (v.space == ptx::StateSpace::Local || (function_scope && v.space == ptx::StateSpace::Param)) {
+      local_bytes_ = align_up(local_bytes_, std::max<uint64_t>(a, 8));
+      var_addr_[v.name] = kLocalBase + local_bytes_;
+      var_size_[v.name] = v.size_bytes();
+      local_bytes_ += std::max<uint64_t>(v.size_bytes(), 8);
+    }
+  };
+  for (const auto& v : m_.globals) place(v, false);
+  for (const auto& v : f_.locals) place(v, true);
+  static_shared_ = align_up(static_shared_, 16);
+  for (const auto* vars : {&m_.globals, &f_.locals})
+    for (const auto& v : *vars)
+      if (v.space == ptx::StateSpace::Shared && !var_addr_.count(v.name)) {
+        var_addr_[v.name] = kSharedBase + static_shared_;  // every extern array aliases the dynamic region
+        var_size_[v.name] = launch_.dynamic_shared_bytes;
+      }
+}
+
+int Machine::slot(const std::string& reg) {
+  auto it = slots_.find(reg);
+  if (it != slots_.end()) return it->second;
+  auto t = f_.register_type(reg);
+  int s = int(slot_types_.size());
+  slots_[reg] = s;
+  slot_types_.push_back(t ? *t : Type::None);
+  return s;
+}
+
+ptx::Type Machine::reg_type(const std::string& reg) { return slot_types_[slot(reg)]; }
+
+Where Machine::where(const ptx::Instruction& in) const {
+  Where w;
+  w.ptx_line = in.loc.ptx_line;
+  if (in.loc.file >= 0) {
+    auto it = m_.files.find(in.loc.file);
+    w.source = fmt::format("{}:{}", it == m_.files.end() ? std::string("?") : it->second, in.loc.line);
+  }
+  return w;
+}
+
+void Machine::unsupported(const ptx::Instruction& in, const std::string& why) const {
+  throw Unsupported(fmt::format("{} at PTX line {} ('{}') in kernel {}", why, in.loc.ptx_line, in.text, f_.name));
+}
+
+Sort Machine::sort_of(Type ty) {
+  if (ty == Type::Pred) return Sort::Bool;
+  if (ptx::is_float(ty)) return Sort::Real;
+  unsigned w = ptx::type_bits(ty);
+  return ir::bv_sort(w < 8 ? 8 : w > 64 ? 64 : w);
+}
+
+// ---------------------------------------------------------------- values
+
+Expr Machine::const_of(Type ty, const Operand& o) {
+  if (o.kind == Operand::Kind::Int) {
+    if (ty == Type::Pred) return ctx_.bool_const(o.int_value != 0);
+    if (ptx::is_float(ty)) return ctx_.real_const(o.int_value);
+    return ctx_.bv_const(sort_of(ty), uint64_t(o.int_value));
+  }
+  // Float immediate
+  if (ptx::is_float(ty) || ty == Type::None) {
+    double d = o.float_value;
+    if (std::isnan(d)) throw Unsupported("NaN constant");
+    if (std::isinf(d)) return ctx_.var(d > 0 ? "+inf" : "-inf", Sort::Real);
+    return ctx_.real_const_from_double(d);
+  }
+  return ctx_.bv_const(sort_of(ty), o.float_bits);
+}
+
+Expr Machine::linear_tid(Expr tx, Expr ty, Expr tz) {
+  const Dim3& B = launch_.block;
+  Expr nx = ctx_.bv_const(Sort::BV32, B.x), nxy = ctx_.bv_const(Sort::BV32, uint64_t(B.x) * B.y);
+  return ctx_.bv_add(std::vector<Expr>{tx, ctx_.bv_mul(ty, nx), ctx_.bv_mul(tz, nxy)});
+}
+
+std::vector<Expr> Machine::tid_of_linear(Expr lin) {
+  const Dim3& B = launch_.block;
+  if (B.y == 1 && B.z == 1) return {lin, ctx_.bv_const(Sort::BV32, 0), ctx_.bv_const(Sort::BV32, 0)};
+  Expr nx = ctx_.bv_const(Sort::BV32, B.x), ny = ctx_.bv_const(Sort::BV32, B.y);
+  Expr rest = ctx_.bv_udiv(lin, nx);
+  return {ctx_.bv_urem(lin, nx), ctx_.bv_urem(rest, ny), ctx_.bv_udiv(rest, ny)};
+}
+
+Expr Machine::subst_tid(Expr e, const std::vector<Expr>& tid) {
+  return ir::substitute(ctx_, e, [&](Expr leaf) -> Expr {
+    for (int i = 0; i < 3; ++i) if (leaf == tv_.tid[i]) return tid[i];
+    return nullptr;
+  });
+}
+
+Expr Machine::ctaid_linear() {
+  const Dim3& G = launch_.grid;
+  auto z = [&](Expr v) { return ctx_.zext(v, Sort::BV64); };
+  return ctx_.bv_add(std::vector<Expr>{z(tv_.ctaid[0]), ctx_.bv_mul(z(tv_.ctaid[1]), ctx_.bv_const(Sort::BV64, G.x)),
+                                       ctx_.bv_mul(z(tv_.ctaid[2]), ctx_.bv_const(Sort::BV64, uint64_t(G.x) * G.y))});
+}
+
+Expr Machine::special(Bundle& b, const std::string& name) {
+  auto dimsel = [&](const Dim3& d, char c) { return c == 'x' ? d.x : c == 'y' ? d.y : d.z; };
+  auto idx = [&](char c) { return c == 'x' ? 0 : c == 'y' ? 1 : 2; };
+  char c = name.back();
+  auto c32 = [&](uint64_t v) { return ctx_.bv_const(Sort::BV32, v); };
+  if (name.rfind("%tid.", 0) == 0) return b.coord ? c32(dimsel(b.coord->tid, c)) : tv_.tid[idx(c)];
+  if (name.rfind("%ctaid.", 0) == 0) return b.coord ? c32(dimsel(b.coord->ctaid, c)) : tv_.ctaid[idx(c)];
+  if (name.rfind("%ntid.", 0) == 0) return c32(dimsel(launch_.block, c));
+  if (name.rfind("%nctaid.", 0) == 0) return c32(dimsel(launch_.grid, c));
+  Expr lin = linear_tid(special(b, "%tid.x"), special(b, "%tid.y"), special(b, "%tid.z"));
+  if (name == "%laneid") return ctx_.bv_and(lin, c32(31));
+  if (name == "%warpid") return ctx_.bv_lshr(lin, c32(5));
+  if (name == "%nwarpid") return c32((launch_.block.count() + 31) / 32);
+  if (name == "%lanemask_lt" || name == "%lanemask_le" || name == "%lanemask_eq") {
+    Expr lane = ctx_.bv_and(lin, c32(31));
+    Expr bit = ctx_.bv_shl(c32(1), lane);
+    if (name == "%lanemask_eq") return bit;
+    if (name == "%lanemask_lt") return ctx_.bv_sub(bit, c32(1));
+    return ctx_.bv_sub(ctx_.bv_shl(bit, c32(1)), c32(1));
+  }
+  throw Unsupported("special register " + name);
+}
+
+Expr Machine::read_raw(Bundle& b, const Operand& o, Type ty) {
+  switch (o.kind) {
+    case Operand::Kind::Register: {
+      Expr v;
+      if (o.name.size() > 1 && o.name[0] == '%' && !slots_.count(o.name) && !f_.register_type(o.name)) {
+        v = special(b, o.name);
+      } else {
+        int s = slot(o.name);
+        if (size_t(s) >= b.regs.size()) b.regs.resize(slot_types_.size(), nullptr);
+        v = b.regs[s];
+        if (!v) v = ctx_.undef(sort_of(slot_types_[s] == Type::None ? ty : slot_types_[s]));
+      }
+      if (o.negated) {
+        if (v->sort != Sort::Bool) throw Unsupported("negated non-predicate " + o.name);
+        v = ctx_.not_(v);
+      }
+      return v;
+    }
+    case Operand::Kind::Int: case Operand::Kind::Float:
+      return const_of(ty, o);
+    case Operand::Kind::Symbol: {
+      auto it = var_addr_.find(o.name);
+      if (it == var_addr_.end()) throw Unsupported("address of symbol " + o.name);
+      unsigned w = ptx::type_bits(ty) == 32 ? 32 : 64;
+      return ctx_.bv_const(ir::bv_sort(w), it->second);
+    }
+    default:
+      throw Unsupported("operand form");
+  }
+}
+
+Expr Machine::as_real(Expr v) {
+  if (v->sort == Sort::Real) return v;
+  if (v->op == Op::ConstBV) {
+    double d = bits_to_double(v->bv_value(), ir::bv_width(v->sort));
+    if (std::isnan(d)) throw Unsupported("NaN bit pattern");
+    if (std::isinf(d)) return ctx_.var(d > 0 ? "+inf" : "-inf", Sort::Real);
+    return ctx_.real_const_from_double(d);
+  }
+  if (v->op == Op::Undef) return ctx_.undef(Sort::Real);
+  throw Unsupported("bit reinterpretation of an integer value as a float (no math idiom matched)");
+}
+
+Expr Machine::as_bv(Expr v, unsigned width) {
+  if (v->sort == Sort::Real) {
+    if (v->op == Op::Undef) return ctx_.undef(ir::bv_sort(width));
+    throw Unsupported("integer operation on a float value (bit manipulation on floats, no math idiom matched)");
+  }
+  if (v->sort == Sort::Bool) return ctx_.ite(v, ctx_.bv_const(ir::bv_sort(width), 1), ctx_.bv_const(ir::bv_sort(width), 0));
+  unsigned w = ir::bv_width(v->sort);
+  if (w == width) return v;
+  return w < width ? ctx_.zext(v, ir::bv_sort(width)) : ctx_.trunc(v, ir::bv_sort(width));
+}
+
+Expr Machine::read(Bundle& b, const Operand& o, Type ty) {
+  Expr v = read_raw(b, o, ty);
+  if (ty == Type::Pred) {
+    if (v->sort != Sort::Bool) throw Unsupported("predicate operand is not a predicate");
+    return v;
+  }
+  if (ptx::is_float(ty)) return as_real(v);
+  return as_bv(v, std::max(8u, ptx::type_bits(ty)));
+}
+
+void Machine::write(Bundle& b, const Operand& o, Expr v) {
+  if (o.kind == Operand::Kind::Sink) return;
+  if (o.kind == Operand::Kind::Pair) return write(b, o.elements.at(0), v);
+  if (o.kind != Operand::Kind::Register) throw Unsupported("destination is not a register");
+  int s = slot(o.name);
+  if (size_t(s) >= b.regs.size()) b.regs.resize(slot_types_.size(), nullptr);
+  Type t = slot_types_[s];
+  // registers keep the sort of what was stored, narrowed/widened for integer registers
+  if (t != Type::None && t != Type::Pred && !ptx::is_float(t) && ir::is_bv(v->sort)) {
+    unsigned w = std::max(8u, ptx::type_bits(t));
+    if (w <= 64) v = as_bv(v, w);
+  }
+  b.regs[s] = v;
+}
+
+Expr Machine::pred_value(Bundle& b, const std::string& reg, bool negated) {
+  Operand o;
+  o.kind = Operand::Kind::Register;
+  o.name = reg;
+  Expr v = read_raw(b, o, Type::Pred);
+  if (v->sort != Sort::Bool) throw Unsupported("guard " + reg + " is not a predicate");
+  return negated ? ctx_.not_(v) : v;
+}
+
+// ---------------------------------------------------------------- findings
+
+ThreadCoord Machine::coord_of(uint64_t lin, const Dim3& ctaid) const {
+  const Dim3& B = launch_.block;
+  ThreadCoord c;
+  c.tid = {uint32_t(lin % B.x), uint32_t(lin / B.x % B.y), uint32_t(lin / (uint64_t(B.x) * B.y))};
+  c.ctaid = ctaid;
+  return c;
+}
+
+void Machine::finding(const std::string& kind, const ptx::Instruction& in, Bundle& b, Expr where_pred, std::string msg) {
+  std::string key = kind + "@" + std::to_string(in.loc.ptx_line);
+  if (!reported_.insert(key).second) return;
+  Finding fd;
+  fd.kind = kind;
+  fd.kernel = f_.name;
+  fd.where = where(in);
+  fd.message = std::move(msg);
+  if (b.coord) fd.thread = b.coord;
+  else if (where_pred) fd.thread = sat_.witness(where_pred);
+  out_.findings.push_back(std::move(fd));
+}
+
+void Machine::undef_sink(Bundle& b, const ptx::Instruction& in, Expr v, const char* kind, const char* what) {
+  if (v && v->has_undef()) finding(kind, in, b, b.pred, fmt::format("an undefined value reaches {}", what));
+}
+
+// ---------------------------------------------------------------- scheduling
+
+void Machine::run() {
+  auto t0 = std::chrono::steady_clock::now();
+  while (true) {
+    for (size_t i = 0; i < bundles_.size(); ++i) run_bundle(i);
+    std::vector<size_t> warp, bar;
+    for (size_t i = 0; i < bundles_.size(); ++i) {
+      if (bundles_[i].state == Bundle::State::AtWarp) warp.push_back(i);
+      if (bundles_[i].state == Bundle::State::AtBarrier) bar.push_back(i);
+    }
+    if (!warp.empty()) {
+      size_t pc = SIZE_MAX;
+      for (size_t i : warp) pc = std::min(pc, bundles_[i].pc);
+      std::vector<size_t> group;
+      for (size_t i : warp) if (bundles_[i].pc == pc) group.push_back(i);
+      collective_warp(group);
+      continue;
+    }
+    if (!bar.empty()) { barrier(bar); continue; }
+    break;
+  }
+  check_shared_epoch();
+  for (auto& b : bundles_) if (out_.bundles[b.info].end.empty()) out_.bundles[b.info].end = "exit";
+  out_.steps = steps_;
+  out_.ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+}
+
+void Machine::run_bundle(size_t bi) {
+  while (bundles_[bi].state == Bundle::State::Running) step(bi);
+}
+
+bool Machine::step(size_t bi) {
+  Bundle* b = &bundles_[bi];
+  if (b->pc >= f_.body.size()) { b->state = Bundle::State::Exited; return false; }
+  if (++steps_ > opt_.max_steps)
+    throw Unsupported(fmt::format("step limit ({} instructions) reached at PTX line {} in kernel {}", opt_.max_steps,
+                                  f_.body[b->pc].loc.ptx_line, f_.name));
+  const auto& in = f_.body[b->pc];
+  const auto& rl = rollup_.at[b->pc];
+  if (rl.kind == ptx::RolledInstr::Kind::Absorbed) { ++b->pc; return true; }
+  Expr data_guard = nullptr;
+  if (in.guard) {
+    Expr c = pred_value(*b, in.guard->reg, in.guard->negated);
+    if (c->has_undef()) {
+      finding("undef-branch", in, *b, b->pred, "an undefined value decides a predicate");
+      b->state = Bundle::State::Exited;
+      out_.bundles[b->info].end = "undefined predicate";
+      return false;
+    }
+    if (c->op == Op::ConstBool) {
+      if (!c->bool_value()) { ++b->pc; return true; }
+    } else if (is_thread_pred(c)) {
+      Expr yes = ctx_.and_(b->pred, c), no = ctx_.and_(b->pred, ctx_.not_(c));
+      bool sy = sat(yes), sn = sat(no);
+      int s = slot(in.guard->reg);
+      if (sy && sn) {
+        if (bundles_.size() >= opt_.max_bundles) throw Unsupported(fmt::format("more than {} bundles", opt_.max_bundles));
+        Bundle clone = *b;
+        clone.pred = no;
+        clone.regs[s] = ctx_.bool_const(in.guard->negated);
+        clone.info = int(out_.bundles.size());
+        out_.bundles.push_back({no, "", out_.bundles[b->info].writes});
+        b->pred = yes;
+        b->regs[s] = ctx_.bool_const(!in.guard->negated);
+        out_.bundles[b->info].pred = yes;
+        bundles_.push_back(std::move(clone));
+        return true;  // re-run this instruction in both halves with a constant guard
+      }
+      if (size_t(s) >= b->regs.size()) b->regs.resize(slot_types_.size(), nullptr);
+      b->regs[s] = ctx_.bool_const(sy ? !in.guard->negated : in.guard->negated);
+      if (!sy) { ++b->pc; return true; }
+    } else {
+      if (in.op == Opcode::Bra) unsupported(in, "data-dependent control flow");
+      data_guard = c;
+    }
+  }
+  if (rl.kind == ptx::RolledInstr::Kind::Math) {
+    std::vector<Expr> args;
+    for (const auto& a : rl.args) args.push_back(read(*b, a, Type::F32));
+    Expr v = ctx_.call(rl.fn, args);
+    Operand d; d.kind = Operand::Kind::Register; d.name = rl.dest;
+    if (data_guard) v = ctx_.ite(data_guard, v, read_raw(*b, d, Type::F32));
+    write(*b, d, v);
+    ++b->pc;
+    return true;
+  }
+  switch (in.op) {
+    case Opcode::Bra: {
+      auto it = f_.labels.find(in.operands.at(0).name);
+      if (it == f_.labels.end()) unsupported(in, "branch to unknown label");
+      b->pc = it->second;
+      return true;
+    }
+    case Opcode::Ret: case Opcode::Exit:
+      b->state = Bundle::State::Exited;
+      return false;
+    case Opcode::Trap:
+      finding("trap", in, *b, b->pred, "a thread executes trap");
+      b->state = Bundle::State::Exited;
+      out_.bundles[b->info].end = "trap";
+      return false;
+    case Opcode::Bar: case Opcode::Barrier: {
+      bool warp = in.text.find(".warp") != std::string::npos;
+      if (data_guard) unsupported(in, "barrier under a data-dependent predicate");
+      if (!warp) {
+        bool arrive = in.text.find("arrive") != std::string::npos || in.text.find(".red") != std::string::npos;
+        if (arrive) unsupported(in, "bar.arrive / bar.red");
+        if (in.operands.size() >= 2) {
+          Expr n = read(*b, in.operands[1], Type::U32);
+          if (n->op != Op::ConstBV || n->bv_value() < launch_.block.count()) unsupported(in, "named barrier with a thread count");
+        }
+      }
+      b->state = warp ? Bundle::State::AtWarp : Bundle::State::AtBarrier;
+      return false;
+    }
+    case Opcode::Shfl: case Opcode::Vote: case Opcode::Activemask:
+      if (data_guard) unsupported(in, "warp collective under a data-dependent predicate");
+      b->state = Bundle::State::AtWarp;
+      return false;
+    case Opcode::Membar: case Opcode::Fence: case Opcode::Prefetch: case Opcode::Prefetchu: case Opcode::Nanosleep:
+      break;
+    case Opcode::Ld: case Opcode::Ldu: case Opcode::St:
+      exec_mem(*b, in, data_guard);
+      break;
+    case Opcode::Atom: case Opcode::Red:
+      exec_atom(*b, in, data_guard);
+      break;
+    case Opcode::Call: {
+      std::string callee = in.operands.size() > 1 ? in.operands[in.operands[0].kind == Operand::Kind::List ? 1 : 0].name : "";
+      unsupported(in, "call to " + (callee.empty() ? std::string("an external function") : callee));
+    }
+    default: {
+      // register-writing instruction; with a data-dependent guard, merge with the old values
+      std::vector<std::pair<Operand, Expr>> old;
+      if (data_guard) {
+        int nd = std::max(0, ptx::opcode_info(in.op).num_dests);
+        for (int i = 0; i < nd && i < int(in.operands.size()); ++i) {
+          std::vector<Operand> ds = in.operands[i].kind == Operand::Kind::Pair ? in.operands[i].elements
+                                                                               : std::vector<Operand>{in.operands[i]};
+          for (auto& d : ds)
+            if (d.kind == Operand::Kind::Register) old.push_back({d, read_raw(*b, d, reg_type(d.name))});
+        }
+      }
+      exec_alu(*b, in);
+      for (auto& [d, ov] : old) {
+        Expr nv = read_raw(*b, d, reg_type(d.name));
+        if (nv->sort != ov->sort) unsupported(in, "data-guarded write changes the register's sort");
+        write(*b, d, ctx_.ite(data_guard, nv, ov));
+      }
+    }
+  }
+  ++bundles_[bi].pc;
+  return true;
+}
+
+}  // namespace dirigo::exec

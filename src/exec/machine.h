@@ -1,0 +1,151 @@
+// The executor's machine (internal to exec): bundles, scheduler, instruction semantics.
+// One class serves both modes:
+//   symbolic  one bundle for the whole launch, split on thread-identity predicates; memory is
+//             symbolic (Load nodes, write records, epoch-versioned shared memory);
+//   concrete  one bundle per thread with constant identity; memory holds concrete contents
+//             and updates in place (run_concrete). The instruction semantics are the same code.
+#pragma once
+
+#include <chrono>
+#include <map>
+#include <set>
+#include <unordered_map>
+
+#include "exec/exec.h"
+#include "exec/sat.h"
+#include "ptx/rollup.h"
+
+namespace dirigo::exec {
+
+// Address windows for the non-global spaces (global pointers are the symbolic "&tensor" Vars).
+constexpr uint64_t kSharedBase = 0x01000000;            // shared window, fits 32-bit addresses
+constexpr uint64_t kLocalBase = 0x00007F0000000000ull;  // per-thread .local / call .param scratch
+
+struct Unsupported : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+struct Bundle {
+  ir::Expr pred;
+  std::vector<ir::Expr> regs;
+  size_t pc = 0;
+  enum class State : uint8_t { Running, AtBarrier, AtWarp, Exited } state = State::Running;
+  int info = 0;                           // index into ExecResult::bundles
+  std::optional<ThreadCoord> coord;       // concrete mode
+  std::map<uint64_t, std::pair<ir::Expr, unsigned>> local;   // per-thread memory: addr -> (value, bytes)
+  std::vector<SharedWrite> pending;       // own shared stores in the current epoch (forwarding)
+  struct GlobalStore { int32_t tensor; ir::Expr index, value; };
+  std::vector<GlobalStore> own_global;    // own global stores (read-after-write forwarding)
+};
+
+struct SharedAccess {
+  ir::Expr pred, addr;
+  unsigned bytes;
+  bool write;
+  uint64_t seq;
+  Where where;
+};
+
+class Machine {
+ public:
+  Machine(ir::Context& ctx, const ptx::Module& m, const ptx::Function& f, const Launch& launch, const ExecOptions& opt,
+          ExecResult& out, const ConcreteMemory* concrete);
+  void run();
+  ConcreteMemory& memory() { return mem_; }
+
+ private:
+  // ---- setup
+  int slot(const std::string& reg);
+  ptx::Type reg_type(const std::string& reg);
+  void layout_variables();
+
+  // ---- scheduling
+  void run_bundle(size_t bi);
+  bool step(size_t bi);  // false: bundle stopped (blocked/exited)
+  void collective_warp(std::vector<size_t> group);
+  void barrier(std::vector<size_t> group);
+
+  // ---- values
+  ir::Expr read(Bundle& b, const ptx::Operand& o, ptx::Type ty);
+  ir::Expr read_raw(Bundle& b, const ptx::Operand& o, ptx::Type ty);
+  ir::Expr special(Bundle& b, const std::string& name);
+  void write(Bundle& b, const ptx::Operand& o, ir::Expr v);
+  ir::Expr as_real(ir::Expr v);
+  ir::Expr as_bv(ir::Expr v, unsigned width);
+  ir::Expr pred_value(Bundle& b, const std::string& reg, bool negated);
+  ir::Expr const_of(ptx::Type ty, const ptx::Operand& o);
+  ir::Sort sort_of(ptx::Type ty);
+
+  // ---- instruction groups
+  void exec_alu(Bundle& b, const ptx::Instruction& in);
+  void exec_int(Bundle& b, const ptx::Instruction& in, ptx::Type ty);
+  void exec_float(Bundle& b, const ptx::Instruction& in, ptx::Type ty);
+  void exec_cvt(Bundle& b, const ptx::Instruction& in);
+  void exec_setp(Bundle& b, const ptx::Instruction& in);
+  void exec_mem(Bundle& b, const ptx::Instruction& in, ir::Expr data_guard);
+  void exec_atom(Bundle& b, const ptx::Instruction& in, ir::Expr data_guard);
+
+  // ---- memory
+  enum class Space { Global, Shared, Local, Param };
+  struct Addr {
+    Space space;
+    ir::Expr expr;      // Global: byte offset from the tensor start; Shared: offset in the block; Local: absolute
+    int param = -1;     // Global: kernel param index
+    int32_t tensor = -1;
+  };
+  Addr address(Bundle& b, const ptx::Instruction& in, const ptx::Operand& o);
+  ir::Expr load(Bundle& b, const ptx::Instruction& in, const Addr& a, unsigned bytes, ptx::Type ty, unsigned k);
+  void store(Bundle& b, const ptx::Instruction& in, const Addr& a, unsigned bytes, ptx::Type ty, ir::Expr v, unsigned k,
+             ir::Expr data_guard);
+  ir::Expr element_index(Bundle& b, const ptx::Instruction& in, const Addr& a, unsigned bytes, unsigned k);
+  void check_global_bounds(Bundle& b, const ptx::Instruction& in, const Addr& a, ir::Expr index);
+  void record_write(Bundle& b, const ptx::Instruction& in, int32_t tensor, ir::Expr index, ir::Expr value, WriteOp op,
+                    bool is_signed);
+  ir::Expr smem_index(Bundle& b, ir::Expr off);
+
+  // ---- checks and helpers
+  bool sat(ir::Expr e) { return sat_.sat(e); }
+  void finding(const std::string& kind, const ptx::Instruction& in, Bundle& b, ir::Expr where_pred, std::string msg);
+  void undef_sink(Bundle& b, const ptx::Instruction& in, ir::Expr v, const char* kind, const char* what);
+  Where where(const ptx::Instruction& in) const;
+  [[noreturn]] void unsupported(const ptx::Instruction& in, const std::string& why) const;
+  ir::Expr linear_tid(ir::Expr tx, ir::Expr ty, ir::Expr tz);
+  std::vector<ir::Expr> tid_of_linear(ir::Expr lin);
+  ir::Expr subst_tid(ir::Expr e, const std::vector<ir::Expr>& tid);
+  ir::Expr ctaid_linear();
+  void check_shared_epoch();
+  std::vector<ThreadCoord> sample_blocks(bool depends_on_ctaid);
+  ThreadCoord coord_of(uint64_t lin_tid, const Dim3& ctaid) const;
+  bool is_thread_pred(ir::Expr e) { return sat_.thread_only(e); }
+  bool is_concrete() const { return concrete_; }
+
+  ir::Context& ctx_;
+  const ptx::Module& m_;
+  const ptx::Function& f_;
+  Launch launch_;
+  ExecOptions opt_;
+  ExecResult& out_;
+  ThreadVars tv_;
+  ThreadSat sat_;
+  ptx::Rollup rollup_;
+  bool concrete_ = false;
+  ConcreteMemory mem_;
+
+  std::unordered_map<std::string, int> slots_;
+  std::vector<ptx::Type> slot_types_;
+  std::map<std::string, uint64_t> var_addr_;   // shared / local / param-scratch symbol -> address
+  std::map<std::string, uint64_t> var_size_;
+  uint64_t static_shared_ = 0, local_bytes_ = 0;
+  std::vector<Bundle> bundles_;
+  uint64_t seq_ = 0;
+  uint64_t steps_ = 0;
+  int epoch_ = 0;
+  std::vector<SharedAccess> epoch_access_;
+  std::map<uint64_t, std::vector<bool>> initialized_;  // sampled block -> initialized shared bytes
+  std::map<uint64_t, std::map<uint64_t, ir::Expr>> concrete_shared_;  // concrete mode: block -> byte addr -> value
+  std::map<uint64_t, unsigned> concrete_shared_bytes_;
+  std::set<std::string> reported_;
+  std::unordered_map<ir::Expr, int> ptr_param_;  // "&tensor" Var -> kernel param index  // de-duplicate findings by kind+line
+};
+
+}  // namespace dirigo::exec

@@ -1,0 +1,352 @@
+// Memory instructions: ld/st/atom/red over global (tensor-bound), shared (epoch-versioned),
+// local and param spaces, in symbolic and concrete mode.
+#include <fmt/format.h>
+
+#include "exec/machine.h"
+
+namespace dirigo::exec {
+
+using ir::Expr;
+using ir::Op;
+using ir::Sort;
+using ptx::Opcode;
+using ptx::Operand;
+using ptx::Type;
+
+namespace {
+double const_to_double(Expr e, bool is_signed) {
+  if (e->op == Op::ConstReal) return e->rational().get_d();
+  if (e->op == Op::ConstBV) return is_signed ? double(e->bv_signed()) : double(e->bv_value());
+  if (e->op == Op::ConstBool) return e->bool_value();
+  return NAN;
+}
+}  // namespace
+
+Machine::Addr Machine::address(Bundle& b, const ptx::Instruction& in, const Operand& o) {
+  if (o.kind != Operand::Kind::Address) unsupported(in, "memory operand is not an address");
+  if (!o.base_is_register) {
+    for (size_t i = 0; i < f_.params.size(); ++i)
+      if (f_.params[i].name == o.name) return {Space::Param, ctx_.bv_const(Sort::BV64, uint64_t(o.offset)), int(i), -1};
+    auto it = var_addr_.find(o.name);
+    if (it == var_addr_.end()) unsupported(in, "access to module variable " + o.name);
+    uint64_t a = it->second + uint64_t(o.offset);
+    if (a >= kLocalBase) return {Space::Local, ctx_.bv_const(Sort::BV64, a), -1, -1};
+    return {Space::Shared, ctx_.bv_const(Sort::BV64, a - kSharedBase), -1, -1};
+  }
+  Operand r = o;
+  r.kind = Operand::Kind::Register;
+  Expr base = read_raw(b, r, Type::U64);
+  if (!ir::is_bv(base->sort)) unsupported(in, "address register holds a non-integer value");
+  if (base->has_undef()) {
+    finding("undef-address", in, b, b.pred, "an undefined value is used as an address");
+    unsupported(in, "undefined address");
+  }
+  Expr a = ctx_.bv_add(as_bv(base, 64), ctx_.bv_const(Sort::BV64, uint64_t(o.offset)));
+  if (ir::bv_width(base->sort) == 32) a = ctx_.bv_add(ctx_.zext(base, Sort::BV64), ctx_.bv_const(Sort::BV64, uint64_t(o.offset)));
+  for (Expr l : ir::leaves(a)) {
+    auto it = ptr_param_.find(l);
+    if (it == ptr_param_.end()) continue;
+    Expr off = ctx_.bv_sub(a, l);
+    for (Expr l2 : ir::leaves(off))
+      if (ptr_param_.count(l2)) unsupported(in, "address mixes several tensor pointers");
+    return {Space::Global, off, it->second, launch_.params[it->second].tensor};
+  }
+  if (a->has_data()) unsupported(in, "data-dependent address outside a tensor");
+  uint64_t sample;
+  if (a->op == Op::ConstBV) sample = a->bv_value();
+  else {
+    auto vars = tv_.all();
+    Expr roots[] = {a};
+    BvProgram prog(vars, roots);
+    if (!prog.ok()) unsupported(in, "address depends on something other than thread identity");
+    uint64_t zero[6] = {0, 0, 0, 0, 0, 0};
+    prog.eval(zero, &sample);
+  }
+  if (sample >= kLocalBase) {
+    if (a->op != Op::ConstBV) unsupported(in, "symbolic local-memory address");
+    return {Space::Local, a, -1, -1};
+  }
+  if (sample >= kSharedBase && sample < kSharedBase + (uint64_t(1) << 24))
+    return {Space::Shared, ctx_.bv_sub(a, ctx_.bv_const(Sort::BV64, kSharedBase)), -1, -1};
+  unsupported(in, "address not derived from a tensor parameter, shared or local memory");
+}
+
+Expr Machine::element_index(Bundle& b, const ptx::Instruction& in, const Addr& a, unsigned bytes, unsigned k) {
+  const auto& p = launch_.params[a.param];
+  unsigned es = dtype_bytes(p.dtype);
+  if (bytes != es)
+    unsupported(in, fmt::format("{}-byte access to a tensor of {}-byte elements", bytes, es));
+  Expr off = ctx_.bv_add(a.expr, ctx_.bv_const(Sort::BV64, uint64_t(k) * bytes));
+  return ctx_.bv_udiv(off, ctx_.bv_const(Sort::BV64, es));
+}
+
+void Machine::check_global_bounds(Bundle& b, const ptx::Instruction& in, const Addr& a, Expr index) {
+  uint64_t extent = launch_.params[a.param].extent;
+  if (extent == 0 || index->has_data() || index->has_undef()) return;
+  if (index->op == Op::ConstBV) {
+    if (index->bv_value() >= extent)
+      finding("global-out-of-bounds", in, b, b.pred,
+              fmt::format("element {} of {} (extent {})", index->bv_signed(), ctx_.tensor_name(a.tensor), extent));
+    return;
+  }
+  if (ctx_.bv_bounds(index).hi < extent) return;
+  Expr bad = ctx_.and_(b.pred, ctx_.ule(ctx_.bv_const(Sort::BV64, extent), index));
+  if (sat(bad))
+    finding("global-out-of-bounds", in, b, bad,
+            fmt::format("index outside {} (extent {} elements)", ctx_.tensor_name(a.tensor), extent));
+}
+
+void Machine::record_write(Bundle& b, const ptx::Instruction& in, int32_t tensor, Expr index, Expr value, WriteOp op,
+                           bool is_signed) {
+  undef_sink(b, in, value, "undef-store", "a global store");
+  undef_sink(b, in, index, "undef-address", "a global address");
+  WriteRecord w;
+  w.bundle = b.info;
+  w.pred = b.pred;
+  w.tensor = tensor;
+  w.index = index;
+  w.value = value;
+  w.op = op;
+  w.is_signed = is_signed;
+  w.where = where(in);
+  w.seq = seq_++;
+  out_.bundles[b.info].writes.push_back(out_.writes.size());
+  out_.writes.push_back(std::move(w));
+}
+
+Expr Machine::smem_index(Bundle& b, Expr off) {
+  if (b.coord) {
+    const Dim3& G = launch_.grid;
+    uint64_t blk = b.coord->ctaid.x + uint64_t(G.x) * (b.coord->ctaid.y + uint64_t(G.y) * b.coord->ctaid.z);
+    return ctx_.bv_add(ctx_.bv_const(Sort::BV64, blk * out_.smem_bytes), off);
+  }
+  return ctx_.bv_add(ctx_.bv_mul(ctaid_linear(), ctx_.bv_const(Sort::BV64, out_.smem_bytes)), off);
+}
+
+Expr Machine::load(Bundle& b, const ptx::Instruction& in, const Addr& a, unsigned bytes, Type ty, unsigned k) {
+  switch (a.space) {
+    case Space::Param: {
+      const auto& p = launch_.params[a.param];
+      if (a.expr->bv_value() != 0 || k != 0) unsupported(in, "by-value struct parameter");
+      if (p.kind == ParamBinding::Kind::Tensor) {
+        Expr v = ctx_.var("&" + std::string(ctx_.tensor_name(p.tensor)), Sort::BV64);
+        ptr_param_[v] = a.param;
+        return ctx_.bv_add(v, ctx_.bv_const(Sort::BV64, p.byte_offset));
+      }
+      if (ptx::is_float(ty)) return p.scalar_is_float ? ctx_.real_const_from_double(p.real) : ctx_.real_const(int64_t(p.bits));
+      return ctx_.bv_const(sort_of(ty), p.scalar_is_float ? uint64_t(int64_t(p.real)) : p.bits);
+    }
+    case Space::Local: {
+      uint64_t addr = a.expr->bv_value() + uint64_t(k) * bytes;
+      auto it = b.local.find(addr);
+      if (it == b.local.end() || it->second.second != bytes) return ctx_.undef(sort_of(ty));
+      return it->second.first;
+    }
+    case Space::Global: {
+      const auto& p = launch_.params[a.param];
+      Expr idx = element_index(b, in, a, bytes, k);
+      check_global_bounds(b, in, a, idx);
+      Sort s = dtype_sort(p.dtype);
+      if (concrete_) {
+        if (idx->op != Op::ConstBV) unsupported(in, "non-constant index in concrete mode");
+        auto it = mem_.tensors.find(a.tensor);
+        if (it == mem_.tensors.end()) unsupported(in, "no concrete contents for tensor " + std::string(ctx_.tensor_name(a.tensor)));
+        if (idx->bv_value() >= it->second.size()) return ctx_.undef(s);
+        double d = it->second[idx->bv_value()];
+        return s == Sort::Real ? ctx_.real_const_from_double(d) : ctx_.bv_const(s, uint64_t(int64_t(d)));
+      }
+      for (auto it = b.own_global.rbegin(); it != b.own_global.rend(); ++it)
+        if (it->tensor == a.tensor && it->index == idx) return it->value;
+      return ctx_.load(a.tensor, idx, s);
+    }
+    case Space::Shared: {
+      Expr off = ctx_.bv_add(a.expr, ctx_.bv_const(Sort::BV64, uint64_t(k) * bytes));
+      Sort s = sort_of(ty);
+      Expr bad = out_.smem_bytes < bytes ? b.pred
+                                         : ctx_.and_(b.pred, ctx_.ult(ctx_.bv_const(Sort::BV64, out_.smem_bytes - bytes), off));
+      if (sat(bad)) {
+        finding("shared-out-of-bounds", in, b, bad, fmt::format("shared access outside {} bytes", out_.smem_bytes));
+        return ctx_.undef(s);
+      }
+      if (concrete_) {
+        if (off->op != Op::ConstBV) unsupported(in, "non-constant shared address in concrete mode");
+        uint64_t blk = smem_index(b, ctx_.bv_const(Sort::BV64, 0))->bv_value() / std::max<uint64_t>(1, out_.smem_bytes);
+        auto& mem = concrete_shared_[blk];
+        auto it = mem.find(off->bv_value());
+        if (it == mem.end() || concrete_shared_bytes_[blk * (uint64_t(1) << 32) + off->bv_value()] != bytes) {
+          finding("uninitialized-shared-read", in, b, nullptr, "read of shared memory that no thread wrote");
+          return ctx_.undef(s);
+        }
+        return it->second;
+      }
+      epoch_access_.push_back({b.pred, off, bytes, false, seq_++, where(in)});
+      Expr res = ctx_.load(out_.smem_tensor[epoch_], smem_index(b, off), s);
+      for (const auto& w : b.pending) {
+        Expr same = ctx_.eq(w.addr, off);
+        if (same->op == Op::ConstBool && !same->bool_value()) continue;
+        if (w.bytes != bytes) unsupported(in, "shared read partially overlapping an own pending write");
+        if (same->op == Op::ConstBool) { res = w.value; continue; }
+        if (w.value->sort != res->sort) unsupported(in, "type punning through shared memory");
+        res = ctx_.ite(same, w.value, res);
+      }
+      return res;
+    }
+  }
+  return nullptr;
+}
+
+void Machine::store(Bundle& b, const ptx::Instruction& in, const Addr& a, unsigned bytes, Type ty, Expr v, unsigned k,
+                    Expr guard) {
+  switch (a.space) {
+    case Space::Param: unsupported(in, "store to a kernel parameter");
+    case Space::Local: {
+      uint64_t addr = a.expr->bv_value() + uint64_t(k) * bytes;
+      if (guard) {
+        auto it = b.local.find(addr);
+        v = ctx_.ite(guard, v, it == b.local.end() ? ctx_.undef(v->sort) : it->second.first);
+      }
+      b.local[addr] = {v, bytes};
+      return;
+    }
+    case Space::Global: {
+      const auto& p = launch_.params[a.param];
+      Expr idx = element_index(b, in, a, bytes, k);
+      check_global_bounds(b, in, a, idx);
+      if (dtype_is_float(p.dtype)) v = as_real(v);
+      else v = as_bv(v, dtype_bytes(p.dtype) * 8);
+      if (guard) v = ctx_.ite(guard, v, load(b, in, a, bytes, ty, k));
+      if (concrete_) {
+        if (v->has_undef()) { finding("undef-store", in, b, nullptr, "an undefined value reaches a global store"); return; }
+        if (idx->op != Op::ConstBV || !v->is_const()) unsupported(in, "non-constant store in concrete mode");
+        auto& t = mem_.tensors[a.tensor];
+        if (idx->bv_value() < t.size()) t[idx->bv_value()] = const_to_double(v, !dtype_is_float(p.dtype) && p.dtype != DType::U8);
+        return;
+      }
+      record_write(b, in, a.tensor, idx, v, WriteOp::Store, false);
+      b.own_global.push_back({a.tensor, idx, v});
+      return;
+    }
+    case Space::Shared: {
+      Expr off = ctx_.bv_add(a.expr, ctx_.bv_const(Sort::BV64, uint64_t(k) * bytes));
+      Expr bad = out_.smem_bytes < bytes ? b.pred
+                                         : ctx_.and_(b.pred, ctx_.ult(ctx_.bv_const(Sort::BV64, out_.smem_bytes - bytes), off));
+      if (sat(bad)) {
+        finding("shared-out-of-bounds", in, b, bad, fmt::format("shared store outside {} bytes", out_.smem_bytes));
+        return;
+      }
+      if (guard) v = ctx_.ite(guard, v, load(b, in, a, bytes, ty, k));
+      undef_sink(b, in, off, "undef-address", "a shared-memory address");
+      if (concrete_) {
+        if (off->op != Op::ConstBV) unsupported(in, "non-constant shared address in concrete mode");
+        uint64_t blk = smem_index(b, ctx_.bv_const(Sort::BV64, 0))->bv_value() / std::max<uint64_t>(1, out_.smem_bytes);
+        concrete_shared_[blk][off->bv_value()] = v;
+        concrete_shared_bytes_[blk * (uint64_t(1) << 32) + off->bv_value()] = bytes;
+        return;
+      }
+      SharedWrite w{b.pred, off, v, bytes, seq_++, where(in)};
+      out_.epoch_writes[epoch_].push_back(w);
+      epoch_access_.push_back({b.pred, off, bytes, true, w.seq, w.where});
+      b.pending.push_back(std::move(w));
+      return;
+    }
+  }
+}
+
+void Machine::exec_mem(Bundle& b, const ptx::Instruction& in, Expr guard) {
+  bool is_store = in.op == Opcode::St;
+  if (in.mod.types.empty()) unsupported(in, "memory access without a type");
+  Type ty = in.mod.types.back();
+  unsigned bytes = std::max(1u, ptx::type_bits(ty) / 8);
+  if (ty == Type::B128 || ty == Type::F16x2 || ty == Type::BF16x2) unsupported(in, "packed or 128-bit access");
+  const Operand& addr_op = in.operands.at(is_store ? 0 : 1);
+  const Operand& data_op = in.operands.at(is_store ? 1 : 0);
+  Addr a = address(b, in, addr_op);
+  std::vector<Operand> elems = data_op.kind == Operand::Kind::Vector ? data_op.elements : std::vector<Operand>{data_op};
+  for (unsigned k = 0; k < elems.size(); ++k) {
+    if (is_store) {
+      Expr v = read_raw(b, elems[k], ty);
+      if (ptx::is_float(ty)) v = as_real(v);
+      store(b, in, a, bytes, ty, v, k, guard);
+    } else {
+      if (elems[k].kind == Operand::Kind::Sink) continue;
+      Expr v = load(b, in, a, bytes, ty, k);
+      if (guard) v = ctx_.ite(guard, v, read_raw(b, elems[k], ty));
+      write(b, elems[k], v);
+    }
+  }
+}
+
+void Machine::exec_atom(Bundle& b, const ptx::Instruction& in, Expr guard) {
+  bool is_red = in.op == Opcode::Red;
+  if (in.mod.types.empty()) unsupported(in, "atomic without a type");
+  Type ty = in.mod.types.back();
+  unsigned bytes = std::max(1u, ptx::type_bits(ty) / 8);
+  size_t ai = is_red ? 0 : 1;
+  Addr a = address(b, in, in.operands.at(ai));
+  using A = ptx::AtomOp;
+  A op = in.mod.atom;
+  // CAS on b32 moves float bits around: keep the operands' own sorts
+  Expr v = op == A::Cas ? read_raw(b, in.operands.at(ai + 1), ty) : read(b, in.operands.at(ai + 1), ty);
+  bool sgn = ptx::is_signed_int(ty);
+  if (a.space == Space::Shared || (concrete_ && a.space == Space::Global)) {
+    if (!concrete_) unsupported(in, "shared-memory atomics");
+    // concrete read-modify-write through the ordinary load/store paths
+    if (guard) unsupported(in, "data-guarded atomic in concrete mode");
+    Expr old = load(b, in, a, bytes, ty, 0);
+    if (ptx::is_float(ty)) old = as_real(old);
+    Expr nv;
+    switch (op) {
+      case A::Add: nv = ptx::is_float(ty) ? ctx_.add(old, v) : ctx_.bv_add(old, v); break;
+      case A::Min: nv = ptx::is_float(ty) ? ctx_.min(old, v) : ctx_.bv_min(old, v, sgn); break;
+      case A::Max: nv = ptx::is_float(ty) ? ctx_.max(old, v) : ctx_.bv_max(old, v, sgn); break;
+      case A::Exch: nv = v; break;
+      case A::And: nv = ctx_.bv_and(old, v); break;
+      case A::Or: nv = ctx_.bv_or(old, v); break;
+      case A::Xor: nv = ctx_.bv_xor(old, v); break;
+      case A::Inc: nv = ctx_.ite(ctx_.ule(v, old), ctx_.bv_const(old->sort, 0), ctx_.bv_add(old, ctx_.bv_const(old->sort, 1))); break;
+      case A::Cas: {
+        Expr nw = read_raw(b, in.operands.at(ai + 2), ty);
+        if (nw->sort != old->sort || v->sort != old->sort) unsupported(in, "atom.cas mixing float and integer values");
+        nv = ctx_.ite(ctx_.eq(old, v), nw, old);
+        break;
+      }
+      default: unsupported(in, "atomic operation");
+    }
+    store(b, in, a, bytes, ty, nv, 0, nullptr);
+    if (!is_red) write(b, in.operands[0], old);
+    return;
+  }
+  if (a.space != Space::Global) unsupported(in, "atomic outside global and shared memory");
+  Expr idx = element_index(b, in, a, bytes, 0);
+  check_global_bounds(b, in, a, idx);
+  Expr old = ctx_.fresh_var("atom.old", v->sort);
+  WriteOp wop = WriteOp::Other;
+  switch (op) {
+    case A::Add: wop = WriteOp::Add; if (guard) v = ctx_.ite(guard, v, ptx::is_float(ty) ? ctx_.real_const(0) : ctx_.bv_const(v->sort, 0)); break;
+    case A::Min: wop = WriteOp::Min; break;
+    case A::Max: wop = WriteOp::Max; break;
+    case A::Exch: wop = WriteOp::Exch; break;
+    case A::Cas: {
+      // the CAS loop of a float atomicMax/Min: new = max(expected, v) with expected = the loaded element
+      Expr expected = read_raw(b, in.operands.at(ai + 1), ty), nw = read_raw(b, in.operands.at(ai + 2), ty);
+      if ((nw->op == Op::Max || nw->op == Op::Min) && expected->sort == Sort::Real) {
+        std::vector<Expr> rest;
+        bool found = false;
+        for (Expr x : nw->args()) { if (x == expected && !found) found = true; else rest.push_back(x); }
+        if (found && !rest.empty()) {
+          wop = nw->op == Op::Max ? WriteOp::Max : WriteOp::Min;
+          v = rest.size() == 1 ? rest[0] : (wop == WriteOp::Max ? ctx_.max(rest) : ctx_.min(rest));
+          old = expected;  // the loop's compare succeeds: it exits after one round
+          break;
+        }
+      }
+      unsupported(in, "atom.cas outside a recognized atomic max/min loop");
+    }
+    default: break;
+  }
+  if (guard && wop != WriteOp::Add) unsupported(in, "data-guarded atomic");
+  record_write(b, in, a.tensor, idx, v, wop, sgn);
+  if (!is_red) write(b, in.operands[0], old);
+}
+
+}  // namespace dirigo::exec

@@ -1,0 +1,238 @@
+// Results for the check stage: specializing write values to a concrete thread, resolving lazy
+// shared-memory reads, and inverting write records for a concrete output element.
+#include <algorithm>
+#include <map>
+#include <unordered_map>
+
+#include <fmt/format.h>
+
+#include "exec/exec.h"
+#include "exec/sat.h"
+
+namespace dirigo::exec {
+
+using ir::Expr;
+using ir::Op;
+using ir::Sort;
+
+namespace {
+std::vector<uint64_t> point_of(const ThreadCoord& t) {
+  return {t.tid.x, t.tid.y, t.tid.z, t.ctaid.x, t.ctaid.y, t.ctaid.z};
+}
+ThreadCoord coord_of_point(const uint64_t* p) {
+  return {{uint32_t(p[0]), uint32_t(p[1]), uint32_t(p[2])}, {uint32_t(p[3]), uint32_t(p[4]), uint32_t(p[5])}};
+}
+}  // namespace
+
+struct Resolver::Impl {
+  ir::Context& ctx;
+  const ExecResult& r;
+  ThreadVars tv;
+  std::unordered_map<int32_t, int> epoch_of;
+  std::map<std::pair<int, uint64_t>, std::unordered_map<uint64_t, std::pair<uint32_t, uint32_t>>> writers;
+  std::unordered_map<Expr, Expr> memo;
+
+  Impl(ir::Context& c, const ExecResult& res) : ctx(c), r(res), tv(c, res.launch.block, res.launch.grid) {
+    for (size_t k = 0; k < r.smem_tensor.size(); ++k) epoch_of[r.smem_tensor[k]] = int(k);
+  }
+
+  Expr specialize(Expr e, const ThreadCoord& t) {
+    auto all = tv.all();
+    auto p = point_of(t);
+    Expr s = ir::substitute(ctx, e, [&](Expr leaf) -> Expr {
+      for (int i = 0; i < 6; ++i) if (leaf == all[i]) return ctx.bv_const(Sort::BV32, p[i]);
+      return nullptr;
+    });
+    return resolve(s);
+  }
+
+  const std::unordered_map<uint64_t, std::pair<uint32_t, uint32_t>>& writer_map(int epoch, uint64_t block) {
+    auto key = std::make_pair(epoch, block);
+    auto it = writers.find(key);
+    if (it != writers.end()) return it->second;
+    auto& m = writers[key];
+    const Dim3& B = r.launch.block;
+    const Dim3& G = r.launch.grid;
+    Dim3 c{uint32_t(block % G.x), uint32_t(block / G.x % G.y), uint32_t(block / (uint64_t(G.x) * G.y))};
+    auto vars = tv.all();
+    const auto& ws = r.epoch_writes[epoch];
+    for (size_t wi = 0; wi < ws.size(); ++wi) {
+      Expr roots[] = {ws[wi].pred, ws[wi].addr};
+      BvProgram prog(vars, roots);
+      if (!prog.ok()) throw std::runtime_error("shared store with a data-dependent address cannot be resolved");
+      for (uint64_t lin = 0; lin < B.count(); ++lin) {
+        uint64_t p[6] = {lin % B.x, lin / B.x % B.y, lin / (uint64_t(B.x) * B.y), c.x, c.y, c.z};
+        uint64_t out[2];
+        prog.eval(p, out);
+        if (out[0]) m[out[1]] = {uint32_t(wi), uint32_t(lin)};
+      }
+    }
+    return m;
+  }
+
+  Expr resolve_elem(Expr leaf, int epoch) {
+    auto it = memo.find(leaf);
+    if (it != memo.end()) return it->second;
+    uint64_t idx = uint64_t(leaf->index());
+    uint64_t sb = std::max<uint64_t>(1, r.smem_bytes);
+    uint64_t block = idx / sb, off = idx % sb;
+    Expr v = ctx.undef(leaf->sort);
+    const Dim3& B = r.launch.block;
+    const Dim3& G = r.launch.grid;
+    for (int j = epoch - 1; j >= 0; --j) {
+      const auto& m = writer_map(j, block);
+      auto w = m.find(off);
+      if (w == m.end()) continue;
+      uint64_t lin = w->second.second;
+      ThreadCoord t{{uint32_t(lin % B.x), uint32_t(lin / B.x % B.y), uint32_t(lin / (uint64_t(B.x) * B.y))},
+                    {uint32_t(block % G.x), uint32_t(block / G.x % G.y), uint32_t(block / (uint64_t(G.x) * G.y))}};
+      v = specialize(r.epoch_writes[j][w->second.first].value, t);
+      break;
+    }
+    memo[leaf] = v;
+    return v;
+  }
+
+  Expr resolve(Expr e) {
+    if (!e->has_data()) return e;
+    return ir::substitute(ctx, e, [&](Expr leaf) -> Expr {
+      if (leaf->op != Op::TensorElem) {
+        if (leaf->op == Op::Load && epoch_of.count(leaf->tensor()))
+          throw std::runtime_error("lazy shared read with a non-constant index (thread identity not substituted?)");
+        return nullptr;
+      }
+      auto it = epoch_of.find(leaf->tensor());
+      if (it == epoch_of.end()) return nullptr;
+      return resolve_elem(leaf, it->second);
+    });
+  }
+};
+
+Resolver::Resolver(ir::Context& ctx, const ExecResult& r) : impl_(std::make_unique<Impl>(ctx, r)) {}
+Resolver::~Resolver() = default;
+Expr Resolver::specialize(Expr e, const ThreadCoord& t) { return impl_->specialize(e, t); }
+Expr Resolver::resolve(Expr e) { return impl_->resolve(e); }
+
+namespace {
+
+// index = k + sum c_i * v_i over thread Vars, when e has that shape (no wraparound assumed;
+// candidates are verified by evaluation anyway).
+struct Linear {
+  int64_t k = 0;
+  int64_t c[6] = {0, 0, 0, 0, 0, 0};
+};
+std::optional<Linear> linear_of(Expr e, const std::vector<Expr>& vars) {
+  std::vector<std::pair<Expr, int64_t>> stack{{e, 1}};
+  Linear L;
+  while (!stack.empty()) {
+    auto [x, m] = stack.back();
+    stack.pop_back();
+    switch (x->op) {
+      case Op::ConstBV: L.k += m * x->bv_signed(); break;
+      case Op::Var: {
+        auto it = std::find(vars.begin(), vars.end(), x);
+        if (it == vars.end()) return std::nullopt;
+        L.c[it - vars.begin()] += m;
+        break;
+      }
+      case Op::ZExt: case Op::SExt: stack.push_back({x->arg(0), m}); break;
+      case Op::BvAdd: for (Expr a : x->args()) stack.push_back({a, m}); break;
+      case Op::BvMul: {
+        int64_t f = m;
+        Expr rest = nullptr;
+        for (Expr a : x->args()) {
+          if (a->op == Op::ConstBV) f *= a->bv_signed();
+          else if (rest) return std::nullopt;
+          else rest = a;
+        }
+        if (rest) stack.push_back({rest, f}); else L.k += f;
+        break;
+      }
+      default: return std::nullopt;
+    }
+  }
+  return L;
+}
+
+}  // namespace
+
+std::vector<Writer> writers_of(ir::Context& ctx, const ExecResult& r, int32_t tensor, int64_t flat, Resolver* resolver) {
+  std::unique_ptr<Resolver> own;
+  if (!resolver) { own = std::make_unique<Resolver>(ctx, r); resolver = own.get(); }
+  ThreadVars tv(ctx, r.launch.block, r.launch.grid);
+  auto vars = tv.all();
+  uint64_t range[6] = {r.launch.block.x, r.launch.block.y, r.launch.block.z, r.launch.grid.x, r.launch.grid.y, r.launch.grid.z};
+  std::vector<std::pair<uint64_t, Writer>> found;
+  for (size_t wi = 0; wi < r.writes.size(); ++wi) {
+    const auto& w = r.writes[wi];
+    if (w.tensor != tensor) continue;
+    Expr target = ctx.bv_const(w.index->sort, uint64_t(flat));
+    Expr roots[] = {w.pred, w.index};
+    BvProgram prog(vars, roots);
+    if (!prog.ok()) throw std::runtime_error(fmt::format("write at PTX line {} has a data-dependent index", w.where.ptx_line));
+    auto hit = [&](const uint64_t* p) {
+      uint64_t out[2];
+      prog.eval(p, out);
+      return out[0] && out[1] == uint64_t(flat);
+    };
+    auto add = [&](const uint64_t* p) {
+      ThreadCoord t = coord_of_point(p);
+      found.push_back({w.seq, Writer{wi, t, resolver->specialize(w.value, t)}});
+    };
+    // 1. affine solve when the coefficients form a mixed radix (then the solution is unique)
+    if (auto L = linear_of(w.index, vars)) {
+      std::vector<int> order;
+      for (int i = 0; i < 6; ++i) if (L->c[i] != 0) order.push_back(i);
+      std::sort(order.begin(), order.end(), [&](int a, int b) { return L->c[a] > L->c[b]; });
+      bool radix = std::all_of(order.begin(), order.end(), [&](int i) { return L->c[i] > 0; });
+      for (size_t a = 0; radix && a < order.size(); ++a) {
+        int64_t span = 0;
+        for (size_t b = a + 1; b < order.size(); ++b) span += L->c[order[b]] * int64_t(range[order[b]] - 1);
+        if (span >= L->c[order[a]]) radix = false;
+      }
+      if (radix) {
+        bool fixed[6] = {false, false, false, false, false, false};
+        uint64_t p[6] = {0, 0, 0, 0, 0, 0};
+        int64_t rem = flat - L->k;
+        bool ok = rem >= 0;
+        for (int i : order) {
+          if (!ok) break;
+          int64_t v = rem / L->c[i];
+          if (v >= int64_t(range[i])) { ok = false; break; }
+          p[i] = uint64_t(v);
+          rem -= v * L->c[i];
+          fixed[i] = true;
+        }
+        if (ok && rem == 0) {
+          // vars absent from the index are free: enumerate them against the predicate
+          std::vector<int> free;
+          for (int i = 0; i < 6; ++i) if (!fixed[i] && range[i] > 1) free.push_back(i);
+          uint64_t total = 1;
+          for (int i : free) total *= range[i];
+          for (uint64_t n = 0; n < total; ++n) {
+            uint64_t q = n;
+            for (int i : free) { p[i] = q % range[i]; q /= range[i]; }
+            if (hit(p)) add(p);
+          }
+        }
+        continue;
+      }
+    }
+    // 2. bounded enumeration over every thread
+    uint64_t total = 1;
+    for (auto x : range) total *= x;
+    if (total > (uint64_t(1) << 26)) throw std::runtime_error("write inversion: launch too large to enumerate");
+    uint64_t p[6];
+    for (uint64_t n = 0; n < total; ++n) {
+      uint64_t q = n;
+      for (int i = 0; i < 6; ++i) { p[i] = q % range[i]; q /= range[i]; }
+      if (hit(p)) add(p);
+    }
+  }
+  std::stable_sort(found.begin(), found.end(), [](auto& a, auto& b) { return a.first < b.first; });
+  std::vector<Writer> out;
+  for (auto& f : found) out.push_back(std::move(f.second));
+  return out;
+}
+
+}  // namespace dirigo::exec

@@ -1,0 +1,282 @@
+#include "exec/sat.h"
+
+#include <algorithm>
+#include <stdexcept>
+#include <unordered_set>
+
+namespace dirigo::exec {
+
+using ir::Expr;
+using ir::Op;
+
+namespace {
+uint64_t mask_of(unsigned w) { return w >= 64 ? ~uint64_t(0) : ((uint64_t(1) << w) - 1); }
+int64_t sext_of(uint64_t v, unsigned w) {
+  if (w >= 64) return int64_t(v);
+  uint64_t m = uint64_t(1) << (w - 1);
+  return int64_t((v ^ m) - m);
+}
+}  // namespace
+
+BvProgram::BvProgram(std::span<const Expr> vars, std::span<const Expr> roots) {
+  std::unordered_map<Expr, uint32_t> slot;
+  for (size_t i = 0; i < vars.size(); ++i) {
+    Ins in{Op::Var, uint8_t(ir::bv_width(vars[i]->sort)), 0, false, uint32_t(i), 0, 0, 0, 0, 0};
+    slot[vars[i]] = uint32_t(code_.size());
+    code_.push_back(in);
+  }
+  // iterative post-order
+  for (Expr root : roots) {
+    std::vector<std::pair<Expr, bool>> stack{{root, false}};
+    while (!stack.empty() && ok_) {
+      auto [e, expanded] = stack.back();
+      stack.pop_back();
+      if (slot.count(e)) continue;
+      if (!expanded) {
+        stack.push_back({e, true});
+        for (Expr a : e->args()) if (!slot.count(a)) stack.push_back({a, false});
+        continue;
+      }
+      Ins in{e->op, uint8_t(e->sort == ir::Sort::Bool ? 1 : ir::bv_width(e->sort)), 0, e->is_signed(), 0, 0, 0,
+             e->nargs, uint32_t(argbuf_.size()), 0};
+      switch (e->op) {
+        case Op::ConstBool: in.k = e->bool_value(); break;
+        case Op::ConstBV: in.k = e->bv_value(); break;
+        case Op::Var: ok_ = false; break;  // not one of ours
+        case Op::Not: case Op::And: case Op::Or: case Op::Ite: case Op::Ult: case Op::Ule: case Op::Slt:
+        case Op::Sle: case Op::BvAdd: case Op::BvMul: case Op::BvUDiv: case Op::BvSDiv: case Op::BvURem:
+        case Op::BvSRem: case Op::BvShl: case Op::BvLShr: case Op::BvAShr: case Op::BvAnd: case Op::BvOr:
+        case Op::BvXor: case Op::BvNot: case Op::BvSMin: case Op::BvSMax: case Op::BvUMin: case Op::BvUMax:
+        case Op::BvMulHiU: case Op::BvMulHiS:
+          break;
+        case Op::Eq:
+          if (e->arg(0)->sort == ir::Sort::Real) ok_ = false;
+          break;
+        case Op::ZExt: case Op::SExt: case Op::Trunc:
+          in.sub_width = uint8_t(ir::bv_width(e->arg(0)->sort));
+          break;
+        default: ok_ = false;
+      }
+      if (!ok_) break;
+      for (Expr a : e->args()) argbuf_.push_back(slot.at(a));
+      slot[e] = uint32_t(code_.size());
+      code_.push_back(in);
+    }
+    if (!ok_) return;
+    roots_.push_back(slot.at(root));
+  }
+  regs_.resize(code_.size());
+}
+
+void BvProgram::eval(const uint64_t* point, uint64_t* out) {
+  uint64_t* r = regs_.data();
+  for (size_t i = 0; i < code_.size(); ++i) {
+    const Ins& in = code_[i];
+    const uint32_t* a = argbuf_.data() + in.args_at;
+    uint64_t m = mask_of(in.width);
+    uint64_t v = 0;
+    switch (in.op) {
+      case Op::Var: v = point[in.a]; break;
+      case Op::ConstBool: case Op::ConstBV: v = in.k; break;
+      case Op::Not: v = !r[a[0]]; break;
+      case Op::And: v = 1; for (uint32_t j = 0; j < in.nargs; ++j) v &= r[a[j]]; break;
+      case Op::Or: v = 0; for (uint32_t j = 0; j < in.nargs; ++j) v |= r[a[j]]; break;
+      case Op::Eq: v = r[a[0]] == r[a[1]]; break;
+      case Op::Ult: v = r[a[0]] < r[a[1]]; break;
+      case Op::Ule: v = r[a[0]] <= r[a[1]]; break;
+      case Op::Slt: case Op::Sle: {
+        unsigned w = code_[a[0]].width;
+        int64_t x = sext_of(r[a[0]], w), y = sext_of(r[a[1]], w);
+        v = in.op == Op::Slt ? x < y : x <= y;
+        break;
+      }
+      case Op::Ite: v = r[a[0]] ? r[a[1]] : r[a[2]]; break;
+      case Op::BvAdd: for (uint32_t j = 0; j < in.nargs; ++j) v += r[a[j]]; break;
+      case Op::BvMul: v = 1; for (uint32_t j = 0; j < in.nargs; ++j) v *= r[a[j]]; break;
+      case Op::BvAnd: v = ~uint64_t(0); for (uint32_t j = 0; j < in.nargs; ++j) v &= r[a[j]]; break;
+      case Op::BvOr: for (uint32_t j = 0; j < in.nargs; ++j) v |= r[a[j]]; break;
+      case Op::BvXor: for (uint32_t j = 0; j < in.nargs; ++j) v ^= r[a[j]]; break;
+      case Op::BvNot: v = ~r[a[0]]; break;
+      case Op::BvUDiv: v = r[a[1]] ? r[a[0]] / r[a[1]] : m; break;
+      case Op::BvURem: v = r[a[1]] ? r[a[0]] % r[a[1]] : r[a[0]]; break;
+      case Op::BvSDiv: case Op::BvSRem: {
+        int64_t x = sext_of(r[a[0]], in.width), y = sext_of(r[a[1]], in.width);
+        if (y == 0) v = in.op == Op::BvSDiv ? (x < 0 ? 1 : m) : uint64_t(x);
+        else if (y == -1) v = in.op == Op::BvSDiv ? uint64_t(-x) : 0;
+        else v = uint64_t(in.op == Op::BvSDiv ? x / y : x % y);
+        break;
+      }
+      case Op::BvShl: v = r[a[1]] >= in.width ? 0 : r[a[0]] << r[a[1]]; break;
+      case Op::BvLShr: v = r[a[1]] >= in.width ? 0 : r[a[0]] >> r[a[1]]; break;
+      case Op::BvAShr: {
+        int64_t x = sext_of(r[a[0]], in.width);
+        v = uint64_t(r[a[1]] >= in.width ? (x < 0 ? -1 : 0) : x >> r[a[1]]);
+        break;
+      }
+      case Op::BvSMin: case Op::BvSMax: {
+        int64_t x = sext_of(r[a[0]], in.width), y = sext_of(r[a[1]], in.width);
+        v = uint64_t(in.op == Op::BvSMin ? std::min(x, y) : std::max(x, y));
+        break;
+      }
+      case Op::BvUMin: v = std::min(r[a[0]], r[a[1]]); break;
+      case Op::BvUMax: v = std::max(r[a[0]], r[a[1]]); break;
+      case Op::BvMulHiU: {
+        unsigned __int128 p = (unsigned __int128)r[a[0]] * r[a[1]];
+        v = uint64_t(p >> in.width);
+        break;
+      }
+      case Op::BvMulHiS: {
+        __int128 p = (__int128)sext_of(r[a[0]], in.width) * sext_of(r[a[1]], in.width);
+        v = uint64_t(p >> in.width);
+        break;
+      }
+      case Op::ZExt: v = r[a[0]]; break;
+      case Op::SExt: v = uint64_t(sext_of(r[a[0]], in.sub_width)); break;
+      case Op::Trunc: v = r[a[0]]; break;
+      default: v = 0;
+    }
+    r[i] = v & m;
+  }
+  for (size_t i = 0; i < roots_.size(); ++i) out[i] = r[roots_[i]];
+}
+
+// ---------------------------------------------------------------- ThreadSat
+
+ThreadSat::ThreadSat(ir::Context& ctx, const ThreadVars& tv, uint64_t max_enumeration)
+    : ctx_(ctx), tv_(tv), max_enum_(max_enumeration) {}
+
+int ThreadSat::var_id(Expr v) const {
+  auto all = tv_.all();
+  for (int i = 0; i < 6; ++i)
+    if (all[i] == v) return i;
+  return -1;
+}
+
+bool ThreadSat::thread_only(Expr e) {
+  if (e->is_const()) return true;
+  auto it = thread_only_memo_.find(e);
+  if (it != thread_only_memo_.end()) return it->second;
+  bool ok = true;
+  for (Expr l : ir::leaves(e))
+    if (l->op != Op::Var || var_id(l) < 0) { ok = false; break; }
+  thread_only_memo_[e] = ok;
+  return ok;
+}
+
+bool ThreadSat::mentions_ctaid(Expr e) {
+  for (Expr l : ir::leaves(e)) {
+    int id = var_id(l);
+    if (id >= 3) return true;
+  }
+  return false;
+}
+
+std::optional<std::vector<uint64_t>> ThreadSat::solve_component(Expr conj, const std::vector<int>& ids, bool want_point) {
+  // ranges from bounds, tightened by simple atoms
+  std::vector<Range> range;
+  auto all = tv_.all();
+  for (int id : ids) range.push_back({all[id]->bounds().lo, all[id]->bounds().hi});
+  std::vector<Expr> atoms;
+  if (conj->op == Op::And) atoms.assign(conj->args().begin(), conj->args().end());
+  else atoms.push_back(conj);
+  auto pos = [&](Expr v) { int id = var_id(v); auto it = std::find(ids.begin(), ids.end(), id); return id < 0 || it == ids.end() ? -1 : int(it - ids.begin()); };
+  for (Expr a : atoms) {
+    if ((a->op == Op::Ult || a->op == Op::Ule || a->op == Op::Eq) && a->nargs == 2) {
+      Expr x = a->arg(0), y = a->arg(1);
+      if (x->op == Op::Var && y->op == Op::ConstBV && pos(x) >= 0) {
+        auto& r = range[pos(x)];
+        uint64_t c = y->bv_value();
+        if (a->op == Op::Ult) { if (c == 0) return std::nullopt; r.hi = std::min(r.hi, c - 1); }
+        else if (a->op == Op::Ule) r.hi = std::min(r.hi, c);
+        else { r.lo = std::max(r.lo, c); r.hi = std::min(r.hi, c); }
+      } else if (y->op == Op::Var && x->op == Op::ConstBV && pos(y) >= 0) {
+        auto& r = range[pos(y)];
+        uint64_t c = x->bv_value();
+        if (a->op == Op::Ult) { if (c == UINT64_MAX) return std::nullopt; r.lo = std::max(r.lo, c + 1); }
+        else if (a->op == Op::Ule) r.lo = std::max(r.lo, c);
+        else { r.lo = std::max(r.lo, c); r.hi = std::min(r.hi, c); }
+      }
+    }
+  }
+  long double total = 1;
+  for (auto& r : range) {
+    if (r.lo > r.hi) return std::nullopt;
+    total *= (long double)(r.hi - r.lo + 1);
+  }
+  std::vector<Expr> vars;
+  for (int id : ids) vars.push_back(all[id]);
+  Expr roots[] = {conj};
+  BvProgram prog(vars, roots);
+  if (!prog.ok() || total > (long double)max_enum_) {
+    ++inexact_;
+    if (want_point) return std::nullopt;
+    std::vector<uint64_t> p;
+    for (auto& r : range) p.push_back(r.lo);
+    return p;  // undecided: answered satisfiable
+  }
+  std::vector<uint64_t> p;
+  for (auto& r : range) p.push_back(r.lo);
+  uint64_t out = 0;
+  while (true) {
+    prog.eval(p.data(), &out);
+    if (out) return p;
+    size_t k = 0;  // odometer, first var fastest
+    for (; k < p.size(); ++k) {
+      if (p[k] < range[k].hi) { ++p[k]; break; }
+      p[k] = range[k].lo;
+    }
+    if (k == p.size()) return std::nullopt;
+  }
+}
+
+std::optional<ThreadCoord> ThreadSat::solve(Expr e, bool want_point) {
+  ++queries_;
+  ThreadCoord tc{{0, 0, 0}, {0, 0, 0}};
+  if (e->op == Op::ConstBool) {
+    if (!e->bool_value()) return std::nullopt;
+    return tc;
+  }
+  std::vector<Expr> atoms;
+  if (e->op == Op::And) atoms.assign(e->args().begin(), e->args().end());
+  else atoms.push_back(e);
+  // components over disjoint vars (union-find over the 6 thread vars; atoms with other leaves fail)
+  int parent[6] = {0, 1, 2, 3, 4, 5};
+  auto find = [&](int x) { while (parent[x] != x) x = parent[x] = parent[parent[x]]; return x; };
+  std::vector<std::vector<int>> atom_vars(atoms.size());
+  for (size_t i = 0; i < atoms.size(); ++i) {
+    for (Expr l : ir::leaves(atoms[i])) {
+      int id = var_id(l);
+      if (id < 0) { ++inexact_; return want_point ? std::nullopt : std::optional<ThreadCoord>(tc); }
+      atom_vars[i].push_back(id);
+    }
+    for (size_t j = 1; j < atom_vars[i].size(); ++j) parent[find(atom_vars[i][j])] = find(atom_vars[i][0]);
+  }
+  std::vector<uint64_t> value(6, 0);
+  for (int root = 0; root < 6; ++root) {
+    if (find(root) != root) continue;
+    std::vector<Expr> comp;
+    for (size_t i = 0; i < atoms.size(); ++i)
+      if (!atom_vars[i].empty() && find(atom_vars[i][0]) == root) comp.push_back(atoms[i]);
+    if (comp.empty()) continue;
+    std::vector<int> ids;
+    for (int v = 0; v < 6; ++v) if (find(v) == root) ids.push_back(v);
+    Expr conj = ctx_.and_(comp);
+    if (!want_point) {
+      auto it = memo_.find(conj);
+      if (it != memo_.end()) { if (!it->second) return std::nullopt; continue; }
+    }
+    auto p = solve_component(conj, ids, want_point);
+    if (!want_point) memo_[conj] = p.has_value();
+    if (!p) return std::nullopt;
+    for (size_t k = 0; k < ids.size(); ++k) value[ids[k]] = (*p)[k];
+  }
+  // atoms without vars are constants (false would have folded the conjunction)
+  tc.tid = {uint32_t(value[0]), uint32_t(value[1]), uint32_t(value[2])};
+  tc.ctaid = {uint32_t(value[3]), uint32_t(value[4]), uint32_t(value[5])};
+  return tc;
+}
+
+bool ThreadSat::sat(Expr e) { return solve(e, false).has_value(); }
+std::optional<ThreadCoord> ThreadSat::witness(Expr e) { return solve(e, true); }
+
+}  // namespace dirigo::exec

@@ -1,0 +1,71 @@
+// Exact satisfiability of thread-identity predicates (internal to exec).
+//
+// Launch dimensions are concrete, so a predicate over tid/ctaid is decided by enumerating the
+// Vars it mentions. Three things keep that cheap:
+//   - a conjunction splits into components over disjoint Vars (each decided alone, memoized
+//     by the hash-consed component node);
+//   - atoms `v < c`, `v <= c`, `c <= v`, `v == c` tighten each Var's range before enumerating;
+//   - expressions are compiled once into a flat bitvector program (BvProgram) evaluated per
+//     point without allocation.
+// A component larger than ExecOptions::max_enumeration points is answered "satisfiable"
+// (conservative for splitting: at worst an empty bundle survives) and counted in `inexact`.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <unordered_map>
+#include <vector>
+
+#include "exec/exec.h"
+#include "ir/expr.h"
+
+namespace dirigo::exec {
+
+// A DAG of bitvector/bool operations over a fixed Var list, flattened in post-order.
+class BvProgram {
+ public:
+  // Compiles roots over `vars`. ok() is false when some node is not a BV/Bool operation over
+  // those Vars (reals, tensor data, Undef, another Var).
+  BvProgram(std::span<const ir::Expr> vars, std::span<const ir::Expr> roots);
+  bool ok() const { return ok_; }
+  // Evaluates every root at the point (one value per var). Results: raw bits (bool 0/1).
+  void eval(const uint64_t* point, uint64_t* out);
+ private:
+  struct Ins { ir::Op op; uint8_t width; uint8_t sub_width; bool is_signed; uint32_t a, b, c; uint32_t nargs; uint32_t args_at; uint64_t k; };
+  std::vector<Ins> code_;
+  std::vector<uint32_t> argbuf_;
+  std::vector<uint32_t> roots_;
+  std::vector<uint64_t> regs_;
+  bool ok_ = true;
+};
+
+class ThreadSat {
+ public:
+  ThreadSat(ir::Context& ctx, const ThreadVars& tv, uint64_t max_enumeration);
+  // Is `e` satisfiable by some thread of the launch?
+  bool sat(ir::Expr e);
+  // A thread satisfying e (nullopt when unsatisfiable or undecided).
+  std::optional<ThreadCoord> witness(ir::Expr e);
+  // Whether an expression mentions only thread-identity Vars and constants.
+  bool thread_only(ir::Expr e);
+  bool mentions_ctaid(ir::Expr e);
+  uint64_t inexact() const { return inexact_; }
+  uint64_t queries() const { return queries_; }
+  const ThreadVars& vars() const { return tv_; }
+  ir::Context& ctx() { return ctx_; }
+
+ private:
+  struct Range { uint64_t lo, hi; };
+  std::optional<std::vector<uint64_t>> solve_component(ir::Expr conj, const std::vector<int>& var_ids, bool want_point);
+  std::optional<ThreadCoord> solve(ir::Expr e, bool want_point);
+  int var_id(ir::Expr v) const;
+
+  ir::Context& ctx_;
+  ThreadVars tv_;
+  uint64_t max_enum_;
+  std::unordered_map<ir::Expr, bool> memo_;
+  std::unordered_map<ir::Expr, bool> thread_only_memo_;
+  uint64_t inexact_ = 0, queries_ = 0;
+};
+
+}  // namespace dirigo::exec
