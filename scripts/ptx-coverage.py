@@ -261,6 +261,8 @@ def translation_unit(src, with_refs):
 # ------------------------------------------------------------------ compile (cached)
 def compile_ptx(tu, variant, timeout=180):
     flags = TORCH_FLAGS + VARIANTS[variant] + ["-arch=sm_90a"]
+    # The key covers the translation unit and flags, not the stub header: after editing
+    # tests/ptx/stub/dirigo_torch_stub.h delete .cache/ptx/*.err (and *.ptx for exactness).
     key = hashlib.sha256((tu + "\0" + " ".join(flags)).encode()).hexdigest()[:24]
     ptx, err = os.path.join(CACHE, key + ".ptx"), os.path.join(CACHE, key + ".err")
     if os.path.exists(ptx):
@@ -321,6 +323,33 @@ def programs(corpus):
         for e in json.load(open(idx)):
             out.append((ds, e))
     return out
+
+
+def markdown(s, args):
+    """The "## PTX parse rate" section of docs/coverage.md."""
+    sample = "every program" if s["every"] == 1 else f"every {s['every']}th program (deterministic: positions 0, {s['every']}, {2 * s['every']}, … of the index order)"
+    pct = lambda a, b: f"{100.0 * a / b:.1f}%" if b else "n/a"
+    L = ["## PTX parse rate", "",
+         f"Produced by `python3 scripts/ptx-coverage.py --every {s['every']} -j {args.j}` "
+         f"({s['wall_s']:.0f} s wall on the shared 2-core machine). Corpus: `{s['corpus']}` "
+         f"({s['programs_in_index']} programs in `*/index.json`), measured: {sample}.", "",
+         "| step | count |", "|---|---|",
+         f"| programs measured | {s['programs_measured']} |",
+         f"| programs with CUDA source extracted | {s['programs_with_cuda_source']} |",
+         f"| CUDA translation units (a program may have several) | {s['cuda_sources']} |",
+         f"| compile jobs (units × {{default, --use_fast_math}}, sm_90a) | {s['compile_jobs']} |",
+         f"| compiled to PTX | {s['compiled']} ({pct(s['compiled'], s['compile_jobs'])}) |",
+         f"| **PTX parsed and inlined** | **{s['parsed']} of {s['compiled']} ({pct(s['parsed'], s['compiled'])})** |",
+         f"| kernels in parsed PTX / instructions | {s['kernels_parsed']} / {s['instructions_parsed']} |", ""]
+    for v, d in s["by_variant"].items():
+        L.append(f"- `{v}`: {d['compiled']} of {d['attempted']} compiled, {d['parsed']} parsed.")
+    L += ["", "Programs without an extracted CUDA source:", ""]
+    L += [f"- {n} × {why}" for why, n in s["no_source"].items()] or ["- none"]
+    L += ["", "Compile failures (first nvcc error, numbers and names masked):", ""]
+    L += [f"- {n} × `{why}`" for why, n in s["compile_failures"].items()] or ["- none"]
+    L += ["", "Parse failures (grouped by reason):", ""]
+    L += [f"- {len(items)} × {why} — e.g. `{items[0]}`" for why, items in s["parse_failures"].items()] or ["- none"]
+    return "\n".join(L) + "\n"
 
 
 def main():
@@ -397,6 +426,8 @@ def main():
     }
     os.makedirs(os.path.dirname(args.json), exist_ok=True)
     json.dump(summary, open(args.json, "w"), indent=1)
+    with open(os.path.splitext(args.json)[0] + ".md", "w") as f:
+        f.write(markdown(summary, args))
     print(json.dumps({k: v for k, v in summary.items() if k != "parse_failures"}, indent=1))
     print("parse failures:")
     for reason, items in summary["parse_failures"].items():

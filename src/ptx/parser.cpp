@@ -376,6 +376,16 @@ class Parser {
     while (!at_end() && peek().line == line) next();
   }
 
+  // Operands and initializers nest ({...}, (...), !x); bound the recursion on hostile input.
+  static constexpr int kMaxNesting = 64;
+  struct NestGuard {
+    Parser& p;
+    NestGuard(Parser& parser, const Token& at) : p(parser) {
+      if (++p.nesting_ > kMaxNesting) p.fail(at, "nesting deeper than 64 levels");
+    }
+    ~NestGuard() { --p.nesting_; }
+  };
+
   // ---- module scope
   void module_statement() {
     const Token& t = peek();
@@ -508,6 +518,7 @@ class Parser {
 
   // Flattens `{1, {2, 3}}`, `7`, `0f3F800000`, `generic(sym)`, `sym`, `sym+4`.
   void initializer(std::vector<Operand>& out) {
+    NestGuard guard(*this, peek());
     if (accept("{")) {
       if (!accept("}")) {
         do initializer(out);
@@ -670,6 +681,7 @@ class Parser {
       const Token& t = peek();
       if (at_end()) fail(t, "unterminated function body of '" + f.name + "'");
       if (t.kind == Tok::Punct && t.text == "{") {
+        if (scopes_.size() > kMaxNesting) fail(t, "blocks nested deeper than 64 levels");
         next();
         Scope s;
         s.id = next_block++;
@@ -777,6 +789,7 @@ class Parser {
 
   Operand operand(const Token& op_tok) {
     const Token& t = peek();
+    NestGuard guard(*this, t);
     Operand o;
     if (accept("[")) {
       o.kind = Operand::Kind::Address;
@@ -962,6 +975,7 @@ class Parser {
   Module m_;
   std::vector<Scope> scopes_;
   SourceLoc loc_;
+  int nesting_ = 0;
 };
 
 }  // namespace

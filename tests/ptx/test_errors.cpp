@@ -129,3 +129,24 @@ TEST(PtxErrors, EveryTruncationIsHandled) {
 
 }  // namespace
 }  // namespace dirigo::ptx
+
+namespace dirigo::ptx {
+namespace {
+
+// Hostile nesting is an error, not a stack overflow.
+TEST(PtxErrors, DeepNestingIsBounded) {
+  std::string deep_init = ".version 8.0\n.global .u32 g[1] = " + std::string(100000, '{') + "1" +
+                          std::string(100000, '}') + ";\n";
+  EXPECT_THROW(parse(deep_init), ParseError);
+  std::string deep_vec = test::kernel_text("mov.b32 " + std::string(100000, '{') + "%r1" + std::string(100000, '}') + ", %r2;");
+  EXPECT_THROW(parse(deep_vec), ParseError);
+  std::string deep_not = test::kernel_text("and.pred %p1, %p2, " + std::string(100000, '!') + "%p3;");
+  EXPECT_THROW(parse(deep_not), ParseError);
+  std::string deep_blocks = test::kernel_text(std::string(100000, '{') + std::string(100000, '}'));
+  EXPECT_THROW(parse(deep_blocks), ParseError);
+  // Ordinary nesting still parses.
+  EXPECT_NO_THROW(parse(test::kernel_text("{ { { mov.b32 %r1, %r2; } } }")));
+}
+
+}  // namespace
+}  // namespace dirigo::ptx

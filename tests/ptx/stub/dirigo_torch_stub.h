@@ -5,8 +5,17 @@
 #include <cuda_runtime.h>
 #include <cuda_fp16.h>
 #include <cuda_bf16.h>
-#include <cstdint>
+// Standard headers torch/extension.h brings in transitively (FLT_MAX, INT_MAX, std::min, ...).
+#include <algorithm>
+#include <cfloat>
+#include <climits>
+#include <cmath>
 #include <cstddef>
+#include <cstdint>
+#include <cstdio>
+#include <limits>
+#include <type_traits>
+#include <utility>
 
 namespace c10 {
 using Half = __half;
