@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <tuple>
 #include <cmath>
 #include <set>
 #include <stdexcept>
@@ -252,22 +253,32 @@ bool negative_term(Expr t) {
 // the query is the difference of the cut pair. Cut variables are renamed
 // "!cut<k>" in order of appearance so that the query's structural hash is
 // stable (cache key).
-Query reduce(ir::Context& ctx, Expr na, Expr nb, bool cut_points, bool need_qb) {
+// A canonical difference d split into (A, B) with A - B == d: A holds the
+// terms with a non-negative coefficient, B the negated negative ones.
+std::pair<Expr, Expr> split_difference(ir::Context& ctx, Expr d) {
+  std::vector<Expr> pos, neg;
+  auto place = [&](Expr t) {
+    if (negative_term(t)) neg.push_back(ctx.neg(t));
+    else pos.push_back(t);
+  };
+  if (d->op == Op::Add) {
+    for (Expr t : d->args()) place(t);
+  } else {
+    place(d);
+  }
+  return {pos.empty() ? ctx.real_const(0) : ctx.add(pos), neg.empty() ? ctx.real_const(0) : ctx.add(neg)};
+}
+
+// `tol_b`: the (normalized, uncut) right side, when a tolerance query needs |b|.
+Query reduce(ir::Context& ctx, Expr na, Expr nb, bool cut_points, Expr tol_b) {
   Query q;
   q.real = na->sort == Sort::Real;
   Expr pa = na, pb = nb;
   if (q.real) {
     Expr d0 = ctx.sub(na, nb);
-    if (need_qb) q.qb = nb;  // the tolerance bound needs |b| (uncut)
+    q.qb = tol_b;
     if (d0->op == Op::ConstReal) { q.diff = d0; return q; }
-    std::vector<Expr> pos, neg;
-    if (d0->op == Op::Add) {
-      for (Expr t : d0->args()) (negative_term(t) ? neg : pos).push_back(negative_term(t) ? ctx.neg(t) : t);
-    } else {
-      (negative_term(d0) ? neg : pos).push_back(negative_term(d0) ? ctx.neg(d0) : d0);
-    }
-    pa = pos.empty() ? ctx.real_const(0) : ctx.add(pos);
-    pb = neg.empty() ? ctx.real_const(0) : ctx.add(neg);
+    std::tie(pa, pb) = split_difference(ctx, d0);
   }
   std::vector<std::pair<Expr, Expr>> cuts;
   Expr ca = pa, cb = pb;
@@ -369,10 +380,22 @@ Decision Solver::decide(ir::Context& ctx, Expr a, Expr b, const DecideOptions& o
   };
 
   try {
+    // Reals: terms the two sums share cancel in the canonical difference; only
+    // the residual is normalized and sent on (10,000-term sums stay cheap).
+    Expr na = a, nb = b;
+    if (a->sort == Sort::Real) {
+      Expr d0 = ctx.sub(a, b);
+      if (d0->op == Op::ConstReal && d0->rational() == 0) {
+        ++stats_.equal_canonical;
+        return done(Verdict::Equal, Stage::Canonical);
+      }
+      std::tie(na, nb) = split_difference(ctx, d0);
+    }
     Normalizer norm(ctx, opt.axioms);
-    Expr na = norm(a), nb = norm(b);
+    na = norm(na), nb = norm(nb);
     if (na == nb) { ++stats_.equal_axioms; return done(Verdict::Equal, Stage::Axioms); }
-    Query q = reduce(ctx, na, nb, opt.cut_points, opt.tolerance.has_value());
+    Expr tol_b = opt.tolerance && a->sort == Sort::Real ? norm(b) : nullptr;
+    Query q = reduce(ctx, na, nb, opt.cut_points, tol_b);
     d.cuts = q.num_cuts;
     d.query_nodes = q.real ? ir::dag_size(q.diff) : ir::dag_size(q.qa) + ir::dag_size(q.qb);
     if (q.trivially_equal()) { ++stats_.equal_cut; return done(Verdict::Equal, Stage::CutPoints); }
