@@ -53,7 +53,6 @@ struct Tensor {
   int64_t offset = 0;    // in elements
   std::vector<int64_t> shape, strides;  // strides in elements
   DType dtype = DType::Float32;
-  std::string data;      // optional: "data/<name>.bin", the recorded contents (row-major, little-endian)
   friend bool operator==(const Tensor&, const Tensor&) = default;
 
   int64_t numel() const;             // product of shape (validated tensors: fits in int64)
@@ -165,15 +164,23 @@ enum class InputKind : uint8_t { Input, Parameter, Buffer };
 std::string_view input_kind_name(InputKind k);
 std::optional<InputKind> parse_input_kind(std::string_view name);
 
+// `data` (optional) names a file "data/<program>.<name>.bin" with the traced
+// values: the elements in row-major order, little-endian, numel * element size
+// bytes. `sha256` (optional) is the hash of those values, recorded even when the
+// file is not kept.
 struct Input {
   std::string name;
   std::string tensor;
   InputKind kind = InputKind::Input;
+  std::string data;
+  std::string sha256;
   friend bool operator==(const Input&, const Input&) = default;
 };
 struct Output {
   std::string name;
   std::string tensor;
+  std::string data;
+  std::string sha256;
   friend bool operator==(const Output&, const Output&) = default;
 };
 

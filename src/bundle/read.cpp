@@ -435,12 +435,12 @@ Program parse_program(const J& v, const std::string& path) {
     auto d = parse_dtype(dt);
     if (!d) fail(child(tp, "dtype"), "unknown dtype " + quote(dt));
     x.dtype = *d;
-    x.data = opt_string(t, tp, "data");
     p.tensors.push_back(std::move(x));
   });
   for_each_in(v, path, "inputs", false, [&](const J& in, const std::string& ip) {
     as_object(in, ip);
-    Input x{req_string(in, ip, "name"), req_string(in, ip, "tensor"), InputKind::Input};
+    Input x{req_string(in, ip, "name"), req_string(in, ip, "tensor"), InputKind::Input, opt_string(in, ip, "data"),
+            opt_string(in, ip, "sha256")};
     std::string kind = opt_string(in, ip, "kind", "input");
     auto k = parse_input_kind(kind);
     if (!k) fail(child(ip, "kind"), "unknown input kind " + quote(kind) + " (known: input, parameter, buffer)");
@@ -449,7 +449,8 @@ Program parse_program(const J& v, const std::string& path) {
   });
   for_each_in(v, path, "outputs", false, [&](const J& out, const std::string& op) {
     as_object(out, op);
-    p.outputs.push_back({req_string(out, op, "name"), req_string(out, op, "tensor")});
+    p.outputs.push_back({req_string(out, op, "name"), req_string(out, op, "tensor"), opt_string(out, op, "data"),
+                         opt_string(out, op, "sha256")});
   });
   for_each_in(v, path, "ops", false, [&](const J& o, const std::string& op) { p.ops.push_back(parse_op(o, op)); });
   return p;
@@ -467,7 +468,8 @@ std::vector<std::pair<std::string, std::string>> parse_pairs(const J& obj, const
 
 }  // namespace
 
-Bundle parse_manifest(std::string_view json_text) {
+namespace {
+Bundle parse_manifest_checked(std::string_view json_text) {
   J root;
   try {
     root = J::parse(json_text.begin(), json_text.end());
@@ -514,6 +516,17 @@ Bundle parse_manifest(std::string_view json_text) {
   }
   return b;
 }
+}  // namespace
+
+Bundle parse_manifest(std::string_view json_text) {
+  try {
+    return parse_manifest_checked(json_text);
+  } catch (const BundleError&) {
+    throw;
+  } catch (const std::exception& e) {  // defensive: a JSON library error we did not anticipate
+    fail("", std::string("unreadable manifest: ") + e.what());
+  }
+}
 
 // ---- file sources
 FileSource directory_source(const std::filesystem::path& dir) {
@@ -555,23 +568,30 @@ Bundle read_bundle(const FileSource& files) {
   }
   for (size_t p = 0; p < b.programs.size(); ++p) {
     const Program& prog = b.programs[p];
-    for (size_t t = 0; t < prog.tensors.size(); ++t) {
-      const Tensor& x = prog.tensors[t];
-      if (x.data.empty() || !detail::is_safe_relative_path(x.data)) continue;
-      std::string fp = child(elem(child(elem("programs", p), "tensors"), t), "data");
-      auto size = files.size(x.data);
+    auto tensors = prog.tensor_index();
+    auto check_data = [&](const std::string& data, const std::string& tensor_id, const std::string& fp) {
+      if (data.empty() || !detail::is_safe_relative_path(data)) return;  // validate() reports bad paths
+      auto size = files.size(data);
       if (!size) {
-        add(fp, "file " + quote(x.data) + " not found in the bundle");
-        continue;
+        add(fp, "file " + quote(data) + " not found in the bundle");
+        return;
       }
+      auto t = tensors.find(tensor_id);
+      if (t == tensors.end()) return;
+      const Tensor& x = prog.tensors[t->second];
       int64_t n = 1, want = 0;
       bool sized = true;  // validate() reports bad shapes; only compare sizes that make sense
       for (int64_t s : x.shape)
         if (s < 0 || __builtin_mul_overflow(n, s, &n)) sized = false;
       if (sized && !__builtin_mul_overflow(n, int64_t(element_size(x.dtype)), &want) && *size != uint64_t(want))
-        add(fp, "file " + quote(x.data) + " has " + std::to_string(*size) + " bytes, the tensor needs " +
+        add(fp, "file " + quote(data) + " has " + std::to_string(*size) + " bytes, the tensor needs " +
                     std::to_string(want));
-    }
+    };
+    std::string pp = elem("programs", p);
+    for (size_t i = 0; i < prog.inputs.size(); ++i)
+      check_data(prog.inputs[i].data, prog.inputs[i].tensor, child(elem(child(pp, "inputs"), i), "data"));
+    for (size_t i = 0; i < prog.outputs.size(); ++i)
+      check_data(prog.outputs[i].data, prog.outputs[i].tensor, child(elem(child(pp, "outputs"), i), "data"));
   }
   for (auto& i : validate(b)) issues.push_back(std::move(i));
   if (!issues.empty()) throw BundleError(std::move(issues));

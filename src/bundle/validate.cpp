@@ -151,8 +151,6 @@ class Validator {
         std::string tp = elem(child(base, "tensors"), i);
         if (t.id.empty()) add(child(tp, "id"), "empty tensor id");
         else if (!tensors.emplace(t.id, i).second) add(child(tp, "id"), "duplicate tensor id " + quote(t.id));
-        if (!t.data.empty() && !detail::is_safe_relative_path(t.data))
-          add(child(tp, "data"), "path " + quote(t.data) + " must be relative and stay inside the bundle");
         auto st = storages.find(t.storage);
         if (st == storages.end()) add(child(tp, "storage"), "unknown storage id " + quote(t.storage));
         if (t.shape.size() != t.strides.size()) {
@@ -203,6 +201,13 @@ class Validator {
       return &p.tensors[it->second];
     }
 
+    void check_data_fields(const std::string& data, const std::string& sha256, const std::string& path) {
+      if (!data.empty() && !detail::is_safe_relative_path(data))
+        add(child(path, "data"), "path " + quote(data) + " must be relative and stay inside the bundle");
+      if (!sha256.empty() && !is_hex64(sha256))
+        add(child(path, "sha256"), "expected 64 hex digits, got " + quote(sha256));
+    }
+
     void check_interface() {
       std::unordered_set<std::string> in_names, out_names;
       for (size_t i = 0; i < p.inputs.size(); ++i) {
@@ -211,6 +216,7 @@ class Validator {
         else if (!in_names.insert(p.inputs[i].name).second)
           add(child(ip, "name"), "duplicate input name " + quote(p.inputs[i].name));
         tensor_at(p.inputs[i].tensor, child(ip, "tensor"));
+        check_data_fields(p.inputs[i].data, p.inputs[i].sha256, ip);
       }
       for (size_t i = 0; i < p.outputs.size(); ++i) {
         std::string op = elem(child(base, "outputs"), i);
@@ -218,6 +224,7 @@ class Validator {
         else if (!out_names.insert(p.outputs[i].name).second)
           add(child(op, "name"), "duplicate output name " + quote(p.outputs[i].name));
         tensor_at(p.outputs[i].tensor, child(op, "tensor"));
+        check_data_fields(p.outputs[i].data, p.outputs[i].sha256, op);
       }
     }
 

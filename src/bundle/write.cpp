@@ -150,18 +150,27 @@ J program_json(const Program& p) {
   j["storages"] = std::move(storages);
   J tensors = J::array();
   for (const auto& t : p.tensors) {
-    J x{{"id", t.id}, {"storage", t.storage}, {"offset", t.offset}, {"shape", t.shape}, {"strides", t.strides},
-        {"dtype", dtype_name(t.dtype)}};
-    if (!t.data.empty()) x["data"] = t.data;
-    tensors.push_back(std::move(x));
+    tensors.push_back(J{{"id", t.id}, {"storage", t.storage}, {"offset", t.offset}, {"shape", t.shape},
+                        {"strides", t.strides}, {"dtype", dtype_name(t.dtype)}});
   }
   j["tensors"] = std::move(tensors);
   J inputs = J::array();
-  for (const auto& in : p.inputs)
-    inputs.push_back(J{{"name", in.name}, {"tensor", in.tensor}, {"kind", input_kind_name(in.kind)}});
+  auto add_data = [](J& x, const std::string& data, const std::string& sha256) {
+    if (!data.empty()) x["data"] = data;
+    if (!sha256.empty()) x["sha256"] = sha256;
+  };
+  for (const auto& in : p.inputs) {
+    J x{{"name", in.name}, {"tensor", in.tensor}, {"kind", input_kind_name(in.kind)}};
+    add_data(x, in.data, in.sha256);
+    inputs.push_back(std::move(x));
+  }
   j["inputs"] = std::move(inputs);
   J outputs = J::array();
-  for (const auto& out : p.outputs) outputs.push_back(J{{"name", out.name}, {"tensor", out.tensor}});
+  for (const auto& out : p.outputs) {
+    J x{{"name", out.name}, {"tensor", out.tensor}};
+    add_data(x, out.data, out.sha256);
+    outputs.push_back(std::move(x));
+  }
   j["outputs"] = std::move(outputs);
   J ops = J::array();
   for (const auto& op : p.ops) ops.push_back(op_json(op));

@@ -46,7 +46,7 @@ TEST(ScalarType, PtxBits) {
 }
 
 TEST(Tensor, ContiguityAndExtent) {
-  Tensor t{"t", "s", 0, {4, 256}, {256, 1}, DType::Float32, ""};
+  Tensor t{"t", "s", 0, {4, 256}, {256, 1}, DType::Float32};
   EXPECT_TRUE(t.is_contiguous());
   EXPECT_EQ(t.numel(), 1024);
   EXPECT_EQ(t.nbytes(), 4096);
@@ -55,28 +55,28 @@ TEST(Tensor, ContiguityAndExtent) {
   EXPECT_EQ(e.lo, 0);
   EXPECT_EQ(e.hi, 1024);
 
-  Tensor tr{"t", "s", 0, {256, 4}, {1, 256}, DType::Float32, ""};  // a transpose
+  Tensor tr{"t", "s", 0, {256, 4}, {1, 256}, DType::Float32};  // a transpose
   EXPECT_FALSE(tr.is_contiguous());
   EXPECT_EQ(tr.extent().hi, 1024);
 
-  Tensor size1{"t", "s", 3, {1, 8}, {999, 1}, DType::Float32, ""};  // size-1 dims' strides do not matter
+  Tensor size1{"t", "s", 3, {1, 8}, {999, 1}, DType::Float32};  // size-1 dims' strides do not matter
   EXPECT_TRUE(size1.is_contiguous());
   EXPECT_EQ(size1.extent().lo, 3);
   EXPECT_EQ(size1.extent().hi, 11);
 
-  Tensor neg{"t", "s", 10, {5}, {-2}, DType::Float32, ""};  // a flipped view reaches down
+  Tensor neg{"t", "s", 10, {5}, {-2}, DType::Float32};  // a flipped view reaches down
   EXPECT_EQ(neg.extent().lo, 2);
   EXPECT_EQ(neg.extent().hi, 11);
 
-  Tensor expanded{"t", "s", 0, {8, 4}, {0, 1}, DType::Float32, ""};  // broadcast: stride 0
+  Tensor expanded{"t", "s", 0, {8, 4}, {0, 1}, DType::Float32};  // broadcast: stride 0
   EXPECT_EQ(expanded.extent().hi, 4);
   EXPECT_FALSE(expanded.is_contiguous());
 
-  Tensor empty{"t", "s", 100, {0, 4}, {4, 1}, DType::Float32, ""};
+  Tensor empty{"t", "s", 100, {0, 4}, {4, 1}, DType::Float32};
   EXPECT_EQ(empty.extent().status, Extent::Status::Empty);
   EXPECT_TRUE(empty.is_contiguous());
 
-  Tensor huge{"t", "s", 0, {int64_t(1) << 40, int64_t(1) << 40}, {int64_t(1) << 40, 1}, DType::Float32, ""};
+  Tensor huge{"t", "s", 0, {int64_t(1) << 40, int64_t(1) << 40}, {int64_t(1) << 40, 1}, DType::Float32};
   EXPECT_EQ(huge.extent().status, Extent::Status::Overflow);
 
   EXPECT_EQ(contiguous_strides({2, 3, 4}), (std::vector<int64_t>{12, 4, 1}));

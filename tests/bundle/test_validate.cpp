@@ -422,16 +422,28 @@ TEST(Validate, EmptyViewFitsAnywhere) {
 
 TEST(Validate, DataFileMissingAndWrongSize) {
   J m = valid_manifest();
-  cand(m)["tensors"][3]["data"] = "data/w.bin";
-  expect_error(m, "manifest.json: programs[1].tensors[3].data: file \"data/w.bin\" not found in the bundle");
+  cand(m)["inputs"][1]["data"] = "data/new.w.bin";  // t3: 256 float32
+  expect_error(m, "manifest.json: programs[1].inputs[1].data: file \"data/new.w.bin\" not found in the bundle");
   TempDir dir;
   write_bundle_dir(dir.path(), m);
-  write_text(dir.path() / "data" / "w.bin", std::string(1000, '\0'));
+  write_text(dir.path() / "data" / "new.w.bin", std::string(1000, '\0'));
   EXPECT_NE(read_error_text(dir.path()).find(
-                "programs[1].tensors[3].data: file \"data/w.bin\" has 1000 bytes, the tensor needs 1024"),
+                "programs[1].inputs[1].data: file \"data/new.w.bin\" has 1000 bytes, the tensor needs 1024"),
             std::string::npos);
-  write_text(dir.path() / "data" / "w.bin", std::string(1024, '\0'));
+  write_text(dir.path() / "data" / "new.w.bin", std::string(1024, '\0'));
   EXPECT_EQ(read_error_text(dir.path()), "");
+}
+
+TEST(Validate, DataPathEscapesBundle) {
+  J m = valid_manifest();
+  ref(m)["outputs"][0]["data"] = "data/../../x.bin";
+  expect_error(m, "manifest.json: programs[0].outputs[0].data: path \"data/../../x.bin\" must be relative");
+}
+
+TEST(Validate, ValueHashMalformed) {
+  J m = valid_manifest();
+  ref(m)["inputs"][0]["sha256"] = "xyz";
+  expect_error(m, "manifest.json: programs[0].inputs[0].sha256: expected 64 hex digits, got \"xyz\"");
 }
 
 // ---- launches
