@@ -170,7 +170,16 @@ void Machine::exec_int(Bundle& b, const ptx::Instruction& in, Type ty) {
       r = sgn ? ctx_.bv_ashr(arg(1, ty), amount) : ctx_.bv_lshr(arg(1, ty), amount);
       break;
     }
-    case Opcode::Popc: case Opcode::Clz: case Opcode::Brev: case Opcode::Bfind: {
+    case Opcode::Popc:
+      if (arg(1, ty)->op != Op::ConstBV) {  // sum of the bits (ballot counts)
+        Expr x = arg(1, ty);
+        std::vector<Expr> bits;
+        for (unsigned i = 0; i < w; ++i) bits.push_back(as_bv(ctx_.bv_and(ctx_.bv_lshr(x, c(i)), c(1)), 32));
+        r = ctx_.bv_add(bits);
+        break;
+      }
+      [[fallthrough]];
+    case Opcode::Clz: case Opcode::Brev: case Opcode::Bfind: {
       uint64_t x = konst(arg(1, ty), "bit counting");
       uint64_t m = w >= 64 ? ~uint64_t(0) : (uint64_t(1) << w) - 1;
       x &= m;

@@ -272,12 +272,15 @@ void Machine::collective_warp(std::vector<size_t> group) {
     }
     auto ptid = tid_of_linear(plin);
     Expr inblock = ctx_.ult(plin, c32(nthreads));
+    std::vector<Expr> covered;
     for (size_t si : group) {
       Bundle& S = bundles_[si];
       Expr valid = ctx_.and_(inblock, subst_tid(S.pred, ptid));
       if (!sat(ctx_.and_(cond, valid))) continue;
       arms.push_back({valid, subst_tid(read(S, o, ty), ptid)});
-      if (!sat(ctx_.and_(cond, ctx_.not_(valid)))) { complete = true; break; }
+      covered.push_back(valid);
+      // the arms so far cover every reader: the last one needs no condition
+      if (!sat(ctx_.and_(cond, ctx_.not_(ctx_.or_(covered))))) { complete = true; break; }
     }
     return arms;
   };

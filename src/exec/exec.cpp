@@ -39,8 +39,11 @@ ThreadVars::ThreadVars(ir::Context& ctx, const Dim3& b, const Dim3& g) : block(b
   const char* axes = "xyz";
   uint32_t bd[3] = {b.x, b.y, b.z}, gd[3] = {g.x, g.y, g.z};
   for (int i = 0; i < 3; ++i) {
-    tid[i] = ctx.var(std::string("tid.") + axes[i], ir::Sort::BV32, {0, uint64_t(bd[i]) - 1});
-    ctaid[i] = ctx.var(std::string("ctaid.") + axes[i], ir::Sort::BV32, {0, uint64_t(gd[i]) - 1});
+    // a dimension of extent 1 is the constant 0, so it never shows up in expressions
+    tid[i] = bd[i] == 1 ? ctx.bv_const(ir::Sort::BV32, 0)
+                        : ctx.var(std::string("tid.") + axes[i], ir::Sort::BV32, {0, uint64_t(bd[i]) - 1});
+    ctaid[i] = gd[i] == 1 ? ctx.bv_const(ir::Sort::BV32, 0)
+                          : ctx.var(std::string("ctaid.") + axes[i], ir::Sort::BV32, {0, uint64_t(gd[i]) - 1});
   }
 }
 

@@ -7,6 +7,8 @@
 
 #include <fmt/format.h>
 
+#include "ir/eval.h"
+
 namespace dirigo::exec {
 
 using ir::Expr;
@@ -272,6 +274,13 @@ void Machine::write(Bundle& b, const Operand& o, Expr v) {
   if (o.kind == Operand::Kind::Sink) return;
   if (o.kind == Operand::Kind::Pair) return write(b, o.elements.at(0), v);
   if (o.kind != Operand::Kind::Register) throw Unsupported("destination is not a register");
+  if (concrete_ && v->sort == Sort::Real && !v->is_const() && !v->has_undef() && !v->has_data()) {
+    // concrete mode: named functions are not folded by the canonicalizer; evaluate them (fp64)
+    ir::Evaluator ev(ir::Env{});
+    double d = ev.real(v);
+    if (std::isnan(d) || std::isinf(d)) throw Unsupported("non-finite value in concrete mode");
+    v = ctx_.real_const_from_double(d);
+  }
   int s = slot(o.name);
   if (size_t(s) >= b.regs.size()) b.regs.resize(slot_types_.size(), nullptr);
   Type t = slot_types_[s];
@@ -319,6 +328,44 @@ void Machine::undef_sink(Bundle& b, const ptx::Instruction& in, Expr v, const ch
   if (v && v->has_undef()) finding(kind, in, b, b.pred, fmt::format("an undefined value reaches {}", what));
 }
 
+// Keeps one lower and one upper bound per thread Var among a conjunction's simple atoms
+// (`v < c`, `c <= v`), so split domains stay short: (t < 64) && (t < 32) -> (t < 32).
+Expr Machine::tighten(Expr pred) {
+  if (pred->op != Op::And) return pred;
+  std::map<Expr, std::pair<uint64_t, uint64_t>, std::less<>> box;
+  std::vector<Expr> rest;
+  auto var_bounds = [&](Expr v) -> std::pair<uint64_t, uint64_t>& {
+    auto it = box.find(v);
+    if (it == box.end()) it = box.emplace(v, std::make_pair(v->bounds().lo, v->bounds().hi)).first;
+    return it->second;
+  };
+  for (Expr a : pred->args()) {
+    if ((a->op == Op::Ult || a->op == Op::Ule) && a->nargs == 2) {
+      Expr x = a->arg(0), y = a->arg(1);
+      if (x->op == Op::Var && y->op == Op::ConstBV && y->sort == Sort::BV32) {
+        auto& bd = var_bounds(x);
+        uint64_t hi = a->op == Op::Ult ? y->bv_value() - 1 : y->bv_value();
+        if (a->op == Op::Ult && y->bv_value() == 0) return ctx_.bool_const(false);
+        bd.second = std::min(bd.second, hi);
+        continue;
+      }
+      if (y->op == Op::Var && x->op == Op::ConstBV && x->sort == Sort::BV32) {
+        auto& bd = var_bounds(y);
+        uint64_t lo = a->op == Op::Ult ? x->bv_value() + 1 : x->bv_value();
+        bd.first = std::max(bd.first, lo);
+        continue;
+      }
+    }
+    rest.push_back(a);
+  }
+  for (auto& [v, bd] : box) {
+    if (bd.first > bd.second) return ctx_.bool_const(false);
+    if (bd.first > v->bounds().lo) rest.push_back(ctx_.ule(ctx_.bv_const(Sort::BV32, bd.first), v));
+    if (bd.second < v->bounds().hi) rest.push_back(ctx_.ult(v, ctx_.bv_const(Sort::BV32, bd.second + 1)));
+  }
+  return ctx_.and_(rest);
+}
+
 // ---------------------------------------------------------------- scheduling
 
 void Machine::run() {
@@ -348,7 +395,16 @@ void Machine::run() {
 }
 
 void Machine::run_bundle(size_t bi) {
-  while (bundles_[bi].state == Bundle::State::Running) step(bi);
+  while (bundles_[bi].state == Bundle::State::Running) {
+    try {
+      step(bi);
+    } catch (const Unsupported& e) {
+      out_.steps = steps_;
+      std::string msg = e.what();
+      if (msg.find("PTX line") != std::string::npos || bundles_[bi].pc >= f_.body.size()) throw;
+      unsupported(f_.body[bundles_[bi].pc], msg);
+    }
+  }
 }
 
 bool Machine::step(size_t bi) {
@@ -372,9 +428,10 @@ bool Machine::step(size_t bi) {
     if (c->op == Op::ConstBool) {
       if (!c->bool_value()) { ++b->pc; return true; }
     } else if (is_thread_pred(c)) {
-      Expr yes = ctx_.and_(b->pred, c), no = ctx_.and_(b->pred, ctx_.not_(c));
+      Expr yes = tighten(ctx_.and_(b->pred, c)), no = tighten(ctx_.and_(b->pred, ctx_.not_(c)));
       bool sy = sat(yes), sn = sat(no);
       int s = slot(in.guard->reg);
+      if (size_t(s) >= b->regs.size()) b->regs.resize(slot_types_.size(), nullptr);
       if (sy && sn) {
         if (bundles_.size() >= opt_.max_bundles) throw Unsupported(fmt::format("more than {} bundles", opt_.max_bundles));
         Bundle clone = *b;
@@ -400,6 +457,7 @@ bool Machine::step(size_t bi) {
     std::vector<Expr> args;
     for (const auto& a : rl.args) args.push_back(read(*b, a, Type::F32));
     Expr v = ctx_.call(rl.fn, args);
+    if (rl.addend) v = ctx_.add(v, read(*b, *rl.addend, Type::F32));
     Operand d; d.kind = Operand::Kind::Register; d.name = rl.dest;
     if (data_guard) v = ctx_.ite(data_guard, v, read_raw(*b, d, Type::F32));
     write(*b, d, v);

@@ -105,6 +105,7 @@ class Machine {
 
   // ---- checks and helpers
   bool sat(ir::Expr e) { return sat_.sat(e); }
+  ir::Expr tighten(ir::Expr pred);
   void finding(const std::string& kind, const ptx::Instruction& in, Bundle& b, ir::Expr where_pred, std::string msg);
   void undef_sink(Bundle& b, const ptx::Instruction& in, ir::Expr v, const char* kind, const char* what);
   Where where(const ptx::Instruction& in) const;

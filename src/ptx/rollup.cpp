@@ -94,7 +94,7 @@ class Matcher {
   }
 
   // Backward slice from `anchor`, not crossing register `x`. Empty on failure.
-  std::vector<int> slice(int anchor, const std::string& x, size_t max_size = 64) const {
+  std::vector<int> slice(int anchor, const std::string& x, const std::string& stop2 = "", size_t max_size = 64) const {
     std::vector<int> out, stack{anchor};
     std::set<int> seen{anchor};
     while (!stack.empty()) {
@@ -107,7 +107,7 @@ class Matcher {
       std::vector<std::string> d, s;
       regs_of(in, d, s);
       for (auto& r : s) {
-        if (r == x) continue;
+        if (r == x || (i == anchor && !stop2.empty() && r == stop2)) continue;
         int di = def_of(r);
         if (di < 0 || di > i) return {};  // several definitions or an input we cannot see
         if (seen.insert(di).second) stack.push_back(di);
@@ -116,9 +116,12 @@ class Matcher {
     return out;
   }
 
-  // Every register defined in the slice (except the anchor's) is used only inside it.
-  bool closed(const std::vector<int>& sl, int anchor) const {
-    std::set<int> in(sl.begin(), sl.end());
+  // Instructions of the slice whose results are also used outside it (nvcc shares common
+  // sub-expressions such as x*x), plus everything inside the slice they depend on: these stay
+  // and execute normally; the rest of the slice is absorbed.
+  std::set<int> escaping(const std::vector<int>& sl, int anchor) const {
+    std::set<int> in(sl.begin(), sl.end()), keep;
+    std::vector<int> stack;
     for (int i : sl) {
       if (i == anchor) continue;
       std::vector<std::string> d, s;
@@ -127,10 +130,20 @@ class Matcher {
         auto it = du_.uses.find(r);
         if (it == du_.uses.end()) continue;
         for (int u : it->second)
-          if (!in.count(u)) return false;
+          if (!in.count(u) && keep.insert(i).second) stack.push_back(i);
       }
     }
-    return true;
+    while (!stack.empty()) {
+      int i = stack.back();
+      stack.pop_back();
+      std::vector<std::string> d, s;
+      regs_of(f_.body[i], d, s);
+      for (auto& r : s) {
+        int di = def_of(r);
+        if (di >= 0 && in.count(di) && di != anchor && keep.insert(di).second) stack.push_back(di);
+      }
+    }
+    return keep;
   }
 
   std::multiset<uint64_t> constants(const std::vector<int>& sl) const {
@@ -201,7 +214,9 @@ std::vector<Template> templates(const Function& f) {
                [index_of](const Matcher& m, const Instruction& a) {
                  return find_operand_with_const(m, index_of(a), 0x3BBB989D, Opcode::Fma);
                },
-               [](const Instruction& in) { return in.op == Opcode::Mul && !in.mod.types.empty() && in.mod.types[0] == Type::F32; }});
+               [](const Instruction& in) {
+                 return (in.op == Opcode::Mul || in.op == Opcode::Fma) && !in.mod.types.empty() && in.mod.types[0] == Type::F32;
+               }});
   // tanhf (default): branch-free selp between the ex2/rcp path and an odd polynomial.
   t.push_back({"tanhf", ir::Fn::Tanh, {0x3F19999A, kTwoLog2e, 0x41102CB4},
                [](const Matcher& m, const Instruction& a) -> std::optional<Operand> {
@@ -249,19 +264,25 @@ Rollup rollup(const Function& f) {
       if (!t.is_anchor(in) || in.guard || in.operands.empty() || in.operands[0].kind != Operand::Kind::Register) continue;
       auto x = t.find_x(m, in);
       if (!x || x->kind != Operand::Kind::Register) continue;
-      auto sl = m.slice(i, x->name);
+      // an fma anchor (nvcc fused `acc + expf(x)`) keeps its addend outside the idiom
+      std::optional<Operand> addend;
+      if (in.op == Opcode::Fma && in.operands.size() == 4) addend = in.operands[3];
+      if (addend && addend->kind == Operand::Kind::Register && addend->name == x->name) continue;
+      auto sl = m.slice(i, x->name, addend && addend->kind == Operand::Kind::Register ? addend->name : "");
       if (sl.empty()) continue;
       if (std::any_of(sl.begin(), sl.end(), [&](int j) { return r.at[j].kind != RolledInstr::Kind::Keep; })) continue;
       auto consts = m.constants(sl);
       // constants may also sit in `mov` instructions inside the slice (counted above as operands)
       if (!std::all_of(t.required.begin(), t.required.end(), [&](uint64_t k) { return consts.count(k) > 0; })) continue;
-      if (!m.closed(sl, i)) continue;
-      for (int j : sl) r.at[j].kind = RolledInstr::Kind::Absorbed;
+      auto keep = m.escaping(sl, i);
+      for (int j : sl)
+        if (j != i && !keep.count(j)) r.at[j].kind = RolledInstr::Kind::Absorbed;
       auto& a = r.at[i];
       a.kind = RolledInstr::Kind::Math;
       a.fn = t.fn;
       a.dest = in.operands[0].name;
       a.args = {*x};
+      a.addend = addend;
       a.idiom = t.name;
       r.matched.push_back(t.name);
     }

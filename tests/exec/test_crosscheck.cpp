@@ -1,0 +1,264 @@
+// Correct kernels (tests/exec/cuda/correct.cu): symbolic write set == concrete interpreter ==
+// hand reference on random inputs, for every output element; and no findings.
+#include "exec_test_util.h"
+
+namespace dirigo::exec::test {
+namespace {
+
+TEST(CrossCheck, VectorAdd) {
+  DIRIGO_LOAD(m, "correct");
+  Harness h;
+  int n = 1000;
+  auto a = random_vec(n, 1), b = random_vec(n, 2);
+  h.tensor("a", DType::F32, a);
+  h.tensor("b", DType::F32, b);
+  h.tensor("c", DType::F32, std::vector<double>(n, 0));
+  h.scalar(n);
+  h.launch.grid = {4};
+  h.launch.block = {256};
+  std::vector<double> ref(n);
+  for (int i = 0; i < n; ++i) ref[i] = a[i] + b[i];
+  cross_check(h, *m, "vadd", "c", ref);
+}
+
+TEST(CrossCheck, GridStrideLoop) {
+  DIRIGO_LOAD(m, "correct");
+  Harness h;
+  int n = 3000;
+  auto x = random_vec(n, 3);
+  h.tensor("x", DType::F32, x);
+  h.tensor("y", DType::F32, std::vector<double>(n, 0));
+  h.scalar_f(0.5);
+  h.scalar(n);
+  h.launch.grid = {2};
+  h.launch.block = {128};
+  std::vector<double> ref(n);
+  for (int i = 0; i < n; ++i) ref[i] = 0.5 * x[i] + 1.0;
+  cross_check(h, *m, "grid_stride", "y", ref);
+}
+
+TEST(CrossCheck, SharedMemoryTreeReduction) {
+  DIRIGO_LOAD(m, "correct");
+  Harness h;
+  int n = 2000;
+  auto x = random_vec(n, 4);
+  h.tensor("x", DType::F32, x);
+  h.tensor("out", DType::F32, std::vector<double>(4, 0));
+  h.scalar(n);
+  h.launch.grid = {4};
+  h.launch.block = {256};
+  std::vector<double> ref(4, 0);
+  for (int i = 0; i < n; ++i) ref[i / 512] += x[i];
+  cross_check(h, *m, "tree_reduce", "out", ref, 1e-9);
+}
+
+TEST(CrossCheck, WarpShuffleRowSum) {
+  DIRIGO_LOAD(m, "correct");
+  Harness h;
+  int rows = 3, cols = 300;
+  auto x = random_vec(rows * cols, 5);
+  h.tensor("x", DType::F32, x);
+  h.tensor("out", DType::F32, std::vector<double>(rows, 0));
+  h.scalar(cols);
+  h.launch.grid = {uint32_t(rows)};
+  h.launch.block = {128};
+  std::vector<double> ref(rows, 0);
+  for (int i = 0; i < rows * cols; ++i) ref[i / cols] += x[i];
+  cross_check(h, *m, "row_sum_shfl", "out", ref, 1e-9);
+}
+
+TEST(CrossCheck, TiledGemm) {
+  DIRIGO_LOAD(m, "correct");
+  Harness h;
+  int M = 20, N = 24, K = 40;
+  auto A = random_vec(M * K, 6), B = random_vec(K * N, 7);
+  h.tensor("A", DType::F32, A);
+  h.tensor("B", DType::F32, B);
+  h.tensor("C", DType::F32, std::vector<double>(M * N, 0));
+  h.scalar(M);
+  h.scalar(N);
+  h.scalar(K);
+  h.launch.grid = {2, 2};
+  h.launch.block = {16, 16};
+  std::vector<double> ref(M * N, 0);
+  for (int i = 0; i < M; ++i)
+    for (int j = 0; j < N; ++j)
+      for (int k = 0; k < K; ++k) ref[i * N + j] += A[i * K + k] * B[k * N + j];
+  cross_check(h, *m, "tiled_gemm", "C", ref, 1e-9);
+}
+
+TEST(CrossCheck, SoftmaxWithDynamicSharedMemoryAndExpf) {
+  DIRIGO_LOAD(m, "correct");
+  Harness h;
+  int rows = 2, cols = 300;
+  auto x = random_vec(rows * cols, 8);
+  h.tensor("x", DType::F32, x);
+  h.tensor("y", DType::F32, std::vector<double>(rows * cols, 0));
+  h.scalar(cols);
+  h.launch.grid = {uint32_t(rows)};
+  h.launch.block = {128};
+  h.launch.dynamic_shared_bytes = 128 * 4;
+  std::vector<double> ref(rows * cols);
+  for (int r = 0; r < rows; ++r) {
+    double mx = -1e30, s = 0;
+    for (int c = 0; c < cols; ++c) mx = std::max(mx, x[r * cols + c]);
+    for (int c = 0; c < cols; ++c) s += std::exp(x[r * cols + c] - mx);
+    for (int c = 0; c < cols; ++c) ref[r * cols + c] = std::exp(x[r * cols + c] - mx) / s;
+  }
+  cross_check(h, *m, "softmax_rows", "y", ref, 1e-9);
+}
+
+TEST(CrossCheck, AtomicAddAccumulates) {
+  DIRIGO_LOAD(m, "correct");
+  Harness h;
+  int n = 1000;
+  auto x = random_vec(n, 9);
+  h.tensor("x", DType::F32, x);
+  h.tensor("out", DType::F32, std::vector<double>(4, 0.25));
+  h.scalar(n);
+  h.launch.grid = {4};
+  h.launch.block = {256};
+  std::vector<double> ref(4, 0.25);
+  for (int i = 0; i < n; ++i) ref[i % 4] += x[i];
+  cross_check(h, *m, "atomic_sum", "out", ref, 1e-9);
+  auto r = execute(h.ctx, *m, "atomic_sum", h.launch);
+  ASSERT_FALSE(r.writes.empty());
+  EXPECT_EQ(r.writes[0].op, WriteOp::Add);
+}
+
+TEST(CrossCheck, FloatAtomicMaxCasLoop) {
+  DIRIGO_LOAD(m, "correct");
+  Harness h;
+  int n = 300;
+  auto x = random_vec(n, 10);
+  h.tensor("x", DType::F32, x);
+  h.tensor("out", DType::F32, std::vector<double>(1, -100));
+  h.scalar(n);
+  h.launch.grid = {2};
+  h.launch.block = {256};
+  double mx = -100;
+  for (double v : x) mx = std::max(mx, v);
+  cross_check(h, *m, "atomic_maxf", "out", {mx});
+  auto r = execute(h.ctx, *m, "atomic_maxf", h.launch);
+  ASSERT_FALSE(r.writes.empty());
+  EXPECT_EQ(r.writes[0].op, WriteOp::Max);
+}
+
+TEST(CrossCheck, Transpose2DGridAndBlock) {
+  DIRIGO_LOAD(m, "correct");
+  Harness h;
+  int rows = 40, cols = 70;
+  auto in = random_vec(rows * cols, 11);
+  h.tensor("in", DType::F32, in);
+  h.tensor("out", DType::F32, std::vector<double>(rows * cols, 0));
+  h.scalar(rows);
+  h.scalar(cols);
+  h.launch.grid = {3, 2};
+  h.launch.block = {32, 8};
+  std::vector<double> ref(rows * cols);
+  for (int r = 0; r < rows; ++r)
+    for (int c = 0; c < cols; ++c) ref[c * rows + r] = in[r * cols + c];
+  cross_check(h, *m, "transpose", "out", ref);
+}
+
+TEST(CrossCheck, VectorLoadsFloat4) {
+  DIRIGO_LOAD(m, "correct");
+  Harness h;
+  int n4 = 100;
+  auto a = random_vec(4 * n4, 12), b = random_vec(4 * n4, 13);
+  h.tensor("a", DType::F32, a);
+  h.tensor("b", DType::F32, b);
+  h.tensor("c", DType::F32, std::vector<double>(4 * n4, 0));
+  h.scalar(n4);
+  h.launch.grid = {1};
+  h.launch.block = {128};
+  std::vector<double> ref(4 * n4);
+  for (int i = 0; i < 4 * n4; ++i) ref[i] = a[i] + b[i];
+  cross_check(h, *m, "add_float4", "c", ref);
+}
+
+TEST(CrossCheck, LocalArray) {
+  DIRIGO_LOAD(m, "correct");
+  Harness h;
+  int n = 200;
+  auto x = random_vec(n, 14);
+  h.tensor("x", DType::F32, x);
+  h.tensor("y", DType::F32, std::vector<double>(n, 0));
+  h.scalar(n);
+  h.launch.grid = {2};
+  h.launch.block = {128};
+  std::vector<double> ref(n);
+  for (int i = 0; i < n; ++i) {
+    double s = 0;
+    for (int k = 0; k < 5; ++k) s += (i + k < n ? x[i + k] : 0.0) * (k + 1);
+    ref[i] = s;
+  }
+  cross_check(h, *m, "local_window", "y", ref);
+}
+
+TEST(CrossCheck, BallotPopcount) {
+  DIRIGO_LOAD(m, "correct");
+  Harness h;
+  auto x = random_vec(128, 15);
+  h.tensor("x", DType::F32, x);
+  h.tensor("out", DType::I32, std::vector<double>(4, 0));
+  h.launch.grid = {1};
+  h.launch.block = {128};
+  std::vector<double> ref(4, 0);
+  for (int i = 0; i < 128; ++i) ref[i / 32] += x[i] > 0;
+  cross_check(h, *m, "ballot_count", "out", ref);
+}
+
+TEST(CrossCheck, ActivationsRollUp) {
+  DIRIGO_LOAD(m, "correct");
+  Harness h;
+  int n = 100;
+  auto x = random_vec(n, 16);
+  h.tensor("x", DType::F32, x);
+  h.tensor("y", DType::F32, std::vector<double>(n, 0));
+  h.scalar(n);
+  h.launch.grid = {1};
+  h.launch.block = {128};
+  std::vector<double> ref(n);
+  for (int i = 0; i < n; ++i) ref[i] = std::tanh(x[i]) + 1.0 / (1.0 + std::exp(-x[i])) + std::sqrt(x[i] * x[i] + 1);
+  cross_check(h, *m, "activations", "y", ref);
+  auto r = execute(h.ctx, *m, "activations", h.launch);
+  EXPECT_NE(std::find(r.idioms.begin(), r.idioms.end(), "tanhf"), r.idioms.end());
+  EXPECT_NE(std::find(r.idioms.begin(), r.idioms.end(), "expf"), r.idioms.end());
+}
+
+TEST(CrossCheck, ActivationsFastMath) {
+  auto m = load_module("correct", true);
+  if (!m) GTEST_SKIP();
+  Harness h;
+  int n = 100;
+  auto x = random_vec(n, 17);
+  h.tensor("x", DType::F32, x);
+  h.tensor("y", DType::F32, std::vector<double>(n, 0));
+  h.scalar(n);
+  h.launch.grid = {1};
+  h.launch.block = {128};
+  std::vector<double> ref(n);
+  for (int i = 0; i < n; ++i) ref[i] = std::tanh(x[i]) + 1.0 / (1.0 + std::exp(-x[i])) + std::sqrt(x[i] * x[i] + 1);
+  cross_check(h, *m, "activations", "y", ref);
+}
+
+TEST(CrossCheck, MinSumRunningExample) {
+  DIRIGO_LOAD(m, "correct");
+  Harness h;
+  int W = 4, N = 3;
+  auto x = random_vec(size_t(N) * 256 * 2 * W, 18);
+  h.tensor("x", DType::F32, x);
+  h.tensor("out", DType::F32, std::vector<double>(N * W, 0));
+  h.launch.grid = {uint32_t(W), uint32_t(N)};
+  h.launch.block = {256};
+  std::vector<double> ref(N * W, 0);
+  for (int n = 0; n < N; ++n)
+    for (int w = 0; w < W; ++w)
+      for (int r = 0; r < 256; ++r)
+        ref[n * W + w] += std::min(x[((size_t(n) * 256 + r) * 2) * W + w], x[((size_t(n) * 256 + r) * 2 + 1) * W + w]);
+  cross_check(h, *m, "min_sum", "out", ref, 1e-9);
+}
+
+}  // namespace
+}  // namespace dirigo::exec::test
