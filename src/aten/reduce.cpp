@@ -57,13 +57,18 @@ Expr arg(const Env& e, const Reduction& r, int64_t dim, bool is_max) {
   return arg_extreme(e.cx, values(e, r), pos, is_max);
 }
 
+// sum((x - mean)^2) / (M - correction), written as (sum(x^2) - M mean^2) / (M - correction)
+// to stay O(M) nodes (see stats() in norm.cpp).
 Expr variance(const Env& e, const Reduction& r, double correction) {
   auto& cx = e.cx;
-  Expr mean = mean_of(e, r);
+  auto xs = values(e, r);
   std::vector<Expr> sq;
-  for (const auto& i : r.domain) sq.push_back(square(cx, cx.sub(e.real_at(*r.in, i), mean)));
-  double denom = std::max(0.0, static_cast<double>(r.domain.size()) - correction);
-  return cx.div(cx.add(sq), e.num(denom));
+  for (Expr x : xs) sq.push_back(square(cx, x));
+  auto m = static_cast<int64_t>(xs.size());
+  Expr mean = cx.mul(cx.real_const(mpq_class(1, static_cast<unsigned long>(m))), cx.add(xs));
+  Expr ss = cx.sub(cx.add(sq), cx.mul(cx.real_const(m), square(cx, mean)));
+  double denom = std::max(0.0, static_cast<double>(m) - correction);
+  return cx.div(ss, e.num(denom));
 }
 
 double correction_of(const Env& e) {

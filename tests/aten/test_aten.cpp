@@ -200,6 +200,24 @@ TEST(AtenNorm, TrainingBatchNormDependsOnTheWholeChannel) {
   EXPECT_EQ(ir::leaves(at(cx, c, {1}, 1)).size(), 4u);         // saved mean
 }
 
+// The two-pass variance sum((x_i - mean)^2) would be O(M^2) nodes after canonicalization
+// (each x_i - mean is a flat M+1-term sum); the equations must stay linear in M.
+TEST(AtenNorm, StatisticsStayLinearInTheReducedSize) {
+  Ctx cx;
+  const uint64_t M = 64 * 64;
+  auto bn = call("aten::native_batch_norm",
+                 {Arg::of(ref(0, {64, 2, 8, 8})), Arg::none(), Arg::none(), Arg::none(), Arg::none(), Arg::of_bool(true),
+                  Arg::of_real(0.1), Arg::of_real(1e-5)},
+                 {ref(9, {64, 2, 8, 8}), ref(8, {2}), ref(7, {2})});
+  EXPECT_LT(ir::dag_size(at(cx, bn, {3, 1, 4, 4})), 8 * M);
+  auto ln = call("aten::native_layer_norm", {Arg::of(ref(0, {2, 4096})), Arg::of_ints({4096}), Arg::none(), Arg::none(),
+                                              Arg::of_real(1e-5)},
+                 {ref(9, {2, 4096}), ref(8, {2, 1}), ref(7, {2, 1})});
+  EXPECT_LT(ir::dag_size(at(cx, ln, {1, 7})), 8 * M);
+  auto var = call("aten::var.correction", {Arg::of(ref(0, {2, 4096})), Arg::of_ints({1})}, {ref(9, {2})});
+  EXPECT_LT(ir::dag_size(at(cx, var, {1})), 8 * M);
+}
+
 TEST(AtenPool, MaxPoolInteriorAndPaddedCorner) {
   Ctx cx;
   auto c = call("aten::max_pool2d_with_indices",
