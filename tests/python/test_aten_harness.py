@@ -76,12 +76,21 @@ def pick_locations(shape, n, rng) -> np.ndarray:
                                          dtype=np.int64).T.reshape(len(flat), len(shape))), flat
 
 
-def run_op(op: str, args, kwargs=None, *, outputs=None, n: int = 6, rng=None, rtol=RTOL, atol=ATOL):
-    """Check dirigo's equation for `op` against PyTorch at n random locations of each output."""
+def run_op(op: str, args, kwargs=None, *, outputs=None, n: int = 6, rng=None, rtol=RTOL, atol=ATOL,
+           as_op: str | None = None, as_args=None, as_kwargs=None):
+    """Check dirigo's equation for `op` against PyTorch at n random locations of each output.
+
+    as_op/as_args/as_kwargs: ask dirigo about a different overload (one this machine cannot run, e.g. a
+    CUDA-only op) with its own arguments, and compare it with what `op` computes here."""
     kwargs = kwargs or {}
     rng = rng or np.random.default_rng(0)
     d = _Describer()
     dargs, dkwargs = d(list(args)), {k: d(v) for k, v in kwargs.items()}  # snapshot before in-place ops run
+    name = op
+    if as_op is not None:
+        name = as_op
+        dargs = d(list(as_args if as_args is not None else args))
+        dkwargs = {k: d(v) for k, v in (as_kwargs if as_kwargs is not None else kwargs).items()}
     res = _as_tuple(_overload(op)(*args, **kwargs))
     outs = [{"shape": list(r.shape), "dtype": str(r.dtype)} for r in res]
     which = range(len(res)) if outputs is None else outputs
@@ -91,7 +100,7 @@ def run_op(op: str, args, kwargs=None, *, outputs=None, n: int = 6, rng=None, rt
         if r.numel() == 0:
             continue
         locs, flat = pick_locations(tuple(r.shape), n, rng)
-        got = np.array(_core.aten_eval(op, dargs, dkwargs, outs, d.storages, o, locs))
+        got = np.array(_core.aten_eval(name, dargs, dkwargs, outs, d.storages, o, locs))
         want = r.detach().reshape(-1).to(torch.float64).numpy()[flat]
         np.testing.assert_allclose(got, want, rtol=rtol, atol=atol, equal_nan=True,
                                    err_msg=f"{op} output {o} at {locs.tolist()} args={dargs} kwargs={dkwargs}")
@@ -100,7 +109,7 @@ def run_op(op: str, args, kwargs=None, *, outputs=None, n: int = 6, rng=None, rt
         checked += len(flat)
     if os.environ.get("DIRIGO_ATEN_STATS"):  # "op locations" per call, for docs/aten.md's numbers
         with open(os.environ["DIRIGO_ATEN_STATS"], "a") as f:
-            f.write(f"{op} {checked}\n")
+            f.write(f"{name} {checked}\n")
     return res
 
 
