@@ -409,11 +409,11 @@ Decision Solver::decide(ir::Context& ctx, Expr a, Expr b, const DecideOptions& o
         w.leaves = hit->witness;
         // the cached query may come from other originals: list this pair's variables too
         vars = original_vars(a, b), have_vars = true;
-        std::unordered_set<std::string_view> listed;
+        std::unordered_set<std::string> listed;  // owning: w.leaves grows below
         for (const LeafValue& l : w.leaves)
           if (l.kind == LeafValue::Kind::Var) listed.insert(l.name);
         for (Expr v : vars)
-          if (!v->name().starts_with("!") && !listed.count(v->name())) w.leaves.push_back(default_leaf(v));
+          if (!v->name().starts_with("!") && !listed.count(std::string(v->name()))) w.leaves.push_back(default_leaf(v));
         if (confirm(w).empty()) {
           ++stats_.cache_hits;
           d.witness = std::move(w);
