@@ -456,6 +456,7 @@ bool Machine::step(size_t bi) {
   if (rl.kind == ptx::RolledInstr::Kind::Math) {
     std::vector<Expr> args;
     for (const auto& a : rl.args) args.push_back(read(*b, a, Type::F32));
+    if (rl.negate) args[0] = ctx_.neg(args[0]);
     Expr v = ctx_.call(rl.fn, args);
     if (rl.addend) v = ctx_.add(v, read(*b, *rl.addend, Type::F32));
     Operand d; d.kind = Operand::Kind::Register; d.name = rl.dest;

@@ -1,6 +1,7 @@
 // Results for the check stage: specializing write values to a concrete thread, resolving lazy
 // shared-memory reads, and inverting write records for a concrete output element.
 #include <algorithm>
+#include <functional>
 #include <map>
 #include <unordered_map>
 
@@ -179,34 +180,24 @@ std::vector<Writer> writers_of(ir::Context& ctx, const ExecResult& r, int32_t te
       ThreadCoord t = coord_of_point(p);
       found.push_back({w.seq, Writer{wi, t, resolver->specialize(w.value, t)}});
     };
-    // 1. affine solve when the coefficients form a mixed radix (then the solution is unique)
+    // 1. affine solve: index = k + sum c_i v_i with c_i >= 0; depth-first over the Vars by
+    // decreasing coefficient, each Var limited to the values that leave a reachable remainder
+    // (exact: every solution is found, with no blind enumeration)
     if (auto L = linear_of(w.index, vars)) {
       std::vector<int> order;
-      for (int i = 0; i < 6; ++i) if (L->c[i] != 0) order.push_back(i);
-      std::sort(order.begin(), order.end(), [&](int a, int b) { return L->c[a] > L->c[b]; });
-      bool radix = std::all_of(order.begin(), order.end(), [&](int i) { return L->c[i] > 0; });
-      for (size_t a = 0; radix && a < order.size(); ++a) {
-        int64_t span = 0;
-        for (size_t b = a + 1; b < order.size(); ++b) span += L->c[order[b]] * int64_t(range[order[b]] - 1);
-        if (span >= L->c[order[a]]) radix = false;
+      bool nonneg = true;
+      for (int i = 0; i < 6; ++i) {
+        if (L->c[i] < 0) nonneg = false;
+        if (L->c[i] != 0) order.push_back(i);
       }
-      if (radix) {
-        bool fixed[6] = {false, false, false, false, false, false};
+      if (nonneg) {
+        std::sort(order.begin(), order.end(), [&](int a, int b) { return L->c[a] > L->c[b]; });
+        std::vector<int64_t> span(order.size() + 1, 0);  // max of the remaining terms
+        for (size_t a = order.size(); a-- > 0;) span[a] = span[a + 1] + L->c[order[a]] * int64_t(range[order[a]] - 1);
+        std::vector<int> free;
+        for (int i = 0; i < 6; ++i) if (L->c[i] == 0 && range[i] > 1) free.push_back(i);
         uint64_t p[6] = {0, 0, 0, 0, 0, 0};
-        int64_t rem = flat - L->k;
-        bool ok = rem >= 0;
-        for (int i : order) {
-          if (!ok) break;
-          int64_t v = rem / L->c[i];
-          if (v >= int64_t(range[i])) { ok = false; break; }
-          p[i] = uint64_t(v);
-          rem -= v * L->c[i];
-          fixed[i] = true;
-        }
-        if (ok && rem == 0) {
-          // vars absent from the index are free: enumerate them against the predicate
-          std::vector<int> free;
-          for (int i = 0; i < 6; ++i) if (!fixed[i] && range[i] > 1) free.push_back(i);
+        auto finish = [&] {  // Vars absent from the index: enumerate against the predicate
           uint64_t total = 1;
           for (int i : free) total *= range[i];
           for (uint64_t n = 0; n < total; ++n) {
@@ -214,7 +205,20 @@ std::vector<Writer> writers_of(ir::Context& ctx, const ExecResult& r, int32_t te
             for (int i : free) { p[i] = q % range[i]; q /= range[i]; }
             if (hit(p)) add(p);
           }
-        }
+        };
+        // depth-first search, at most 6 levels deep (one per thread Var)
+        std::function<void(size_t, int64_t)> dfs = [&](size_t lvl, int64_t rem) {
+          if (rem < 0 || rem > span[lvl]) return;
+          if (lvl == order.size()) { if (rem == 0) finish(); return; }
+          int i = order[lvl];
+          int64_t c = L->c[i];
+          int64_t lo = std::max<int64_t>(0, (rem - span[lvl + 1] + c - 1) / c), hi = std::min<int64_t>(rem / c, range[i] - 1);
+          for (int64_t v = lo; v <= hi; ++v) {
+            p[i] = uint64_t(v);
+            dfs(lvl + 1, rem - v * c);
+          }
+        };
+        dfs(0, int64_t(flat) - L->k);
         continue;
       }
     }

@@ -165,6 +165,7 @@ struct Template {
   // Given the anchor, returns x (a register operand) or nullopt.
   std::function<std::optional<Operand>(const Matcher&, const Instruction&)> find_x;
   std::function<bool(const Instruction&)> is_anchor;
+  bool negate = false;
 };
 
 bool has_opcode(const Instruction& in, Opcode op, bool approx) {
@@ -204,7 +205,7 @@ std::optional<Operand> find_operand_with_const(const Matcher& m, int start, uint
   return std::nullopt;
 }
 
-constexpr uint64_t kLog2e = 0x3FB8AA3B, kLn2 = 0x3F317218, kTwoLog2e = 0x4038AA3B;
+constexpr uint64_t kNegLog2e = 0xBFB8AA3B, kLog2e = 0x3FB8AA3B, kLn2 = 0x3F317218, kTwoLog2e = 0x4038AA3B;
 
 std::vector<Template> templates(const Function& f) {
   std::vector<Template> t;
@@ -237,6 +238,14 @@ std::vector<Template> templates(const Function& f) {
                  return other_operand(m, *mul, kLog2e);
                },
                [](const Instruction& in) { return has_opcode(in, Opcode::Ex2, true); }});
+  // __expf(-x): nvcc folds the negation into the constant
+  t.push_back({"__expf(-x)", ir::Fn::Exp, {kNegLog2e},
+               [](const Matcher& m, const Instruction& a) -> std::optional<Operand> {
+                 const Instruction* mul = m.def_instr(a.operands[1]);
+                 if (!mul || mul->op != Opcode::Mul) return std::nullopt;
+                 return other_operand(m, *mul, kNegLog2e);
+               },
+               [](const Instruction& in) { return has_opcode(in, Opcode::Ex2, true); }, true});
   // __logf / logf under --use_fast_math: lg2.approx(x) * ln 2.
   t.push_back({"__logf", ir::Fn::Log, {kLn2},
                [](const Matcher& m, const Instruction& a) -> std::optional<Operand> {
@@ -283,6 +292,7 @@ Rollup rollup(const Function& f) {
       a.dest = in.operands[0].name;
       a.args = {*x};
       a.addend = addend;
+      a.negate = t.negate;
       a.idiom = t.name;
       r.matched.push_back(t.name);
     }

@@ -27,6 +27,7 @@ struct RolledInstr {
   ir::Fn fn = ir::Fn::Exp;           // Math: the function
   std::string dest;                  // Math: destination register
   std::vector<Operand> args;         // Math: arguments (registers or immediates)
+  bool negate = false;               // Math: the idiom computes fn(-x) (nvcc folded the sign into a constant)
   std::optional<Operand> addend;     // Math: nvcc fused the idiom's last multiply into an fma: d = fn(args) + addend
   std::string idiom;                 // Math: template name ("expf", "__expf", "tanhf", ...)
 };
