@@ -437,6 +437,10 @@ def run_worker(spec: dict) -> dict:
         ["real"] if mode == "auto" else [mode])
     if mode == "auto" and loaded.extensions:
         attempts = ["real"]  # extension code may read data_ptr(): fake tensors have none
+    elif attempts == ["fake", "real"]:
+        size = _meta_size(spec, loaded, get_inputs, get_init_inputs)
+        if size is not None and size <= spec["real_limit_bytes"] // 4:
+            attempts = ["real"]  # small inputs and parameters: skip the fake pass (and its import cost)
     fake_note = None
     fake_bytes = None
     for attempt in attempts:
@@ -476,6 +480,26 @@ def run_worker(spec: dict) -> dict:
             out["note"] = fake_note
         return out
     return fake_result  # pragma: no cover - loop always returns
+
+
+def _meta_size(spec, loaded, get_inputs, get_init_inputs) -> int | None:
+    """Bytes of inputs plus parameters, measured on the meta device (nothing allocated); None if the
+    program cannot be built there (e.g. its __init__ reads tensor values)."""
+    import torch
+    from . import load
+    try:
+        with torch.device("meta"), contextlib.redirect_stdout(sys.stderr):
+            torch.manual_seed(spec["init_seed"])
+            init_inputs = list(get_init_inputs())
+            with torch.no_grad():
+                module, _ = load.build_model(loaded, init_inputs, spec["init_seed"])
+            inputs = list(get_inputs())
+        tensors = [x for x in inputs if isinstance(x, torch.Tensor)]
+        if isinstance(module, torch.nn.Module):
+            tensors += list(module.parameters()) + list(module.buffers())
+        return sum(t.numel() * t.element_size() for t in tensors)
+    except Exception:  # noqa: BLE001 - any failure: take the safe path (fake first)
+        return None
 
 
 def _trace_program(spec, loaded, get_inputs, get_init_inputs, attempt, device) -> dict:
