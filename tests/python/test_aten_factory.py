@@ -85,3 +85,13 @@ def test_parameter_names_match_torch_schemas():
         assert params == names[: len(params)], f"{key}: {params} vs schema {names}"
         checked += 1
     assert checked > 200
+
+
+def test_uninitialized_memory_is_undef():
+    outs = [{"shape": [2, 3], "dtype": "torch.float32"}]
+    for op, args in [("aten.empty.memory_format", [[2, 3]]), ("aten.empty_like.default", [torch.ones(2, 3)]),
+                     ("aten.empty_strided.default", [[2, 3], [3, 1]]), ("aten.new_empty.default", [torch.ones(1), [2, 3]]),
+                     ("aten.new_empty_strided.default", [torch.ones(1), [2, 3], [3, 1]])]:
+        d = _Describer()
+        got = _core.aten_eval(op, d(args), {}, outs, d.storages, 0, np.array([[1, 2]], dtype=np.int64))
+        assert np.isnan(got[0]), op  # the binding reports an Undef value as NaN
