@@ -119,6 +119,20 @@ TEST_F(DecideTest, EqualButUnprovableIsNeverDiffer) {
   EXPECT_NE(d.verdict, Verdict::Differ);
 }
 
+TEST_F(DecideTest, SpuriousFunctionValuesAreRefinedAway) {
+  // Different only at x == 2. At x == 1 the abstraction may pick erf(1) + erf(-1) != 0,
+  // which the evaluation refutes; the sample point erf(+-1) then forces x == 2.
+  Expr at1 = ctx.add(ctx.call(Fn::Erf, x), ctx.call(Fn::Erf, ctx.neg(x)));
+  Expr a = ctx.ite(ctx.eq(x, c(1)), at1, ctx.ite(ctx.eq(x, c(2)), c(1), c(0)));
+  for (int seed = 0; seed < 4; ++seed) {
+    opt.random_seed = static_cast<unsigned>(seed);
+    opt.use_cache = false;
+    smt::Decision d = expect_differ(a, c(0));
+    if (d.witness) EXPECT_EQ(witness_of(d, "x"), 2.0);
+  }
+  EXPECT_GE(solver.stats().refinements, 1u);  // with these seeds Z3 does pick x == 1 first
+}
+
 // ---- differ pairs
 
 TEST_F(DecideTest, DifferWitnessEvaluatesDifferently) {
