@@ -117,11 +117,11 @@ int run_kernel(const ExecuteOptions& opt, const ptx::Module& m, const ptx::Funct
     j["kernel"] = r.kernel;
     j["bundles"] = nlohmann::json::array();
     for (const auto& b : r.bundles)
-      j["bundles"].push_back({{"pred", ir::to_string(ctx, b.pred)}, {"writes", b.writes}, {"end", b.end}});
+      j["bundles"].push_back({{"pred", exec::short_string(ctx, b.pred, 2000)}, {"writes", b.writes}, {"end", b.end}});
     j["writes"] = nlohmann::json::array();
     for (const auto& w : r.writes)
       j["writes"].push_back({{"bundle", w.bundle}, {"tensor", std::string(ctx.tensor_name(w.tensor))},
-                             {"index", ir::to_string(ctx, w.index)}, {"value", ir::to_string(ctx, w.value)},
+                             {"index", exec::short_string(ctx, w.index, 2000)}, {"value", exec::short_string(ctx, w.value, 2000)},
                              {"op", std::string(exec::write_op_name(w.op))}, {"ptx_line", w.where.ptx_line}});
     j["findings"] = nlohmann::json::array();
     for (const auto& fd : r.findings) {

@@ -90,6 +90,16 @@ ConcreteResult run_concrete(ir::Context& ctx, const ptx::Module& m, const std::s
   return cr;
 }
 
+// Printing with elision can index missing operands in ir::to_string (elided ite arms), so
+// print in full and cut the text instead.
+std::string short_string(const ir::Context& ctx, ir::Expr e, size_t max_chars) {
+  ir::PrintOptions po;
+  po.max_nodes = SIZE_MAX;
+  std::string s = ir::to_string(ctx, e, po);
+  if (s.size() > max_chars) s = s.substr(0, max_chars) + fmt::format("…({} more chars)", s.size() - max_chars);
+  return s;
+}
+
 std::string to_text(const ir::Context& ctx, const ExecResult& r, size_t max_writes) {
   std::ostringstream os;
   const auto& L = r.launch;
@@ -102,16 +112,14 @@ std::string to_text(const ir::Context& ctx, const ExecResult& r, size_t max_writ
     for (auto& i : r.idioms) os << " " << i;
     os << "\n";
   }
-  ir::PrintOptions po;
-  po.max_nodes = 40;
   for (size_t i = 0; i < r.bundles.size(); ++i)
-    os << fmt::format("  bundle {}: {} ({} writes) [{}]\n", i, ir::to_string(ctx, r.bundles[i].pred, po),
+    os << fmt::format("  bundle {}: {} ({} writes) [{}]\n", i, short_string(ctx, r.bundles[i].pred),
                       r.bundles[i].writes.size(), r.bundles[i].end);
   for (size_t i = 0; i < r.writes.size() && i < max_writes; ++i) {
     const auto& w = r.writes[i];
     os << fmt::format("  write {} line {}: {}[{}] {} {}\n", i, w.where.ptx_line, ctx.tensor_name(w.tensor),
-                      ir::to_string(ctx, w.index, po), w.op == WriteOp::Store ? "=" : std::string(write_op_name(w.op)) + " ",
-                      ir::to_string(ctx, w.value, po));
+                      short_string(ctx, w.index), w.op == WriteOp::Store ? "=" : std::string(write_op_name(w.op)) + " ",
+                      short_string(ctx, w.value));
   }
   if (r.writes.size() > max_writes) os << fmt::format("  ... {} more write records\n", r.writes.size() - max_writes);
   for (const auto& f : r.findings) {

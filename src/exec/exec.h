@@ -201,5 +201,6 @@ ConcreteResult run_concrete(ir::Context& ctx, const ptx::Module& m, const std::s
                             const ConcreteMemory& input, const ExecOptions& opt = {});
 
 std::string to_text(const ir::Context& ctx, const ExecResult& r, size_t max_writes = 20);
+std::string short_string(const ir::Context& ctx, ir::Expr e, size_t max_chars = 400);
 
 }  // namespace dirigo::exec

@@ -59,8 +59,14 @@ Machine::Addr Machine::address(Bundle& b, const ptx::Instruction& in, const Oper
     Expr roots[] = {a};
     BvProgram prog(vars, roots);
     if (!prog.ok()) unsupported(in, "address depends on something other than thread identity");
-    uint64_t zero[6] = {0, 0, 0, 0, 0, 0};
-    prog.eval(zero, &sample);
+    // classify by the address of one thread of the bundle (spaces never overlap)
+    auto t = sat_.witness(b.pred);
+    uint64_t pt[6] = {0, 0, 0, 0, 0, 0};
+    if (t) {
+      uint64_t v[6] = {t->tid.x, t->tid.y, t->tid.z, t->ctaid.x, t->ctaid.y, t->ctaid.z};
+      std::copy(v, v + 6, pt);
+    }
+    prog.eval(pt, &sample);
   }
   if (sample >= kLocalBase) {
     if (a->op != Op::ConstBV) unsupported(in, "symbolic local-memory address");
