@@ -114,10 +114,12 @@ Value value_from_model(const z3::model& m, const z3::expr& v, Sort s) {
 
 // The Var leaves of both sides (they need bound-aware defaults). One DAG walk,
 // no sorting: the originals can be huge.
-std::vector<Expr> original_vars(Expr a, Expr b) {
+std::vector<Expr> original_vars(std::initializer_list<Expr> roots, const std::vector<Expr>& more = {}) {
   std::vector<Expr> out, stack;
   std::unordered_set<Expr> seen;
-  for (Expr root : {a, b})
+  for (Expr root : roots)
+    if (root && seen.insert(root).second) stack.push_back(root);
+  for (Expr root : more)
     if (root && seen.insert(root).second) stack.push_back(root);
   while (!stack.empty()) {
     Expr e = stack.back();
@@ -322,7 +324,9 @@ Query reduce(ir::Context& ctx, Expr na, Expr nb, bool cut_points, Expr tol_b) {
 // `uncut` marks a proof that needed the cut definitions: it holds for the
 // normalized pair, not for the cut query.
 ResultCache::Key cache_key(Expr x, Expr y, const DecideOptions& opt, bool uncut) {
-  uint64_t opts = opt.axioms.fingerprint() ^ (uint64_t{opt.cut_points} << 40) ^
+  uint64_t assumed = 0;
+  for (Expr c : opt.assumptions) assumed = (assumed ^ c->hash) * 0x100000001B3ull;
+  uint64_t opts = assumed ^ opt.axioms.fingerprint() ^ (uint64_t{opt.cut_points} << 40) ^
                   (uint64_t{opt.tolerance.has_value()} << 41) ^ (uint64_t{y == nullptr} << 42) ^
                   (uint64_t{uncut} << 43);
   if (!y) return {x->hash, 0, x->size, 0, opts};
@@ -361,6 +365,8 @@ Decision Solver::decide(ir::Context& ctx, Expr a, Expr b, const DecideOptions& o
   };
   if (!a || !b) return done(Verdict::Unknown, Stage::Error, "null expression");
   if (a == b) { ++stats_.equal_canonical; return done(Verdict::Equal, Stage::Canonical); }
+  for (Expr c : opt.assumptions)
+    if (!c || c->sort != Sort::Bool) return done(Verdict::Unknown, Stage::Error, "assumptions must be Bool expressions");
   if (a->sort != b->sort)
     return done(Verdict::Unknown, Stage::Error,
                 fmt::format("sort mismatch: {} vs {}", ir::sort_name(a->sort), ir::sort_name(b->sort)));
@@ -372,6 +378,10 @@ Decision Solver::decide(ir::Context& ctx, Expr a, Expr b, const DecideOptions& o
     w.a = ev(a);
     w.b = ev(b);
     if (w.a.undef || w.b.undef) return "witness depends on an undefined value";
+    for (Expr c : opt.assumptions) {
+      Value v = ev(c);
+      if (v.undef || !v.bits) return "witness violates an assumption";
+    }
     if (!values_differ(w.a, w.b, opt.confirm_rtol, opt.confirm_atol))
       return fmt::format("spurious witness (both sides evaluate to {} / {})", value_string(w.a), value_string(w.b));
     if (opt.tolerance && w.a.sort == Sort::Real)
@@ -399,6 +409,9 @@ Decision Solver::decide(ir::Context& ctx, Expr a, Expr b, const DecideOptions& o
     d.cuts = q.num_cuts;
     d.query_nodes = q.real ? ir::dag_size(q.diff) : ir::dag_size(q.qa) + ir::dag_size(q.qb);
     if (q.trivially_equal()) { ++stats_.equal_cut; return done(Verdict::Equal, Stage::CutPoints); }
+    if (d.query_nodes > opt.max_query_nodes)
+      return done(Verdict::Unknown, Stage::CutPoints,
+                  fmt::format("query has {} nodes after cut points (limit {})", d.query_nodes, opt.max_query_nodes));
 
     ResultCache::Key key = q.real ? cache_key(q.diff, nullptr, opt, false) : cache_key(q.qa, q.qb, opt, false);
     ResultCache::Key uncut_key = cache_key(na, nb, opt, true);
@@ -408,7 +421,7 @@ Decision Solver::decide(ir::Context& ctx, Expr a, Expr b, const DecideOptions& o
         Witness w;
         w.leaves = hit->witness;
         // the cached query may come from other originals: list this pair's variables too
-        vars = original_vars(a, b), have_vars = true;
+        vars = original_vars({a, b}, opt.assumptions), have_vars = true;
         std::unordered_set<std::string> listed;  // owning: w.leaves grows below
         for (const LeafValue& l : w.leaves)
           if (l.kind == LeafValue::Kind::Var) listed.insert(l.name);
@@ -431,6 +444,7 @@ Decision Solver::decide(ir::Context& ctx, Expr a, Expr b, const DecideOptions& o
     std::vector<z3::expr> base;  // sound constraints: leaf bounds, Ackermann congruence, lemmas
     auto pull = [&] { for (z3::expr& c : tr.take_constraints()) base.push_back(c); };
     z3::expr plain_goal = q.real ? tr(q.diff) != z.real_val(0) : tr(q.qa) != tr(q.qb);
+    for (Expr c : opt.assumptions) base.push_back(tr(c));
     pull();
 
     struct Attempt { z3::expr goal; bool tolerance; };
@@ -487,7 +501,7 @@ Decision Solver::decide(ir::Context& ctx, Expr a, Expr b, const DecideOptions& o
         }
         ++stats_.sat;
         z3::model m = s.get_model();
-        if (!have_vars) vars = original_vars(a, b), have_vars = true;
+        if (!have_vars) vars = original_vars({a, b}, opt.assumptions), have_vars = true;
         Witness w;
         w.leaves = extract_leaves(m, tr, vars);
         std::string why = confirm(w);
@@ -578,7 +592,7 @@ SatResult Solver::solve(ir::Context& ctx, Expr cond, const DecideOptions& opt) {
       return res;
     }
     ++stats_.sat;
-    res.model = extract_leaves(s.get_model(), tr, original_vars(cond, nullptr));
+    res.model = extract_leaves(s.get_model(), tr, original_vars({cond}));
     ir::Evaluator ev(res.env(), ir::Precision::F64);
     Value v = ev(cond);
     if (v.undef || !v.bits) {

@@ -76,6 +76,10 @@ struct DecideOptions {
   // A witness must differ by more than fp64 noise to be confirmed.
   double confirm_rtol = 1e-9, confirm_atol = 1e-12;
   bool use_cache = true;
+  // Decide a == b only where every assumption (a Bool expression of the same
+  // Context) holds; a witness must satisfy them (checked by evaluation).
+  std::vector<ir::Expr> assumptions;
+  uint64_t max_query_nodes = 1'000'000;  // larger cut queries are Unknown instead of a Z3 marathon
   // Extra Z3 solver parameters (name, value), applied to every check.
   std::vector<std::pair<std::string, unsigned>> solver_params;
 };

@@ -394,3 +394,44 @@ TEST(DecideThreads, WorkersWithOwnSolversShareACache) {
   EXPECT_EQ(differ.load(), 20);
   EXPECT_GT(cache->hits(), 0u);  // the same (i + t) queries recur across threads
 }
+
+// ---- assumptions and budgets
+
+TEST(DecideAssumptions, EqualUnderAssumptionsAndWitnessesSatisfyThem) {
+  ir::Context ctx;
+  smt::Solver solver;
+  Expr x = ctx.var("x", Sort::Real), y = ctx.var("y", Sort::Real);
+  Expr zero = ctx.real_const(0);
+  smt::DecideOptions opt;
+  EXPECT_EQ(solver.decide(ctx, ctx.abs(x), x, opt).verdict, Verdict::Differ);
+  opt.assumptions = {ctx.le(zero, x)};
+  smt::Decision d = solver.decide(ctx, ctx.abs(x), x, opt);
+  EXPECT_EQ(d.verdict, Verdict::Equal) << d.reason;
+  d = solver.decide(ctx, ctx.call(Fn::Sqrt, ctx.mul(x, x)), x, opt);  // sqrt is exact on its domain
+  EXPECT_EQ(d.verdict, Verdict::Equal) << d.reason;
+  // a witness lies inside the assumptions
+  opt.assumptions = {ctx.lt(ctx.real_const(3), x), ctx.lt(x, y)};
+  d = solver.decide(ctx, ctx.mul(x, y), ctx.mul(x, x), opt);
+  ASSERT_EQ(d.verdict, Verdict::Differ) << d.reason;
+  ir::Evaluator ev(d.witness->env());
+  EXPECT_GT(ev.real(x), 3.0);
+  EXPECT_LT(ev.real(x), ev.real(y));
+  // contradictory assumptions: vacuously equal
+  opt.assumptions = {ctx.lt(x, zero), ctx.lt(zero, x)};
+  EXPECT_EQ(solver.decide(ctx, x, y, opt).verdict, Verdict::Equal);
+  // not a condition
+  opt.assumptions = {x};
+  EXPECT_EQ(solver.decide(ctx, x, y, opt).verdict, Verdict::Unknown);
+}
+
+TEST(DecideBudget, OversizedQueryIsUnknown) {
+  ir::Context ctx;
+  smt::Solver solver;
+  smt::DecideOptions opt;
+  opt.max_query_nodes = 3;
+  Expr x = ctx.var("x", Sort::Real), y = ctx.var("y", Sort::Real);
+  smt::Decision d = solver.decide(ctx, ctx.mul(x, y), ctx.add(x, y), opt);
+  EXPECT_EQ(d.verdict, Verdict::Unknown);
+  EXPECT_NE(d.reason.find("limit"), std::string::npos) << d.reason;
+  EXPECT_FALSE(d.solver_called);
+}
