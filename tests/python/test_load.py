@@ -102,3 +102,29 @@ def test_inputs_come_from_the_reference_get_inputs(tmp_path):
     new_p = manifest(out)[0]["programs"][1]
     x = next(t for t in new_p["tensors"] if t["id"] == by_name(new_p, "x")["tensor"])
     assert x["shape"] == [2, 3, 16]
+
+
+@pytest.mark.gpu
+def test_cuda_engineer_file_on_gpu(tmp_path):
+    # forward(*inputs, *state) with the state in functional_model's keyword-only order
+    fun = write_program(tmp_path, "fun.py", FUNCTIONAL, inputs="[torch.rand(2, 3, 16)]", init="[3, 5, 3]")
+    cu = tmp_path / "kernel.cu"
+    cu.write_text("#include <torch/extension.h>\n"
+                  "__global__ void scale_k(float* y, const float* s, int per, int n) {\n"
+                  "  int i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) y[i] *= s[(i / per) % 5]; }\n"
+                  "torch::Tensor forward(torch::Tensor x, torch::Tensor w, torch::Tensor b, torch::Tensor s) {\n"
+                  "  auto y = torch::tanh(torch::conv1d(x, w, b)).contiguous(); int n = y.numel();\n"
+                  "  scale_k<<<(n + 127) / 128, 128>>>(y.data_ptr<float>(), s.data_ptr<float>(), y.size(2), n);\n"
+                  "  return y; }\n"
+                  "PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) { m.def(\"forward\", &forward); }\n")
+    r, out = run(tmp_path, fun, str(cu), device="cuda", timeout=500)
+    assert r.status == "ok", r.message
+    m, files = manifest(out)
+    new_p = m["programs"][1]
+    aten = [(op["name"], op["from"]) for op in new_p["ops"] if op["kind"] == "aten"]
+    assert ("aten::convolution", "extension") in aten and ("aten::tanh", "extension") in aten
+    (launch_op,) = [op for op in new_p["ops"] if op["kind"] == "launch"]
+    assert launch_op["kernel"] == "_Z7scale_kPfPKfii" and launch_op["block"] == [128, 1, 1]
+    scale_id = by_name(new_p, "scale")["tensor"]
+    assert launch_op["args"][1] == {"tensor": scale_id, "byte_offset": 0}
+    assert launch_op["args"][2] == {"scalar": 14, "type": "u32"}
