@@ -1,6 +1,6 @@
 // Which launch arguments a kernel can write, from its mangled entry name.
 //
-// A CUDA entry `_Z10fused_minPKfPfii` says its first pointer is `const float*`:
+// A CUDA entry `_Z9fused_minPKfPfii` says its first pointer is `const float*`:
 // the kernel cannot write through it. Every other pointer is a potential write
 // target (exec later tells which are actually written). This is a small
 // Itanium-ABI parser for parameter lists: builtin types, cv-qualifiers,

@@ -18,7 +18,7 @@ using J = nlohmann::ordered_json;
 inline const char* kPtx = R"(.version 8.0
 .target sm_90
 .address_size 64
-.visible .entry _Z10fused_minPKfPfii(
+.visible .entry _Z9fused_minPKfPfii(
   .param .u64 p0, .param .u64 p1, .param .u32 p2, .param .u32 p3)
 {
   ret;
@@ -76,7 +76,7 @@ inline J valid_manifest() {
       {"kind": "aten", "name": "aten::empty_like", "args": [{"tensor": "t0"}],
        "kwargs": {"dtype": {"dtype": "float32"}, "memory_format": {"memory_format": "contiguous_format"}},
        "outputs": ["t1"], "from": "extension"},
-      {"kind": "launch", "module": "m0", "kernel": "_Z10fused_minPKfPfii", "grid": [4, 1, 1], "block": [256, 1, 1],
+      {"kind": "launch", "module": "m0", "kernel": "_Z9fused_minPKfPfii", "grid": [4, 1, 1], "block": [256, 1, 1],
        "shared_bytes": 0, "args": [{"tensor": "t0", "byte_offset": 0}, {"tensor": "t1", "byte_offset": 0},
                                    {"scalar": 4, "type": "s32"}, {"scalar": 256, "type": "u32"}],
        "stream": 0, "source_lines": true},

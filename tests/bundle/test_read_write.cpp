@@ -79,7 +79,7 @@ Bundle every_form_bundle() {
   p.ops.push_back(a);
   LaunchOp l;
   l.module = "m0";
-  l.kernel = "_Z10fused_minPKfPfii";
+  l.kernel = "_Z9fused_minPKfPfii";
   l.grid = {2, 3, 4};
   l.block = {32, 4, 2};
   l.shared_bytes = 128;
