@@ -1,0 +1,165 @@
+// Math-idiom rollup (ptx/rollup.h): each template applies to nvcc's sequence (copied from
+// nvcc 13 -arch=sm_90 output of our own test kernels) and does not apply to near misses.
+#include <gtest/gtest.h>
+
+#include "ptx/rollup.h"
+#include "ptx_test_util.h"
+
+namespace dirigo::ptx {
+namespace {
+
+using K = RolledInstr::Kind;
+
+// expf(x), default lowering; x in %f1, result in %f17.
+const char* kExpf = R"(
+  ld.global.f32 %f1, [%rd1];
+  mov.f32 %f2, 0f3F000000;
+  mov.f32 %f3, 0f3BBB989D;
+  fma.rn.f32 %f4, %f1, %f3, %f2;
+  cvt.sat.f32.f32 %f5, %f4;
+  mov.f32 %f6, 0f4B400001;
+  mov.f32 %f7, 0f437C0000;
+  fma.rm.f32 %f8, %f5, %f7, %f6;
+  add.f32 %f9, %f8, 0fCB40007F;
+  neg.f32 %f10, %f9;
+  mov.f32 %f11, 0f3FB8AA3B;
+  fma.rn.f32 %f12, %f1, %f11, %f10;
+  mov.f32 %f13, 0f32A57060;
+  fma.rn.f32 %f14, %f1, %f13, %f12;
+  mov.b32 %r6, %f8;
+  shl.b32 %r7, %r6, 23;
+  mov.b32 %f15, %r7;
+  ex2.approx.ftz.f32 %f16, %f14;
+  mul.f32 %f17, %f16, %f15;
+  st.global.f32 [%rd2], %f17;
+)";
+
+struct Rolled {
+  Module m;
+  Rollup r;
+  const Function& f() const { return m.functions.at(0); }
+  int count(K k) const { return int(std::count_if(r.at.begin(), r.at.end(), [&](const RolledInstr& x) { return x.kind == k; })); }
+  const RolledInstr* math() const {
+    for (const auto& x : r.at) if (x.kind == K::Math) return &x;
+    return nullptr;
+  }
+};
+
+Rolled roll(const std::string& body) {
+  Rolled out{test::parse_kernel(body), {}};
+  out.r = rollup(out.f());
+  return out;
+}
+
+TEST(Rollup, ExpfDefaultSequenceBecomesOneExp) {
+  auto x = roll(kExpf);
+  const RolledInstr* m = x.math();
+  ASSERT_NE(m, nullptr);
+  EXPECT_EQ(m->fn, ir::Fn::Exp);
+  EXPECT_EQ(m->dest, "%f17");
+  ASSERT_EQ(m->args.size(), 1u);
+  EXPECT_EQ(m->args[0].name, "%f1");
+  EXPECT_EQ(x.count(K::Absorbed), 17);  // everything between the load and the store
+  EXPECT_EQ(x.r.at.front().kind, K::Keep);
+  EXPECT_EQ(x.r.at.back().kind, K::Keep);
+  EXPECT_EQ(x.r.matched, std::vector<std::string>{"expf"});
+}
+
+TEST(Rollup, ExpfWithAWrongConstantIsNotRolledUp) {
+  std::string body = kExpf;
+  body.replace(body.find("0f32A57060"), 10, "0f32A57061");
+  auto x = roll(body);
+  EXPECT_EQ(x.math(), nullptr);
+  EXPECT_EQ(x.count(K::Absorbed), 0);
+}
+
+TEST(Rollup, SharedIntermediateStaysExecutable) {
+  // nvcc may reuse an idiom's intermediate elsewhere: that instruction and its inputs stay
+  std::string body = std::string(kExpf) + "  add.f32 %f18, %f4, %f4;\n";
+  auto x = roll(body);
+  ASSERT_NE(x.math(), nullptr);
+  const auto& f = x.f();
+  for (size_t i = 0; i < f.body.size(); ++i) {
+    if (f.body[i].operands.empty() || f.body[i].operands[0].kind != Operand::Kind::Register) continue;
+    const auto& d = f.body[i].operands[0].name;
+    if (d == "%f4" || d == "%f2" || d == "%f3") EXPECT_EQ(x.r.at[i].kind, K::Keep) << d;
+    if (d == "%f8") EXPECT_EQ(x.r.at[i].kind, K::Absorbed);
+  }
+}
+
+TEST(Rollup, ExpfFusedIntoAnAccumulatingFma) {
+  std::string body = kExpf;
+  body.replace(body.find("mul.f32 %f17, %f16, %f15;"), 25, "fma.rn.f32 %f17, %f16, %f15, %f19;");
+  auto x = roll(body);
+  const RolledInstr* m = x.math();
+  ASSERT_NE(m, nullptr);
+  ASSERT_TRUE(m->addend);
+  EXPECT_EQ(m->addend->name, "%f19");
+}
+
+TEST(Rollup, FastMathExp) {
+  auto x = roll("ld.global.f32 %f1, [%rd1];\n mul.ftz.f32 %f2, %f1, 0f3FB8AA3B;\n ex2.approx.ftz.f32 %f3, %f2;\n");
+  ASSERT_NE(x.math(), nullptr);
+  EXPECT_EQ(x.math()->fn, ir::Fn::Exp);
+  EXPECT_FALSE(x.math()->negate);
+  EXPECT_EQ(x.r.matched, std::vector<std::string>{"__expf"});
+}
+
+TEST(Rollup, FastMathExpOfNegation) {
+  auto x = roll("ld.global.f32 %f1, [%rd1];\n mul.ftz.f32 %f2, %f1, 0fBFB8AA3B;\n ex2.approx.ftz.f32 %f3, %f2;\n");
+  ASSERT_NE(x.math(), nullptr);
+  EXPECT_TRUE(x.math()->negate);
+}
+
+TEST(Rollup, PlainEx2IsNotAnExp) {
+  auto x = roll("ld.global.f32 %f1, [%rd1];\n mul.ftz.f32 %f2, %f1, 0f40000000;\n ex2.approx.ftz.f32 %f3, %f2;\n");
+  EXPECT_EQ(x.math(), nullptr);
+}
+
+TEST(Rollup, FastMathLog) {
+  auto x = roll("ld.global.f32 %f1, [%rd1];\n lg2.approx.ftz.f32 %f2, %f1;\n mul.ftz.f32 %f3, %f2, 0f3F317218;\n");
+  ASSERT_NE(x.math(), nullptr);
+  EXPECT_EQ(x.math()->fn, ir::Fn::Log);
+  EXPECT_EQ(x.math()->args[0].name, "%f1");
+}
+
+TEST(Rollup, TanhfDefaultSequence) {
+  auto x = roll(R"(
+  ld.global.f32 %f1, [%rd1];
+  abs.f32 %f2, %f1;
+  mul.f32 %f3, %f2, 0f4038AA3B;
+  ex2.approx.ftz.f32 %f4, %f3;
+  add.f32 %f5, %f4, 0f3F800000;
+  mov.f32 %f6, 0f3F800000;
+  rcp.approx.ftz.f32 %f7, %f5;
+  mov.f32 %f8, 0fC0000000;
+  fma.rn.f32 %f9, %f7, %f8, %f6;
+  setp.ge.f32 %p2, %f2, 0f41102CB4;
+  selp.f32 %f10, 0f3F800000, %f9, %p2;
+  copysign.f32 %f11, %f1, %f10;
+  mul.f32 %f12, %f1, %f1;
+  mov.f32 %f13, 0fBD563CAE;
+  mov.f32 %f14, 0f3C80F082;
+  fma.rn.f32 %f15, %f14, %f12, %f13;
+  fma.rn.f32 %f16, %f15, %f12, 0f3E085941;
+  fma.rn.f32 %f17, %f16, %f12, 0fBEAAA9ED;
+  fma.rn.f32 %f18, %f17, %f12, 0f00000000;
+  fma.rn.f32 %f19, %f18, %f1, %f1;
+  setp.ge.f32 %p3, %f2, 0f3F19999A;
+  selp.f32 %f0, %f11, %f19, %p3;
+  st.global.f32 [%rd2], %f0;
+)");
+  ASSERT_NE(x.math(), nullptr);
+  EXPECT_EQ(x.math()->fn, ir::Fn::Tanh);
+  EXPECT_EQ(x.math()->dest, "%f0");
+  EXPECT_EQ(x.math()->args[0].name, "%f1");
+  EXPECT_EQ(x.r.matched, std::vector<std::string>{"tanhf"});
+}
+
+TEST(Rollup, LoneSelpIsNotTanh) {
+  auto x = roll("setp.ge.f32 %p2, %f2, 0f3F19999A;\n selp.f32 %f0, %f1, %f3, %p2;\n");
+  EXPECT_EQ(x.math(), nullptr);
+}
+
+}  // namespace
+}  // namespace dirigo::ptx
