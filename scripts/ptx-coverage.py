@@ -27,6 +27,7 @@ import os
 import re
 import subprocess
 import sys
+import threading
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -259,32 +260,51 @@ def translation_unit(src, with_refs):
 
 
 # ------------------------------------------------------------------ compile (cached)
-def compile_ptx(tu, variant, timeout=180):
-    flags = TORCH_FLAGS + VARIANTS[variant] + ["-arch=sm_90a"]
+def torch_include_flags():
+    import sysconfig
+    try:
+        import torch.utils.cpp_extension as ext
+        incs = ext.include_paths()
+    except Exception:
+        return []
+    return [f"-I{d}" for d in incs + [sysconfig.get_paths()["include"]]]
+
+
+def compile_ptx(tu, variant, timeout=180, extra=()):
+    flags = TORCH_FLAGS + VARIANTS[variant] + ["-arch=sm_90a"] + list(extra)
     # The key covers the translation unit and flags, not the stub header: after editing
     # tests/ptx/stub/dirigo_torch_stub.h delete .cache/ptx/*.err (and *.ptx for exactness).
     key = hashlib.sha256((tu + "\0" + " ".join(flags)).encode()).hexdigest()[:24]
     ptx, err = os.path.join(CACHE, key + ".ptx"), os.path.join(CACHE, key + ".err")
-    if os.path.exists(ptx):
-        return ptx, None, True
-    if os.path.exists(err):
-        return None, open(err).read(), True
-    cu = os.path.join(CACHE, key + ".cu")
-    with open(cu, "w") as f:
-        f.write(tu)
-    try:
-        r = subprocess.run([NVCC, "-ptx", *flags, "-I", STUB_DIR, cu, "-o", ptx + ".tmp"],
-                           capture_output=True, text=True, timeout=timeout)
-        ok, msg = r.returncode == 0, r.stderr
-    except subprocess.TimeoutExpired:
-        ok, msg = False, f"nvcc timeout after {timeout}s"
-    if ok:
-        os.replace(ptx + ".tmp", ptx)
-        os.remove(cu)
-        return ptx, None, False
-    with open(err, "w") as f:
-        f.write(msg)
-    return None, msg, False
+    with _key_lock(key):  # identical sources (copies across runs) compile once
+        if os.path.exists(ptx):
+            return ptx, None, True
+        if os.path.exists(err):
+            return None, open(err).read(), True
+        cu = os.path.join(CACHE, key + ".cu")
+        with open(cu, "w") as f:
+            f.write(tu)
+        try:
+            r = subprocess.run([NVCC, "-ptx", *flags, "-I", STUB_DIR, cu, "-o", ptx + ".tmp"],
+                               capture_output=True, text=True, timeout=timeout)
+            ok, msg = r.returncode == 0, r.stderr
+        except subprocess.TimeoutExpired:
+            ok, msg = False, f"nvcc timeout after {timeout}s"
+        if ok:
+            os.replace(ptx + ".tmp", ptx)
+            os.remove(cu)
+            return ptx, None, False
+        with open(err, "w") as f:
+            f.write(msg)
+        return None, msg, False
+
+
+_locks, _locks_guard = {}, threading.Lock()
+
+
+def _key_lock(key):
+    with _locks_guard:
+        return _locks.setdefault(key, threading.Lock())
 
 
 def first_error(msg):
@@ -302,14 +322,23 @@ def error_class(msg):
     return e[:110]
 
 
-def compile_source(src, variant):
-    """Device-only compile with instantiations, then without; returns (ptx path | None, reason)."""
+def global_count(src):
+    """__global__ function definitions in a source (templates count once)."""
+    return len(re.findall(r"__global__[^;{]*\)\s*\{", re.sub(r"//[^\n]*|/\*.*?\*/", "", src, flags=re.S)))
+
+
+def compile_source(src, variant, mode="stub"):
+    """Device-only compile with instantiations, then without; returns (ptx path | None, reason).
+    mode "full": the source as written, against the real torch headers (slow; for comparison)."""
+    if mode == "full":
+        ptx, err, _ = compile_ptx(src, variant, timeout=600, extra=torch_include_flags())
+        return ptx, err
     ptx, err, _ = compile_ptx(translation_unit(src, True), variant)
     if ptx:
         return ptx, None
     ptx2, err2, _ = compile_ptx(translation_unit(src, False), variant)
     if ptx2:
-        return ptx2, None
+        return ptx2, "fallback: " + first_error(err)
     return None, err
 
 
@@ -330,7 +359,7 @@ def markdown(s, args):
     sample = "every program" if s["every"] == 1 else f"every {s['every']}th program (deterministic: positions 0, {s['every']}, {2 * s['every']}, … of the index order)"
     pct = lambda a, b: f"{100.0 * a / b:.1f}%" if b else "n/a"
     L = ["## PTX parse rate", "",
-         f"Produced by `python3 scripts/ptx-coverage.py --every {s['every']} -j {args.j}` "
+         f"Produced by `python3 scripts/ptx-coverage.py --every {s['every']} -j {args.j} --mode {args.mode} --variants {args.variants}` "
          f"({s['wall_s']:.0f} s wall on the shared 2-core machine). Corpus: `{s['corpus']}` "
          f"({s['programs_in_index']} programs in `*/index.json`), measured: {sample}.", "",
          "| step | count |", "|---|---|",
@@ -339,8 +368,10 @@ def markdown(s, args):
          f"| CUDA translation units (a program may have several) | {s['cuda_sources']} |",
          f"| compile jobs (units × {{default, --use_fast_math}}, sm_90a) | {s['compile_jobs']} |",
          f"| compiled to PTX | {s['compiled']} ({pct(s['compiled'], s['compile_jobs'])}) |",
+         f"| … of which compiled only without the template instantiations | {s['compiled_without_instantiations']} |",
          f"| **PTX parsed and inlined** | **{s['parsed']} of {s['compiled']} ({pct(s['parsed'], s['compiled'])})** |",
-         f"| kernels in parsed PTX / instructions | {s['kernels_parsed']} / {s['instructions_parsed']} |", ""]
+         f"| kernels in parsed PTX / instructions | {s['kernels_parsed']} / {s['instructions_parsed']} |",
+         f"| parsed units with fewer `.entry` kernels than `__global__` definitions in the source | {s['units_with_fewer_entries_than_global_definitions']} |", ""]
     for v, d in s["by_variant"].items():
         L.append(f"- `{v}`: {d['compiled']} of {d['attempted']} compiled, {d['parsed']} parsed.")
     L += ["", "Programs without an extracted CUDA source:", ""]
@@ -357,6 +388,9 @@ def main():
     ap.add_argument("--corpus", default="/work/shared/corpus/dev")
     ap.add_argument("--every", type=int, default=1, help="measure every K-th program (deterministic)")
     ap.add_argument("-j", type=int, default=2)
+    ap.add_argument("--mode", choices=["stub", "full"], default="stub",
+                    help="stub: device code only against a stub header (default); full: real torch headers")
+    ap.add_argument("--variants", default="default,fast_math")
     ap.add_argument("--parser", default=os.path.join(ROOT, "build-ptx", "tests", "ptx", "ptx_parse"))
     ap.add_argument("--json", default=os.path.join(ROOT, ".cache", "ptx-coverage.json"))
     args = ap.parse_args()
@@ -381,18 +415,20 @@ def main():
         stats["programs_with_source"] += 1
         stats["sources"] += len(srcs)
         for k, s in enumerate(srcs):
-            for v in VARIANTS:
+            for v in args.variants.split(","):
                 jobs.append((f"{ds}/{e['file']}", k, v, s))
     results = []
     with cf.ThreadPoolExecutor(args.j) as pool:
-        futs = {pool.submit(compile_source, s, v): (pid, k, v) for pid, k, v, s in jobs}
+        futs = {pool.submit(compile_source, s, v, args.mode): (pid, k, v) for pid, k, v, s in jobs}
         for n, fut in enumerate(cf.as_completed(futs), 1):
             pid, k, v = futs[fut]
             ptx, err = fut.result()
-            results.append((pid, k, v, ptx, err))
+            src = next(s for p2, k2, v2, s in jobs if (p2, k2, v2) == (pid, k, v))
+            results.append((pid, k, v, ptx, err, global_count(src)))
             if n % 50 == 0:
-                print(f"  compiled {n}/{len(jobs)} ({time.time() - t0:.0f}s)", file=sys.stderr)
+                print(f"  compiled {n}/{len(jobs)} ({time.time() - t0:.0f}s)", file=sys.stderr, flush=True)
     compiled = [r for r in results if r[3]]
+    fallback = [r for r in compiled if r[4]]
     for r in results:
         if not r[3]:
             compile_fail[error_class(r[4])] += 1
@@ -412,12 +448,15 @@ def main():
             parse_fail[j.get("reason", "?")].append(f"{r[0]}#{r[1]} {r[2]}: {j.get('line')}:{j.get('col')} '{j.get('token', '')}'")
     by_variant = {v: {"compiled": sum(1 for r in compiled if r[2] == v),
                       "attempted": sum(1 for r in results if r[2] == v),
-                      "parsed": sum(1 for r in parsed if r[2] == v)} for v in VARIANTS}
+                      "parsed": sum(1 for r in parsed if r[2] == v)} for v in args.variants.split(",")}
     summary = {
-        "corpus": args.corpus, "every": args.every, "programs_in_index": len(progs),
+        "corpus": args.corpus, "every": args.every, "mode": args.mode, "programs_in_index": len(progs),
         "programs_measured": stats["programs"], "programs_with_cuda_source": stats["programs_with_source"],
         "cuda_sources": stats["sources"], "compile_jobs": len(jobs), "compiled": len(compiled),
         "parsed": len(parsed), "by_variant": by_variant,
+        "compiled_without_instantiations": len(fallback),
+        "units_with_fewer_entries_than_global_definitions": sum(
+            1 for r in parsed if parse[r[3]].get("kernels", 0) < r[5]),
         "kernels_parsed": sum(parse[r[3]].get("kernels", 0) for r in parsed),
         "instructions_parsed": sum(parse[r[3]].get("parsed_instructions", 0) for r in parsed),
         "no_source": dict(no_source.most_common()), "compile_failures": dict(compile_fail.most_common()),
