@@ -1,6 +1,7 @@
 // libFuzzer target for the PTX front end: any byte string must either parse (and inline, and
 // summarize) or raise ptx::ParseError — never crash, hang or raise anything else.
-// Links against dirigo_ptx.
+// Links against dirigo_ptx only:
+// FUZZ_DEPS: dirigo_ptx
 #include <cstddef>
 #include <cstdint>
 #include <string_view>
