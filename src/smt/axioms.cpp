@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <optional>
+#include <span>
 #include <stdexcept>
 #include <vector>
 
@@ -18,16 +20,20 @@ std::string_view axiom_name(Axiom a) {
       "SigmoidToExp", "TanhToExp", "SoftplusToLog", "Log1pToLog", "Expm1ToExp", "Exp2ToExp",
       "Log2ToLog", "RsqrtToRecip", "SiluToSigmoid", "MishToTanh", "EluToExp", "ErfcToErf",
       "SinhCoshToExp", "PowSmallInt", "ExpSum", "RecipExp", "ExpLog", "SqrtSquare",
-      "GeluTanhIsErf", "FastMathIsExact"};
+      "GeluTanhIsErf", "GeluErfForm", "GeluTanhForm", "FastMathIsExact"};
   static_assert(std::size(names) == static_cast<size_t>(Axiom::Count_));
   return names[static_cast<size_t>(a)];
 }
 
-bool axiom_is_approximation(Axiom a) { return a == Axiom::GeluTanhIsErf || a == Axiom::FastMathIsExact; }
+bool axiom_is_approximation(Axiom a) {
+  return a == Axiom::GeluTanhIsErf || a == Axiom::FastMathIsExact || a == Axiom::GeluErfForm ||
+         a == Axiom::GeluTanhForm;
+}
 
 bool AxiomOptions::on(Axiom a) const {
   if (a == Axiom::GeluTanhIsErf && !gelu_tanh_is_erf) return false;
   if (a == Axiom::FastMathIsExact && !fast_math_is_exact) return false;
+  if ((a == Axiom::GeluErfForm || a == Axiom::GeluTanhForm) && !gelu_forms) return false;
   return enabled[static_cast<size_t>(a)];
 }
 
@@ -141,6 +147,14 @@ Expr Normalizer::small_power(Expr base, int64_t n) {
 
 Expr Normalizer::operator()(Expr root) {
   if (auto it = memo_.find(root); it != memo_.end()) return it->second;
+  Expr named = walk(root, forms_memo_, &Normalizer::recognize_forms);
+  Expr out = walk(named, memo_, &Normalizer::rewrite);
+  memo_[root] = out;
+  return out;
+}
+
+Expr Normalizer::walk(Expr root, std::unordered_map<Expr, Expr>& memo, Expr (Normalizer::*step)(Expr)) {
+  if (auto it = memo.find(root); it != memo.end()) return it->second;
   struct Frame {
     Expr e;
     int state;       // 0: push children; 1: rebuild+rewrite; 2: waiting for `pending`
@@ -154,11 +168,11 @@ Expr Normalizer::operator()(Expr root) {
     if (++steps > limit) throw std::runtime_error("axiom normalization did not terminate (rule cycle)");
     Frame& f = stack.back();
     if (f.state == 0) {
-      if (memo_.count(f.e)) { stack.pop_back(); continue; }
+      if (memo.count(f.e)) { stack.pop_back(); continue; }
       f.state = 1;
       Expr e = f.e;
       for (Expr c : e->args())
-        if (!memo_.count(c)) stack.push_back({c, 0, nullptr});
+        if (!memo.count(c)) stack.push_back({c, 0, nullptr});
       continue;
     }
     if (f.state == 1) {
@@ -166,20 +180,20 @@ Expr Normalizer::operator()(Expr root) {
       kids.clear();
       bool changed = false;
       for (Expr c : e->args()) {
-        Expr n = memo_.at(c);
+        Expr n = memo.at(c);
         changed = changed || n != c;
         kids.push_back(n);
       }
       Expr r = changed ? ctx_.rebuild(e, kids) : e;
-      Expr r2 = rewrite(r);
+      Expr r2 = (this->*step)(r);
       if (r2 == r) {
-        memo_[e] = r;
-        memo_[r] = r;
+        memo[e] = r;
+        memo[r] = r;
         stack.pop_back();
         continue;
       }
-      if (auto it = memo_.find(r2); it != memo_.end()) {
-        memo_[e] = it->second;
+      if (auto it = memo.find(r2); it != memo.end()) {
+        memo[e] = it->second;
         stack.pop_back();
         continue;
       }
@@ -189,10 +203,112 @@ Expr Normalizer::operator()(Expr root) {
       stack.push_back({r2, 0, nullptr});
       continue;
     }
-    memo_[f.e] = memo_.at(f.pending);
+    memo[f.e] = memo.at(f.pending);
     stack.pop_back();
   }
-  return memo_.at(root);
+  return memo.at(root);
+}
+
+// ---- expanded GELU formulas
+
+namespace {
+// term = coefficient * monomial
+std::pair<mpq_class, Expr> split_coefficient(ir::Context& ctx, Expr t) {
+  if (t->op == Op::ConstReal) return {t->rational(), ctx.real_const(1)};
+  if (t->op == Op::Mul && t->arg(0)->op == Op::ConstReal) {
+    auto rest = t->args().subspan(1);
+    return {t->arg(0)->rational(), ctx.mul(std::vector<Expr>(rest.begin(), rest.end()))};
+  }
+  return {1, t};
+}
+
+std::span<const Expr> terms_of(const Expr& e) { return e->op == Op::Add ? e->args() : std::span<const Expr>(&e, 1); }
+
+// Coefficient of monomial m in the canonical sum t (0 if absent).
+mpq_class coefficient_of(ir::Context& ctx, Expr t, Expr m) {
+  for (Expr term : terms_of(t)) {
+    auto [c, mono] = split_coefficient(ctx, term);
+    if (mono == m) return c;
+  }
+  return 0;
+}
+
+// The first non-constant term's (coefficient, monomial) of a canonical sum.
+std::optional<std::pair<mpq_class, Expr>> lead(ir::Context& ctx, Expr s) {
+  for (Expr term : terms_of(s))
+    if (!term->is_const()) return split_coefficient(ctx, term);
+  return std::nullopt;
+}
+
+bool has_factor(Expr term, Expr f) {
+  if (term == f) return true;
+  if (term->op != Op::Mul) return false;
+  for (Expr a : term->args())
+    if (a == f) return true;
+  return false;
+}
+}  // namespace
+
+Expr Normalizer::recognize_forms(Expr e) {
+  if (e->op != Op::Add || !opt_.gelu_forms) return e;
+  std::vector<Expr> candidates;
+  for (Expr term : e->args()) {
+    std::span<const Expr> factors = term->op == Op::Mul ? term->args() : std::span<const Expr>(&term, 1);
+    for (Expr f : factors)
+      if (f->op == Op::Call && (f->fn() == Fn::Erf || f->fn() == Fn::Tanh) &&
+          std::find(candidates.begin(), candidates.end(), f) == candidates.end())
+        candidates.push_back(f);
+  }
+  const mpq_class half(1, 2);
+  for (Expr f : candidates) {
+    // the terms carrying f sum to s*f/2
+    std::vector<Expr> quotients;
+    size_t carrying = 0;
+    for (Expr term : terms_of(e)) {
+      if (!has_factor(term, f)) continue;
+      ++carrying;
+      if (term == f) { quotients.push_back(ctx_.real_const(1)); continue; }
+      std::vector<Expr> rest;
+      bool removed = false;
+      for (Expr a : term->args()) {
+        if (a == f && !removed) { removed = true; continue; }
+        rest.push_back(a);
+      }
+      quotients.push_back(ctx_.mul(rest));
+    }
+    if (quotients.empty()) continue;
+    Expr s = ctx_.mul(ctx_.real_const(2), ctx_.add(quotients));
+    auto s_lead = lead(ctx_, s);
+    if (!s_lead) continue;
+    Expr t = f->arg(0);
+    mpq_class k = coefficient_of(ctx_, t, s_lead->second) / s_lead->first;
+    Axiom rule;
+    Fn named;
+    if (f->fn() == Fn::Erf) {  // erf(s/sqrt(2))
+      if (!near(k, 0.7071067811865476) || ctx_.mul(ctx_.real_const(k), s) != t) continue;
+      rule = Axiom::GeluErfForm, named = Fn::GeluErf;
+    } else {  // tanh(sqrt(2/pi) * (s + 0.044715 s^3))
+      if (!near(k, 0.7978845608028654)) continue;
+      Expr s3 = ctx_.mul(std::vector<Expr>{s, s, s});
+      auto c_lead = lead(ctx_, s3);
+      if (!c_lead) continue;
+      Expr cubic = ctx_.sub(t, ctx_.mul(ctx_.real_const(k), s));
+      mpq_class kc = coefficient_of(ctx_, cubic, c_lead->second) / c_lead->first;
+      if (!near(kc / k, 0.044715) || ctx_.add(ctx_.mul(ctx_.real_const(k), s), ctx_.mul(ctx_.real_const(kc), s3)) != t)
+        continue;
+      rule = Axiom::GeluTanhForm, named = Fn::GeluTanh;
+    }
+    if (!opt_.on(rule)) continue;
+    // e - (s/2 + s*f/2) + gelu(s): accepted only when f is gone and the sum shrank
+    Expr expanded = ctx_.add(ctx_.mul(ctx_.real_const(half), s), ctx_.mul(std::vector<Expr>{ctx_.real_const(half), s, f}));
+    Expr replaced = ctx_.add(std::vector<Expr>{e, ctx_.neg(expanded), ctx_.call(named, s)});
+    bool gone = true;
+    for (Expr term : terms_of(replaced)) gone = gone && !has_factor(term, f);
+    if (!gone || terms_of(replaced).size() + carrying > terms_of(e).size() + 1) continue;
+    fire(rule);
+    return replaced;  // walked again: another form in the same sum is found then
+  }
+  return e;
 }
 
 Expr Normalizer::rewrite(Expr e) {

@@ -45,6 +45,8 @@ enum class Axiom : uint8_t {
   SqrtSquare,      // sqrt(x)*sqrt(x) -> x when x >= 0 is provable
   // ---- approximation equivalences (switches)
   GeluTanhIsErf,   // gelu_tanh(x) -> gelu_erf(x)
+  GeluErfForm,     // 0.5*s*(1 + erf(c*s)), c ~ 1/sqrt(2) (as canonicalized) -> gelu_erf(s)
+  GeluTanhForm,    // 0.5*s*(1 + tanh(k*(s + 0.044715*s^3))), k ~ sqrt(2/pi) -> gelu_tanh(s)
   FastMathIsExact, // exp2(c*x) with c ~ log2(e) -> exp(x); log2 scaled by the f32 ln2 -> log
   Count_
 };
@@ -54,6 +56,7 @@ bool axiom_is_approximation(Axiom a);
 struct AxiomOptions {
   bool gelu_tanh_is_erf = true;   // approximation equivalence, on by default (paper §4.2)
   bool fast_math_is_exact = true; // approximation equivalence, on by default
+  bool gelu_forms = true;         // expanded GELU formulas (f32 constants) are GELU, on by default
   std::array<bool, static_cast<size_t>(Axiom::Count_)> enabled = make_all_on();
   static constexpr std::array<bool, static_cast<size_t>(Axiom::Count_)> make_all_on() {
     std::array<bool, static_cast<size_t>(Axiom::Count_)> a{};
@@ -75,7 +78,10 @@ class Normalizer {
   uint64_t total_applications() const;
 
  private:
+  // Bottom-up rebuild of root applying `step` at every node (and again on what it returns).
+  ir::Expr walk(ir::Expr root, std::unordered_map<ir::Expr, ir::Expr>& memo, ir::Expr (Normalizer::*step)(ir::Expr));
   ir::Expr rewrite(ir::Expr e);  // one top-level step on a node with normalized children
+  ir::Expr recognize_forms(ir::Expr e);  // expanded formulas -> named functions (runs first)
   ir::Expr rewrite_call(ir::Expr e);
   ir::Expr rewrite_mul(ir::Expr e);
   bool fire(Axiom a);
@@ -84,7 +90,7 @@ class Normalizer {
 
   ir::Context& ctx_;
   AxiomOptions opt_;
-  std::unordered_map<ir::Expr, ir::Expr> memo_;
+  std::unordered_map<ir::Expr, ir::Expr> memo_, forms_memo_;
   std::array<uint64_t, static_cast<size_t>(Axiom::Count_)> counts_{};
 };
 

@@ -250,3 +250,66 @@ TEST_F(AxiomTest, GeluApproximationOffIsNotEqual) {
     EXPECT_NE(ev.real(call(Fn::GeluTanh, x)), ev.real(call(Fn::GeluErf, x)));
   }
 }
+
+// ---- expanded GELU formulas (as kernels write them, with f32 constants)
+
+namespace {
+Expr k32(ir::Context& ctx, double v) { return ctx.real_const_from_double(static_cast<float>(v)); }
+Expr erf_form(ir::Context& ctx, Expr s, double c = 0.7071067811865476) {
+  return ctx.mul(ctx.mul(k32(ctx, 0.5), s), ctx.add(k32(ctx, 1), ctx.call(Fn::Erf, ctx.mul(s, k32(ctx, c)))));
+}
+Expr tanh_form(ir::Context& ctx, Expr s) {
+  Expr cube = ctx.mul(s, ctx.mul(s, s));
+  Expr inner = ctx.mul(k32(ctx, 0.7978845608028654), ctx.add(s, ctx.mul(k32(ctx, 0.044715), cube)));
+  return ctx.mul(ctx.mul(k32(ctx, 0.5), s), ctx.add(k32(ctx, 1), ctx.call(Fn::Tanh, inner)));
+}
+}  // namespace
+
+TEST_F(AxiomTest, GeluErfForm) {
+  Expr z = ctx.var("z", Sort::Real), b = ctx.var("b", Sort::Real);
+  for (Expr s : {x, ctx.add(x, y), ctx.add(ctx.mul(x, y), z)}) {
+    applies(Axiom::GeluErfForm, erf_form(ctx, s), call(Fn::GeluErf, s));
+    applies(Axiom::GeluErfForm, ctx.add(erf_form(ctx, s), b), ctx.add(call(Fn::GeluErf, s), b));  // + bias
+  }
+  // x / sqrtf(2) instead of x * 0.70710678f
+  Expr via_div = ctx.mul(ctx.mul(k32(ctx, 0.5), x),
+                         ctx.add(one, call(Fn::Erf, ctx.div(x, k32(ctx, 1.4142135623730951)))));
+  applies(Axiom::GeluErfForm, via_div, call(Fn::GeluErf, x));
+  does_not_apply(Axiom::GeluErfForm, erf_form(ctx, x, 0.5));  // not 1/sqrt(2)
+  Expr no_linear = ctx.mul(ctx.mul(k32(ctx, 0.5), x), call(Fn::Erf, ctx.mul(x, k32(ctx, 0.7071067811865476))));
+  smt::Normalizer n(ctx);
+  n(no_linear);
+  EXPECT_EQ(n.applications(Axiom::GeluErfForm), 0u);
+  smt::AxiomOptions off;
+  off.gelu_forms = false;
+  smt::Normalizer n_off(ctx, off);
+  EXPECT_NE(n_off(erf_form(ctx, x)), call(Fn::GeluErf, x));
+  EXPECT_EQ(n_off.applications(Axiom::GeluErfForm), 0u);
+}
+
+TEST_F(AxiomTest, GeluTanhForm) {
+  smt::AxiomOptions keep_tanh;
+  keep_tanh.gelu_tanh_is_erf = false;
+  for (Expr s : {x, ctx.add(x, y)}) applies(Axiom::GeluTanhForm, tanh_form(ctx, s), call(Fn::GeluTanh, s), keep_tanh);
+  // with the approximation equivalence on (default) it ends as gelu_erf
+  applies(Axiom::GeluTanhForm, tanh_form(ctx, x), call(Fn::GeluErf, x));
+  // a different cubic coefficient is not GELU
+  Expr cube = ctx.mul(x, ctx.mul(x, x));
+  Expr inner = ctx.mul(k32(ctx, 0.7978845608028654), ctx.add(x, ctx.mul(k32(ctx, 0.05), cube)));
+  Expr other = ctx.mul(ctx.mul(k32(ctx, 0.5), x), ctx.add(one, call(Fn::Tanh, inner)));
+  smt::Normalizer n(ctx, keep_tanh);
+  n(other);
+  EXPECT_EQ(n.applications(Axiom::GeluTanhForm), 0u);
+}
+
+TEST_F(AxiomTest, KernelGeluEqualsTorchGeluWithoutSolver) {
+  smt::Solver solver;
+  int32_t t = ctx.tensor("conv");
+  Expr s = ctx.add(ctx.mul(ctx.elem(t, 0), ctx.elem(t, 1)), ctx.elem(t, 2));
+  Expr bias = ctx.elem(t, 3);
+  for (Expr kernel : {erf_form(ctx, s), tanh_form(ctx, s)}) {
+    smt::Decision d = solver.decide(ctx, ctx.add(call(Fn::GeluErf, s), bias), ctx.add(kernel, bias));
+    EXPECT_EQ(d.verdict, smt::Verdict::Equal) << d.reason;
+    EXPECT_FALSE(d.solver_called);
+  }
+}
