@@ -435,3 +435,45 @@ TEST(DecideBudget, OversizedQueryIsUnknown) {
   EXPECT_NE(d.reason.find("limit"), std::string::npos) << d.reason;
   EXPECT_FALSE(d.solver_called);
 }
+
+// ---- online softmax (FlashAttention's rescaling) vs the textbook formula
+
+TEST(DecideIdioms, OnlineSoftmaxEqualsSoftmax) {
+  ir::Context ctx;
+  smt::Solver solver;
+  int32_t t = ctx.tensor("logits");
+  constexpr int n = 6;
+  std::vector<Expr> xs;
+  for (int i = 0; i < n; ++i) xs.push_back(ctx.elem(t, i));
+  auto exp = [&](Expr a) { return ctx.call(Fn::Exp, a); };
+  // textbook: exp(x_0 - max) / sum_j exp(x_j - max)
+  Expr m = ctx.max(xs);
+  std::vector<Expr> es;
+  for (Expr x : xs) es.push_back(exp(ctx.sub(x, m)));
+  Expr reference = ctx.div(es[0], ctx.add(es));
+  // online: running max and a rescaled running sum, as a kernel's loop computes them
+  Expr run_m = xs[0], run_l = ctx.real_const(1);
+  for (int i = 1; i < n; ++i) {
+    Expr new_m = ctx.max(run_m, xs[i]);
+    run_l = ctx.add(ctx.mul(run_l, exp(ctx.sub(run_m, new_m))), exp(ctx.sub(xs[i], new_m)));
+    run_m = new_m;
+  }
+  Expr online = ctx.div(exp(ctx.sub(xs[0], run_m)), run_l);
+  smt::Decision d = solver.decide(ctx, reference, online);
+  EXPECT_EQ(d.verdict, Verdict::Equal) << d.reason;
+  EXPECT_FALSE(d.solver_called);
+  // forgetting one rescale is a bug with a witness
+  Expr bad_l = ctx.real_const(1);
+  run_m = xs[0];
+  for (int i = 1; i < n; ++i) {
+    Expr new_m = ctx.max(run_m, xs[i]);
+    Expr scale = i == 3 ? ctx.real_const(1) : exp(ctx.sub(run_m, new_m));
+    bad_l = ctx.add(ctx.mul(bad_l, scale), exp(ctx.sub(xs[i], new_m)));
+    run_m = new_m;
+  }
+  Expr bad = ctx.div(exp(ctx.sub(xs[0], run_m)), bad_l);
+  smt::Decision e = solver.decide(ctx, reference, bad);
+  ASSERT_EQ(e.verdict, Verdict::Differ) << e.reason;
+  ir::Evaluator ev(e.witness->env());
+  EXPECT_TRUE(smt::values_differ(ev(reference), ev(bad), 1e-9, 1e-12));
+}
