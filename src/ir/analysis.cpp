@@ -95,8 +95,11 @@ std::vector<Expr> leaves(Expr e) {
   std::sort(out.begin(), out.end(), [](Expr a, Expr b) {
     if (a->hash != b->hash) return a->hash < b->hash;
     if (a->op != b->op) return a->op < b->op;
+    if (a->sort != b->sort) return a->sort < b->sort;
     if (a->name() != b->name()) return a->name() < b->name();
-    return a->u != b->u ? a->u < b->u : a->id < b->id;
+    if (a->tensor() != b->tensor()) return a->tensor() < b->tensor();
+    if (a->u != b->u) return a->u < b->u;
+    return a->v != b->v ? a->v < b->v : a->id < b->id;
   });
   return out;
 }

@@ -81,6 +81,8 @@ std::string_view rule_name(Rule r) {
   return n[static_cast<unsigned>(r)];
 }
 
+static_assert(sizeof(Node) == 64, "Node layout: keep it one cache line");
+
 int64_t Node::bv_signed() const {
   unsigned w = bv_width(sort);
   uint64_t x = u;
