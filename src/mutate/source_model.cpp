@@ -165,14 +165,16 @@ void SourceModel::build_functions() {
           f.name_tok = f.lparen - 1;
           f.name = std::string(text(f.name_tok));
           f.body_open = i;
+          f.first_tok = f.name_tok;
           for (int k = f.name_tok - 1; k >= 0; --k) {
             auto w = text(k);
             if (w == ";" || w == "}" || w == "{") break;
+            f.first_tok = k;
             if (w == "__global__") f.is_global = true;
             if (w == "__device__") f.is_device = true;
             if (w == "__host__") f.is_host = true;
             if (w == "template") f.is_template = true;
-            if (w == ")" && match_[k] >= 0) k = match_[k];
+            if (w == ")" && match_[k] >= 0) { k = match_[k]; f.first_tok = k; }
           }
           opened = static_cast<int>(functions_.size());
           functions_.push_back(f);

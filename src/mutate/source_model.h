@@ -20,6 +20,7 @@ using TokRange = std::pair<int, int>;  // [first, last) significant-token indice
 
 struct Function {
   std::string name;
+  int first_tok = -1;  // first token of the definition (template, specifiers, return type)
   int name_tok = -1, lparen = -1, rparen = -1, body_open = -1, body_close = -1;
   bool is_global = false, is_device = false, is_host = false, is_template = false;
   bool device_code() const { return is_global || is_device; }
