@@ -447,7 +447,10 @@ Decision Solver::decide(ir::Context& ctx, Expr a, Expr b, const DecideOptions& o
     for (Expr c : opt.assumptions) base.push_back(tr(c));
     pull();
 
-    struct Attempt { z3::expr goal; bool tolerance; };
+    // plain: a != b (unsat proves Equal). tolerance / separated only look for
+    // witnesses: a difference beyond tolerance first, and after a plain witness
+    // whose difference fp64 cannot show, one of at least 1.
+    struct Attempt { z3::expr goal; bool plain; };
     std::vector<Attempt> attempts;
     if (opt.tolerance && q.real) {
       const Tolerance& t = *opt.tolerance;
@@ -462,9 +465,13 @@ Decision Solver::decide(ir::Context& ctx, Expr a, Expr b, const DecideOptions& o
       }
       for (const LoadApp& l : tr.loads())
         if (l.node->sort == Sort::Real) goal = goal && l.value >= -m && l.value <= m;
-      attempts.push_back({goal, true});
+      attempts.push_back({goal, false});
     }
-    attempts.push_back({plain_goal, false});
+    attempts.push_back({plain_goal, true});
+    if (q.real) {
+      z3::expr diff = tr(q.diff);
+      attempts.push_back({z3::ite(diff >= 0, diff, -diff) >= 1, false});
+    }
 
     std::vector<z3::expr> extra;      // cut definitions (sound) and function samples (approximate)
     bool approximated = false, cuts_defined = false;
@@ -486,7 +493,7 @@ Decision Solver::decide(ir::Context& ctx, Expr a, Expr b, const DecideOptions& o
         ++d.solver_checks;
         if (r == z3::unsat) {
           ++stats_.unsat;
-          if (at.tolerance) break;  // no witness beyond tolerance: fall back to the plain query
+          if (!at.plain) break;  // no witness of that kind: go on with the next attempt
           if (approximated)
             return done(Verdict::Unknown, Stage::Solver,
                         "no confirmed witness: unsat only after approximate function samples; " + last_spurious);

@@ -141,6 +141,16 @@ TEST_F(DecideTest, DifferWitnessEvaluatesDifferently) {
   expect_differ(ctx.mul(x, x), ctx.mul(x, y));
 }
 
+TEST_F(DecideTest, DifferenceBelowFp64ResolutionIsScaledUp) {
+  // the first model (y small) differs by ~1e-20, invisible next to x; a second
+  // query asks for a difference of at least 1
+  Expr tiny = ctx.real_const(mpq_class(1, mpz_class("100000000000000000000")));
+  smt::Decision d = expect_differ(ctx.add(x, c(1)), ctx.add(ctx.add(x, c(1)), ctx.mul(tiny, y)));
+  ASSERT_TRUE(d.witness);
+  EXPECT_GE(std::fabs(witness_of(d, "y")), 1e19);
+  EXPECT_GE(d.solver_checks, 2u);  // the plain model was below resolution
+}
+
 TEST_F(DecideTest, WitnessCoversEveryOriginalLeaf) {
   int32_t t = ctx.tensor("X");
   Expr e0 = ctx.elem(t, 0), e1 = ctx.elem(t, 1), e2 = ctx.elem(t, 2);
