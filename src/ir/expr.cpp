@@ -75,7 +75,7 @@ std::string_view rule_name(Rule r) {
       "MulFlatten", "MulSort", "MulIdentity", "MulDistributeConst", "MulDistributeSmall", "NegToMul",
       "DivToRecip", "MinMaxFlatten", "MinMaxSortDedup", "MinMaxConst", "IteConstCond", "IteSameArms",
       "IteNegCond", "IteToMinMax", "BoolSimplify", "CmpCanon", "BvAffine", "BvExtMerge",
-      "BvSignedToUnsigned", "BvExtPush", "BvTruncPush", "BvBitFold", "BvDivRemConst", "LoadFold",
+      "BvSignedToUnsigned", "BvExtPush", "BvTruncPush", "BvBitFold", "BvDivRemConst", "BvDivModRecombine", "LoadFold",
       "AbsCanon"};
   static_assert(std::size(n) == static_cast<size_t>(Rule::Count_));
   return n[static_cast<unsigned>(r)];
@@ -527,6 +527,8 @@ struct Context::Impl {
     terms.resize(n);
     std::erase_if(terms, [&](const Term& t) { return is_zero(t.coef) && !mono_has_undef(t); });
     if (terms.empty()) return c;
+    if (s != Sort::Real && terms.size() >= 2 && on(Rule::BvDivModRecombine))
+      if (Expr r = recombine_divmod(s, c, terms)) return r;
     bool keep_zero = nconst > 0 && !on(Rule::AddIdentity);
     if (terms.size() == 1 && is_zero(c) && !keep_zero) {
       if (nconst > 0 || xs.size() > 1) apply(Rule::AddIdentity);
@@ -537,6 +539,60 @@ struct Context::Impl {
     if (!is_zero(c) || keep_zero) args.push_back(c);
     for (const Term& t : terms) args.push_back(term_node(s, t));
     return raw(addop, s, args);
+  }
+
+  // k*c*(x/c) + k*(x%c) -> k*x (also with x>>s and x & (2^s-1)): the index split
+  // row = i / N, col = i % N recombined as row*N + col. Returns nullptr if nothing matched.
+  Expr recombine_divmod(Sort s, Expr c0, std::vector<Term>& terms) {
+    uint64_t m = mask_of(bv_width(s));
+    struct Rem {
+      Expr x;
+      uint64_t d;
+      size_t i;
+    };
+    std::vector<Rem> rems;
+    for (size_t i = 0; i < terms.size(); ++i) {
+      if (terms[i].nf != 1 || terms[i].f[0]->has_undef()) continue;
+      Expr f = terms[i].f[0];
+      if (f->op == Op::BvURem && f->args_[1]->op == Op::ConstBV && f->args_[1]->u >= 2)
+        rems.push_back({f->args_[0], f->args_[1]->u, i});
+      else if (f->op == Op::BvAnd && f->nargs == 2 && f->args_[0]->op == Op::ConstBV && f->args_[0]->u != m &&
+               is_pow2(f->args_[0]->u + 1))
+        rems.push_back({f->args_[1], f->args_[0]->u + 1, i});
+    }
+    if (rems.empty()) return nullptr;
+    std::vector<char> gone(terms.size(), 0);
+    std::vector<Expr> extra;
+    unsigned w = bv_width(s);
+    for (size_t j = 0; j < terms.size(); ++j) {
+      if (terms[j].nf != 1) continue;
+      Expr g = terms[j].f[0];
+      Expr x = nullptr;
+      uint64_t d = 0;
+      if (g->op == Op::BvUDiv && g->args_[1]->op == Op::ConstBV && g->args_[1]->u >= 2) {
+        x = g->args_[0];
+        d = g->args_[1]->u;
+      } else if (g->op == Op::BvLShr && g->args_[1]->op == Op::ConstBV && g->args_[1]->u >= 1 && g->args_[1]->u < w) {
+        x = g->args_[0];
+        d = 1ULL << g->args_[1]->u;
+      }
+      if (!x) continue;
+      for (const Rem& r : rems) {
+        if (gone[r.i] || r.x != x || r.d != d) continue;
+        uint64_t k = terms[r.i].coef->u;
+        if (((k * d) & m) != terms[j].coef->u || !apply(Rule::BvDivModRecombine)) continue;
+        gone[r.i] = gone[j] = 1;
+        Expr kx[] = {mk_bv(s, k), x};
+        extra.push_back(mul_n(s, kx));
+        break;
+      }
+    }
+    if (extra.empty()) return nullptr;
+    std::vector<Expr> out = std::move(extra);
+    if (!is_zero(c0)) out.push_back(c0);
+    for (size_t i = 0; i < terms.size(); ++i)
+      if (!gone[i]) out.push_back(term_node(s, terms[i]));
+    return add_n(s, out);
   }
 
   // sum + t for a canonical sum with many terms and a single non-sum t; nullptr if not applicable.
@@ -568,6 +624,10 @@ struct Context::Impl {
       return build(h, plus(minus(sum->size, has_c ? first[0]->size : 0), c->size));
     }
     Term tt = decompose(s, &t);
+    if (s != Sort::Real && tt.nf == 1) {  // may pair with a div/rem term: general path
+      Op o = tt.f[0]->op;
+      if (o == Op::BvURem || o == Op::BvAnd || o == Op::BvUDiv || o == Op::BvLShr) return nullptr;
+    }
     // lower_bound over the terms by monomial order
     const Expr* lo = first + (has_c ? 1 : 0);
     size_t n = last - lo;

@@ -160,6 +160,7 @@ enum class Rule : uint8_t {
   BvTruncPush,        // trunc of add/mul/and/... pushed inside (always sound mod 2^w); trunc(ext x) cancelled
   BvBitFold,          // and/or/xor identities, x & mask with known bounds, terms divisible by 2^k dropped under a mask
   BvDivRemConst,      // (c*k + r) / c -> k + r/c with bounds, x/2^k -> x>>k, x%2^k -> x&(2^k-1), x/c -> 0 when x < c
+  BvDivModRecombine,  // k*c*(x/c) + k*(x%c) -> k*x, also k*2^s*(x>>s) + k*(x & (2^s-1)) -> k*x
   LoadFold,           // Load(T, const) -> T[const]
   AbsCanon,           // abs(abs a) -> abs a ; abs(c*a) -> |c|*abs(a)
   Count_

@@ -294,6 +294,23 @@ TEST_F(Rules, BvDivRemConst) {
   untouched(Rule::BvDivRemConst, [&] { return c.bv_udiv(c.bv_add(c.bv_mul(bv(1024), a), b), bv(1000)); });
 }
 
+TEST_F(Rules, BvDivModRecombine) {
+  Expr i = c.bv_add(c.bv_mul(bv(256), ctaid), tid);  // a flat thread index
+  for (uint64_t n : {768u, 1024u}) {                   // row = i / N, col = i % N (N = 1024: shifts and masks)
+    Expr row = c.bv_udiv(i, bv(n)), col = c.bv_urem(i, bv(n));
+    check(Rule::BvDivModRecombine, [&] { return c.bv_add(c.bv_mul(row, bv(n)), col); }, i);
+    // scaled to a byte offset: 4*(row*N + col) = 4*i
+    check(Rule::BvDivModRecombine, [&] { return c.bv_mul(bv(4), c.bv_add(c.bv_mul(row, bv(n)), col)); },
+          c.bv_mul(bv(4), i));
+    untouched(Rule::BvDivModRecombine, [&] { return c.bv_add(c.bv_mul(row, bv(n - 1)), col); });
+  }
+  // nested: (i / N / M) * N*M + ((i / N) % M) * N + i % N = i
+  Expr q = c.bv_udiv(a, bv(6)), r0 = c.bv_urem(a, bv(6));
+  Expr qq = c.bv_udiv(q, bv(5)), r1 = c.bv_urem(q, bv(5));
+  check(Rule::BvDivModRecombine,
+        [&] { return c.bv_add(std::vector<Expr>{c.bv_mul(qq, bv(30)), c.bv_mul(r1, bv(6)), r0}); }, a);
+}
+
 TEST_F(Rules, LoadFold) {
   int32_t T = c.tensor("T");
   check(Rule::LoadFold, [&] { return c.load(T, c.bv_const(Sort::BV64, 5)); }, c.elem(T, 5));
