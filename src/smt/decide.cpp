@@ -203,6 +203,10 @@ std::optional<ResultCache::Entry> ResultCache::lookup(const Key& k, const Key* a
 
 void ResultCache::store(const Key& k, Entry e) {
   std::lock_guard lock(mu_);
+  if (map_.size() >= capacity_) {
+    map_.clear();
+    ++flushes_;
+  }
   map_[k] = std::move(e);
 }
 

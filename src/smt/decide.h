@@ -120,6 +120,8 @@ struct SolverStats {
 // leaves, which are re-confirmed by evaluation on every hit.
 class ResultCache {
  public:
+  // At capacity the cache is emptied (cheap, and keeps a long run's memory bounded).
+  explicit ResultCache(size_t capacity = size_t{1} << 20) : capacity_(capacity) {}
   struct Key {
     uint64_t ha, hb, sa, sb, opts;
     bool operator==(const Key&) const = default;
@@ -132,6 +134,7 @@ class ResultCache {
   void store(const Key& k, Entry e);
   uint64_t hits() const { return hits_; }
   uint64_t misses() const { return misses_; }
+  uint64_t flushes() const { return flushes_; }
   size_t size() const;
   void clear();
 
@@ -141,7 +144,8 @@ class ResultCache {
   };
   mutable std::mutex mu_;
   std::unordered_map<Key, Entry, KeyHash> map_;
-  std::atomic<uint64_t> hits_{0}, misses_{0};
+  size_t capacity_;
+  std::atomic<uint64_t> hits_{0}, misses_{0}, flushes_{0};
 };
 
 class Solver {

@@ -319,6 +319,15 @@ TEST_F(DecideTest, ProofThatNeededCutDefinitionsIsNotCachedForTheCutQuery) {
   expect_differ(ctx.max(P, c(0)), P);
 }
 
+TEST(ResultCacheTest, BoundedByCapacity) {
+  smt::ResultCache cache(2);
+  for (uint64_t i = 0; i < 5; ++i) cache.store({i, 0, 1, 0, 0}, {Verdict::Equal, {}});
+  EXPECT_LE(cache.size(), 2u);
+  EXPECT_EQ(cache.flushes(), 2u);
+  EXPECT_TRUE(cache.lookup({4, 0, 1, 0, 0}).has_value());
+  EXPECT_FALSE(cache.lookup({0, 0, 1, 0, 0}).has_value());
+}
+
 TEST_F(DecideTest, CacheIsSharedAcrossContexts) {
   auto cache = std::make_shared<smt::ResultCache>();
   smt::Solver s1(cache), s2(cache);
