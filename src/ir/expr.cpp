@@ -1786,8 +1786,21 @@ Expr Context::real_to_bv(Expr a, Sort to, bool is_signed, RoundMode rm) {
 Expr Context::load(int32_t tensor, Expr index, Sort s) { return impl_->load(tensor, index, s); }
 Expr Context::rebuild(Expr like, std::span<const Expr> new_args) { return impl_->rebuild(like, new_args); }
 
-Expr Context::import(Expr e) {
+struct ContextAccess {
+  static Context::Impl& impl(Context& c) { return *c.impl_; }
+};
+
+struct Importer::Impl {
+  Context& to;
   NodeMap<Expr> memo;
+};
+
+Importer::Importer(Context& to) : impl_(std::make_shared<Impl>(Impl{to, {}})) {}
+
+Expr Importer::operator()(Expr e) {
+  auto& memo = impl_->memo;
+  auto& I = ContextAccess::impl(impl_->to);
+  if (auto it = memo.find(e); it != memo.end()) return it->second;
   std::vector<std::pair<Expr, bool>> st{{e, false}};
   std::vector<Expr> args;
   while (!st.empty()) {
@@ -1809,12 +1822,14 @@ Expr Context::import(Expr e) {
     if (x->op == Op::ConstReal) k.q = &x->rational();
     if (x->op == Op::Var) {
       k.name = x->name();
-      impl_->var_names.emplace(k.name);
+      I.var_names.emplace(k.name);
     }
-    memo.emplace(x, impl_->intern(k));
+    memo.emplace(x, I.intern(k));
   }
   return memo.at(e);
 }
+
+Expr Context::import(Expr e) { return Importer(*this)(e); }
 
 Bounds Context::bv_bounds(Expr e) { return impl_->bounds(e); }
 int Context::compare(Expr a, Expr b) const { return impl_->compare(a, b); }

@@ -263,7 +263,7 @@ class Context {
   Expr rebuild(Expr like, std::span<const Expr> new_args);
 
   // Copy an expression built in another Context into this one (node for node;
-  // hashes are identical). One memo per call; use an Importer to share it.
+  // hashes are identical). One memo per call; use an Importer to share it across roots.
   Expr import(Expr e);
 
   // Unsigned interval [lo, hi] provably containing every value of the bitvector
@@ -287,6 +287,17 @@ class Context {
   struct Impl;
   std::unique_ptr<Impl> impl_;
   friend struct ContextAccess;
+};
+
+// Copies many roots from other Contexts into `to`, sharing one memo (neighbouring
+// roots share most of their nodes). Foreign nodes must outlive the Importer.
+class Importer {
+ public:
+  explicit Importer(Context& to);
+  Expr operator()(Expr foreign);
+ private:
+  struct Impl;
+  std::shared_ptr<Impl> impl_;
 };
 
 // ---- structural helpers (all iterative, memoized over the DAG)

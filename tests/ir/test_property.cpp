@@ -310,6 +310,9 @@ TEST(Property, ImportAcrossContextsGivesIdenticalHashes) {
     EXPECT_EQ(c3.import(a), c3.import(b));
     EXPECT_EQ(c3.import(a)->hash, a->hash);
     EXPECT_EQ(c1.compare(a, a), 0);
+    Importer imp(c3);  // shared memo across roots
+    EXPECT_EQ(imp(a), c3.import(a));
+    EXPECT_EQ(imp(c1.add(a, c1.real_const(1))), c3.add(c3.import(a), c3.real_const(1)));
   }
 }
 
