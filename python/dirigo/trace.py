@@ -551,7 +551,10 @@ def _trace_program(spec, loaded, get_inputs, get_init_inputs, attempt, device) -
             data = {}
             if k == 0 and values and spec.get("data_dir"):
                 data = _write_data(spec, prog, values)
-            traces.append((prog, rec, data))
+            traces.append((prog, None, data))
+            del rec, inputs  # free this run's tensors before the next (GPU memory)
+            if device == "cuda":
+                torch.cuda.empty_cache()
         first, second = traces[0][0], traces[1][0] if len(traces) > 1 else None
     if second is not None:
         diff = first_difference(first, second)
@@ -559,7 +562,6 @@ def _trace_program(spec, loaded, get_inputs, get_init_inputs, attempt, device) -
             return {"status": "unsupported",
                     "message": f"UNSUPPORTED: the op sequence depends on the input values "
                                f"(seeds {spec['seeds'][0]} and {spec['seeds'][1]}): {diff}"}
-    rec = traces[0][1]
     params = []
     for inp in first["inputs"]:
         meta = next(x for x in first["tensors"] if x["id"] == inp["tensor"])
@@ -693,7 +695,7 @@ def _match(ref: dict, new: dict) -> tuple[dict, list[str]]:
         for a in r_par:  # greedy: first unused candidate parameter with the same shape (and values)
             b = next((b for b in n_par if b["name"] not in used and same(a, b)), None)
             if b is None:
-                notes.append(f"reference parameter {a['name']} has no counterpart in the candidate")
+                notes.append(f"reference {a['kind']} {a['name']} has no counterpart in the candidate")
                 continue
             used.add(b["name"])
             chosen.append((a, b))
