@@ -48,8 +48,11 @@ def census_one(path: str) -> dict:
                inputs=[{"name": i["name"], "kind": i["kind"]} for i in prog["inputs"]])
     try:
         from dirigo import bundle
-        bundle.validate_manifest({"format": bundle.FORMAT, "version": bundle.VERSION, "programs": [prog]})
+        manifest = {"format": bundle.FORMAT, "version": bundle.VERSION, "programs": [prog]}
+        bundle.validate_manifest(manifest)
         res["bundle_valid"] = True
+        if os.environ.get("DIRIGO_CENSUS_BUNDLES"):  # keep a bundle per program (for the C++ reader)
+            bundle.write_bundle(os.path.join(os.environ["DIRIGO_CENSUS_BUNDLES"], res["file"][:-3]), manifest)
     except Exception as e:  # noqa: BLE001
         res["bundle_valid"] = False
         res["bundle_error"] = str(e)
@@ -212,6 +215,7 @@ def main() -> int:
     ap.add_argument("--update-doc", metavar="MD", help="replace this tool's section in MD (e.g. docs/coverage.md), "
                                                        "leaving the file's other sections as they are")
     ap.add_argument("--redo", action="store_true", help="discard cached per-program results")
+    ap.add_argument("--bundles", metavar="DIR", help="also write one bundle per traced program under DIR")
     a = ap.parse_args()
     files = []
     for corpus in CORPORA:
@@ -222,6 +226,8 @@ def main() -> int:
         for f in files:
             if os.path.exists(out_path(f)):
                 os.remove(out_path(f))
+    if a.bundles:
+        os.environ["DIRIGO_CENSUS_BUNDLES"] = os.path.abspath(a.bundles)
     t0 = time.monotonic()
     run_all(files, a.jobs, a.timeout)
     md = summarize(files)

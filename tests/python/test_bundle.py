@@ -3,6 +3,7 @@ writes and rejects each kind of malformed manifest with the JSON path of the off
 import copy
 import json
 import os
+import subprocess
 import tarfile
 
 import pytest
@@ -10,6 +11,8 @@ import pytest
 import dirigo
 from dirigo import bundle
 from tracing import run, write_program
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
 def good_manifest():
@@ -131,11 +134,18 @@ class Model(nn.Module):
         fh.write(b"\0")
     with pytest.raises(bundle.BundleError, match=r"programs\[0\]\.inputs\[0\]\.data: .* has 193 bytes, the tensor needs 192"):
         bundle.read_bundle(out)
+    with open(os.path.join(out, data), "rb+") as fh:
+        fh.truncate(192)
     core_validate = getattr(getattr(dirigo, "_core", None), "validate_bundle", None)
     if core_validate is not None:  # the authoritative C++ reader, when built
-        with open(os.path.join(out, data), "rb+") as fh:
-            fh.truncate(192)
         core_validate(out)
+    cli = os.environ.get("DIRIGO_CLI", os.path.join(ROOT, "build", "dirigo"))
+    if os.access(cli, os.X_OK):  # the C++ CLI of scripts/build.sh, when it has the bundle command
+        h = subprocess.run([cli, "--help"], capture_output=True, text=True, timeout=60)
+        has_cmd = "bundle" in h.stdout  # a build older than the bundle command lists no subcommands
+        if has_cmd:
+            p = subprocess.run([cli, "bundle", "validate", out], capture_output=True, text=True, timeout=60)
+            assert p.returncode == 0 and p.stdout.startswith("OK"), p.stdout + p.stderr
 
 
 def test_unreadable_inputs_are_errors_not_crashes(tmp_path):
