@@ -11,6 +11,8 @@
 // rules that would drop an Undef-dependent operand (x*0, x-x) do not fire.
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
+#include <sys/mman.h>
 #include <optional>
 #include <stdexcept>
 #include <unordered_set>
@@ -186,16 +188,42 @@ i128 sx(uint64_t v, unsigned w) {  // signed value of a w-bit pattern
 }
 }  // namespace
 
+// Large allocations (unique table, arena blocks) are 2 MiB aligned and marked for
+// transparent huge pages: million-node Contexts are bound by TLB and cache misses.
+// DIRIGO_IR_NO_HUGEPAGES=1 turns this off (for A/B measurements).
+struct FreeDeleter {
+  void operator()(void* p) const { std::free(p); }
+};
+template <class T>
+using Buf = std::unique_ptr<T[], FreeDeleter>;
+template <class T>
+Buf<T> alloc_buf(size_t n) {
+  static const bool huge = !std::getenv("DIRIGO_IR_NO_HUGEPAGES");
+  constexpr size_t kHuge = 2u << 20;
+  size_t bytes = n * sizeof(T);
+  void* p = nullptr;
+  if (huge && bytes >= kHuge) {
+    bytes = (bytes + kHuge - 1) & ~(kHuge - 1);
+    p = std::aligned_alloc(kHuge, bytes);
+    if (p) madvise(p, bytes, MADV_HUGEPAGE);
+  } else {
+    p = std::malloc(bytes);
+  }
+  if (!p) throw std::bad_alloc();
+  return Buf<T>(static_cast<T*>(p));
+}
+
 struct Context::Impl {
   Context& C;
   explicit Impl(Context& c) : C(c) {
     enabled.fill(true);
     hits.fill(0);
-    table.assign(1024, Slot{0, nullptr});
+    table = empty_table(1024);
+    table_size = 1024;
   }
 
   // ---- arena
-  std::vector<std::unique_ptr<std::byte[]>> blocks;
+  std::vector<Buf<std::byte>> blocks;
   std::byte* cur = nullptr;
   size_t left = 0, bytes = 0;
   std::deque<mpq_class> rats;
@@ -204,8 +232,9 @@ struct Context::Impl {
   void* alloc(size_t n) {
     n = (n + 15) & ~size_t(15);
     if (n > left) {
-      size_t sz = std::max(kBlock, n);
-      blocks.emplace_back(new std::byte[sz]);
+      // blocks grow with the Context: 1 MiB up to 16 MiB
+      size_t sz = std::max(std::min(kBlock << std::min<size_t>(blocks.size() / 4, 4), size_t(16) << 20), n);
+      blocks.push_back(alloc_buf<std::byte>(sz));
       cur = blocks.back().get();
       left = sz;
       bytes += sz;
@@ -223,8 +252,14 @@ struct Context::Impl {
     uint64_t hash;
     Expr node;
   };
-  std::vector<Slot> table;
+  Buf<Slot> table;
+  size_t table_size = 0;
   size_t count = 0;
+  static Buf<Slot> empty_table(size_t n) {
+    Buf<Slot> t = alloc_buf<Slot>(n);
+    std::fill(t.get(), t.get() + n, Slot{0, nullptr});
+    return t;
+  }
   uint32_t next_id = 0;
 
   static bool same(Expr n, const Key& k, uint64_t h) {
@@ -238,15 +273,16 @@ struct Context::Impl {
     return true;
   }
   void grow() {
-    std::vector<Slot> t(table.size() * 2, Slot{0, nullptr});
-    size_t m = t.size() - 1;
-    for (const Slot& sl : table)
-      if (sl.node) {
+    size_t n = table_size * 2, m = n - 1;
+    Buf<Slot> t = empty_table(n);
+    for (size_t j = 0; j < table_size; ++j)
+      if (const Slot& sl = table[j]; sl.node) {
         size_t i = sl.hash & m;
         while (t[i].node) i = (i + 1) & m;
         t[i] = sl;
       }
-    table.swap(t);
+    table = std::move(t);
+    table_size = n;
   }
   // Precomputed hash/attrs/size for nodes derived from a neighbour in O(1) (add_one).
   struct Pre {
@@ -256,8 +292,8 @@ struct Context::Impl {
   };
   Expr intern(const Key& k, const Pre* pre = nullptr) {
     uint64_t h = pre ? pre->hash : key_hash(k);
-    if ((count + 1) * 2 > table.size()) grow();
-    size_t m = table.size() - 1, i = h & m;
+    if ((count + 1) * 2 > table_size) grow();
+    size_t m = table_size - 1, i = h & m;
     while (Expr n = table[i].node) {
       if (table[i].hash == h && same(n, k, h)) return n;
       i = (i + 1) & m;
