@@ -415,6 +415,8 @@ def run_worker(spec: dict) -> dict:
     from . import load
 
     user_files = [os.path.abspath(p) for p in (spec["file"], spec["ref_file"], spec.get("functional_file")) if p]
+    if not spec.get("seeds"):
+        spec["seeds"] = load.kernelbench_trial_seeds(spec["init_seed"], 2)
     device = spec["device"]
     allow_cuda = torch.cuda.is_available()
     if device == "cuda" and not allow_cuda:
@@ -596,6 +598,10 @@ def worker_main(spec_path: str) -> int:
         spec = json.load(fh)
     try:
         result = run_worker(spec)
+        if result.get("status") == "ok":
+            import torch
+            result["runtime"] = {"torch": torch.__version__, "device": torch.cuda.get_device_name()
+                                 if spec["device"] == "cuda" else "cpu"}
     except BaseException as e:  # noqa: BLE001 - last resort: report, do not crash
         result = {"status": "error", "message": f"internal tracer error: {type(e).__name__}: {e}",
                   "traceback": traceback.format_exc()}
@@ -720,7 +726,7 @@ def trace(ref: str, new: str | None = None, out: str | None = None, *, device: s
     """Trace REF (and NEW) in subprocesses and write a bundle to `out`. Never raises for user-code errors."""
     from . import load
     init_seed = load.INIT_SEED if init_seed is None else init_seed
-    seeds = seeds or _trial_seeds(init_seed)
+    seeds = list(seeds) if seeds else None  # None: the workers derive KernelBench's (no torch import here)
     ref, new = os.path.abspath(ref), (os.path.abspath(new) if new else None)
     if new and new.endswith(".cu") and not functional:
         functional = ref
@@ -755,7 +761,7 @@ def trace(ref: str, new: str | None = None, out: str | None = None, *, device: s
                 msg = f"{who}: {msg}"
             return TraceResult(r["status"], msg, programs=results)
     manifest = {"format": bundle_mod.FORMAT, "version": bundle_mod.VERSION,
-                "created_by": _created_by(device), "modules": [], "programs": [],
+                "created_by": _created_by(results), "modules": [], "programs": [],
                 "tolerance": {"atol": atol, "rtol": rtol}}
     ptx, data = {}, {}
     for s in specs:
@@ -788,22 +794,10 @@ def trace(ref: str, new: str | None = None, out: str | None = None, *, device: s
     return TraceResult("ok", f"wrote {out} ({counts})", out=out, programs=results)
 
 
-def _trial_seeds(init_seed: int) -> list[int]:
-    # KernelBench's per-trial seeds; computed here without importing torch in the parent when possible
-    try:
-        from .load import kernelbench_trial_seeds
-        return kernelbench_trial_seeds(init_seed, 2)
-    except ImportError:  # pragma: no cover
-        return [init_seed + 1, init_seed + 2]
-
-
-def _created_by(device: str) -> dict:
+def _created_by(results: dict) -> dict:
     from . import __version__
     info = {"tool": f"dirigo {__version__}", "python": sys.version.split()[0]}
-    with contextlib.suppress(Exception):
-        import torch
-        info["torch"] = torch.__version__
-        info["device"] = torch.cuda.get_device_name() if device == "cuda" else "cpu"
+    info.update(results["ref"].get("runtime", {}))  # torch version and device, as the worker saw them
     return info
 
 
