@@ -68,7 +68,7 @@ struct DecideOptions {
   AxiomOptions axioms;
   bool cut_points = true;
   unsigned timeout_ms = 10000;       // wall clock for the whole decision
-  unsigned rlimit = 20'000'000;      // per check (deterministic budget); 0 = none
+  unsigned rlimit = 5'000'000;       // per check (deterministic budget, ~1 s of Z3 CPU on the build box); 0 = none
   unsigned random_seed = 42;
   unsigned max_refinements = 8;      // rounds of spurious-witness refinement
   uint64_t max_uncut_nodes = 200000; // re-add cut definitions after a spurious witness only below this size
