@@ -267,7 +267,8 @@ def torch_include_flags():
         incs = ext.include_paths()
     except Exception:
         return []
-    return [f"-I{d}" for d in incs + [sysconfig.get_paths()["include"]]]
+    full_stub = os.path.join(STUB_DIR, "full")  # c10/cuda/impl/cuda_cmake_macros.h, absent from CPU wheels
+    return [f"-I{d}" for d in incs + [sysconfig.get_paths()["include"], full_stub]]
 
 
 def compile_ptx(tu, variant, timeout=180, extra=()):
@@ -331,7 +332,7 @@ def compile_source(src, variant, mode="stub"):
     """Device-only compile with instantiations, then without; returns (ptx path | None, reason).
     mode "full": the source as written, against the real torch headers (slow; for comparison)."""
     if mode == "full":
-        ptx, err, _ = compile_ptx(src, variant, timeout=600, extra=torch_include_flags())
+        ptx, err, _ = compile_ptx(src, variant, timeout=1500, extra=torch_include_flags())
         return ptx, err
     ptx, err, _ = compile_ptx(translation_unit(src, True), variant)
     if ptx:
