@@ -1491,6 +1491,27 @@ struct Context::Impl {
       if ((strict ? x.hi < y.lo : x.hi <= y.lo) && apply(Rule::CmpCanon)) return mk_bool(true);
       if ((strict ? x.lo >= y.hi : x.lo > y.hi) && apply(Rule::CmpCanon)) return mk_bool(false);
     }
+    if (op == Op::Eq && (s == Sort::Real || is_bv(s)) && !a->has_undef() && !b->has_undef() &&
+        on(Rule::CmpCanon)) {
+      // a + ca == b + cb  ->  a == b + (cb - ca), the constant-free sides ordered canonically
+      auto split = [&](Expr x) -> std::pair<Expr, Expr> {
+        if (x->is_const()) return {zero(s), x};
+        if ((x->op == Op::Add || x->op == Op::BvAdd) && x->args_[0]->is_const())
+          return {x->nargs == 2 ? x->args_[1] : raw(x->op, s, {x->args_ + 1, x->nargs - 1}), x->args_[0]};
+        return {x, zero(s)};
+      };
+      auto [a0, ca] = split(a);
+      auto [b0, cb] = split(b);
+      if (less(b0, a0)) {
+        std::swap(a0, b0);
+        std::swap(ca, cb);
+      }
+      if (!is_zero(ca)) {
+        apply(Rule::CmpCanon);
+        Expr rhs[] = {b0, cadd(cb, cmul(ca, s == Sort::Real ? mk_real(mpq_class(-1)) : ones(s)))};
+        return raw2(Op::Eq, Sort::Bool, a0, add_n(s, rhs));
+      }
+    }
     if (op == Op::Eq && less(b, a)) std::swap(a, b);
     return raw2(op, Sort::Bool, a, b);
   }

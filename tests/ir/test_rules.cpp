@@ -223,6 +223,11 @@ TEST_F(Rules, CmpCanon) {
   check(Rule::CmpCanon, [&] { return c.lt(x, c.add(x, r(1))); }, c.bool_const(true));
   check(Rule::CmpCanon, [&] { return c.ult(tid, bv(1024)); }, c.bool_const(true));  // bounds decide
   check(Rule::CmpCanon, [&] { return c.eq(c.bv_add(a, bv(1)), a); }, c.bool_const(false));
+  // constants move to one side: a + 3 == b + 5 and b + 2 == a are the same node
+  Expr e1 = c.eq(c.bv_add(a, bv(3)), c.bv_add(b, bv(5)));
+  EXPECT_EQ(e1, c.eq(c.bv_add(b, bv(2)), a));
+  EXPECT_EQ(e1, c.eq(a, c.bv_add(b, bv(2))));
+  check(Rule::CmpCanon, [&] { return c.eq(c.add(x, r(1)), c.add(y, r(4))); }, c.eq(c.add(y, r(3)), x));
   untouched(Rule::CmpCanon, [&] { return c.lt(x, y); });
   untouched(Rule::CmpCanon, [&] { return c.ult(tid, bv(1000)); });
 }
