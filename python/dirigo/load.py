@@ -239,11 +239,14 @@ def load_file(path: str, allow_cuda: bool, functional_file: str | None = None) -
 
 
 def forward_arg_names(module, n: int) -> list[str]:
-    """Names of the forward arguments (from the signature), `in<i>` where the signature has *args."""
+    """Names of the forward arguments: FORWARD_ARG_NAMES (functional form), else the signature, else `in<i>`."""
     try:
         params = [p for p in inspect.signature(module.forward).parameters.values()]
     except (TypeError, ValueError):
         params = []
+    declared = getattr(getattr(module, "forward", None), "__globals__", {}).get("FORWARD_ARG_NAMES")
+    if isinstance(declared, (list, tuple)) and len(declared) == n and all(isinstance(x, str) for x in declared):
+        return list(declared)  # the functional form names its *args this way
     names = []
     for i in range(n):
         if i < len(params) and params[i].kind in (inspect.Parameter.POSITIONAL_ONLY,
