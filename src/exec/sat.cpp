@@ -1,6 +1,7 @@
 #include "exec/sat.h"
 
 #include <algorithm>
+#include <array>
 #include <stdexcept>
 #include <unordered_set>
 
@@ -171,6 +172,82 @@ bool ThreadSat::mentions_ctaid(Expr e) {
   return false;
 }
 
+// Every atom compares ONE affine form L = sum c_i v_i (c_i >= 0, no wraparound) plus a
+// constant with a constant: the conjunction is an interval for L. When L's coefficients form
+// a "contiguous" system (each at most 1 + the span of the smaller ones, e.g. 256*ctaid + tid),
+// L takes every integer between its min and max, so the answer is an interval intersection.
+// Returns nullopt when the shape does not apply.
+std::optional<bool> ThreadSat::interval_decide(const std::vector<Expr>& atoms) {
+  auto all = tv_.all();
+  std::optional<std::array<int64_t, 6>> coef;
+  __int128 lo = 0, hi = 0;  // constraint on L
+  bool first = true;
+  for (Expr a : atoms) {
+    bool neg = false;
+    if (a->op == Op::Not) { neg = true; a = a->arg(0); }
+    if ((a->op != Op::Ult && a->op != Op::Ule) || a->nargs != 2) return std::nullopt;
+    Expr x = a->arg(0), y = a->arg(1);
+    bool const_right = y->op == Op::ConstBV;
+    if (const_right == (x->op == Op::ConstBV)) return std::nullopt;
+    Expr lin = const_right ? x : y;
+    unsigned w = ir::bv_width(lin->sort);
+    // parse lin = k + sum c_i v_i
+    std::array<int64_t, 6> c{};
+    int64_t k = 0;
+    std::vector<std::pair<Expr, int64_t>> st{{lin, 1}};
+    while (!st.empty()) {
+      auto [e, m] = st.back();
+      st.pop_back();
+      if (e->op == Op::ConstBV) { k += m * int64_t(e->bv_value()); continue; }
+      if (e->op == Op::Var) { int id = var_id(e); if (id < 0) return std::nullopt; c[id] += m; continue; }
+      if (e->op == Op::ZExt) { st.push_back({e->arg(0), m}); continue; }
+      if (e->op == Op::BvAdd) { for (Expr z : e->args()) st.push_back({z, m}); continue; }
+      if (e->op == Op::BvMul && e->nargs == 2 && e->arg(0)->op == Op::ConstBV) {
+        st.push_back({e->arg(1), m * int64_t(e->arg(0)->bv_value())});
+        continue;
+      }
+      return std::nullopt;
+    }
+    __int128 mx = k, mn = k;
+    for (int i = 0; i < 6; ++i) {
+      if (c[i] < 0 || k < 0) return std::nullopt;
+      if (c[i]) { mx += __int128(c[i]) * all[i]->bounds().hi; mn += __int128(c[i]) * all[i]->bounds().lo; }
+    }
+    if (w < 64 && mx >= (__int128(1) << w)) return std::nullopt;  // could wrap
+    if (coef && *coef != c) return std::nullopt;
+    coef = c;
+    // constraint on S = L - k
+    __int128 cv = int64_t(const_right ? y->bv_value() : x->bv_value());
+    __int128 slo = 0, shi = (__int128(1) << 100);
+    bool strict = a->op == Op::Ult;
+    // const_right: S + k (<|<=) cv ; else cv (<|<=) S + k ; neg flips
+    if (const_right != neg) {  // upper bound
+      __int128 bound = const_right ? cv : cv;  // S + k < cv  (or not(cv <= S + k) == S + k < cv)
+      bool st2 = const_right ? strict : !strict;
+      shi = bound - k - (st2 ? 1 : 0);
+    } else {  // lower bound
+      bool st2 = const_right ? !strict : strict;  // not(S+k < cv) == S+k >= cv ; cv < S+k
+      slo = cv - k + (st2 ? 1 : 0);
+    }
+    if (first) { lo = slo; hi = shi; first = false; }
+    else { lo = std::max(lo, slo); hi = std::min(hi, shi); }
+  }
+  if (!coef) return std::nullopt;
+  // contiguity of S over the box
+  std::vector<int> ids;
+  for (int i = 0; i < 6; ++i) if ((*coef)[i]) ids.push_back(i);
+  std::sort(ids.begin(), ids.end(), [&](int a, int b) { return (*coef)[a] < (*coef)[b]; });
+  __int128 span = 0, smin = 0;
+  for (int i : ids) {
+    __int128 ci = (*coef)[i];
+    if (ci > span + 1) return std::nullopt;
+    span += ci * (all[i]->bounds().hi - all[i]->bounds().lo);
+    smin += ci * all[i]->bounds().lo;
+  }
+  __int128 smax = smin + span;
+  return std::max(lo, smin) <= std::min(hi, smax);
+}
+
 std::optional<std::vector<uint64_t>> ThreadSat::solve_component(Expr conj, const std::vector<int>& ids, bool want_point) {
   // ranges from bounds, tightened by simple atoms
   std::vector<Range> range;
@@ -202,6 +279,14 @@ std::optional<std::vector<uint64_t>> ThreadSat::solve_component(Expr conj, const
   for (auto& r : range) {
     if (r.lo > r.hi) return std::nullopt;
     total *= (long double)(r.hi - r.lo + 1);
+  }
+  if (!want_point) {
+    if (auto d = interval_decide(atoms)) {
+      if (!*d) return std::nullopt;
+      std::vector<uint64_t> q;
+      for (auto& r : range) q.push_back(r.lo);
+      return q;
+    }
   }
   std::vector<Expr> vars;
   for (int id : ids) vars.push_back(all[id]);

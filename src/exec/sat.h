@@ -59,6 +59,7 @@ class ThreadSat {
   std::optional<std::vector<uint64_t>> solve_component(ir::Expr conj, const std::vector<int>& var_ids, bool want_point);
   std::optional<ThreadCoord> solve(ir::Expr e, bool want_point);
   int var_id(ir::Expr v) const;
+  std::optional<bool> interval_decide(const std::vector<ir::Expr>& atoms);
 
   ir::Context& ctx_;
   ThreadVars tv_;
