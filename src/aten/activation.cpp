@@ -104,7 +104,9 @@ void register_activation(Registry& r) {
     });
   r.add("glu", "self dim", [](Env& e) {
     const TensorRef& in = e.tensor("self");
+    e.require(in.rank() >= 1, "glu of a 0-d tensor");
     int64_t d = wrap_dim(e.integer("dim", -1), in.rank());
+    e.require_rank(in.rank());
     Index a = e.idx, b = e.idx;
     b[d] += in.shape[d] / 2;
     return e.cx.mul(e.real_at(in, a), e.cx.call(Fn::Sigmoid, e.real_at(in, b)));

@@ -162,6 +162,11 @@ const Arg* Env::arg(std::string_view name) const {
   return nullptr;
 }
 
+void Env::require_rank(size_t rank) const {
+  require(idx.size() == rank, "output rank " + std::to_string(idx.size()) + " does not match the inputs (expected " +
+                                  std::to_string(rank) + ")");
+}
+
 bool Env::has_param(std::string_view name) const {
   return std::find(def.params.begin(), def.params.end(), name) != def.params.end();
 }
@@ -432,6 +437,11 @@ Expr arg_extreme(ir::Context& cx, std::span<const Expr> vals, std::span<const in
   return best_pos;
 }
 
+Expr inverse_count(const Env& e, size_t n) {
+  if (n == 0) e.unsupported("average over an empty set (NaN)");
+  return e.cx.real_const(mpq_class(1, static_cast<unsigned long>(n)));
+}
+
 Expr fn(ir::Context& cx, ir::Fn f, Expr a) { return cx.call(f, a); }
 Expr square(ir::Context& cx, Expr a) { return cx.mul(a, a); }
 Expr rsqrt(ir::Context& cx, Expr a) { return cx.call(ir::Fn::Rsqrt, a); }
@@ -454,7 +464,12 @@ ir::Expr element(ir::Context& ctx, const OpCall& call, int output_index, std::sp
     if (out_index[k] < 0 || out_index[k] >= o.shape[k])
       throw std::invalid_argument("aten op " + key + ": location out of range in dim " + std::to_string(k));
   detail::Env env(ctx, call, *def, output_index, out_index);
-  ir::Expr e = def->fn(env);
+  ir::Expr e;
+  try {
+    e = def->fn(env);
+  } catch (const std::out_of_range& err) {  // a list argument shorter than the shapes need
+    throw std::invalid_argument("aten op " + key + ": inconsistent arguments (" + err.what() + ")");
+  }
   // Handlers compute floats in the reals, integer results as bitvectors and
   // predicates as Bool; the stored element has the output dtype's sort.
   ir::Sort want = elem_sort(o.dtype);

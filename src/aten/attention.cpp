@@ -20,7 +20,13 @@ Expr attention(Env& e, const char* mask_param) {
   const TensorRef& v = e.tensor("value");
   size_t r = q.rank();
   if (r < 2 || k.rank() != r || v.rank() != r) e.malformed("query, key and value must have equal ranks >= 2");
+  e.require_rank(e.out == 0 ? r : r - 1);  // output 1 (logsumexp) has no feature dim
+  e.require(k.shape[r - 1] == q.shape[r - 1] && v.shape[r - 2] == k.shape[r - 2], "attention: q/k/v shapes disagree");
+  for (size_t d = 0; d + 2 < r; ++d)
+    e.require(k.shape[d] > 0 && v.shape[d] > 0 && q.shape[d] % k.shape[d] == 0 && q.shape[d] % v.shape[d] == 0,
+              "attention: batch dims must divide");
   int64_t L = q.shape[r - 2], E = q.shape[r - 1], S = k.shape[r - 2];
+  e.require(E > 0, "attention with an empty head dim");
   // batch index of the location (all dims but the last two), mapped onto key/value (GQA: fewer kv heads)
   Index qb(e.idx.begin(), e.idx.begin() + (r - 2));
   auto kv_batch = [&](const TensorRef& t) {

@@ -14,7 +14,7 @@ struct ConvParams {
 };
 
 std::vector<int64_t> per_dim(const Env& e, std::string_view name, size_t n, int64_t def) {
-  std::vector<int64_t> v = e.given(name) ? e.ints(name) : std::vector<int64_t>{};
+  std::vector<int64_t> v = e.has_param(name) && e.given(name) ? e.ints(name) : std::vector<int64_t>{};
   if (v.empty()) v.assign(n, def);
   if (v.size() == 1 && n > 1) v.assign(n, v[0]);
   if (v.size() != n) e.malformed("argument '" + std::string(name) + "' has " + std::to_string(v.size()) +
@@ -25,9 +25,21 @@ std::vector<int64_t> per_dim(const Env& e, std::string_view name, size_t n, int6
 Expr convolve(const Env& e, const TensorRef& x, const TensorRef& w, const std::optional<TensorRef>& bias,
               const ConvParams& p) {
   auto& cx = e.cx;
+  e.require(w.rank() >= 3, "convolution weight needs rank >= 3");
   size_t nsp = w.rank() - 2;
   bool batched = x.rank() == w.rank();
   if (!batched && x.rank() + 1 != w.rank()) e.malformed("input rank does not match weight rank");
+  e.require_rank(x.rank());
+  e.require(p.groups > 0, "groups must be positive");
+  for (size_t d = 0; d < nsp; ++d)
+    e.require(p.stride[d] > 0 && p.dilation[d] > 0, "stride and dilation must be positive");
+  size_t cdim = batched ? 1 : 0;
+  if (p.transposed)
+    e.require(x.shape[cdim] == w.shape[0] && x.shape[cdim] % p.groups == 0 && w.shape[1] > 0,
+              "transposed convolution: input channels must match weight dim 0 and divide by groups");
+  else
+    e.require(w.shape[1] * p.groups == x.shape[cdim] && e.output().shape[cdim] % p.groups == 0,
+              "convolution: input channels must equal weight dim 1 x groups");
   const Index& o = e.idx;
   size_t lead = batched ? 1 : 0;  // position of the channel dim in input and output
   int64_t n = batched ? o[0] : 0;

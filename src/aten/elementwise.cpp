@@ -188,6 +188,7 @@ void register_elementwise(Registry& r) {
   r.add("round.decimals", "self decimals", [](Env& e) {
     auto& cx = e.cx;
     int64_t d = e.integer("decimals", 0);
+    if (d > 18 || d < -18) e.unsupported("round with |decimals| > 18");
     Expr scale = d >= 0 ? cx.real_const(mpq_class(static_cast<long>(std::pow(10, d))))
                         : cx.real_const(mpq_class(1, static_cast<unsigned long>(std::pow(10, -d))));
     return cx.div(cx.call(Fn::Round, cx.mul(e.operand("self"), scale)), scale);

@@ -38,18 +38,27 @@ void register_factory(Registry& r) {
                            {"new_empty", "self"}, {"new_empty_strided", "self"}})
     r.add(k, params, [](Env& e) { return e.cx.undef(elem_sort(e.out_dtype())); });
   // arange: start + i * step
-  r.add("arange", "end", [](Env& e) { return constant(e, static_cast<double>(e.idx[0])); });
+  r.add("arange", "end", [](Env& e) {
+    e.require_rank(1);
+    return constant(e, static_cast<double>(e.idx[0]));
+  });
   r.add("arange.start", "start end", [](Env& e) {
+    e.require_rank(1);
     return constant(e, e.real("start") + static_cast<double>(e.idx[0]));
   });
   r.add("arange.start_step", "start end step", [](Env& e) -> Expr {
+    e.require_rank(1);
     double start = e.real("start"), step = e.real("step", 1.0);
     if (!is_floating(e.out_dtype())) return constant(e, start + static_cast<double>(e.idx[0]) * step);
     // exact: start + i*step over the reals (PyTorch computes it in double before rounding to the dtype)
     return e.cx.add(e.num(start), e.cx.mul(e.cx.real_const(e.idx[0]), e.num(step)));
   });
-  r.add("eye", "n", [](Env& e) { return constant(e, e.idx[0] == e.idx[1] ? 1 : 0); });
-  r.add("eye.m", "n m", [](Env& e) { return constant(e, e.idx[0] == e.idx[1] ? 1 : 0); });
+  auto eye = [](Env& e) {
+    e.require_rank(2);
+    return constant(e, e.idx[0] == e.idx[1] ? 1 : 0);
+  };
+  r.add("eye", "n", eye);
+  r.add("eye.m", "n m", eye);
   for (const char* k : {"rand", "randn", "randint", "randint.low", "rand_like", "randn_like", "randint_like",
                         "bernoulli", "bernoulli.p", "bernoulli.float", "bernoulli.Tensor", "normal_", "uniform_", "randperm", "multinomial"})
     r.add(k, "", [](Env& e) -> Expr { e.unsupported("nondeterministic: random values"); });

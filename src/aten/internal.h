@@ -61,6 +61,9 @@ class Env {
 
   [[noreturn]] void unsupported(const std::string& reason) const;
   [[noreturn]] void malformed(const std::string& reason) const;  // std::invalid_argument
+  void require(bool ok, const std::string& what) const { if (!ok) malformed(what); }
+  // The location's rank must be `rank` (handlers index e.idx and shapes directly).
+  void require_rank(size_t rank) const;
 
   // ---- arguments by schema name (positional first, then kwargs)
   const Arg* arg(std::string_view name) const;  // nullptr when absent; names outside the schema are a bug
@@ -118,6 +121,8 @@ Expr arg_extreme(ir::Context& cx, std::span<const Expr> vals, std::span<const in
 Expr gather_element(const Env& e, const TensorRef& t, Index i, int64_t dim, Expr pos);
 // Same with several dims at runtime positions (dims[k] at positions[k], BV64).
 Expr gather_element(const Env& e, const TensorRef& t, Index i, std::span<const int64_t> dims, std::span<const Expr> positions);
+// The exact constant 1/n for averages; an empty set has no mean (PyTorch gives NaN): unsupported.
+Expr inverse_count(const Env& e, size_t n);
 // exp/log etc. shortcuts
 Expr fn(ir::Context& cx, ir::Fn f, Expr a);
 Expr square(ir::Context& cx, Expr a);

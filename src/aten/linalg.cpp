@@ -28,12 +28,16 @@ Expr scaled_sum(const Env& e, Expr product) {
 }
 
 Expr mm(const Env& e, const TensorRef& a, const TensorRef& b) {
+  e.require(a.rank() == 2 && b.rank() == 2 && a.shape[1] == b.shape[0], "mm needs [m,k] x [k,n]");
+  e.require_rank(2);
   int64_t i = e.idx[0], j = e.idx[1];
   return dot_product(e, a, b, a.shape[1], [&](int64_t k) { return Index{i, k}; },
                      [&](int64_t k) { return Index{k, j}; });
 }
 
 Expr bmm(const Env& e, const TensorRef& a, const TensorRef& b) {
+  e.require(a.rank() == 3 && b.rank() == 3 && a.shape[2] == b.shape[1], "bmm needs [b,m,k] x [b,k,n]");
+  e.require_rank(3);
   int64_t n = e.idx[0], i = e.idx[1], j = e.idx[2];
   return dot_product(e, a, b, a.shape[2], [&](int64_t k) { return Index{n, i, k}; },
                      [&](int64_t k) { return Index{n, k, j}; });
@@ -47,6 +51,9 @@ Expr matmul(const Env& e, const TensorRef& a, const TensorRef& b) {
   int64_t K = a.shape[ra - 1];
   // output = batch..., [i if ra>=2], [j if rb>=2]
   size_t tail = (ra >= 2 ? 1 : 0) + (rb >= 2 ? 1 : 0);
+  e.require(b.shape[rb >= 2 ? rb - 2 : 0] == K, "matmul: inner dims differ");
+  size_t rmax = std::max(ra, rb);
+  e.require(o.size() == (rmax > 2 ? rmax - 2 : 0) + tail, "matmul: output rank does not match the operands");
   size_t nbatch = o.size() - tail;
   Index batch(o.begin(), o.begin() + nbatch);
   int64_t i = ra >= 2 ? o[nbatch] : 0;
@@ -198,11 +205,15 @@ void register_linalg(Registry& r) {
     });
   for (const char* k : {"outer", "ger"})
     r.add(k, "self vec2", [](Env& e) {
+      e.require_rank(2);
       return e.cx.mul(e.real_at(e.tensor("self"), Index{e.idx[0]}), e.real_at(e.tensor("vec2"), Index{e.idx[1]}));
     });
   r.add("linear", "input weight bias", [](Env& e) {
     const TensorRef& x = e.tensor("input");
     const TensorRef& w = e.tensor("weight");
+    e.require(x.rank() >= 1 && (w.rank() == 1 || w.rank() == 2) && w.shape.back() == x.shape.back(),
+              "linear: weight must be [out, in] or [in]");
+    e.require_rank(x.rank() - 1 + (w.rank() == 2 ? 1 : 0));
     Index xi = e.idx;
     int64_t j = w.rank() == 2 ? e.idx.back() : 0;
     if (w.rank() == 2) xi.pop_back();

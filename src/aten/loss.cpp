@@ -18,7 +18,7 @@ Expr reduce_loss(const Env& e, const std::vector<int64_t>& shape, const std::fun
   for_each_index(shape, [&](const Index& i) { terms.push_back(f(i)); });
   Expr total = e.cx.add(terms);
   if (red == kSum) return total;
-  return e.cx.div(total, e.cx.real_const(numel(shape)));
+  return e.cx.mul(inverse_count(e, static_cast<size_t>(numel(shape))), total);
 }
 
 std::vector<int64_t> broadcast_shape(const std::vector<int64_t>& a, const std::vector<int64_t>& b) {
@@ -59,6 +59,8 @@ ClassLoss class_loss(const Env& e, const Index& s, bool log_softmax, double smoo
   const TensorRef& target = e.tensor("target");
   std::optional<TensorRef> w = e.opt_tensor("weight");
   int64_t cdim = x.rank() >= 2 ? 1 : 0;
+  e.require(x.rank() >= 1 && x.rank() == target.rank() + 1 && s.size() == target.rank(),
+            "class targets need input rank = target rank + 1");
   int64_t C = x.shape[cdim];
   Index xi = s;
   xi.insert(xi.begin() + cdim, 0);
@@ -117,6 +119,7 @@ Expr soft_cross_entropy(const Env& e, double smoothing) {
   const TensorRef& target = e.tensor("target");
   std::optional<TensorRef> w = e.opt_tensor("weight");
   int64_t cdim = x.rank() >= 2 ? 1 : 0;
+  e.require(x.rank() >= 1 && target.rank() == x.rank(), "probability targets need the input's shape");
   int64_t C = x.shape[cdim];
   std::vector<int64_t> sample_shape = x.shape;
   sample_shape.erase(sample_shape.begin() + cdim);
@@ -146,7 +149,8 @@ Expr soft_cross_entropy(const Env& e, double smoothing) {
 Expr l2_distance(const Env& e, const TensorRef& a, const TensorRef& b, const Index& row, double p, double eps) {
   // pairwise_distance: ||a - b + eps||_p over the last dim
   auto& cx = e.cx;
-  int64_t D = a.shape.back();
+  if (a.rank() == 0 || b.rank() == 0) e.malformed("distance between 0-d tensors");
+  int64_t D = std::max(a.shape.back(), b.shape.back());
   std::vector<Expr> terms;
   Index ia = row, ib = row;
   ia.push_back(0);
@@ -251,7 +255,10 @@ void register_loss(Registry& r) {
   });
   r.add("pairwise_distance", "x1 x2 p eps keepdim", [](Env& e) {
     Index row = e.idx;
-    if (e.flag("keepdim", false)) row.pop_back();
+    if (e.flag("keepdim", false)) {
+      e.require(!row.empty(), "pairwise_distance keepdim output needs a dim");
+      row.pop_back();
+    }
     return l2_distance(e, e.tensor("x1"), e.tensor("x2"), row, e.real("p", 2.0), e.real("eps", 1e-6));
   });
   r.add("triplet_margin_loss", "anchor positive negative margin p eps swap reduction", [](Env& e) {
@@ -260,6 +267,7 @@ void register_loss(Registry& r) {
     const TensorRef& pos = e.tensor("positive");
     const TensorRef& neg = e.tensor("negative");
     double p = e.real("p", 2.0), eps = e.real("eps", 1e-6);
+    e.require(a.rank() >= 1, "triplet_margin_loss needs vectors");
     std::vector<int64_t> rows(a.shape.begin(), a.shape.end() - 1);
     return reduce_loss(e, rows, [&](const Index& i) {
       Expr dp = l2_distance(e, a, pos, i, p, eps), dn = l2_distance(e, a, neg, i, p, eps);
@@ -273,6 +281,8 @@ void register_loss(Registry& r) {
     const TensorRef& b = e.tensor("x2");
     size_t rank = std::max(a.rank(), b.rank());
     int64_t dim = wrap_dim(e.integer("dim", 1), rank);
+    e.require(rank >= 1 && e.idx.size() + 1 == rank && dim >= static_cast<int64_t>(rank - std::min(a.rank(), b.rank())),
+              "cosine_similarity: output rank must be input rank - 1");
     int64_t D = std::max(a.shape[dim - (rank - a.rank())], b.shape[dim - (rank - b.rank())]);
     Index i = e.idx;
     i.insert(i.begin() + dim, 0);
@@ -294,6 +304,7 @@ void register_loss(Registry& r) {
     const TensorRef& a = e.tensor("input1");
     const TensorRef& b = e.tensor("input2");
     const TensorRef& t = e.tensor("target");
+    e.require(a.rank() >= 1, "cosine_embedding_loss needs vectors");
     int64_t D = a.shape.back();
     std::vector<int64_t> rows(a.shape.begin(), a.shape.end() - 1);
     return reduce_loss(e, rows, [&](const Index& row) {

@@ -18,7 +18,7 @@ struct Stats {
 Stats stats(const Env& e, const TensorRef& x, const std::vector<Index>& domain) {
   auto& cx = e.cx;
   if (domain.empty()) e.malformed("normalization over an empty set");
-  Expr inv_m = cx.real_const(mpq_class(1, static_cast<unsigned long>(domain.size())));
+  Expr inv_m = inverse_count(e, domain.size());
   std::vector<Expr> xs, sq;
   xs.reserve(domain.size());
   sq.reserve(domain.size());
@@ -60,6 +60,7 @@ Expr batch_norm(Env& e, bool training, double eps) {
   auto& cx = e.cx;
   const TensorRef& x = e.tensor("input");
   if (x.rank() < 2) e.malformed("batch norm input needs a channel dim");
+  e.require_rank(e.out == 0 ? x.rank() : 1);
   int64_t c = e.out == 0 ? e.idx[1] : e.idx[0];
   std::optional<TensorRef> w = e.opt_tensor("weight"), b = e.opt_tensor("bias");
   Expr mean, var;
@@ -82,6 +83,8 @@ Expr batch_norm(Env& e, bool training, double eps) {
 
 Expr group_norm(const Env& e, const TensorRef& x, int64_t groups, double eps, bool stats_output) {
   auto& cx = e.cx;
+  e.require(x.rank() >= 2, "group norm input needs a channel dim");
+  e.require_rank(stats_output ? 2 : x.rank());
   int64_t C = x.shape[1];
   if (groups <= 0 || C % groups != 0) e.malformed("channels not divisible by groups");
   int64_t cg = C / groups;
@@ -100,6 +103,8 @@ Expr group_norm(const Env& e, const TensorRef& x, int64_t groups, double eps, bo
 // Layer norm over the trailing `normalized` dims; mean/rstd outputs keep those dims as size 1.
 Expr layer_norm(const Env& e, const TensorRef& x, size_t normalized, double eps, bool rms) {
   auto& cx = e.cx;
+  e.require(normalized <= x.rank(), "layer norm: normalized_shape longer than the input's shape");
+  e.require_rank(x.rank());
   size_t lead = x.rank() - normalized;
   Index base(e.idx.begin(), e.idx.begin() + lead);
   std::vector<int64_t> tail(x.shape.begin() + lead, x.shape.end());
@@ -113,7 +118,7 @@ Expr layer_norm(const Env& e, const TensorRef& x, size_t normalized, double eps,
   if (rms) {
     std::vector<Expr> sq;
     for (const auto& i : dom) sq.push_back(square(cx, e.real_at(x, i)));
-    Expr ms = cx.mul(cx.real_const(mpq_class(1, static_cast<unsigned long>(dom.size()))), cx.add(sq));
+    Expr ms = cx.mul(inverse_count(e, dom.size()), cx.add(sq));
     Expr r = rsqrt(cx, cx.add(ms, e.num(eps)));
     if (e.out == 1) return r;
     return normalize(e, e.real_at(x, e.idx), cx.real_const(0), ms, eps, e.opt_tensor("weight"), std::nullopt, pidx);
@@ -159,6 +164,8 @@ void register_norm(Registry& r) {
         [](Env& e) {
           const TensorRef& x = e.tensor("input");
           if (!e.flag("use_input_stats")) return batch_norm(e, false, e.real("eps"));
+          e.require(x.rank() >= 2, "instance norm input needs a channel dim");
+          e.require_rank(x.rank());
           Stats s = stats(e, x, channel_domain(x, e.idx[1], e.idx[0]));
           return normalize(e, e.real_at(x, e.idx), s.mean, s.var, e.real("eps"), e.opt_tensor("weight"),
                            e.opt_tensor("bias"), Index{e.idx[1]});

@@ -17,6 +17,11 @@ std::vector<int64_t> spatial(const Env& e, std::string_view name, size_t n, std:
   return v;
 }
 
+void check_pool_input(const Env& e, const TensorRef& in, size_t nsp) {
+  e.require(in.rank() >= nsp, "pooling input has fewer dims than spatial dims");
+  e.require_rank(in.rank());
+}
+
 struct Window {
   std::vector<Index> taps;       // input indices
   std::vector<int64_t> positions;  // flat spatial position of each tap (for indices)
@@ -53,10 +58,12 @@ Expr max_or_arg(const Env& e, const TensorRef& in, const Window& w, bool want_in
 
 Expr max_pool(const Env& e, size_t nsp) {
   const TensorRef& in = e.tensor("self");
+  check_pool_input(e, in, nsp);
   auto k = spatial(e, "kernel_size", nsp, std::nullopt);
   auto s = spatial(e, "stride", nsp, k);
   auto p = spatial(e, "padding", nsp, std::vector<int64_t>(nsp, 0));
   auto d = spatial(e, "dilation", nsp, std::vector<int64_t>(nsp, 1));
+  for (size_t j = 0; j < nsp; ++j) e.require(k[j] > 0 && s[j] > 0 && d[j] > 0, "kernel, stride and dilation must be positive");
   size_t lead = e.idx.size() - nsp;
   std::vector<int64_t> start(nsp);
   for (size_t j = 0; j < nsp; ++j) start[j] = e.idx[lead + j] * s[j] - p[j];
@@ -66,9 +73,11 @@ Expr max_pool(const Env& e, size_t nsp) {
 Expr avg_pool(const Env& e, size_t nsp) {
   auto& cx = e.cx;
   const TensorRef& in = e.tensor("self");
+  check_pool_input(e, in, nsp);
   auto k = spatial(e, "kernel_size", nsp, std::nullopt);
   auto s = spatial(e, "stride", nsp, k);
   auto p = spatial(e, "padding", nsp, std::vector<int64_t>(nsp, 0));
+  for (size_t j = 0; j < nsp; ++j) e.require(k[j] > 0 && s[j] > 0, "kernel and stride must be positive");
   bool include_pad = e.flag("count_include_pad", true);
   size_t lead = e.idx.size() - nsp;
   std::vector<int64_t> start(nsp), size(nsp);
@@ -96,6 +105,7 @@ Expr avg_pool(const Env& e, size_t nsp) {
 Expr adaptive(const Env& e, size_t nsp, bool is_max) {
   auto& cx = e.cx;
   const TensorRef& in = e.tensor("self");
+  check_pool_input(e, in, nsp);
   size_t lead = e.idx.size() - nsp;
   std::vector<int64_t> start(nsp), size(nsp);
   for (size_t j = 0; j < nsp; ++j) {
@@ -106,7 +116,7 @@ Expr adaptive(const Env& e, size_t nsp, bool is_max) {
   }
   Window w = window(e, in, nsp, start, size, std::vector<int64_t>(nsp, 1));
   if (is_max) return max_or_arg(e, in, w, e.out == 1);
-  return cx.div(sum_of(e, in, w.taps), cx.real_const(static_cast<int64_t>(w.taps.size())));
+  return cx.mul(inverse_count(e, w.taps.size()), sum_of(e, in, w.taps));
 }
 
 }  // namespace

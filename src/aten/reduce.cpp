@@ -41,7 +41,7 @@ std::vector<Expr> values(const Env& e, const Reduction& r) {
 }
 
 Expr mean_of(const Env& e, const Reduction& r) {
-  return e.cx.mul(e.cx.real_const(mpq_class(1, static_cast<unsigned long>(r.domain.size()))), sum_of(e, *r.in, r.domain));
+  return e.cx.mul(inverse_count(e, r.domain.size()), sum_of(e, *r.in, r.domain));
 }
 
 Expr extreme(const Env& e, const Reduction& r, bool is_max) {
@@ -53,7 +53,8 @@ Expr extreme(const Env& e, const Reduction& r, bool is_max) {
 // Position of each domain element along dimension `dim` (or its flat index when dim < 0).
 Expr arg(const Env& e, const Reduction& r, int64_t dim, bool is_max) {
   std::vector<int64_t> pos;
-  for (const auto& i : r.domain) pos.push_back(dim >= 0 ? i[dim] : ravel(i, r.in->shape));
+  bool along_dim = dim >= 0 && static_cast<size_t>(dim) < r.in->rank();  // a 0-d input has one position, 0
+  for (const auto& i : r.domain) pos.push_back(along_dim ? i[dim] : ravel(i, r.in->shape));
   return arg_extreme(e.cx, values(e, r), pos, is_max);
 }
 
@@ -65,7 +66,7 @@ Expr variance(const Env& e, const Reduction& r, double correction) {
   std::vector<Expr> sq;
   for (Expr x : xs) sq.push_back(square(cx, x));
   auto m = static_cast<int64_t>(xs.size());
-  Expr mean = cx.mul(cx.real_const(mpq_class(1, static_cast<unsigned long>(m))), cx.add(xs));
+  Expr mean = cx.mul(inverse_count(e, xs.size()), cx.add(xs));
   Expr ss = cx.sub(cx.add(sq), cx.mul(cx.real_const(m), square(cx, mean)));
   double denom = std::max(0.0, static_cast<double>(m) - correction);
   return cx.div(ss, e.num(denom));
@@ -107,6 +108,7 @@ Expr softmax(const Env& e, bool log) {
   auto& cx = e.cx;
   const TensorRef& in = e.tensor("self");
   int64_t dim = wrap_dim(e.integer("dim"), in.rank());
+  e.require_rank(in.rank());
   // The plain mathematical form exp(x_i) / sum_j exp(x_j): the max-subtracted form
   // PyTorch computes is equal over the reals, and the shift would only add terms.
   std::vector<Expr> ex;
@@ -121,6 +123,7 @@ Expr softmax(const Env& e, bool log) {
 Expr scan(const Env& e, bool product) {
   const TensorRef& in = e.tensor("self");
   int64_t dim = wrap_dim(e.integer("dim"), in.rank());
+  e.require_rank(in.rank());
   std::vector<Expr> xs;
   int64_t upto = in.rank() == 0 ? 0 : e.idx[dim];
   for (int64_t k = 0; k <= upto; ++k) xs.push_back(e.real_at(in, in.rank() == 0 ? e.idx : along(e.idx, dim, k)));

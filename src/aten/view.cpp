@@ -22,6 +22,7 @@ Expr reshaped(const Env& e, const TensorRef& in) {
 }
 
 Expr slice_along(const Env& e, const TensorRef& in, int64_t dim, int64_t start, int64_t step) {
+  e.require_rank(in.rank());
   Index i = e.idx;
   i[dim] = start + e.idx[dim] * step;
   return copy_of(e, in, i);
@@ -34,7 +35,14 @@ Expr split_part(const Env& e, const TensorRef& in, int64_t dim, const std::vecto
   return slice_along(e, in, dim, off, 1);
 }
 
+// The rank of a tensor whose dims a handler indexes (a 0-d tensor has none).
+int64_t nonscalar(const Env& e, const TensorRef& t) {
+  e.require(t.rank() >= 1, "operation needs a tensor with at least one dim");
+  return static_cast<int64_t>(t.rank());
+}
+
 std::vector<int64_t> equal_splits(int64_t len, int64_t size) {
+  if (size <= 0) throw std::invalid_argument("split size must be positive");
   std::vector<int64_t> s;
   for (int64_t o = 0; o < len; o += size) s.push_back(std::min(size, len - o));
   if (s.empty()) s.push_back(0);
@@ -88,11 +96,14 @@ Expr index_tensor(const Env& e) {
     idx_tensors.push_back(&a.tensor);
   }
   if (dims.empty()) return copy_of(e, in, e.idx);
+  e.require(list->list.size() <= in.rank(), "more indices than dims");
   size_t brank = 0;
   for (auto* t : idx_tensors) brank = std::max(brank, t->rank());
   bool adjacent = dims.back() - dims.front() + 1 == static_cast<int64_t>(dims.size());
   // output = [dims before] + broadcast index dims + [dims after] when adjacent, else broadcast dims first
   size_t bstart = adjacent ? static_cast<size_t>(dims.front()) : 0;
+  e.require(bstart + brank <= e.idx.size() && e.idx.size() + dims.size() == in.rank() + brank,
+            "index output rank does not match the indices");
   Index bidx(e.idx.begin() + bstart, e.idx.begin() + bstart + brank);
   Index rest;
   for (size_t k = 0; k < e.idx.size(); ++k)
@@ -164,6 +175,7 @@ void register_view(Registry& r) {
     const TensorRef& in = e.tensor("self");
     auto dims = e.ints("dims");
     if (dims.size() != in.rank()) e.malformed("permute needs one entry per dim");
+    e.require_rank(in.rank());
     Index i(in.rank());
     for (size_t k = 0; k < dims.size(); ++k) i[wrap_dim(dims[k], in.rank())] = e.idx[k];
     return copy_of(e, in, i);
@@ -173,6 +185,8 @@ void register_view(Registry& r) {
     r.add(k, params, [](Env& e) {
       const TensorRef& in = e.tensor("self");
       int64_t a = wrap_dim(e.integer(e.def.params[1]), in.rank()), b = wrap_dim(e.integer(e.def.params[2]), in.rank());
+      e.require_rank(in.rank());
+      if (in.rank() == 0) return copy_of(e, in, e.idx);
       Index i = e.idx;
       std::swap(i[a], i[b]);
       return copy_of(e, in, i);
@@ -186,7 +200,7 @@ void register_view(Registry& r) {
     });
   r.add("slice.Tensor", "self dim start end step", [](Env& e) {
     const TensorRef& in = e.tensor("self");
-    int64_t dim = wrap_dim(e.integer("dim", 0), in.rank());
+    int64_t dim = wrap_dim(e.integer("dim", 0), nonscalar(e, in));
     int64_t start = e.integer("start", 0), len = in.shape[dim];
     if (start < 0) start += len;
     start = std::clamp<int64_t>(start, 0, len);
@@ -194,23 +208,25 @@ void register_view(Registry& r) {
   });
   r.add("narrow", "self dim start length", [](Env& e) {
     const TensorRef& in = e.tensor("self");
-    int64_t dim = wrap_dim(e.integer("dim"), in.rank());
+    int64_t dim = wrap_dim(e.integer("dim"), nonscalar(e, in));
     int64_t start = e.integer("start");
     if (start < 0) start += in.shape[dim];
     return slice_along(e, in, dim, start, 1);
   });
   r.add("select.int", "self dim index", [](Env& e) {
     const TensorRef& in = e.tensor("self");
-    int64_t dim = wrap_dim(e.integer("dim"), in.rank());
+    int64_t dim = wrap_dim(e.integer("dim"), nonscalar(e, in));
     int64_t index = e.integer("index");
     if (index < 0) index += in.shape[dim];
+    e.require_rank(in.rank() - 1);
     Index i = e.idx;
     i.insert(i.begin() + dim, index);
     return copy_of(e, in, i);
   });
   r.add("unbind.int", "self dim", [](Env& e) {
     const TensorRef& in = e.tensor("self");
-    int64_t dim = wrap_dim(e.integer("dim", 0), in.rank());
+    int64_t dim = wrap_dim(e.integer("dim", 0), nonscalar(e, in));
+    e.require_rank(in.rank() - 1);
     Index i = e.idx;
     i.insert(i.begin() + dim, e.out);
     return copy_of(e, in, i);
@@ -220,6 +236,7 @@ void register_view(Registry& r) {
     // windows along `dimension`; the window offset is the new last dim
     const TensorRef& in = e.tensor("self");
     int64_t d = wrap_dim(e.integer("dimension"), in.rank());
+    e.require_rank(in.rank() + 1);
     Index i(e.idx.begin(), e.idx.end() - 1);
     if (in.rank() == 0) return copy_of(e, in, Index{});
     i[d] = i[d] * e.integer("step") + e.idx.back();
@@ -228,22 +245,24 @@ void register_view(Registry& r) {
   for (const char* k : {"split.Tensor", "unsafe_split.Tensor"})
     r.add(k, "self split_size dim", [](Env& e) {
       const TensorRef& in = e.tensor("self");
-      int64_t dim = wrap_dim(e.integer("dim", 0), in.rank());
+      int64_t dim = wrap_dim(e.integer("dim", 0), nonscalar(e, in));
       return split_part(e, in, dim, equal_splits(in.shape[dim], e.integer("split_size")));
     });
   for (const char* k : {"split_with_sizes", "unsafe_split_with_sizes"})
     r.add(k, "self split_sizes dim", [](Env& e) {
       const TensorRef& in = e.tensor("self");
-      return split_part(e, in, wrap_dim(e.integer("dim", 0), in.rank()), e.ints("split_sizes"));
+      return split_part(e, in, wrap_dim(e.integer("dim", 0), nonscalar(e, in)), e.ints("split_sizes"));
     });
   r.add("chunk", "self chunks dim", [](Env& e) {
     const TensorRef& in = e.tensor("self");
-    int64_t dim = wrap_dim(e.integer("dim", 0), in.rank());
+    int64_t dim = wrap_dim(e.integer("dim", 0), nonscalar(e, in));
     int64_t chunks = e.integer("chunks"), len = in.shape[dim];
+    e.require(chunks > 0, "chunks must be positive");
     return split_part(e, in, dim, equal_splits(len, (len + chunks - 1) / chunks));
   });
   r.add("cat", "tensors dim", [](Env& e) {
     auto ts = e.tensors("tensors");
+    e.require(e.output().rank() >= 1, "cat of 0-d tensors");
     int64_t dim = wrap_dim(e.integer("dim", 0), e.output().rank());
     int64_t pos = e.idx[dim];
     for (const auto& t : ts) {
@@ -259,6 +278,7 @@ void register_view(Registry& r) {
   });
   r.add("stack", "tensors dim", [](Env& e) {
     auto ts = e.tensors("tensors");
+    e.require(e.output().rank() >= 1, "stack output must have a dim");
     int64_t dim = wrap_dim(e.integer("dim", 0), e.output().rank());
     Index i = e.idx;
     int64_t which = i[dim];
@@ -270,6 +290,8 @@ void register_view(Registry& r) {
       if (e.def.key == "pad" && e.str("mode", "constant") != "constant") e.unsupported("pad mode '" + e.str("mode") + "'");
       const TensorRef& in = e.tensor("self");
       auto pad = e.ints("pad");  // pairs (before, after) from the last dim backwards; negative crops
+      e.require_rank(in.rank());
+      e.require(pad.size() % 2 == 0 && pad.size() / 2 <= in.rank(), "pad must have an even length <= 2 x rank");
       Index i = e.idx;
       for (size_t p = 0; p * 2 < pad.size(); ++p) {
         size_t d = in.rank() - 1 - p;
@@ -282,6 +304,7 @@ void register_view(Registry& r) {
     r.add(lower ? "tril" : "triu", "self diagonal", [lower](Env& e) -> Expr {
       const TensorRef& in = e.tensor("self");
       int64_t diag = e.integer("diagonal", 0);
+      e.require(e.idx.size() >= 2, "tril/triu need a matrix");
       int64_t row = e.idx[e.idx.size() - 2], col = e.idx.back();
       bool keep = lower ? col - row <= diag : col - row >= diag;
       if (!keep) return is_floating(e.out_dtype()) ? e.cx.real_const(0) : e.cx.bv_const(elem_sort(e.out_dtype()), 0);
@@ -290,6 +313,7 @@ void register_view(Registry& r) {
   r.add("diag", "self diagonal", [](Env& e) -> Expr {
     const TensorRef& in = e.tensor("self");
     int64_t off = e.integer("diagonal", 0);
+    e.require((in.rank() == 1 && e.idx.size() == 2) || (in.rank() == 2 && e.idx.size() == 1), "diag of a vector or a matrix");
     if (in.rank() == 1) {
       int64_t row = e.idx[0], col = e.idx[1];
       if (col - row != off) return e.cx.real_const(0);
@@ -302,7 +326,9 @@ void register_view(Registry& r) {
     const TensorRef& in = e.tensor("self");
     int64_t rank = static_cast<int64_t>(e.output().rank());
     int64_t off = e.integer("offset", 0);
+    e.require(rank >= 2 && in.rank() + 1 == static_cast<size_t>(rank), "diag_embed: output rank = input rank + 1 >= 2");
     int64_t d1 = wrap_dim(e.integer("dim1", -2), rank), d2 = wrap_dim(e.integer("dim2", -1), rank);
+    e.require(d1 != d2, "diag_embed: dim1 == dim2");
     int64_t a = e.idx[d1], b = e.idx[d2];
     if (b - a != off) return e.cx.real_const(0);
     Index i;
@@ -316,6 +342,7 @@ void register_view(Registry& r) {
     int64_t rank = static_cast<int64_t>(in.rank());
     int64_t off = e.integer("offset", 0);
     int64_t d1 = wrap_dim(e.integer("dim1", 0), rank), d2 = wrap_dim(e.integer("dim2", 1), rank);
+    e.require(d1 != d2 && e.idx.size() + 1 == in.rank(), "diagonal: output rank must be input rank - 1");
     int64_t k = e.idx.back();
     Index i(rank);
     size_t q = 0;
@@ -327,16 +354,21 @@ void register_view(Registry& r) {
   });
   r.add("repeat", "self repeats", [](Env& e) {
     const TensorRef& in = e.tensor("self");
+    e.require(e.idx.size() >= in.rank(), "repeat output has lower rank than its input");
     size_t lead = e.idx.size() - in.rank();
     Index i(in.rank());
-    for (size_t d = 0; d < in.rank(); ++d) i[d] = e.idx[lead + d] % in.shape[d];
+    for (size_t d = 0; d < in.rank(); ++d) {
+      e.require(in.shape[d] > 0, "repeat of an empty tensor");
+      i[d] = e.idx[lead + d] % in.shape[d];
+    }
     return copy_of(e, in, i);
   });
   r.add("flip", "self dims", [](Env& e) {
     const TensorRef& in = e.tensor("self");
+    e.require_rank(in.rank());
     Index i = e.idx;
     for (auto d : e.ints("dims")) {
-      int64_t w = wrap_dim(d, in.rank());
+      int64_t w = wrap_dim(d, nonscalar(e, in));
       i[w] = in.shape[w] - 1 - i[w];
     }
     return copy_of(e, in, i);
@@ -344,14 +376,17 @@ void register_view(Registry& r) {
   r.add("roll", "self shifts dims", [](Env& e) {
     const TensorRef& in = e.tensor("self");
     auto shifts = e.ints("shifts");
+    e.require_rank(in.rank());
     auto dims = e.given("dims") ? e.ints("dims") : std::vector<int64_t>{};
     if (dims.empty()) {  // roll of the flattened tensor
       int64_t n = in.numel(), f = ravel(e.idx, in.shape);
+      e.require(n > 0 && !shifts.empty(), "roll of an empty tensor");
       return copy_of(e, in, unravel(((f - shifts.at(0)) % n + n) % n, in.shape));
     }
     Index i = e.idx;
     for (size_t k = 0; k < dims.size(); ++k) {
-      int64_t d = wrap_dim(dims[k], in.rank()), n = in.shape[d];
+      int64_t d = wrap_dim(dims[k], nonscalar(e, in)), n = in.shape[d];
+      e.require(n > 0, "roll of an empty dim");
       i[d] = ((i[d] - shifts.at(k)) % n + n) % n;
     }
     return copy_of(e, in, i);
@@ -360,19 +395,22 @@ void register_view(Registry& r) {
   r.add("index_select", "self dim index", [](Env& e) {
     const TensorRef& in = e.tensor("self");
     const TensorRef& index = e.tensor("index");
-    int64_t dim = wrap_dim(e.integer("dim"), in.rank());
+    int64_t dim = wrap_dim(e.integer("dim"), nonscalar(e, in));
+    e.require_rank(in.rank());
     Expr pos = e.at(index, index.rank() == 0 ? Index{} : Index{e.idx[dim]});
     return e.convert(dynamic_at(e, in, e.idx, dim, pos), in.dtype, e.out_dtype());
   });
   r.add("gather", "self dim index sparse_grad", [](Env& e) {
     const TensorRef& in = e.tensor("self");
-    int64_t dim = wrap_dim(e.integer("dim"), in.rank());
+    int64_t dim = wrap_dim(e.integer("dim"), nonscalar(e, in));
+    e.require_rank(in.rank());
     Expr pos = e.at(e.tensor("index"), e.idx);
     return e.convert(dynamic_at(e, in, e.idx, dim, pos), in.dtype, e.out_dtype());
   });
   r.add("embedding", "weight indices padding_idx scale_grad_by_freq sparse", [](Env& e) {
     const TensorRef& w = e.tensor("weight");
     const TensorRef& ind = e.tensor("indices");
+    e.require(w.rank() == 2 && e.idx.size() == ind.rank() + 1, "embedding: weight must be 2-D, output rank = indices rank + 1");
     Index ii(e.idx.begin(), e.idx.end() - 1);
     return dynamic_at(e, w, Index{0, e.idx.back()}, 0, e.at(ind, ii));
   });
