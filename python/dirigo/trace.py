@@ -605,9 +605,13 @@ def worker_main(spec_path: str) -> int:
     except BaseException as e:  # noqa: BLE001 - last resort: report, do not crash
         result = {"status": "error", "message": f"internal tracer error: {type(e).__name__}: {e}",
                   "traceback": traceback.format_exc()}
-    with open(spec["result"], "w") as fh:
+    tmp = spec["result"] + ".tmp"
+    with open(tmp, "w") as fh:
         json.dump(result, fh, allow_nan=False)
-    return 0
+    os.replace(tmp, spec["result"])  # the parent never reads a half-written result
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)  # do not wait for threads or atexit handlers the program left behind
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -651,7 +655,10 @@ def _wait(proc: subprocess.Popen, result_path: str, deadline: float, timeout: fl
         with contextlib.suppress(ProcessLookupError):
             os.killpg(proc.pid, signal.SIGKILL)  # the worker's own process group (start_new_session)
         proc.wait()
-        return {"status": "error", "message": f"the program timed out after {timeout:g} s"}
+        if not os.path.exists(result_path):
+            return {"status": "error", "message": f"the program timed out after {timeout:g} s"}
+        with open(result_path) as fh:  # finished, then lingered: the result stands
+            return json.load(fh)
     if proc.returncode != 0 or not os.path.exists(result_path):
         rc = proc.returncode
         how = (f"crashed with signal {signal.Signals(-rc).name}" if rc < 0
