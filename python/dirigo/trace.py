@@ -13,12 +13,10 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import ctypes
 import hashlib
 import json
 import math
 import os
-import re
 import signal
 import subprocess
 import sys

@@ -1,7 +1,6 @@
 """The Python bundle validator (dirigo.bundle) mirrors docs/bundle-format.md: it accepts what the tracer
 writes and rejects each kind of malformed manifest with the JSON path of the offending field."""
 import copy
-import json
 import os
 import subprocess
 import tarfile

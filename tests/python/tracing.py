@@ -1,6 +1,4 @@
 """Helpers for the tracer tests: write small programs of our own and trace them."""
-import json
-import os
 import textwrap
 
 from dirigo import bundle, trace
