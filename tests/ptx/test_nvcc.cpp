@@ -31,12 +31,13 @@ const std::map<std::string, std::vector<std::string>> kKernels = {
     {"reduction", {"tree_reduce", "shuffle_reduce", "atomics", "softmax_rows", "warp_ops"}},
     {"gemm", {"tiled_gemm", "call_func", "local_array", "use_constant", "matmul_2d_double"}},
     {"tensorcore", {"wmma_gemm_16x16", "async_copy_scale", "inline_asm_and_cg"}},
+    {"hopper", {"cluster_exchange", "fp8_roundtrip", "block_barrier", "warp_intrinsics"}},
 };
 
 TEST(NvccOutput, EveryFileParsesAndInlines) {
   auto files = nvcc_outputs();
   if (files.empty()) GTEST_SKIP() << "no nvcc output in " << DIRIGO_PTX_NVCC_DIR;
-  // 4 sources x 2 architectures x 4 flag sets
+  // sources x 2 architectures x 4 flag sets
   EXPECT_EQ(files.size(), kKernels.size() * 2 * 4);
   for (const auto& path : files) {
     SCOPED_TRACE(path.filename().string());
@@ -65,6 +66,27 @@ TEST(NvccOutput, EveryFileParsesAndInlines) {
       EXPECT_GT(with_line * 10, total * 8);
     }
   }
+}
+
+// sm_90a-only lowering: cluster barriers and distributed shared memory, fp8 conversions, mbarrier.
+TEST(NvccOutput, HopperInstructions) {
+  auto files = nvcc_outputs();
+  if (files.empty()) GTEST_SKIP();
+  Module m = parse_file((fs::path(DIRIGO_PTX_NVCC_DIR) / "hopper.sm_90a.plain.ptx").string());
+  std::set<Opcode> ops;
+  bool fp8 = false;
+  for (const Function& f : m.functions)
+    for (const Instruction& i : f.body) {
+      ops.insert(i.op);
+      if (i.op == Opcode::Cvt && i.mod.types.size() == 2 && i.mod.types[0] == Type::E4M3x2 && i.mod.sat)
+        fp8 = true;  // cvt.rn.satfinite.e4m3x2.f32
+    }
+  EXPECT_TRUE(ops.count(Opcode::Mapa));
+  EXPECT_TRUE(ops.count(Opcode::Barrier));
+  EXPECT_TRUE(ops.count(Opcode::Mbarrier));
+  EXPECT_TRUE(ops.count(Opcode::Redux));
+  EXPECT_TRUE(ops.count(Opcode::Match));
+  EXPECT_TRUE(fp8);
 }
 
 // Fast math changes the lowering: expf -> ex2.approx without the range-reduction fma chain.
