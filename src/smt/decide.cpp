@@ -275,14 +275,16 @@ std::pair<Expr, Expr> split_difference(ir::Context& ctx, Expr d) {
   return {pos.empty() ? ctx.real_const(0) : ctx.add(pos), neg.empty() ? ctx.real_const(0) : ctx.add(neg)};
 }
 
-// `tol_b`: the (normalized, uncut) right side, when a tolerance query needs |b|.
-Query reduce(ir::Context& ctx, Expr na, Expr nb, bool cut_points, Expr tol_b) {
+// need_qb: a tolerance query wants a right side for its rtol*|b| term; it gets
+// the (small) cut residual B', a heuristic — exceeding the tolerance is decided
+// afterwards by evaluating the originals.
+Query reduce(ir::Context& ctx, Expr na, Expr nb, bool cut_points, bool need_qb) {
   Query q;
   q.real = na->sort == Sort::Real;
   Expr pa = na, pb = nb;
   if (q.real) {
     Expr d0 = ctx.sub(na, nb);
-    q.qb = tol_b;
+    if (need_qb) q.qb = nb;
     if (d0->op == Op::ConstReal) { q.diff = d0; return q; }
     std::tie(pa, pb) = split_difference(ctx, d0);
   }
@@ -313,6 +315,7 @@ Query reduce(ir::Context& ctx, Expr na, Expr nb, bool cut_points, Expr tol_b) {
     if (!cuts.empty())
       for (Expr l : ir::leaves(d)) rename(l);  // names in order of appearance in the difference
     q.diff = cuts.empty() ? d : sub(d);
+    if (need_qb) q.qb = cuts.empty() ? cb : sub(cb);
   } else {
     if (!cuts.empty()) {
       for (Expr root : {ca, cb})
@@ -408,8 +411,7 @@ Decision Solver::decide(ir::Context& ctx, Expr a, Expr b, const DecideOptions& o
     Normalizer norm(ctx, opt.axioms);
     na = norm(na), nb = norm(nb);
     if (na == nb) { ++stats_.equal_axioms; return done(Verdict::Equal, Stage::Axioms); }
-    Expr tol_b = opt.tolerance && a->sort == Sort::Real ? norm(b) : nullptr;
-    Query q = reduce(ctx, na, nb, opt.cut_points, tol_b);
+    Query q = reduce(ctx, na, nb, opt.cut_points, opt.tolerance.has_value());
     d.cuts = q.num_cuts;
     d.query_nodes = q.real ? ir::dag_size(q.diff) : ir::dag_size(q.qa) + ir::dag_size(q.qb);
     if (q.trivially_equal()) { ++stats_.equal_cut; return done(Verdict::Equal, Stage::CutPoints); }
@@ -463,13 +465,15 @@ Decision Solver::decide(ir::Context& ctx, Expr a, Expr b, const DecideOptions& o
       z3::expr goal = z3::ite(diff >= 0, diff, -diff) >
                       double_to_real(z, t.atol) + double_to_real(z, t.rtol) * z3::ite(rhs >= 0, rhs, -rhs);
       z3::expr m = double_to_real(z, t.bound);
+      z3::expr_vector parts(z);
+      parts.push_back(goal);
       for (const auto& [leaf, v] : tr.leaves()) {
         bool original = leaf->op == Op::TensorElem || (leaf->op == Op::Var && !leaf->name().starts_with("!"));
-        if (original && leaf->sort == Sort::Real) goal = goal && v >= -m && v <= m;
+        if (original && leaf->sort == Sort::Real) parts.push_back(v >= -m && v <= m);
       }
       for (const LoadApp& l : tr.loads())
-        if (l.node->sort == Sort::Real) goal = goal && l.value >= -m && l.value <= m;
-      attempts.push_back({goal, false});
+        if (l.node->sort == Sort::Real) parts.push_back(l.value >= -m && l.value <= m);
+      attempts.push_back({z3::mk_and(parts), false});
     }
     attempts.push_back({plain_goal, true});
     if (q.real) {
