@@ -1,6 +1,7 @@
 // Property tests: random expression pairs that are equal by construction must
 // be decided Equal; one-term perturbations must be decided Differ with a
 // witness that really evaluates differently.
+#include <functional>
 #include <random>
 
 #include <gtest/gtest.h>
@@ -137,4 +138,69 @@ TEST_F(PropertyTest, OneTermPerturbationDiffers) {
     EXPECT_TRUE(smt::values_differ(ev(a), ev(b), 1e-9, 1e-12)) << d.witness->to_string(ctx);
   }
   EXPECT_GE(differ * 10, cases * 9) << differ << " of " << cases;
+}
+
+// Mixed-sort random pairs (conversions, rounding, loads, sqrt/log/recip):
+// whatever the verdict, Equal must agree with evaluation at random points and
+// Differ must carry a witness that evaluates differently. Nothing may throw.
+TEST_F(PropertyTest, MixedSortsVerdictsAgreeWithEvaluation) {
+  std::mt19937 rng(77);
+  auto pick = [&](int n) { return std::uniform_int_distribution<int>(0, n - 1)(rng); };
+  int32_t tensor = ctx.tensor("Q");
+  Expr b8 = ctx.var("b8", Sort::BV8);
+  Expr idx = ctx.zext(ctx.var("i", Sort::BV8, ir::Bounds{0, 3}), Sort::BV64);
+  std::function<Expr(int)> term = [&](int depth) -> Expr {
+    if (depth == 0) {
+      switch (pick(5)) {
+        case 0: return ctx.bv_to_real(b8, pick(2) == 0);
+        case 1: return ctx.load(tensor, idx);
+        case 2: return ctx.real_const(pick(7) - 3);
+        default: return leaves[pick(4)];
+      }
+    }
+    Expr u = term(depth - 1);
+    switch (pick(10)) {
+      case 0: return ctx.add(u, term(depth - 1));
+      case 1: return ctx.mul(u, term(depth - 1));
+      case 2: return ctx.call(Fn::Floor, u);
+      case 3: return ctx.call(Fn::Round, u);
+      case 4: return ctx.bv_to_real(ctx.real_to_bv(u, Sort::BV8, pick(2) == 0, ir::RoundMode(pick(4))), true);
+      case 5: return ctx.call(Fn::Sqrt, ctx.mul(u, u));
+      case 6: return ctx.call(Fn::Exp, u);
+      case 7: return ctx.max(u, term(depth - 1));
+      case 8: return ctx.ite(ctx.lt(u, term(depth - 1)), u, ctx.neg(u));
+      default: return ctx.abs(u);
+    }
+  };
+  smt::DecideOptions opt;
+  opt.timeout_ms = 2000;
+  int verdicts[4] = {};
+  for (int n = 0; n < 60; ++n) {
+    Expr a = term(2), b = n % 3 == 0 ? ctx.add(a, ctx.real_const(0)) : term(2);
+    if (n % 3 == 1) b = ctx.sub(ctx.add(a, b), b);  // equal by construction, canonical or not
+    smt::Decision d;
+    ASSERT_NO_THROW(d = solver.decide(ctx, a, b, opt));
+    ++verdicts[static_cast<int>(d.verdict)];
+    if (d.verdict == Verdict::Differ) {
+      ir::Evaluator ev(d.witness->env());
+      EXPECT_TRUE(smt::values_differ(ev(a), ev(b), 1e-9, 1e-12)) << d.witness->to_string(ctx);
+    }
+    if (d.verdict == Verdict::Equal) {
+      for (int s = 0; s < 20; ++s) {
+        std::vector<smt::LeafValue> point;
+        for (Expr l : {leaves[0], leaves[1]}) point.push_back({smt::LeafValue::Kind::Var, -1, 0, std::string(l->name()), ir::Value::of_real(std::uniform_real_distribution<double>(-4, 4)(rng))});
+        for (int k = 0; k < 4; ++k) point.push_back({smt::LeafValue::Kind::Elem, tensor, k, "", ir::Value::of_real(std::uniform_real_distribution<double>(-4, 4)(rng))});
+        for (int k = 0; k < 2; ++k) point.push_back({smt::LeafValue::Kind::Elem, leaves[2]->tensor(), k, "", ir::Value::of_real(std::uniform_real_distribution<double>(-4, 4)(rng))});
+        point.push_back({smt::LeafValue::Kind::Var, -1, 0, "b8", ir::Value::of_bv(Sort::BV8, static_cast<uint64_t>(pick(256)))});
+        point.push_back({smt::LeafValue::Kind::Var, -1, 0, "i", ir::Value::of_bv(Sort::BV8, static_cast<uint64_t>(pick(4)))});
+        smt::Witness w;
+        w.leaves = point;
+        ir::Evaluator ev(w.env());
+        EXPECT_FALSE(smt::values_differ(ev(a), ev(b), 1e-6, 1e-9)) << ir::to_string(ctx, a) << " vs " << ir::to_string(ctx, b);
+      }
+    }
+  }
+  std::printf("mixed: equal %d differ %d unknown %d timeout %d\n", verdicts[0], verdicts[1], verdicts[2], verdicts[3]);
+  EXPECT_GT(verdicts[static_cast<int>(Verdict::Equal)], 0);
+  EXPECT_GT(verdicts[static_cast<int>(Verdict::Differ)], 0);
 }
