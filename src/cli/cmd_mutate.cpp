@@ -111,13 +111,18 @@ int run_mutate(MutateOptions o) {
       status = 4;
       continue;
     }
-    std::vector<double> ms;
+    std::vector<double> ms, cpu;
     for (const auto& m : r.mutants)
-      if (!m.cached && m.compile_ms > 0) ms.push_back(m.compile_ms);
+      if (!m.cached && m.compile_ms > 0) {
+        ms.push_back(m.compile_ms);
+        cpu.push_back(m.compile_cpu_ms);
+      }
     std::sort(ms.begin(), ms.end());
+    std::sort(cpu.begin(), cpu.end());
     std::cout << fmt::format("{}: {} mutants{}{}\n", path, r.mutants.size(),
                              r.status == "ok" ? "" : " -- " + r.status,
-                             ms.empty() ? "" : fmt::format(", median compile {:.1f} ms over {} fresh compiles", ms[ms.size() / 2], ms.size()));
+                             ms.empty() ? "" : fmt::format(", median compile {:.1f} ms wall / {:.1f} ms CPU over {} fresh compiles",
+                                                           ms[ms.size() / 2], cpu[cpu.size() / 2], ms.size()));
     if (r.status != "ok") {
       std::cout << r.message << "\n";
       status = 4;

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <ctime>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -23,6 +24,12 @@ namespace fs = std::filesystem;
 
 namespace dirigo::mutate {
 namespace {
+
+double thread_cpu_ms() {
+  timespec ts{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
 
 std::vector<std::string> glob_paths(const std::string& pattern) {
   std::vector<std::string> out;
@@ -147,6 +154,7 @@ class NvrtcCompiler : public Compiler {
     CompileResult r;
     NvrtcApi::Prog prog = nullptr;
     auto t0 = std::chrono::steady_clock::now();
+    double c0 = thread_cpu_ms();
     int rc = api_->create(&prog, source.c_str(), "mutant.cu", 0, nullptr, nullptr);
     if (rc != 0) {
       r.log = fmt::format("nvrtcCreateProgram failed ({})", api_->error_string ? api_->error_string(rc) : "?");
@@ -158,6 +166,7 @@ class NvrtcCompiler : public Compiler {
     for (const auto& o : options_) opts.push_back(o.c_str());
     rc = api_->compile(prog, static_cast<int>(opts.size()), opts.data());
     r.ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    r.cpu_ms = thread_cpu_ms() - c0;
     size_t n = 0;
     api_->log_size(prog, &n);
     if (n > 1) {
@@ -286,6 +295,7 @@ class CachedCompiler : public Compiler {
           r.ptx = j.at("ptx").get<std::string>();
           r.log = j.at("log").get<std::string>();
           r.ms = j.at("ms").get<double>();
+          r.cpu_ms = j.value("cpu_ms", 0.0);
           r.cached = true;
           return r;
         } catch (const std::exception&) {
@@ -299,7 +309,7 @@ class CachedCompiler : public Compiler {
     tmp += fmt::format(".tmp{}", getpid());
     {
       std::ofstream out(tmp);
-      out << nlohmann::json{{"ok", r.ok}, {"ptx", r.ptx}, {"log", r.log}, {"ms", r.ms}, {"compiler", inner_->id()}}.dump();
+      out << nlohmann::json{{"ok", r.ok}, {"ptx", r.ptx}, {"log", r.log}, {"ms", r.ms}, {"cpu_ms", r.cpu_ms}, {"compiler", inner_->id()}}.dump();
     }
     std::error_code ec;
     fs::rename(tmp, file, ec);

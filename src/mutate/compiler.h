@@ -13,7 +13,8 @@ struct CompileResult {
   bool ok = false;
   std::string ptx;     // when ok
   std::string log;     // compiler messages (the reason when !ok)
-  double ms = 0;       // wall time of the compilation itself (0 when cached)
+  double ms = 0;       // wall time of the compilation itself (as first measured, also when cached)
+  double cpu_ms = 0;   // CPU time of the compiling thread (robust on a loaded machine)
   bool cached = false;
 };
 

@@ -175,6 +175,7 @@ SubstrateResult run_pipeline(const Substrate& s, const PipelineOptions& opt, Com
       auto& r = res.mutants[i];
       const auto& c = jobs[i].result;
       r.compile_ms = c.ms;
+      r.compile_cpu_ms = c.cpu_ms;
       r.cached = c.cached;
       if (!c.ok) {
         r.status = "non-compiling";

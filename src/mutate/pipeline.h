@@ -24,7 +24,7 @@ struct MutantRecord {
   std::string status = "generated";
   int duplicate_of = -1;
   std::string ptx_hash, image_hash, source_sha256;
-  double compile_ms = 0;
+  double compile_ms = 0, compile_cpu_ms = 0;
   bool cached = false;
   std::string message;  // compiler log for non-compiling mutants (truncated)
   std::string source_path, ptx_path;

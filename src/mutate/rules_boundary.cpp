@@ -24,11 +24,7 @@ Finder header_bound(HeaderPart part, std::string delta) {
       if (m.header_part(i) != part || !is_cmp(m.text(i)) || !device_binary(m, i)) continue;
       auto [b, e] = comparison_rhs(m, i);
       if (e <= b) continue;
-      bool low = false;  // operators binding looser than +/- inside the bound
-      for (int k = b; k < e; ++k)
-        if (m.is(k, "<<") || m.is(k, ">>") || m.is(k, "&") || m.is(k, "|") || m.is(k, "^") || is_cmp(m.text(k))) low = true;
-      std::string t = str(m, b, e);
-      out.push_back(replace_tokens(m, b, e, (low ? "(" + t + ")" : t) + " " + delta));
+      out.push_back(replace_tokens(m, b, e, with_delta(m, b, e, delta)));
     }
   };
 }
@@ -145,7 +141,7 @@ void add_boundary(std::vector<Rule>& out) {
       if (!m.in_device(f.for_tok)) continue;
       auto [b, e] = init_value(m, f);
       if (b < 0 || e <= b) continue;
-      out.push_back(replace_tokens(m, b, e, str(m, b, e) + " + 1"));
+      out.push_back(replace_tokens(m, b, e, with_delta(m, b, e, "+ 1")));
     }
   });
   r.add("loop-start-zero", "loop start s (not 0) becomes 0", [init_value](const SourceModel& m, std::vector<Site>& out) {

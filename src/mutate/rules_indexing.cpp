@@ -124,7 +124,7 @@ void add_indexing(std::vector<Rule>& out) {
     }
   });
   r.add("index-plus1", "subscript a[e] becomes a[e + 1]", [](const SourceModel& m, std::vector<Site>& out) {
-    each_subscript(m, [&](int open, int close) { out.push_back(make_site(m, open + 1, {Edit{m.end_offset(close - 1), m.end_offset(close - 1), " + 1"}})); });
+    each_subscript(m, [&](int open, int close) { out.push_back(replace_tokens(m, open + 1, close, with_delta(m, open + 1, close, "+ 1"))); });
   });
   r.add("index-minus1", "subscript a[e] becomes a[(e) - 1]", [](const SourceModel& m, std::vector<Site>& out) {
     each_subscript(m, [&](int open, int close) { out.push_back(replace_tokens(m, open + 1, close, paren(m, open + 1, close) + " - 1")); });

@@ -109,6 +109,19 @@ bool simple_operand(const SourceModel& m, int first, int last) {
   return true;
 }
 
+std::string with_delta(const SourceModel& m, int first, int last, const std::string& delta) {
+  bool loose = false;
+  for (int k = first; k < last; ++k) {
+    if ((m.is(k, "(") || m.is(k, "[")) && m.match(k) > k) { k = m.match(k); continue; }
+    auto s = m.text(k);
+    if (s == "<<" || s == ">>" || s == "&" || s == "|" || s == "^" || s == "<" || s == "<=" || s == ">" ||
+        s == ">=" || s == "==" || s == "!=" || s == "&&" || s == "||" || s == "?" || s == ":" || is_assign_op(s))
+      loose = true;
+  }
+  std::string t = str(m, first, last);
+  return (loose ? "(" + t + ")" : t) + " " + delta;
+}
+
 std::string paren(const SourceModel& m, int first, int last) {
   std::string t = str(m, first, last);
   return simple_operand(m, first, last) ? t : "(" + t + ")";

@@ -37,6 +37,8 @@ inline Site replace_token(const SourceModel& m, int i, std::string text) { retur
 // Wraps [first, last) in parentheses unless it is a single primary/postfix operand.
 std::string paren(const SourceModel& m, int first, int last);
 bool simple_operand(const SourceModel& m, int first, int last);
+// `e` + " " + delta (e.g. "+ 1"), parenthesizing e when it has an operator binding looser than +/-.
+std::string with_delta(const SourceModel& m, int first, int last, const std::string& delta);
 
 // --- token classes
 bool is_number(const SourceModel& m, int i);

@@ -19,7 +19,7 @@ CREATE TABLE IF NOT EXISTS mutants(
   id INTEGER PRIMARY KEY, substrate_id INTEGER NOT NULL REFERENCES substrates(id) ON DELETE CASCADE,
   ordinal INTEGER NOT NULL, rule TEXT NOT NULL, family TEXT NOT NULL, unit INTEGER, line INTEGER, col INTEGER,
   status TEXT NOT NULL, duplicate_of INTEGER, ptx_hash TEXT, image_hash TEXT, source_sha256 TEXT,
-  compile_ms REAL, cached INTEGER, message TEXT, source_path TEXT, ptx_path TEXT,
+  compile_ms REAL, compile_cpu_ms REAL, cached INTEGER, message TEXT, source_path TEXT, ptx_path TEXT,
   UNIQUE(substrate_id, ordinal));
 CREATE INDEX IF NOT EXISTS mutants_image ON mutants(image_hash);
 CREATE TABLE IF NOT EXISTS inputs(
@@ -125,8 +125,8 @@ int Store::put_result(const SubstrateResult& r) {
     int id = static_cast<int>(sqlite3_last_insert_rowid(db_));
     Stmt mu(db_,
             "INSERT INTO mutants(substrate_id, ordinal, rule, family, unit, line, col, status, duplicate_of, ptx_hash, "
-            "image_hash, source_sha256, compile_ms, cached, message, source_path, ptx_path) "
-            "VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
+            "image_hash, source_sha256, compile_ms, compile_cpu_ms, cached, message, source_path, ptx_path) "
+            "VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
     for (const auto& m : r.mutants) {
       mu.integer(1, id);
       mu.integer(2, m.ordinal);
@@ -142,10 +142,11 @@ int Store::put_result(const SubstrateResult& r) {
       mu.text(11, m.image_hash);
       mu.text(12, m.source_sha256);
       mu.real(13, m.compile_ms);
-      mu.integer(14, m.cached ? 1 : 0);
-      mu.text(15, m.message);
-      mu.text(16, m.source_path);
-      mu.text(17, m.ptx_path);
+      mu.real(14, m.compile_cpu_ms);
+      mu.integer(15, m.cached ? 1 : 0);
+      mu.text(16, m.message);
+      mu.text(17, m.source_path);
+      mu.text(18, m.ptx_path);
       mu.done(db_);
     }
     exec("COMMIT");

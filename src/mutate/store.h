@@ -2,7 +2,8 @@
 //   rules(name, family, description, scope)
 //   substrates(id, path, sha256, kind, units, status, message, image_hash, compile_ms)
 //   mutants(id, substrate_id, ordinal, rule, family, unit, line, col, status, duplicate_of,
-//           ptx_hash, image_hash, source_sha256, compile_ms, cached, message, source_path, ptx_path)
+//           ptx_hash, image_hash, source_sha256, compile_ms, compile_cpu_ms, cached, message,
+//           source_path, ptx_path)
 // and, for the kill-matrix stage that replays mutants on inputs (filled later):
 //   inputs(id, substrate_id, name, generator, spec_json, valid)      -- valid: passes the original
 //   protocols(name, description)                                     -- official, hardened, fuzz, dirigo

@@ -110,3 +110,26 @@ TEST(Rules, SitesAreDeterministicAndDistinct) {
 
 }  // namespace
 }  // namespace dirigo::mutate
+
+namespace dirigo::mutate {
+namespace {
+
+std::string first_mutant(const char* rule, const std::string& src) {
+  SourceModel m(src);
+  auto sites = find_sites(*find_rule(rule), m);
+  return sites.empty() ? "" : apply_site(m, sites[0]);
+}
+
+TEST(Rules, DeltasKeepOperatorPrecedence) {
+  // `e >> 1 + 1` would shift by 2: the bound is parenthesized
+  EXPECT_EQ(first_mutant("loop-start-plus1", K("  for (int s = blockDim.x >> 1; s > 0; s >>= 1) y[s] = 0.0f;")),
+            K("  for (int s = (blockDim.x >> 1) + 1; s > 0; s >>= 1) y[s] = 0.0f;"));
+  EXPECT_EQ(first_mutant("index-plus1", K("  y[n >> 1] = 0.0f;")), K("  y[(n >> 1) + 1] = 0.0f;"));
+  EXPECT_EQ(first_mutant("loop-bound-minus1", K("  for (int i = 0; i < n & m; ++i) y[i] = 0.0f;")),
+            K("  for (int i = 0; i < (n & m) - 1; ++i) y[i] = 0.0f;"));
+  EXPECT_EQ(first_mutant("tail-drop", K("  for (int i = 0; i < n + m; ++i) y[i] = 0.0f;")),
+            K("  for (int i = 0; i < (n + m) / 4 * 4; ++i) y[i] = 0.0f;"));
+}
+
+}  // namespace
+}  // namespace dirigo::mutate
