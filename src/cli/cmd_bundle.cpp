@@ -1,5 +1,7 @@
-// `dirigo bundle validate DIR` and `dirigo bundle show DIR`.
-// Exit status: 0 = valid, 4 = invalid bundle (the error names file and field).
+// `dirigo bundle validate DIR`, `dirigo bundle show DIR [--ssa]` and
+// `dirigo bundle merge DIR [--no-trim-prefix] [--trim-suffix]`.
+// Exit status: 0 = valid, 4 = invalid bundle (the error names file and field)
+// or programs that cannot be merged (the error names both tensors).
 #include <iostream>
 
 #include <fmt/format.h>
@@ -7,6 +9,8 @@
 #include "bundle/io.h"
 #include "bundle/print.h"
 #include "cli/command.h"
+#include "program/merge.h"
+#include "program/ssa.h"
 
 namespace dirigo::cli {
 namespace {
@@ -40,8 +44,15 @@ Register reg({"bundle", "validate or list a trace bundle (docs/bundle-format.md)
                 validate->add_option("DIR", *dir, "bundle directory or .tar")->required();
                 auto* listing = sub.add_subcommand("show", "list each program's inputs, ops and outputs");
                 listing->add_option("DIR", *dir, "bundle directory or .tar")->required();
+                auto ssa = std::make_shared<bool>(false);
+                listing->add_flag("--ssa", *ssa, "list the SSA form: storage versions read and written by each op");
+                auto* merging = sub.add_subcommand("merge", "merge reference and candidate (matching, trimming)");
+                merging->add_option("DIR", *dir, "bundle directory or .tar")->required();
+                auto opts = std::make_shared<program::MergeOptions>();
+                merging->add_flag("!--no-trim-prefix", opts->trim_prefix, "keep the common prefix of pure ATen ops");
+                merging->add_flag("--trim-suffix", opts->trim_suffix, "also trim a common suffix (sound for injective ops)");
                 sub.require_subcommand(1);
-                return [dir, validate, listing]() -> int {
+                return [dir, validate, listing, ssa, merging, opts]() -> int {
                   bundle::Bundle b;
                   try {
                     b = bundle::read_bundle(*dir);
@@ -53,7 +64,17 @@ Register reg({"bundle", "validate or list a trace bundle (docs/bundle-format.md)
                     std::cout << "OK " << *dir << ": " << bundle::describe_summary(bundle::summarize(b)) << "\n";
                     return 0;
                   }
-                  if (listing->parsed()) show(b);
+                  if (listing->parsed() && !*ssa) show(b);
+                  if (listing->parsed() && *ssa)
+                    for (const auto& p : b.programs) std::cout << program::describe(program::to_ssa(b, p));
+                  if (merging->parsed()) {
+                    try {
+                      std::cout << program::describe(program::merge(b, *opts));
+                    } catch (const program::MergeError& e) {
+                      std::cerr << "CANNOT MERGE " << *dir << ": " << e.what() << "\n";
+                      return kInvalid;
+                    }
+                  }
                   return 0;
                 };
               }});

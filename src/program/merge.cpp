@@ -137,6 +137,7 @@ class Merger {
     for (const auto& s : m_.inputs) corr_.add(s.ref, s.cand);
     if (opts_.trim_prefix) trim_prefix();
     if (opts_.trim_suffix) trim_suffix();
+    for (auto& o : m_.outputs) o.identical = corr_.same(o.ref, o.cand);
     return std::move(m_);
   }
 
@@ -463,8 +464,9 @@ std::string describe(const Merged& m) {
   for (const auto& u : m.unmatched)
     s += fmt::format("  unmatched {} input {}: {}\n", u.in_ref ? m.ref.name : m.cand.name, u.name, u.view.tensor);
   for (const auto& o : m.outputs)
-    s += fmt::format("  compare {}.{} {} with {}.{} {}\n", m.ref.name, o.ref_name, value_name(m.ref, o.ref.value),
-                     m.cand.name, o.cand_name, value_name(m.cand, o.cand.value));
+    s += fmt::format("  compare {}.{} {} with {}.{} {}{}\n", m.ref.name, o.ref_name, value_name(m.ref, o.ref.value),
+                     m.cand.name, o.cand_name, value_name(m.cand, o.cand.value),
+                     o.identical ? " (identical: equal by construction)" : "");
   return s;
 }
 

@@ -52,6 +52,7 @@ struct UnmatchedInput {
 struct OutputPair {
   std::string ref_name, cand_name;  // program output names, or "suffix[k].<path>" after suffix trimming
   View ref, cand;
+  bool identical = false;  // both are the same shared value (e.g. everything was trimmed): equal by construction
 };
 
 struct Merged {

@@ -251,6 +251,7 @@ TEST(Merge, SameViewsAreTrimmedAndCorrespond) {
   Merged m = merge(make_bundle({&ref, &cand}));
   EXPECT_EQ(m.prefix, 2u);
   ASSERT_EQ(m.inputs.size(), 2u);  // x and the relu result; the view adds no value
+  EXPECT_FALSE(m.outputs[0].identical);
 }
 
 TEST(Merge, InPlaceOpsAreNotTrimmed) {
