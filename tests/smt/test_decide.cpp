@@ -523,3 +523,35 @@ TEST_F(DecideTest, BitvectorIdentities) {
   };
   for (auto [x, y] : differ) expect_differ(x, y);
 }
+
+// ---- the paper's running example (KernelBench level 2, task 36): the kernel's
+// loop bound sums only half the column before GELU
+
+TEST(DecideIdioms, HalfColumnSumBeforeGeluDiffers) {
+  ir::Context ctx;
+  smt::Solver solver;
+  int32_t M = ctx.tensor("M"), B = ctx.tensor("bias");
+  auto column_sum = [&](int rows) {
+    std::vector<Expr> mins;
+    for (int h = 0; h < rows; ++h) {
+      std::vector<Expr> cs;
+      for (int c = 0; c < 16; ++c) cs.push_back(ctx.elem(M, c * 64 + h));
+      mins.push_back(ctx.min(cs));
+    }
+    return ctx.add(mins);
+  };
+  Expr reference = ctx.add(ctx.call(Fn::GeluErf, column_sum(64)), ctx.elem(B, 0));
+  Expr kernel = ctx.add(ctx.call(Fn::GeluTanh, column_sum(32)), ctx.elem(B, 0));  // and the tanh approximation
+  smt::DecideOptions opt;
+  opt.tolerance = smt::Tolerance{};
+  smt::Decision d = solver.decide(ctx, reference, kernel, opt);
+  ASSERT_EQ(d.verdict, Verdict::Differ) << d.reason;
+  EXPECT_GE(d.cuts, 32u);  // the 32 shared row minima never reach Z3 as such
+  ir::Evaluator ev(d.witness->env());
+  EXPECT_TRUE(smt::values_differ(ev(reference), ev(kernel), 1e-9, 1e-12));
+  // the fixed kernel (full column) is equal under the gelu approximation equivalence
+  Expr fixed = ctx.add(ctx.call(Fn::GeluTanh, column_sum(64)), ctx.elem(B, 0));
+  smt::Decision e = solver.decide(ctx, reference, fixed, opt);
+  EXPECT_EQ(e.verdict, Verdict::Equal) << e.reason;
+  EXPECT_FALSE(e.solver_called);
+}
