@@ -1,0 +1,13 @@
+# Expected verdict: BUG — divides by 2 instead of sqrt(2) inside erf.
+import torch
+import torch.nn as nn
+
+
+class ModelNew(nn.Module):
+    def __init__(self, in_features, out_features):
+        super().__init__()
+        self.linear = nn.Linear(in_features, out_features)
+
+    def forward(self, x):
+        y = self.linear(x)
+        return y * (1.0 + torch.erf(y / 2.0))

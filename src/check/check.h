@@ -1,0 +1,105 @@
+// Check (paper §3.4, §4.3–4.6): decide, one output location at a time, whether the
+// candidate program computes what the reference computes, for every input.
+//
+//   bundle ─merge─► obligation ─lower─► per-location expressions (back-projection through
+//   ATen equations and kernel write sets) ─smt::decide─► Equal / Differ(witness) ─► verdict
+//
+// The verdict never says BUG without evidence: an Execute safety finding (with thread
+// coordinates and PTX lines), or an inequivalence whose witness, evaluated concretely on
+// both programs' symbolic values in IEEE fp32, still differs beyond the tolerance. A
+// witness that does not survive that is SUSPECT.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "bundle/bundle.h"
+#include "exec/exec.h"
+#include "smt/decide.h"
+
+namespace dirigo::check {
+
+enum class Outcome : uint8_t { Bug, Suspect, Checked, Verified, Timeout, Unsupported };
+std::string_view outcome_name(Outcome o);  // "BUG", "SUSPECT", ...
+int exit_code(Outcome o);                  // 1 BUG, 2 SUSPECT, 0 CHECKED/VERIFIED, 3 TIMEOUT, 4 UNSUPPORTED
+
+struct Options {
+  double budget_s = 30;          // wall-clock budget for the location search
+  size_t min_locations = 5;      // fewer than this and no BUG -> TIMEOUT
+  size_t max_locations = 0;      // 0 = no limit besides the budget
+  bool full = false;             // every output location (VERIFIED when all are equal)
+  uint64_t seed = 0;             // seeds the random part of the search order
+  bool trim_prefix = true;
+  std::optional<smt::Tolerance> tolerance;  // default: the bundle's, else atol = rtol = 1e-2
+  smt::DecideOptions decide;     // solver budgets, axioms
+  exec::ExecOptions exec;
+  bool progress = false;         // progress line on stderr for runs longer than a second
+};
+
+// Why a location was chosen (paper §4.3).
+enum class Tier : uint8_t { Corner, PathCondition, Boundary, Random, Sequential };
+std::string_view tier_name(Tier t);
+
+struct Location {
+  size_t output = 0;             // index into Report::outputs
+  int64_t flat = 0;              // row-major index into the output's logical shape
+  std::vector<int64_t> index;    // the same as a multi-index
+  Tier tier = Tier::Random;
+};
+
+struct LeafShown {  // a witness value that matters
+  std::string name;  // "x[0, 3, 5, 7]"
+  double value = 0;
+};
+
+struct LocationResult {
+  Location loc;
+  smt::Verdict verdict = smt::Verdict::Unknown;
+  smt::Stage stage = smt::Stage::Error;
+  std::string reason;            // Unknown/Timeout/unsupported detail
+  std::string ref_expr, cand_expr;  // abbreviated symbolic values
+  uint64_t ref_nodes = 0, cand_nodes = 0;
+  std::vector<LeafShown> witness;   // Differ: the leaves of both expressions, at most a few dozen shown
+  double ref_value = 0, cand_value = 0;           // fp64 at the witness
+  double ref_value_f32 = 0, cand_value_f32 = 0;   // fp32 at the witness
+  bool confirmed_f32 = false;    // the fp32 values differ beyond the tolerance
+  bool exceeds_tolerance = false;
+  double ms = 0;
+};
+
+struct OutputInfo {
+  std::string ref_name, cand_name;
+  std::vector<int64_t> shape;
+  int64_t numel = 0;
+};
+
+struct Report {
+  Outcome outcome = Outcome::Unsupported;
+  std::string reason;                    // UNSUPPORTED / TIMEOUT detail, or the BUG headline
+  std::string evidence;                  // what backs a BUG: "execute-safety", "fp32-evaluation"
+  std::vector<OutputInfo> outputs;
+  std::vector<exec::Finding> findings;   // Execute safety violations (each is a BUG)
+  std::vector<LocationResult> locations; // in the order checked
+  std::optional<size_t> first_differ;    // index into locations
+  size_t checked = 0, equal = 0;
+  int64_t total_locations = 0;
+  size_t prefix_trimmed = 0;
+  size_t kernels = 0;
+  std::vector<std::string> notes;        // modelling notes (e.g. what prefix trimming stopped at)
+  double seconds = 0, lower_seconds = 0, search_seconds = 0;
+  uint64_t solver_calls = 0;
+  double projected_full_seconds = 0;     // --full ended by the budget: time the rest would take
+};
+
+// Checks the reference against the candidate of a bundle. Never throws: anything it cannot
+// model is Outcome::Unsupported with a reason naming what was missing.
+Report check_bundle(const bundle::Bundle& b, const Options& opt = {});
+// Reads the bundle directory first (errors -> UNSUPPORTED "bundle: ...").
+Report check_path(const std::string& bundle_dir, const Options& opt = {});
+
+std::string to_text(const Report& r, bool verbose = false);
+std::string to_json(const Report& r);
+
+}  // namespace dirigo::check

@@ -1,0 +1,406 @@
+#include "check/lower.h"
+
+#include <algorithm>
+#include <map>
+
+#include <fmt/format.h>
+
+#include "aten/aten.h"
+#include "ir/print.h"
+#include "ptx/inline.h"
+#include "ptx/parser.h"
+
+namespace dirigo::check {
+
+using program::ValueId;
+using program::View;
+
+struct ParsedModule {
+  ptx::Module module;
+};
+
+namespace {
+
+exec::DType exec_dtype(bundle::DType d) {
+  switch (d) {
+    case bundle::DType::Float64: return exec::DType::F64;
+    case bundle::DType::Float32: return exec::DType::F32;
+    case bundle::DType::Float16: return exec::DType::F16;
+    case bundle::DType::BFloat16: return exec::DType::BF16;
+    case bundle::DType::Int64: return exec::DType::I64;
+    case bundle::DType::Int32: return exec::DType::I32;
+    case bundle::DType::Int16: return exec::DType::I16;
+    case bundle::DType::Int8: return exec::DType::I8;
+    case bundle::DType::UInt8: return exec::DType::U8;
+    case bundle::DType::Bool: return exec::DType::Bool;
+  }
+  return exec::DType::F32;
+}
+
+ir::Sort sort_of(bundle::DType d) { return aten::elem_sort(aten::parse_dtype(bundle::dtype_name(d))); }
+
+aten::TensorRef aten_ref(const View& v, int32_t tensor_id) {
+  aten::TensorRef t;
+  t.tensor_id = tensor_id;
+  t.shape = v.shape;
+  t.strides = v.strides;
+  t.offset = v.offset;
+  t.dtype = aten::parse_dtype(bundle::dtype_name(v.dtype));
+  return t;
+}
+
+}  // namespace
+
+std::vector<int64_t> unravel(std::span<const int64_t> shape, int64_t flat) {
+  std::vector<int64_t> idx(shape.size());
+  for (size_t k = shape.size(); k-- > 0;) {
+    int64_t n = std::max<int64_t>(shape[k], 1);
+    idx[k] = flat % n;
+    flat /= n;
+  }
+  return idx;
+}
+
+int64_t storage_of_logical(const View& v, int64_t logical) {
+  auto idx = unravel(v.shape, logical);
+  int64_t j = v.offset;
+  for (size_t k = 0; k < idx.size(); ++k) j += idx[k] * v.strides[k];
+  return j;
+}
+
+int64_t logical_of_storage(const View& v, int64_t j) {
+  // Walk dimensions from the largest stride down; exact for non-overlapping views
+  // (the only kind a write region or an input can be).
+  int64_t rem = j - v.offset;
+  if (rem < 0) return -1;
+  std::vector<size_t> order(v.shape.size());
+  for (size_t k = 0; k < order.size(); ++k) order[k] = k;
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return v.strides[a] > v.strides[b]; });
+  std::vector<int64_t> idx(v.shape.size(), 0);
+  for (size_t k : order) {
+    if (v.shape[k] == 0) return -1;
+    if (v.strides[k] <= 0 || v.shape[k] == 1) continue;
+    int64_t q = std::min(rem / v.strides[k], v.shape[k] - 1);
+    idx[k] = q;
+    rem -= q * v.strides[k];
+  }
+  if (rem != 0) return -1;
+  int64_t flat = 0;
+  for (size_t k = 0; k < idx.size(); ++k) flat = flat * v.shape[k] + idx[k];
+  return flat;
+}
+
+Lowering::Lowering(ir::Context& ctx, const bundle::Bundle& b, const program::Merged& m, bool reference,
+                   const exec::ExecOptions& eopt)
+    : ctx_(ctx), bundle_(b), merged_(m), prog_(reference ? m.ref : m.cand), reference_(reference), eopt_(eopt),
+      prefix_(reference ? "ref" : "new") {}
+
+Lowering::~Lowering() = default;
+
+int32_t Lowering::value_tensor(ValueId v) {
+  auto it = value_tensor_.find(v);
+  if (it != value_tensor_.end()) return it->second;
+  int32_t t = ctx_.tensor(prefix_ + ":" + program::value_name(prog_, v));
+  value_tensor_[v] = t;
+  tensor_value_[t] = v;
+  return t;
+}
+
+ir::Expr Lowering::element(const View& view, int64_t logical) {
+  int64_t j = storage_of_logical(view, logical);
+  ir::Expr e = storage_element(view.value, j);
+  return e;
+}
+
+ir::Expr Lowering::storage_element(ValueId v, int64_t j) {
+  auto key = std::make_pair(int32_t(v), j);
+  if (auto it = memo_.find(key); it != memo_.end()) return it->second;
+  ir::Expr e = compute(v, j);
+  memo_.emplace(key, e);
+  return e;
+}
+
+ir::Expr Lowering::compute(ValueId v, int64_t j) {
+  int shared = reference_ ? merged_.shared_input_of_ref(v) : merged_.shared_input_of_cand(v);
+  if (shared >= 0) {
+    const auto& si = merged_.inputs[size_t(shared)];
+    const View& view = reference_ ? si.ref : si.cand;
+    int64_t l = logical_of_storage(view, j);
+    if (l >= 0) return ctx_.elem(ctx_.tensor("in:" + si.name), l, sort_of(view.dtype));
+  }
+  const program::Value& val = prog_.value(v);
+  // Version 0 of a storage that is no shared input: data from outside the trace.
+  // Reading it is a free variable of this program alone.
+  auto leaf = [&] {
+    bundle::DType d = bundle::DType::Float32;
+    for (const auto& in : prog_.inputs)
+      if (prog_.value(in.view.value).storage == val.storage) d = in.view.dtype;
+    return ctx_.elem(value_tensor(v), j, sort_of(d));
+  };
+  if (val.producer < 0) return leaf();
+  const program::SsaOp& op = prog_.ops[size_t(val.producer)];
+  const program::Write* w = nullptr;
+  for (const auto& cand : op.writes)
+    if (cand.after == v) w = &cand;
+  if (!w) throw Unsupported(fmt::format("{}: value {} has no write record", prog_.name, program::value_name(prog_, v)));
+  if (std::holds_alternative<bundle::AtenOp>(op.op)) return from_aten(op, *w, v, j);
+  if (std::holds_alternative<bundle::LaunchOp>(op.op)) return from_launch(size_t(val.producer), *w, j);
+  if (std::holds_alternative<bundle::CopyOp>(op.op)) return from_copy(op, *w, j);
+  const auto& lib = std::get<bundle::LibraryOp>(op.op);
+  throw Unsupported(fmt::format("library call {}::{} (op {} of {}) has no semantics yet", lib.library, lib.name,
+                                op.index, prog_.name));
+}
+
+namespace {
+
+// bundle argument -> aten argument; tensors through the op's SSA reads (by path).
+aten::Arg convert_arg(const bundle::Arg& a, const std::string& path,
+                      const std::map<std::string, const program::Operand*>& reads,
+                      const std::function<int32_t(ValueId)>& tensor_of) {
+  using namespace bundle;
+  if (const auto* t = std::get_if<TensorRef>(&a.value)) {
+    auto it = reads.find(path);
+    if (it == reads.end()) throw Unsupported("tensor argument " + path + " has no SSA read");
+    return aten::Arg::of(aten_ref(it->second->view, tensor_of(it->second->view.value)));
+  }
+  if (const auto* s = std::get_if<Scalar>(&a.value)) {
+    switch (s->type) {
+      case ScalarType::Bool: return aten::Arg::of_bool(s->i != 0);
+      case ScalarType::Int: return aten::Arg::of_int(s->i);
+      case ScalarType::Float: return aten::Arg::of_real(s->f);
+      case ScalarType::Complex: throw Unsupported("complex scalar argument " + path);
+      default:
+        return is_float_scalar(s->type) ? aten::Arg::of_real(s->f) : aten::Arg::of_int(s->i);
+    }
+  }
+  if (const auto* l = std::get_if<ListArg>(&a.value)) {
+    std::vector<aten::Arg> xs;
+    for (size_t i = 0; i < l->items.size(); ++i)
+      xs.push_back(convert_arg(l->items[i], fmt::format("{}.list[{}]", path, i), reads, tensor_of));
+    return aten::Arg::of_list(std::move(xs));
+  }
+  if (const auto* s = std::get_if<StringArg>(&a.value)) return aten::Arg::of_string(s->value);
+  if (const auto* d = std::get_if<DTypeArg>(&a.value)) return aten::Arg::of_dtype(aten::parse_dtype(dtype_name(d->dtype)));
+  if (const auto* s = std::get_if<LayoutArg>(&a.value)) return aten::Arg::of_string(s->layout);
+  if (const auto* s = std::get_if<DeviceArg>(&a.value)) return aten::Arg::of_string(s->device);
+  if (const auto* s = std::get_if<MemoryFormatArg>(&a.value)) return aten::Arg::of_string(s->format);
+  return aten::Arg::none();
+}
+
+}  // namespace
+
+ir::Expr Lowering::from_aten(const program::SsaOp& op, const program::Write& w, ValueId v, int64_t j) {
+  const auto& a = *op.aten();
+  std::map<std::string, const program::Operand*> reads;
+  for (const auto& r : op.reads) reads[r.path] = &r;
+  auto tensor_of = [this](ValueId x) { return value_tensor(x); };
+  for (size_t r = 0; r < op.results.size(); ++r) {
+    const View& res = op.results[r];
+    if (res.value != v) continue;
+    int64_t l = logical_of_storage(res, j);
+    if (l < 0) continue;
+    aten::OpCall call;
+    call.name = a.name;
+    call.overload = a.overload;
+    for (size_t i = 0; i < a.args.size(); ++i)
+      call.args.push_back(convert_arg(a.args[i], fmt::format("args[{}]", i), reads, tensor_of));
+    for (const auto& [k, x] : a.kwargs) call.kwargs.emplace_back(k, convert_arg(x, "kwargs." + k, reads, tensor_of));
+    for (const auto& out : op.results) call.outputs.push_back(aten_ref(out, value_tensor(out.value)));
+    ir::Expr e;
+    try {
+      e = aten::element(ctx_, call, int(r), unravel(res.shape, l));
+    } catch (const aten::Unsupported& u) {
+      throw Unsupported(fmt::format("aten op {} ({})", u.op(), u.reason()));
+    } catch (const std::invalid_argument& e2) {
+      throw Unsupported(fmt::format("aten op {}.{}: {}", a.name, a.overload, e2.what()));
+    }
+    return project_leaves(e);
+  }
+  for (const auto& region : w.regions)
+    if (logical_of_storage(region, j) >= 0)
+      throw Unsupported(fmt::format("aten op {} writes tensor {} without returning it", a.name, region.tensor));
+  if (w.before == program::kNoValue) return ctx_.elem(value_tensor(v), j);
+  return storage_element(w.before, j);
+}
+
+ir::Expr Lowering::from_copy(const program::SsaOp& op, const program::Write& w, int64_t j) {
+  const auto& c = std::get<bundle::CopyOp>(op.op);
+  const program::Operand* src = nullptr;
+  for (const auto& r : op.reads)
+    if (r.path == "src") src = &r;
+  if (!src || w.regions.empty()) throw Unsupported("copy without source or destination");
+  const View& dst = w.regions.front();
+  unsigned es = bundle::element_size(dst.dtype);
+  int64_t dst_first = dst.offset + c.dst.byte_offset.value_or(0) / es;
+  int64_t n = c.nbytes / es;
+  if (j < dst_first || j >= dst_first + n) return storage_element(w.before, j);
+  int64_t src_first = src->view.offset + c.src.byte_offset.value_or(0) / es;
+  return storage_element(src->view.value, src_first + (j - dst_first));
+}
+
+LaunchInfo& Lowering::launch(size_t op_index) {
+  if (auto it = launch_of_op_.find(op_index); it != launch_of_op_.end()) return launches_[it->second];
+  const program::SsaOp& op = prog_.ops[op_index];
+  const auto& l = std::get<bundle::LaunchOp>(op.op);
+  // Parse (and inline) each PTX module once.
+  auto mit = module_index_.find(l.module);
+  if (mit == module_index_.end()) {
+    const bundle::Module* bm = bundle_.find_module(l.module);
+    if (!bm || !bm->ptx) throw Unsupported("launch of " + l.kernel + ": module " + l.module + " has no PTX");
+    auto pm = std::make_unique<ParsedModule>();
+    try {
+      pm->module = ptx::parse(*bm->ptx);
+      ptx::inline_calls(pm->module);
+    } catch (const ptx::ParseError& e) {
+      throw Unsupported(fmt::format("PTX of module {} line {}:{}: {}", l.module, e.line(), e.col(), e.reason()));
+    } catch (const std::exception& e) {
+      throw Unsupported(fmt::format("PTX of module {}: {}", l.module, e.what()));
+    }
+    mit = module_index_.emplace(l.module, modules_.size()).first;
+    modules_.push_back(std::move(pm));
+  }
+  LaunchInfo info;
+  info.op = op_index;
+  info.kernel = l.kernel;
+  exec::Launch launch;
+  launch.grid = {uint32_t(l.grid[0]), uint32_t(l.grid[1]), uint32_t(l.grid[2])};
+  launch.block = {uint32_t(l.block[0]), uint32_t(l.block[1]), uint32_t(l.block[2])};
+  launch.dynamic_shared_bytes = uint64_t(l.shared_bytes);
+  std::map<std::string, const program::Operand*> reads;
+  for (const auto& r : op.reads) reads[r.path] = &r;
+  std::map<int32_t, int32_t> storage_tensor;  // one ir tensor per storage the launch touches
+  for (size_t i = 0; i < l.args.size(); ++i) {
+    const auto& a = l.args[i].value;
+    std::string path = fmt::format("args[{}]", i);
+    if (std::holds_alternative<bundle::TensorRef>(a)) {
+      const program::Operand* r = reads.at(path);
+      const program::Value& val = prog_.value(r->view.value);
+      auto [it, fresh] = storage_tensor.emplace(val.storage, 0);
+      if (fresh) {
+        it->second = ctx_.tensor(fmt::format("{}:L{}:s{}", prefix_, op_index, val.storage));
+        info.before[it->second] = r->view.value;
+        for (const auto& w : op.writes)
+          if (w.storage == val.storage) info.after[it->second] = w.after;
+        launch_tensor_[it->second] = {launches_.size(), r->view.value};
+      }
+      unsigned es = bundle::element_size(r->view.dtype);
+      uint64_t extent = uint64_t(prog_.storages[size_t(val.storage)].nbytes) / es;
+      uint64_t byte_off = uint64_t(r->view.offset) * es + uint64_t(r->byte_offset.value_or(0));
+      launch.params.push_back(exec::ParamBinding::tensor_arg(it->second, exec_dtype(r->view.dtype), extent, byte_off));
+      info.param_tensor.push_back(it->second);
+    } else if (const auto* s = std::get_if<bundle::Scalar>(&a)) {
+      launch.params.push_back(bundle::is_float_scalar(s->type) ? exec::ParamBinding::float_arg(s->f)
+                                                               : exec::ParamBinding::int_arg(s->i));
+      info.param_tensor.push_back(-1);
+    } else if (std::holds_alternative<bundle::PointerArg>(a)) {
+      throw Unsupported(fmt::format("kernel {} argument {} is a pointer into no traced tensor", l.kernel, i));
+    } else {
+      throw Unsupported(fmt::format("kernel {} argument {} is passed by value as raw bytes", l.kernel, i));
+    }
+  }
+  info.result = std::make_shared<exec::ExecResult>(
+      exec::execute(ctx_, modules_[mit->second]->module, l.kernel, launch, eopt_));
+  info.resolver = std::make_shared<exec::Resolver>(ctx_, *info.result);
+  launch_of_op_[op_index] = launches_.size();
+  launches_.push_back(std::move(info));
+  return launches_.back();
+}
+
+ir::Expr Lowering::from_launch(size_t op_index, const program::Write& w, int64_t j) {
+  LaunchInfo& L = launch(op_index);
+  if (L.result->unsupported) throw Unsupported(fmt::format("kernel {}: {}", L.kernel, *L.result->unsupported));
+  int32_t tensor = -1;
+  for (const auto& [t, after] : L.after)
+    if (after == w.after) tensor = t;
+  if (tensor < 0) throw Unsupported("kernel " + L.kernel + ": written storage is no argument");
+  auto writers = exec::writers_of(ctx_, *L.result, tensor, j, L.resolver.get());
+  auto before = [&]() -> ir::Expr {
+    if (w.before == program::kNoValue) return ctx_.elem(value_tensor(w.after), j);
+    return storage_element(w.before, j);
+  };
+  if (writers.empty()) return before();
+  // Plain stores: the last store of each thread counts; two threads storing different
+  // values to one element is a write-write race (reported by check as an Execute BUG).
+  bool all_store = true, all_acc = true;
+  exec::WriteOp acc = L.result->writes[writers[0].write].op;
+  for (const auto& wr : writers) {
+    exec::WriteOp o = L.result->writes[wr.write].op;
+    all_store = all_store && o == exec::WriteOp::Store;
+    all_acc = all_acc && o == acc && o != exec::WriteOp::Store && o != exec::WriteOp::Other && o != exec::WriteOp::Exch;
+  }
+  ir::Expr result = nullptr;
+  if (all_store) {
+    const exec::Writer* last = &writers.back();
+    for (const auto& wr : writers) {
+      bool same_thread = wr.thread.tid.x == last->thread.tid.x && wr.thread.tid.y == last->thread.tid.y &&
+                         wr.thread.tid.z == last->thread.tid.z && wr.thread.ctaid.x == last->thread.ctaid.x &&
+                         wr.thread.ctaid.y == last->thread.ctaid.y && wr.thread.ctaid.z == last->thread.ctaid.z;
+      if (!same_thread && wr.value != last->value)
+        throw WriteRace(fmt::format("kernel {}: threads {} and {} store different values to element {} of {} "
+                                    "(PTX lines {} and {})",
+                                    L.kernel, wr.thread.str(), last->thread.str(), j,
+                                    program::value_name(prog_, w.after),
+                                    L.result->writes[wr.write].where.ptx_line,
+                                    L.result->writes[last->write].where.ptx_line));
+    }
+    result = last->value;
+  } else if (all_acc) {
+    std::vector<ir::Expr> xs{before()};
+    for (const auto& wr : writers) xs.push_back(wr.value);
+    switch (acc) {
+      case exec::WriteOp::Add: result = ctx_.add(xs); break;
+      case exec::WriteOp::Min: result = ctx_.min(xs); break;
+      case exec::WriteOp::Max: result = ctx_.max(xs); break;
+      default: break;
+    }
+  }
+  if (!result)
+    throw Unsupported(fmt::format("kernel {}: element {} receives a mix of stores and atomics", L.kernel, j));
+  return project_leaves(result);
+}
+
+ir::Expr Lowering::project_leaves(ir::Expr e) {
+  std::unordered_map<ir::Expr, ir::Expr> map;
+  for (ir::Expr leaf : ir::leaves(e)) {
+    switch (leaf->op) {
+      case ir::Op::TensorElem: {
+        int32_t t = leaf->tensor();
+        if (auto it = launch_tensor_.find(t); it != launch_tensor_.end()) {
+          map[leaf] = storage_element(it->second.second, leaf->index());
+        } else if (auto it2 = tensor_value_.find(t); it2 != tensor_value_.end()) {
+          ir::Expr r = storage_element(it2->second, leaf->index());
+          if (r != leaf) map[leaf] = r;
+        }
+        break;
+      }
+      case ir::Op::Load:
+        throw Unsupported("a memory index depends on tensor data (" +
+                          ir::to_string(ctx_, leaf, {.max_nodes = 12}) + ")");
+      case ir::Op::Var:
+        throw Unsupported("a value still depends on thread identity after specialization (" +
+                          std::string(leaf->name()) + ")");
+      default: break;
+    }
+  }
+  if (map.empty()) return e;
+  return ir::substitute(ctx_, e, [&](ir::Expr leaf) -> ir::Expr {
+    auto it = map.find(leaf);
+    return it == map.end() ? nullptr : it->second;
+  });
+}
+
+void Lowering::execute_all() {
+  for (size_t i = merged_.prefix; i < prog_.ops.size(); ++i)
+    if (std::holds_alternative<bundle::LaunchOp>(prog_.ops[i].op)) {
+      LaunchInfo& L = launch(i);
+      if (L.result->unsupported) throw Unsupported(fmt::format("kernel {}: {}", L.kernel, *L.result->unsupported));
+    }
+}
+
+std::vector<exec::Finding> Lowering::findings() const {
+  std::vector<exec::Finding> out;
+  for (const auto& L : launches_) out.insert(out.end(), L.result->findings.begin(), L.result->findings.end());
+  return out;
+}
+
+}  // namespace dirigo::check

@@ -1,0 +1,103 @@
+// Lowering and back-projection (paper §3.4): the value of one element of one SSA storage
+// version as an ir expression over the merged obligation's shared inputs only.
+//
+// Element identity: every SSA value (storage version) of a program is an ir tensor
+// "<prog>:<s>@v<k>" whose flat index is the element index within the storage. Shared inputs
+// (matched program inputs and the outputs of trimmed prefix ops) are the ir tensors
+// "in:<name>" indexed by their row-major logical index, so both programs' expressions
+// mention the same leaves. Each op's per-element equation (aten) or inverted kernel write
+// (exec) is expanded, then its leaves are replaced by their own back-projections,
+// memoized per (value, element): neighbouring locations share most of the work.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <stdexcept>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "exec/exec.h"
+#include "ir/expr.h"
+#include "program/merge.h"
+
+namespace dirigo::check {
+
+// Something the lowering cannot model; what() starts with "UNSUPPORTED: ".
+class Unsupported : public std::runtime_error {
+ public:
+  explicit Unsupported(const std::string& what) : std::runtime_error("UNSUPPORTED: " + what) {}
+};
+
+// Two threads of one launch store different values to one element: an Execute BUG
+// found while inverting writes (the executor's own checks cover shared memory).
+class WriteRace : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// Row-major logical index of storage element `j` in `view`, or -1 when the view does not
+// contain it.
+int64_t logical_of_storage(const program::View& v, int64_t j);
+// Storage element of a logical row-major index.
+int64_t storage_of_logical(const program::View& v, int64_t logical);
+std::vector<int64_t> unravel(std::span<const int64_t> shape, int64_t flat);
+
+// One executed launch of the candidate (or reference) program.
+struct LaunchInfo {
+  size_t op = 0;                        // SsaProgram::ops index
+  std::string kernel;
+  std::shared_ptr<exec::ExecResult> result;
+  std::shared_ptr<exec::Resolver> resolver;
+  std::vector<int32_t> param_tensor;    // per launch arg: the ir tensor it was bound to (-1 scalar)
+  // ir tensor id (per storage touched by the launch) -> the SSA values before/after
+  std::unordered_map<int32_t, program::ValueId> before, after;
+};
+
+class Lowering {
+ public:
+  Lowering(ir::Context& ctx, const bundle::Bundle& b, const program::Merged& m, bool reference,
+           const exec::ExecOptions& eopt);
+  ~Lowering();
+
+  // Value of `view` (of this program) at a logical row-major index.
+  ir::Expr element(const program::View& view, int64_t logical);
+  // Value of storage version `v` at storage element `j`.
+  ir::Expr storage_element(program::ValueId v, int64_t j);
+
+  // Executes every launch of the (trimmed) program up front: safety findings and
+  // UNSUPPORTED reasons surface before any location is checked.
+  void execute_all();
+  const std::vector<LaunchInfo>& launches() const { return launches_; }
+  std::vector<exec::Finding> findings() const;
+  const program::SsaProgram& program() const { return prog_; }
+
+ private:
+  ir::Expr compute(program::ValueId v, int64_t j);
+  ir::Expr from_aten(const program::SsaOp& op, const program::Write& w, program::ValueId v, int64_t j);
+  ir::Expr from_launch(size_t op_index, const program::Write& w, int64_t j);
+  ir::Expr from_copy(const program::SsaOp& op, const program::Write& w, int64_t j);
+  ir::Expr project_leaves(ir::Expr e);  // replace leaves by their back-projections
+  LaunchInfo& launch(size_t op_index);
+  int32_t value_tensor(program::ValueId v);
+
+  ir::Context& ctx_;
+  const bundle::Bundle& bundle_;
+  const program::Merged& merged_;
+  const program::SsaProgram& prog_;
+  bool reference_;
+  exec::ExecOptions eopt_;
+  std::string prefix_;  // "ref" / "new"
+  std::vector<LaunchInfo> launches_;
+  std::unordered_map<size_t, size_t> launch_of_op_;
+  std::unordered_map<int32_t, program::ValueId> tensor_value_;  // ir tensor -> SSA value
+  std::unordered_map<program::ValueId, int32_t> value_tensor_;
+  std::unordered_map<int32_t, std::pair<size_t, program::ValueId>> launch_tensor_;  // ir tensor -> (launch, before)
+  struct KeyHash { size_t operator()(const std::pair<int32_t, int64_t>& k) const { return std::hash<int64_t>()(k.second * 1000003 + k.first); } };
+  std::unordered_map<std::pair<int32_t, int64_t>, ir::Expr, KeyHash> memo_;
+  std::vector<std::unique_ptr<struct ParsedModule>> modules_;
+  std::unordered_map<std::string, size_t> module_index_;
+};
+
+}  // namespace dirigo::check

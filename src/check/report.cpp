@@ -1,0 +1,114 @@
+// Human and JSON renderings of a check Report.
+#include <fmt/format.h>
+
+#include <nlohmann/json.hpp>
+
+#include "check/check.h"
+
+namespace dirigo::check {
+
+namespace {
+std::string index_str(const std::vector<int64_t>& idx) {
+  std::string s;
+  for (size_t k = 0; k < idx.size(); ++k) s += (k ? ", " : "") + std::to_string(idx[k]);
+  return s;
+}
+}  // namespace
+
+std::string to_text(const Report& r, bool verbose) {
+  std::string s = fmt::format("{}", outcome_name(r.outcome));
+  switch (r.outcome) {
+    case Outcome::Checked: s += fmt::format(": {} of {} locations proven equal for every input", r.equal, r.total_locations); break;
+    case Outcome::Verified: s += fmt::format(": all {} locations proven equal for every input", r.total_locations); break;
+    default: break;
+  }
+  if (!r.reason.empty()) s += (r.outcome == Outcome::Checked ? " (" + r.reason + ")" : "\n  " + r.reason);
+  s += "\n";
+  for (const auto& f : r.findings) {
+    s += fmt::format("  {} in kernel {} at PTX line {}{}", f.kind, f.kernel, f.where.ptx_line,
+                     f.where.source.empty() ? "" : " (" + f.where.source + ")");
+    if (f.thread) s += fmt::format(", thread {}", f.thread->str());
+    if (f.other.ptx_line) s += fmt::format("; conflicting access at PTX line {}", f.other.ptx_line);
+    if (f.other_thread) s += fmt::format(" by thread {}", f.other_thread->str());
+    s += "\n    " + f.message + "\n";
+  }
+  if (r.first_differ) {
+    const auto& l = r.locations[*r.first_differ];
+    const auto& out = r.outputs[l.loc.output];
+    s += fmt::format("  location  {}[{}]  (found by {} search, {} of {} checked)\n", out.ref_name, index_str(l.loc.index),
+                     tier_name(l.loc.tier), *r.first_differ + 1, r.checked);
+    s += fmt::format("  reference = {}\n  candidate = {}\n", l.ref_expr, l.cand_expr);
+    s += "  witness (other inputs 0):\n";
+    for (const auto& w : l.witness) s += fmt::format("    {} = {}\n", w.name, w.value);
+    s += fmt::format("  at the witness: reference {} vs candidate {} (fp64), {} vs {} (fp32)\n", l.ref_value, l.cand_value,
+                     l.ref_value_f32, l.cand_value_f32);
+    s += fmt::format("  evidence: {}\n", r.evidence == "fp32-evaluation"
+                                             ? "both symbolic values evaluated in IEEE fp32 at the witness (no GPU replay)"
+                                             : (r.evidence.empty() ? "none beyond the solver's model" : r.evidence));
+  }
+  for (const auto& n : r.notes) s += "  note: " + n + "\n";
+  s += fmt::format("  {} kernel launch(es) executed, {} prefix op(s) trimmed, {} location(s) checked, {} solver call(s), {:.2f} s\n",
+                   r.kernels, r.prefix_trimmed, r.checked, r.solver_calls, r.seconds);
+  if (r.projected_full_seconds > 0)
+    s += fmt::format("  the remaining locations would take about {:.0f} s more\n", r.projected_full_seconds);
+  if (verbose)
+    for (const auto& l : r.locations)
+      s += fmt::format("    [{}] {} {} {:.2f} ms\n", index_str(l.loc.index), tier_name(l.loc.tier),
+                       smt::verdict_name(l.verdict), l.ms);
+  return s;
+}
+
+std::string to_json(const Report& r) {
+  using nlohmann::json;
+  json j;
+  j["outcome"] = std::string(outcome_name(r.outcome));
+  j["exit_code"] = exit_code(r.outcome);
+  j["reason"] = r.reason;
+  j["evidence"] = r.evidence;
+  j["checked"] = r.checked;
+  j["equal"] = r.equal;
+  j["total_locations"] = r.total_locations;
+  j["kernels"] = r.kernels;
+  j["prefix_trimmed"] = r.prefix_trimmed;
+  j["seconds"] = r.seconds;
+  j["lower_seconds"] = r.lower_seconds;
+  j["search_seconds"] = r.search_seconds;
+  j["solver_calls"] = r.solver_calls;
+  j["notes"] = r.notes;
+  json outs = json::array();
+  for (const auto& o : r.outputs) outs.push_back({{"reference", o.ref_name}, {"candidate", o.cand_name}, {"shape", o.shape}});
+  j["outputs"] = outs;
+  json fs = json::array();
+  for (const auto& f : r.findings) {
+    json x = {{"kind", f.kind}, {"kernel", f.kernel}, {"ptx_line", f.where.ptx_line}, {"source", f.where.source},
+              {"message", f.message}};
+    if (f.thread) x["thread"] = f.thread->str();
+    if (f.other.ptx_line) x["other_ptx_line"] = f.other.ptx_line;
+    if (f.other_thread) x["other_thread"] = f.other_thread->str();
+    fs.push_back(x);
+  }
+  j["findings"] = fs;
+  json locs = json::array();
+  for (const auto& l : r.locations) {
+    json x = {{"output", l.loc.output}, {"index", l.loc.index}, {"tier", std::string(tier_name(l.loc.tier))},
+              {"verdict", std::string(smt::verdict_name(l.verdict))}, {"stage", std::string(smt::stage_name(l.stage))},
+              {"ms", l.ms}, {"ref_nodes", l.ref_nodes}, {"cand_nodes", l.cand_nodes}};
+    if (!l.reason.empty()) x["reason"] = l.reason;
+    if (l.verdict == smt::Verdict::Differ) {
+      x["reference"] = l.ref_expr;
+      x["candidate"] = l.cand_expr;
+      json w = json::object();
+      for (const auto& v : l.witness) w[v.name] = v.value;
+      x["witness"] = w;
+      x["values_f64"] = {l.ref_value, l.cand_value};
+      x["values_f32"] = {l.ref_value_f32, l.cand_value_f32};
+      x["confirmed_f32"] = l.confirmed_f32;
+    }
+    locs.push_back(x);
+  }
+  j["locations"] = locs;
+  if (r.first_differ) j["first_differ"] = *r.first_differ;
+  return j.dump(2);
+}
+
+}  // namespace dirigo::check

@@ -1,0 +1,117 @@
+#include "check/search.h"
+
+#include <algorithm>
+
+#include "exec/sat.h"
+
+namespace dirigo::check {
+
+LocationOrder::LocationOrder(ir::Context& ctx, const std::vector<program::OutputPair>& outputs, const Lowering& cand,
+                             uint64_t seed, bool full)
+    : full_(full), rng_(seed) {
+  for (const auto& o : outputs) {
+    int64_t n = 1;
+    for (int64_t d : o.cand.shape) n *= d;
+    offsets_.push_back(total_);
+    numel_.push_back(n);
+    shapes_.push_back(o.cand.shape);
+    total_ += n;
+  }
+  if (full) return;  // --full visits every location in order; no prefix needed
+  add_launch_locations(ctx, outputs, cand);
+  for (size_t o = 0; o < numel_.size(); ++o) {
+    if (numel_[o] == 0) continue;
+    add_prefix(o, 0, Tier::Boundary);
+    add_prefix(o, numel_[o] - 1, Tier::Boundary);
+  }
+}
+
+void LocationOrder::add_prefix(size_t output, int64_t flat, Tier tier) {
+  if (flat < 0 || flat >= numel_[output]) return;
+  if (!seen_.insert(offsets_[output] + flat).second) return;
+  prefix_.push_back({output, flat, unravel(shapes_[output], flat), tier});
+}
+
+// Corners and path conditions of every candidate launch, later kernels first. A write into
+// an output's storage names its location directly; a write into an intermediate tensor is
+// mapped to the output location at the same relative position (a heuristic: the bug that a
+// corner thread exposes usually sits at the same end of every tensor downstream).
+void LocationOrder::add_launch_locations(ir::Context& ctx, const std::vector<program::OutputPair>& outputs,
+                                         const Lowering& cand) {
+  const auto& launches = cand.launches();
+  const auto& prog = cand.program();
+  for (size_t li = launches.size(); li-- > 0;) {
+    const LaunchInfo& L = launches[li];
+    const exec::ExecResult& r = *L.result;
+    if (r.unsupported) continue;
+    const exec::Dim3 b = r.launch.block, g = r.launch.grid;
+    auto coord = [](uint64_t linear, const exec::Dim3& d) {
+      return exec::Dim3{uint32_t(linear % d.x), uint32_t((linear / d.x) % d.y), uint32_t(linear / (uint64_t(d.x) * d.y))};
+    };
+    std::vector<std::pair<exec::ThreadCoord, Tier>> threads;
+    for (uint64_t t : {uint64_t(0), b.count() - 1})
+      for (uint64_t c : {uint64_t(0), g.count() - 1}) threads.push_back({{coord(t, b), coord(c, g)}, Tier::Corner});
+    for (uint64_t t : {uint64_t(31), uint64_t(32)})
+      if (t < b.count()) threads.push_back({{coord(t, b), coord(0, g)}, Tier::Corner});
+    // One satisfying thread per bundle that writes.
+    exec::ThreadVars tv(ctx, b, g);
+    exec::ThreadSat sat(ctx, tv, uint64_t(1) << 20);
+    for (const auto& bi : r.bundles) {
+      if (bi.writes.empty()) continue;
+      if (auto w = sat.witness(bi.pred)) threads.push_back({*w, Tier::PathCondition});
+    }
+    for (const auto& [thread, tier] : threads) {
+      for (const auto& wr : r.writes) {
+        ir::Expr p = L.resolver->specialize(wr.pred, thread);
+        if (p->op != ir::Op::ConstBool || !p->bool_value()) continue;
+        ir::Expr idx = L.resolver->specialize(wr.index, thread);
+        if (idx->op != ir::Op::ConstBV) continue;
+        int64_t j = int64_t(idx->bv_value());
+        auto after = L.after.find(wr.tensor);
+        if (after == L.after.end()) continue;
+        int32_t storage = prog.value(after->second).storage;
+        int64_t storage_elems = 0;
+        for (size_t o = 0; o < outputs.size(); ++o) {
+          const program::View& ov = outputs[o].cand;
+          if (prog.value(ov.value).storage == storage) {
+            int64_t l = logical_of_storage(ov, j);
+            if (l >= 0) add_prefix(o, l, tier);
+            continue;
+          }
+          if (!storage_elems) {
+            unsigned es = bundle::element_size(ov.dtype);
+            storage_elems = std::max<int64_t>(1, prog.storages[size_t(storage)].nbytes / es);
+          }
+          double frac = double(j) / double(storage_elems);
+          add_prefix(o, std::min<int64_t>(numel_[o] - 1, int64_t(frac * double(numel_[o]))), tier);
+        }
+      }
+    }
+  }
+}
+
+std::optional<Location> LocationOrder::next() {
+  if (prefix_pos_ < prefix_.size()) return prefix_[prefix_pos_++];
+  while (drawn_ < total_) {
+    int64_t id;
+    if (full_) {
+      id = drawn_++;
+    } else {
+      // Sparse Fisher-Yates step: pick k in [drawn_, total_), swap it with drawn_.
+      std::uniform_int_distribution<int64_t> pick(drawn_, total_ - 1);
+      int64_t k = pick(rng_);
+      auto get = [&](int64_t i) { auto it = swapped_.find(i); return it == swapped_.end() ? i : it->second; };
+      id = get(k);
+      swapped_[k] = get(drawn_);
+      swapped_.erase(drawn_);
+      ++drawn_;
+    }
+    if (!full_ && seen_.count(id)) continue;
+    size_t o = size_t(std::upper_bound(offsets_.begin(), offsets_.end(), id) - offsets_.begin()) - 1;
+    int64_t flat = id - offsets_[o];
+    return Location{o, flat, unravel(shapes_[o], flat), full_ ? Tier::Sequential : Tier::Random};
+  }
+  return std::nullopt;
+}
+
+}  // namespace dirigo::check

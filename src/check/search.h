@@ -1,0 +1,43 @@
+// The order in which output locations are checked (paper §4.3): corners of each launch,
+// one thread per distinct path condition, tensor boundaries, then a seeded random
+// permutation of the rest (or every location in order, for --full).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <random>
+#include <unordered_map>
+#include <unordered_set>
+#include <vector>
+
+#include "check/check.h"
+#include "check/lower.h"
+
+namespace dirigo::check {
+
+class LocationOrder {
+ public:
+  // `outputs` are the compared views of the candidate (same shapes as the reference's).
+  LocationOrder(ir::Context& ctx, const std::vector<program::OutputPair>& outputs, const Lowering& cand,
+                uint64_t seed, bool full);
+  std::optional<Location> next();
+  int64_t total() const { return total_; }
+
+ private:
+  void add_prefix(size_t output, int64_t flat, Tier tier);
+  void add_launch_locations(ir::Context& ctx, const std::vector<program::OutputPair>& outputs, const Lowering& cand);
+  std::vector<int64_t> numel_;
+  std::vector<std::vector<int64_t>> shapes_;
+  int64_t total_ = 0;
+  std::vector<Location> prefix_;
+  size_t prefix_pos_ = 0;
+  std::unordered_set<int64_t> seen_;  // global location ids (output offset + flat)
+  std::vector<int64_t> offsets_;
+  // Sparse Fisher-Yates over [0, total): a deterministic permutation in O(locations drawn) memory.
+  std::unordered_map<int64_t, int64_t> swapped_;
+  int64_t drawn_ = 0;
+  bool full_;
+  std::mt19937_64 rng_;
+};
+
+}  // namespace dirigo::check
