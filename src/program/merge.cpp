@@ -52,6 +52,15 @@ class Correspondence {
     if (e.status == Extent::Status::Ok) entry.ranges.push_back({e.lo, e.hi});
   }
 
+  // An in-place update of corresponding data: the new versions agree where the old ones did.
+  void carry(ValueId r_before, ValueId c_before, ValueId r_after, ValueId c_after) {
+    auto it = map_.find(r_before);
+    if (it == map_.end() || it->second.cand != c_before || cand_to_ref_.count(c_after)) return;
+    Entry e{c_after, it->second.ranges};
+    map_[r_after] = std::move(e);
+    cand_to_ref_[c_after] = r_after;
+  }
+
   // Same geometry, corresponding storage versions, and inside a range known to agree.
   bool same(const View& r, const View& c) const {
     if (!r.same_geometry(c)) return false;
@@ -249,52 +258,91 @@ class Merger {
   }
 
   // ---- trimming
-  // A pure ATen op: deterministic, writes nothing but fresh outputs.
-  static bool pure(const SsaOp& op, std::string& why) {
+  // A deterministic ATen op (prefix trimming may take in-place ones).
+  static bool deterministic_aten(const SsaOp& op, std::string& why) {
     const AtenOp* a = op.aten();
     if (!a) {
       why = fmt::format("a {} op", op.kind());
-      return false;
-    }
-    if (!a->mutates.empty()) {
-      why = a->name + " writes in place";
       return false;
     }
     if (is_nondeterministic_aten(a->name)) {
       why = a->name + " has random or uninitialized results";
       return false;
     }
+    return true;
+  }
+
+  // Deterministic and writes nothing but fresh outputs (what suffix trimming needs).
+  static bool pure(const SsaOp& op, std::string& why) {
+    if (!deterministic_aten(op, why)) return false;
     for (const auto& w : op.writes)
       if (!w.fresh) {
-        why = a->name + " writes a storage that existed before it";
+        why = op.aten()->name + " writes in place";
         return false;
       }
     return true;
   }
 
-  // Same call on corresponding operands, results of the same geometry.
+  static View before_view(const View& region, ValueId before) {
+    View v = region;
+    v.value = before;
+    return v;
+  }
+
+  // Same call on corresponding operands, results of the same geometry, and
+  // in-place writes into corresponding data.
   bool same_op(const SsaOp& r, const SsaOp& c, std::string& why) const {
     if (!same_call_shape(*r.aten(), *c.aten(), why)) return false;
+    const std::string& name = r.aten()->name;
     if (r.reads.size() != c.reads.size()) {
-      why = r.aten()->name + ": different tensor operands";
+      why = name + ": different tensor operands";
       return false;
     }
     for (size_t i = 0; i < r.reads.size(); ++i)
       if (r.reads[i].path != c.reads[i].path || !corr_.same(r.reads[i].view, c.reads[i].view)) {
-        why = fmt::format("{}: {} is {} in {} but {} in {}, not the same value", r.aten()->name, r.reads[i].path,
+        why = fmt::format("{}: {} is {} in {} but {} in {}, not the same value", name, r.reads[i].path,
                           r.reads[i].view.tensor, ref_prog_.name, c.reads[i].view.tensor, cand_prog_.name);
         return false;
       }
     for (size_t i = 0; i < r.results.size(); ++i)
       if (!r.results[i].same_geometry(c.results[i])) {
-        why = r.aten()->name + ": results differ in layout";
+        why = name + ": results differ in layout";
         return false;
       }
+    if (r.writes.size() != c.writes.size()) {
+      why = name + ": writes different storages";
+      return false;
+    }
+    for (size_t k = 0; k < r.writes.size(); ++k) {
+      const Write& wr = r.writes[k];
+      const Write& wc = c.writes[k];
+      if (wr.fresh != wc.fresh || wr.regions.size() != wc.regions.size()) {
+        why = name + ": writes different storages";
+        return false;
+      }
+      if (wr.fresh) continue;
+      for (size_t j = 0; j < wr.regions.size(); ++j)
+        if (!corr_.same(before_view(wr.regions[j], wr.before), before_view(wc.regions[j], wc.before))) {
+          why = fmt::format("{}: writes in place into {} in {} but {} in {}, not the same value", name,
+                            wr.regions[j].tensor, ref_prog_.name, wc.regions[j].tensor, cand_prog_.name);
+          return false;
+        }
+    }
     return true;
   }
 
   static bool written_by(const SsaOp& op, const View& v) {
     return std::any_of(op.writes.begin(), op.writes.end(), [&](const Write& w) { return w.after == v.value; });
+  }
+
+  void add_trimmed_input(size_t op, const View& r, const View& c) {
+    SharedInput s;
+    s.name = fmt::format("prefix[{}].{}", op, r.tensor);
+    s.origin = SharedInput::Origin::Trimmed;
+    s.trimmed_op = op;
+    s.ref = r;
+    s.cand = c;
+    m_.inputs.push_back(std::move(s));
   }
 
   void trim_prefix() {
@@ -304,11 +352,11 @@ class Merger {
       const SsaOp& r = m_.ref.ops[i];
       const SsaOp& c = m_.cand.ops[i];
       std::string why;
-      if (!pure(r, why)) {
+      if (!deterministic_aten(r, why)) {
         m_.prefix_stop = fmt::format("op {} of {}: {}", i, ref_prog_.name, why);
         break;
       }
-      if (!pure(c, why)) {
+      if (!deterministic_aten(c, why)) {
         m_.prefix_stop = fmt::format("op {} of {}: {}", i, cand_prog_.name, why);
         break;
       }
@@ -316,7 +364,7 @@ class Merger {
         m_.prefix_stop = fmt::format("op {}: {}", i, why);
         break;
       }
-      // Aliasing results must already correspond; fresh ones become shared inputs.
+      // Results that are views of existing data must already correspond.
       bool ok = true;
       for (size_t k = 0; k < r.results.size() && ok; ++k)
         if (!written_by(r, r.results[k]) && !corr_.same(r.results[k], c.results[k])) {
@@ -324,16 +372,22 @@ class Merger {
           ok = false;
         }
       if (!ok) break;
-      for (size_t k = 0; k < r.results.size(); ++k) {
-        if (!written_by(r, r.results[k])) continue;
-        corr_.add(r.results[k], c.results[k]);
-        SharedInput s;
-        s.name = fmt::format("prefix[{}].{}", i, r.results[k].tensor);
-        s.origin = SharedInput::Origin::Trimmed;
-        s.trimmed_op = i;
-        s.ref = r.results[k];
-        s.cand = c.results[k];
-        m_.inputs.push_back(std::move(s));
+      // Every version the op writes becomes a shared input: a fresh output as
+      // its result view, an in-place update as the region written.
+      for (size_t k = 0; k < r.writes.size(); ++k) {
+        const Write& wr = r.writes[k];
+        const Write& wc = c.writes[k];
+        if (!wr.fresh) {
+          corr_.carry(wr.before, wc.before, wr.after, wc.after);
+          add_trimmed_input(i, wr.regions[0], wc.regions[0]);
+          continue;
+        }
+        for (size_t j = 0; j < r.results.size(); ++j)
+          if (r.results[j].value == wr.after) {
+            corr_.add(r.results[j], c.results[j]);
+            add_trimmed_input(i, r.results[j], c.results[j]);
+            break;
+          }
       }
     }
     m_.prefix = i;
