@@ -316,3 +316,35 @@ TEST(Scale, MinSumTwoMillionThreads) {
 
 }  // namespace
 }  // namespace dirigo::exec::test
+
+namespace dirigo::exec::test {
+namespace {
+
+void check_math_fns(bool fast) {
+  auto m = load_module("correct", fast);
+  if (!m) GTEST_SKIP();
+  Harness h;
+  int n = 100;
+  auto x = random_vec(n, 19, -3, 3);
+  h.tensor("x", DType::F32, x);
+  h.tensor("y", DType::F32, std::vector<double>(n, 0));
+  h.scalar(n);
+  h.launch.block = {128};
+  std::vector<double> ref(n);
+  for (int i = 0; i < n; ++i) {
+    double v = x[i];
+    ref[i] = std::log(std::fabs(v) + 1) + std::log1p(std::fabs(v)) + std::erf(v) +
+             0.5 * v * (1 + std::erf(v * double(0.70710678f))) + std::log1p(std::exp(v));
+  }
+  cross_check(h, *m, "math_fns", "y", ref, 1e-9);
+  auto r = execute(h.ctx, *m, "math_fns", h.launch);
+  for (const char* idiom : {"erff", "log1pf"})
+    EXPECT_NE(std::find(r.idioms.begin(), r.idioms.end(), idiom), r.idioms.end()) << idiom;
+  EXPECT_NE(std::find(r.idioms.begin(), r.idioms.end(), fast ? "__logf" : "logf"), r.idioms.end());
+}
+
+TEST(CrossCheck, LogLog1pErfRollUp) { check_math_fns(false); }
+TEST(CrossCheck, LogLog1pErfRollUpFastMath) { check_math_fns(true); }
+
+}  // namespace
+}  // namespace dirigo::exec::test

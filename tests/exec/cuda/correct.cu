@@ -167,3 +167,14 @@ extern "C" __global__ void min_sum(const float* x, float* out) {
   }
   if (r == 0) out[n * W + w] = s[0];
 }
+
+// logf / log1pf / erff default lowerings contain integer bit tricks and data-dependent
+// branches: the region rollup must turn each into one function
+extern "C" __global__ void math_fns(const float* x, float* y, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) {
+    float v = x[i];
+    y[i] = logf(fabsf(v) + 1.0f) + log1pf(fabsf(v)) + erff(v) + 0.5f * v * (1.0f + erff(v * 0.70710678f)) +
+           log1pf(expf(v));
+  }
+}
