@@ -163,3 +163,106 @@ TEST(Rollup, LoneSelpIsNotTanh) {
 
 }  // namespace
 }  // namespace dirigo::ptx
+
+namespace dirigo::ptx {
+namespace {
+
+// erff(x), default lowering (nvcc 13, sm_90): a selp-driven polynomial, then a data-dependent
+// branch around the large-|x| path; both paths define %f19.
+const char* kErff = R"(
+  ld.global.f32 %f1, [%rd1];
+  abs.f32 %f2, %f1;
+  setp.ltu.f32 %p1, %f2, 0f3F8060FE;
+  setp.ge.f32 %p2, %f2, 0f3F8060FE;
+  mul.f32 %f3, %f1, %f1;
+  selp.f32 %f4, %f2, %f3, %p2;
+  selp.f32 %f5, 0f38EB4C3A, 0f38B1E96A, %p2;
+  selp.f32 %f6, 0fBAAE005B, 0fBA574D20, %p2;
+  fma.rn.f32 %f7, %f5, %f4, %f6;
+  neg.f32 %f8, %f2;
+  selp.f32 %f9, %f8, %f1, %p2;
+  fma.rn.f32 %f19, %f7, %f9, %f9;
+  @%p1 bra DONE;
+  ex2.approx.ftz.f32 %f10, %f19;
+  mov.f32 %f11, 0f3F800000;
+  sub.f32 %f12, %f11, %f10;
+  copysign.f32 %f19, %f1, %f12;
+DONE:
+  st.global.f32 [%rd2], %f19;
+)";
+
+TEST(Rollup, ErffRegionWithBranchBecomesOneErf) {
+  auto x = roll(kErff);
+  const RolledInstr* m = x.math();
+  ASSERT_NE(m, nullptr);
+  EXPECT_EQ(m->fn, ir::Fn::Erf);
+  EXPECT_EQ(m->dest, "%f19");
+  EXPECT_EQ(m->args[0].name, "%f1");
+  // the branch is absorbed: execution falls through to the pseudo-instruction
+  const auto& f = x.f();
+  for (size_t i = 0; i < f.body.size(); ++i)
+    if (f.body[i].op == Opcode::Bra) EXPECT_EQ(x.r.at[i].kind, K::Absorbed);
+  EXPECT_EQ(x.r.at.back().kind, K::Keep);  // the store
+}
+
+TEST(Rollup, ErffWithAnUnrelatedInstructionUnderTheBranchIsNotRolledUp) {
+  std::string body = kErff;
+  body.replace(body.find("  ex2.approx"), 0, "  add.f32 %f18, %f1, %f1;\n");
+  auto x = roll(body + "  st.global.f32 [%rd3], %f18;\n");
+  EXPECT_EQ(x.math(), nullptr);  // it would run unconditionally after the rewrite
+}
+
+TEST(Rollup, ErffMissingItsThresholdIsNotRolledUp) {
+  std::string body = kErff;
+  for (size_t p; (p = body.find("0f3F8060FE")) != std::string::npos;) body.replace(p, 10, "0f3F800000");
+  EXPECT_EQ(roll(body).math(), nullptr);
+}
+
+// logf(x): subnormal scaling, integer exponent extraction, polynomial, inf patch, log(0) = -inf
+const char* kLogf = R"(
+  ld.global.f32 %f1, [%rd1];
+  setp.lt.f32 %p1, %f1, 0f00800000;
+  mul.f32 %f2, %f1, 0f4B000000;
+  selp.f32 %f3, %f2, %f1, %p1;
+  selp.f32 %f4, 0fC1B80000, 0f00000000, %p1;
+  mov.b32 %r2, %f3;
+  add.s32 %r3, %r2, -1059760811;
+  and.b32 %r4, %r3, -8388608;
+  sub.s32 %r5, %r2, %r4;
+  mov.b32 %f5, %r5;
+  cvt.rn.f32.s32 %f6, %r4;
+  fma.rn.f32 %f7, %f6, 0f34000000, %f4;
+  add.f32 %f8, %f5, 0fBF800000;
+  fma.rn.f32 %f9, %f8, 0fBF000000, 0f3EAAAA78;
+  mul.f32 %f10, %f8, %f9;
+  fma.rn.f32 %f11, %f10, %f8, %f8;
+  fma.rn.f32 %f12, %f7, 0f3F317218, %f11;
+  setp.lt.u32 %p2, %r2, 2139095040;
+  @%p2 bra L2;
+  mov.f32 %f13, 0f7F800000;
+  fma.rn.f32 %f12, %f3, %f13, %f13;
+L2:
+  setp.eq.f32 %p3, %f3, 0f00000000;
+  selp.f32 %f14, 0fFF800000, %f12, %p3;
+  st.global.f32 [%rd2], %f14;
+)";
+
+TEST(Rollup, LogfRegionBecomesOneLog) {
+  auto x = roll(kLogf);
+  const RolledInstr* m = x.math();
+  ASSERT_NE(m, nullptr);
+  EXPECT_EQ(m->fn, ir::Fn::Log);
+  EXPECT_EQ(m->dest, "%f14");
+  EXPECT_EQ(m->args[0].name, "%f1");
+  EXPECT_EQ(x.r.matched, std::vector<std::string>{"logf"});
+  EXPECT_EQ(x.count(K::Math) + x.count(K::Absorbed), int(x.f().body.size()) - 2);  // all but load and store
+}
+
+TEST(Rollup, LogfWithAnotherExponentMagicIsNotRolledUp) {
+  std::string body = kLogf;
+  body.replace(body.find("-1059760811"), 11, "-1059760812");
+  EXPECT_EQ(roll(body).math(), nullptr);
+}
+
+}  // namespace
+}  // namespace dirigo::ptx
