@@ -30,7 +30,7 @@ def random_conv(rng, nsp, transposed):
 @pytest.mark.parametrize("transposed", [False, True])
 def test_convolution(nsp, transposed):
     rng = seeded("conv", nsp, transposed)
-    for _ in range(8 if nsp < 3 else 5):
+    for _ in range(14 if nsp < 3 else 8):
         x, w, b, stride, padding, dilation, out_pad, groups = random_conv(rng, nsp, transposed)
         try:
             torch.ops.aten.convolution(x, w, b, stride, padding, dilation, transposed, out_pad, groups)

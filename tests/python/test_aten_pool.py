@@ -16,7 +16,7 @@ def random_window(rng, nsp):
 @pytest.mark.parametrize("nsp", [1, 2, 3])
 def test_max_pool(nsp):
     rng = seeded("maxpool", nsp)
-    for _ in range(8):
+    for _ in range(12):
         k, s, p = random_window(rng, nsp)
         d = [int(rng.integers(1, 3)) for _ in range(nsp)]
         size = [int(rng.integers(4, 8 if nsp < 3 else 6)) for _ in range(nsp)]
@@ -43,7 +43,7 @@ def test_max_pool(nsp):
 @pytest.mark.parametrize("nsp", [1, 2, 3])
 def test_avg_pool(nsp):
     rng = seeded("avgpool", nsp)
-    for _ in range(10):
+    for _ in range(14):
         k, s, p = random_window(rng, nsp)
         size = [int(rng.integers(3, 8 if nsp < 3 else 6)) for _ in range(nsp)]
         x = rand(rng, 2, 3, *size)
