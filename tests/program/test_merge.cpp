@@ -315,9 +315,23 @@ TEST(Merge, UninitializedAllocationsAreNotTrimmed) {
   }
   Merged m = merge(make_bundle({&ref, &cand}));
   EXPECT_EQ(m.prefix, 0u);
+  EXPECT_NE(m.prefix_stop.find("aten::empty_like has random or uninitialized results"), std::string::npos);
   EXPECT_TRUE(is_nondeterministic_aten("aten::randn"));
   EXPECT_TRUE(is_nondeterministic_aten("aten::empty.memory_format"));
   EXPECT_FALSE(is_nondeterministic_aten("aten::relu"));
+}
+
+TEST(Merge, ZeroElementAllocationsAreTrimmed) {
+  // Both allocate an empty workspace (as native_batch_norm's callers do): nothing random to read.
+  ProgramBuilder ref("ref", "reference"), cand("new", "candidate");
+  for (auto* p : {&ref, &cand}) {
+    auto x = p->tensor({8}), w = p->tensor({0}), y = p->tensor({8});
+    p->input("x", x);
+    p->aten("aten::empty", {Ints({0})}, {w});
+    p->aten("aten::relu", {T(x)}, {y});
+    p->output("y", y);
+  }
+  EXPECT_EQ(merge(make_bundle({&ref, &cand})).prefix, 2u);
 }
 
 TEST(Merge, LaunchesStopTrimming) {
