@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <bit>
 #include <cmath>
 #include <cstring>
 
@@ -93,7 +94,27 @@ void Machine::layout_variables() {
       local_bytes_ += std::max<uint64_t>(v.size_bytes(), 8);
     }
   };
-  for (const auto& v : m_.globals) place(v, false);
+  for (const auto& v : m_.globals) {
+    if (v.space == ptx::StateSpace::Const && v.has_init) {
+      // initialized constant memory: lay out its bytes (little-endian) in the const window
+      uint64_t a = v.align ? v.align : std::max<uint64_t>(1, ptx::type_bits(v.type) / 8);
+      uint64_t at = align_up(const_bytes_.size(), a);
+      const_bytes_.resize(at + v.size_bytes(), 0);
+      unsigned es = std::max(1u, ptx::type_bits(v.type) / 8);
+      for (size_t i = 0; i < v.init.size() && (i + 1) * es <= v.size_bytes(); ++i) {
+        const auto& o = v.init[i];
+        uint64_t bits = o.kind == ptx::Operand::Kind::Float
+                            ? (es == 4 ? uint64_t(std::bit_cast<uint32_t>(float(o.float_value))) : std::bit_cast<uint64_t>(o.float_value))
+                            : uint64_t(o.int_value);
+        if (o.kind == ptx::Operand::Kind::Float && o.float_width == 32 && es == 4) bits = o.float_bits;
+        for (unsigned b = 0; b < es; ++b) const_bytes_[at + i * es + b] = uint8_t(bits >> (8 * b));
+      }
+      var_addr_[v.name] = kConstBase + at;
+      var_size_[v.name] = v.size_bytes();
+      continue;
+    }
+    place(v, false);
+  }
   for (const auto& v : f_.locals) place(v, true);
   static_shared_ = align_up(static_shared_, 16);
   for (const auto* vars : {&m_.globals, &f_.locals})

@@ -20,6 +20,7 @@ namespace dirigo::exec {
 // Address windows for the non-global spaces (global pointers are the symbolic "&tensor" Vars).
 constexpr uint64_t kSharedBase = 0x01000000;            // shared window, fits 32-bit addresses
 constexpr uint64_t kLocalBase = 0x00007F0000000000ull;  // per-thread .local / call .param scratch
+constexpr uint64_t kConstBase = 0x00007E0000000000ull;  // initialized .const module variables (read-only)
 
 struct Unsupported : std::runtime_error {
   using std::runtime_error::runtime_error;
@@ -86,7 +87,7 @@ class Machine {
   void exec_atom(Bundle& b, const ptx::Instruction& in, ir::Expr data_guard);
 
   // ---- memory
-  enum class Space { Global, Shared, Local, Param };
+  enum class Space { Global, Shared, Local, Param, Const };
   struct Addr {
     Space space;
     ir::Expr expr;      // Global: byte offset from the tensor start; Shared: offset in the block; Local: absolute
@@ -136,6 +137,8 @@ class Machine {
   std::vector<ptx::Type> slot_types_;
   std::map<std::string, uint64_t> var_addr_;   // shared / local / param-scratch symbol -> address
   std::map<std::string, uint64_t> var_size_;
+  std::vector<uint8_t> const_bytes_;            // the .const window's contents
+  ir::Expr load_const(const ptx::Instruction& in, ir::Expr off, unsigned bytes, ptx::Type ty);
   uint64_t static_shared_ = 0, local_bytes_ = 0;
   std::vector<Bundle> bundles_;
   uint64_t seq_ = 0;

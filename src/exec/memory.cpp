@@ -31,6 +31,7 @@ Machine::Addr Machine::address(Bundle& b, const ptx::Instruction& in, const Oper
     if (it == var_addr_.end()) unsupported(in, "access to module variable " + o.name);
     uint64_t a = it->second + uint64_t(o.offset);
     if (a >= kLocalBase) return {Space::Local, ctx_.bv_const(Sort::BV64, a), -1, -1};
+    if (a >= kConstBase) return {Space::Const, ctx_.bv_const(Sort::BV64, a - kConstBase), -1, -1};
     return {Space::Shared, ctx_.bv_const(Sort::BV64, a - kSharedBase), -1, -1};
   }
   Operand r = o;
@@ -68,6 +69,8 @@ Machine::Addr Machine::address(Bundle& b, const ptx::Instruction& in, const Oper
     }
     prog.eval(pt, &sample);
   }
+  if (sample >= kConstBase && sample < kLocalBase)
+    return {Space::Const, ctx_.bv_sub(a, ctx_.bv_const(Sort::BV64, kConstBase)), -1, -1};
   if (sample >= kLocalBase) {
     if (a->op != Op::ConstBV) unsupported(in, "symbolic local-memory address");
     return {Space::Local, a, -1, -1};
@@ -75,6 +78,28 @@ Machine::Addr Machine::address(Bundle& b, const ptx::Instruction& in, const Oper
   if (sample >= kSharedBase && sample < kSharedBase + (uint64_t(1) << 24))
     return {Space::Shared, ctx_.bv_sub(a, ctx_.bv_const(Sort::BV64, kSharedBase)), -1, -1};
   unsupported(in, "address not derived from a tensor parameter, shared or local memory");
+}
+
+// A load from initialized constant memory: the bytes at a constant offset, or an ite over
+// the (at most 64) aligned offsets a thread-dependent offset can take.
+Expr Machine::load_const(const ptx::Instruction& in, Expr off, unsigned bytes, Type ty) {
+  auto value_at = [&](uint64_t o) -> Expr {
+    if (o + bytes > const_bytes_.size()) return ctx_.undef(sort_of(ty));
+    uint64_t bits = 0;
+    for (unsigned b = 0; b < bytes; ++b) bits |= uint64_t(const_bytes_[o + b]) << (8 * b);
+    Expr v = ctx_.bv_const(ir::bv_sort(std::max(8u, bytes * 8)), bits);
+    return ptx::is_float(ty) ? as_real(v) : v;
+  };
+  if (off->op == Op::ConstBV) return value_at(off->bv_value());
+  if (off->has_data()) unsupported(in, "data-dependent constant-memory address");
+  ir::Bounds bd = ctx_.bv_bounds(off);
+  if (bd.hi >= const_bytes_.size() || (bd.hi - bd.lo) / bytes > 64) unsupported(in, "constant-memory table lookup too wide");
+  // the last aligned offset is the default arm (aligned accesses take no other values)
+  uint64_t first = bd.lo - bd.lo % bytes, last = bd.hi - bd.hi % bytes;
+  Expr r = value_at(last);
+  for (uint64_t o = first; o < last; o += bytes)
+    r = ctx_.ite(ctx_.eq(off, ctx_.bv_const(Sort::BV64, o)), value_at(o), r);
+  return r;
 }
 
 Expr Machine::element_index(Bundle& b, const ptx::Instruction& in, const Addr& a, unsigned bytes, unsigned k) {
@@ -131,6 +156,8 @@ Expr Machine::smem_index(Bundle& b, Expr off) {
 
 Expr Machine::load(Bundle& b, const ptx::Instruction& in, const Addr& a, unsigned bytes, Type ty, unsigned k) {
   switch (a.space) {
+    case Space::Const:
+      return load_const(in, ctx_.bv_add(a.expr, ctx_.bv_const(Sort::BV64, uint64_t(k) * bytes)), bytes, ty);
     case Space::Param: {
       const auto& p = launch_.params[a.param];
       if (a.expr->bv_value() != 0 || k != 0) unsupported(in, "by-value struct parameter");
@@ -205,6 +232,7 @@ void Machine::store(Bundle& b, const ptx::Instruction& in, const Addr& a, unsign
                     Expr guard) {
   switch (a.space) {
     case Space::Param: unsupported(in, "store to a kernel parameter");
+    case Space::Const: unsupported(in, "store to constant memory");
     case Space::Local: {
       uint64_t addr = a.expr->bv_value() + uint64_t(k) * bytes;
       if (guard) {

@@ -165,3 +165,32 @@ TEST(Semantics, ShuffleDownWithinSegments) {
 
 }  // namespace
 }  // namespace dirigo::exec::test
+
+namespace dirigo::exec::test {
+namespace {
+
+TEST(Semantics, InitializedConstantMemoryTable) {
+  // out[t] = in[t] * kW[t & 3] with kW = {0.25, 0.5, 0.125, 1.5} as bytes
+  std::string text = std::string(".version 8.5\n.target sm_90\n.address_size 64\n") +
+                     ".const .align 4 .b8 kW[16] = {0, 0, 128, 62, 0, 0, 0, 63, 0, 0, 0, 62, 0, 0, 192, 63};\n"
+                     ".visible .entry k(.param .u64 k_out, .param .u64 k_in)\n{\n"
+                     ".reg .b32 %r<8>;\n.reg .f32 %f<8>;\n.reg .b64 %rd<16>;\n"
+                     "ld.param.u64 %rd1, [k_out];\nld.param.u64 %rd2, [k_in];\n"
+                     "mov.u32 %r1, %tid.x;\nmul.wide.u32 %rd5, %r1, 4;\nadd.s64 %rd3, %rd1, %rd5;\nadd.s64 %rd4, %rd2, %rd5;\n"
+                     "and.b64 %rd6, %rd5, 12;\nmov.u64 %rd7, kW;\nadd.s64 %rd8, %rd7, %rd6;\nld.const.f32 %f1, [%rd8];\n"
+                     "ld.global.f32 %f2, [%rd4];\nmul.f32 %f3, %f2, %f1;\nst.global.f32 [%rd3], %f3;\nret;\n}\n";
+  auto m = ptx::parse(text);
+  auto R = run(m, 32);
+  ASSERT_TRUE(R->r.ok()) << to_text(R->h.ctx, R->r);
+  ASSERT_FALSE(R->c.unsupported) << *R->c.unsupported;
+  auto in = R->h.input.tensors.at(R->h.ids["in"]);
+  const double w[4] = {0.25, 0.5, 0.125, 1.5};
+  Resolver res(R->h.ctx, R->r);
+  for (int t = 0; t < 32; ++t) {
+    EXPECT_EQ(R->c.memory.tensors.at(R->h.ids["out"])[t], in[t] * w[t & 3]);
+    EXPECT_EQ(symbolic_value(R->h, R->r, R->h.ids["out"], t, res), in[t] * w[t & 3]);
+  }
+}
+
+}  // namespace
+}  // namespace dirigo::exec::test
