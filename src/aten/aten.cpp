@@ -377,6 +377,19 @@ void for_each_index(std::span<const int64_t> shape, const std::function<void(con
   }
 }
 
+std::vector<int64_t> spatial_ints(const Env& e, std::string_view name, size_t n, std::optional<std::vector<int64_t>> def) {
+  std::vector<int64_t> v = e.has_param(name) && e.given(name) ? e.ints(name) : std::vector<int64_t>{};
+  if (v.empty()) {
+    if (!def) e.malformed("missing argument '" + std::string(name) + "'");
+    v = *def;
+  }
+  if (v.size() == 1 && n > 1) v.assign(n, v[0]);
+  if (v.size() != n)
+    e.malformed("argument '" + std::string(name) + "' has " + std::to_string(v.size()) + " entries for " +
+                std::to_string(n) + " spatial dims");
+  return v;
+}
+
 std::vector<int64_t> reduce_dims(const Env& e, std::string_view name, int64_t rank, bool empty_means_all) {
   std::vector<int64_t> dims = e.given(name) ? e.ints(name) : std::vector<int64_t>{};
   if (dims.empty() && empty_means_all)

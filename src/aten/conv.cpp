@@ -13,14 +13,6 @@ struct ConvParams {
   int64_t groups = 1;
 };
 
-std::vector<int64_t> per_dim(const Env& e, std::string_view name, size_t n, int64_t def) {
-  std::vector<int64_t> v = e.has_param(name) && e.given(name) ? e.ints(name) : std::vector<int64_t>{};
-  if (v.empty()) v.assign(n, def);
-  if (v.size() == 1 && n > 1) v.assign(n, v[0]);
-  if (v.size() != n) e.malformed("argument '" + std::string(name) + "' has " + std::to_string(v.size()) +
-                                 " entries for " + std::to_string(n) + " spatial dims");
-  return v;
-}
 
 Expr convolve(const Env& e, const TensorRef& x, const TensorRef& w, const std::optional<TensorRef>& bias,
               const ConvParams& p) {
@@ -87,53 +79,35 @@ Expr convolve(const Env& e, const TensorRef& x, const TensorRef& w, const std::o
   return cx.add(terms);
 }
 
-// aten::convolution / _convolution / convolution_overrideable
-Expr convolution(Env& e) {
+// Stride/padding/dilation/groups as named in every convolution schema; padding may be
+// "same"/"valid" for conv1d/2d/3d (total padding d*(k-1), the odd extra element on the right).
+Expr conv_call(Env& e, bool transposed) {
   const TensorRef& w = e.tensor("weight");
+  e.require(w.rank() >= 3, "convolution weight needs rank >= 3");
   size_t nsp = w.rank() - 2;
   ConvParams p;
-  p.stride = per_dim(e, "stride", nsp, 1);
-  p.padding = per_dim(e, "padding", nsp, 0);
-  p.dilation = per_dim(e, "dilation", nsp, 1);
-  p.transposed = e.flag("transposed", false);
-  p.groups = e.integer("groups", 1);
-  return convolve(e, e.tensor("input"), w, e.opt_tensor("bias"), p);
-}
-
-// conv1d/2d/3d, with padding given as numbers or as "same"/"valid"
-Expr conv_nd(Env& e) {
-  const TensorRef& w = e.tensor("weight");
-  size_t nsp = w.rank() - 2;
-  ConvParams p;
-  p.stride = per_dim(e, "stride", nsp, 1);
-  p.dilation = per_dim(e, "dilation", nsp, 1);
+  p.stride = spatial_ints(e, "stride", nsp, std::vector<int64_t>(nsp, 1));
+  p.dilation = spatial_ints(e, "dilation", nsp, std::vector<int64_t>(nsp, 1));
+  p.transposed = transposed;
   p.groups = e.integer("groups", 1);
   const Arg* pad = e.arg("padding");
   if (pad && pad->kind == Arg::Kind::String) {
     p.padding.assign(nsp, 0);
     if (pad->str == "same") {
-      // total padding d*(k-1); PyTorch puts the odd extra element on the right
       for (size_t d = 0; d < nsp; ++d) p.padding[d] = p.dilation[d] * (w.shape[2 + d] - 1) / 2;
     } else if (pad->str != "valid") {
       e.unsupported("padding='" + pad->str + "'");
     }
   } else {
-    p.padding = per_dim(e, "padding", nsp, 0);
+    p.padding = spatial_ints(e, "padding", nsp, std::vector<int64_t>(nsp, 0));
   }
   return convolve(e, e.tensor("input"), w, e.opt_tensor("bias"), p);
 }
 
-Expr conv_transpose_nd(Env& e) {
-  const TensorRef& w = e.tensor("weight");
-  size_t nsp = w.rank() - 2;
-  ConvParams p;
-  p.stride = per_dim(e, "stride", nsp, 1);
-  p.padding = per_dim(e, "padding", nsp, 0);
-  p.dilation = per_dim(e, "dilation", nsp, 1);
-  p.transposed = true;
-  p.groups = e.integer("groups", 1);
-  return convolve(e, e.tensor("input"), w, e.opt_tensor("bias"), p);
-}
+// aten::convolution / _convolution / convolution_overrideable: `transposed` is an argument
+Expr convolution(Env& e) { return conv_call(e, e.flag("transposed", false)); }
+Expr conv_nd(Env& e) { return conv_call(e, false); }
+Expr conv_transpose_nd(Env& e) { return conv_call(e, true); }
 
 }  // namespace
 

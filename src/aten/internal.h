@@ -108,6 +108,9 @@ int64_t ravel(std::span<const int64_t> idx, std::span<const int64_t> shape);
 Index broadcast_index(const TensorRef& in, std::span<const int64_t> idx);
 // Calls f(index) for every multi-index of `shape`, row-major.
 void for_each_index(std::span<const int64_t> shape, const std::function<void(const Index&)>& f);
+// A per-spatial-dim int list argument (stride, padding, kernel_size, ...): absent or empty
+// means `def` (required when def is nullopt), one entry applies to every dim.
+std::vector<int64_t> spatial_ints(const Env& e, std::string_view name, size_t n, std::optional<std::vector<int64_t>> def);
 // Reduction dims as a sorted set of wrapped dims; empty list or absent means all dims.
 std::vector<int64_t> reduce_dims(const Env& e, std::string_view name, int64_t rank, bool empty_means_all = true);
 // For reductions: the input indices reduced into output index idx (keepdim or not).

@@ -6,17 +6,6 @@
 namespace dirigo::aten::detail {
 namespace {
 
-std::vector<int64_t> spatial(const Env& e, std::string_view name, size_t n, std::optional<std::vector<int64_t>> def) {
-  std::vector<int64_t> v = e.given(name) ? e.ints(name) : std::vector<int64_t>{};
-  if (v.empty()) {
-    if (!def) e.malformed("missing argument '" + std::string(name) + "'");
-    v = *def;
-  }
-  if (v.size() == 1 && n > 1) v.assign(n, v[0]);
-  if (v.size() != n) e.malformed("argument '" + std::string(name) + "' must have " + std::to_string(n) + " entries");
-  return v;
-}
-
 void check_pool_input(const Env& e, const TensorRef& in, size_t nsp) {
   e.require(in.rank() >= nsp, "pooling input has fewer dims than spatial dims");
   e.require_rank(in.rank());
@@ -59,10 +48,10 @@ Expr max_or_arg(const Env& e, const TensorRef& in, const Window& w, bool want_in
 Expr max_pool(const Env& e, size_t nsp) {
   const TensorRef& in = e.tensor("self");
   check_pool_input(e, in, nsp);
-  auto k = spatial(e, "kernel_size", nsp, std::nullopt);
-  auto s = spatial(e, "stride", nsp, k);
-  auto p = spatial(e, "padding", nsp, std::vector<int64_t>(nsp, 0));
-  auto d = spatial(e, "dilation", nsp, std::vector<int64_t>(nsp, 1));
+  auto k = spatial_ints(e, "kernel_size", nsp, std::nullopt);
+  auto s = spatial_ints(e, "stride", nsp, k);
+  auto p = spatial_ints(e, "padding", nsp, std::vector<int64_t>(nsp, 0));
+  auto d = spatial_ints(e, "dilation", nsp, std::vector<int64_t>(nsp, 1));
   for (size_t j = 0; j < nsp; ++j) e.require(k[j] > 0 && s[j] > 0 && d[j] > 0, "kernel, stride and dilation must be positive");
   size_t lead = e.idx.size() - nsp;
   std::vector<int64_t> start(nsp);
@@ -74,9 +63,9 @@ Expr avg_pool(const Env& e, size_t nsp) {
   auto& cx = e.cx;
   const TensorRef& in = e.tensor("self");
   check_pool_input(e, in, nsp);
-  auto k = spatial(e, "kernel_size", nsp, std::nullopt);
-  auto s = spatial(e, "stride", nsp, k);
-  auto p = spatial(e, "padding", nsp, std::vector<int64_t>(nsp, 0));
+  auto k = spatial_ints(e, "kernel_size", nsp, std::nullopt);
+  auto s = spatial_ints(e, "stride", nsp, k);
+  auto p = spatial_ints(e, "padding", nsp, std::vector<int64_t>(nsp, 0));
   for (size_t j = 0; j < nsp; ++j) e.require(k[j] > 0 && s[j] > 0, "kernel and stride must be positive");
   bool include_pad = e.flag("count_include_pad", true);
   size_t lead = e.idx.size() - nsp;
