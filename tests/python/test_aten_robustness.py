@@ -51,10 +51,10 @@ CHILD = textwrap.dedent(r'''
 ''')
 
 
-@pytest.mark.parametrize("seed", [1, 2])
+@pytest.mark.parametrize("seed", [1])
 def test_random_calls_never_crash(seed):
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
-    r = subprocess.run([sys.executable, "-c", CHILD, str(seed), "12"], capture_output=True, text=True, env=env,
+    r = subprocess.run([sys.executable, "-c", CHILD, str(seed), "16"], capture_output=True, text=True, env=env,
                        timeout=300)
     last = r.stderr.strip().splitlines()[-3:] if r.stderr else []
     assert r.returncode == 0 and r.stdout.strip() == "done", f"rc={r.returncode}; last calls:\n" + "\n".join(last)
