@@ -8,3 +8,5 @@ try:  # the compiled core; absent only in a source tree that was never built
 except ImportError as _e:  # pragma: no cover
     _core = None
     _core_import_error = _e
+
+from .api import Verdict, check, check_bundle  # noqa: E402,F401

@@ -316,7 +316,7 @@ Report check_bundle(const bundle::Bundle& b, const Options& opt) {
     if (r.checked < opt.min_locations || (undecided && r.equal < opt.min_locations))
       return finish(Outcome::Timeout, fmt::format("{} locations decided equal, {} undecided within {:.1f} s (at least {} needed)",
                                                   r.equal, undecided, opt.budget_s, opt.min_locations));
-    if (opt.full && int64_t(r.equal) == r.total_locations) return finish(Outcome::Verified, "");
+    if (int64_t(r.equal) == r.total_locations) return finish(Outcome::Verified, "");
     if (opt.full) {
       double rate = r.checked / std::max(r.search_seconds, 1e-9);
       r.projected_full_seconds = double(r.total_locations - int64_t(r.checked)) / rate;

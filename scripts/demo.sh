@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# Fresh-machine set-up, build, and the main job on the bundled example: the paper's running
+# example (transposed conv -> min over channels -> sum over height -> GELU -> + bias, with a fused
+# CUDA min/sum kernel). The buggy kernel stops its shared-memory loop at s > 32 instead of s >= 32.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/install-deps.sh
+bash scripts/build.sh
+echo
+echo "== dirigo check examples/running_example/bundle-buggy   (expected: BUG with a witness)"
+./build/dirigo check examples/running_example/bundle-buggy --budget 20 && rc=0 || rc=$?
+[ "$rc" -eq 1 ] || { echo "demo: expected exit status 1 (BUG), got $rc" >&2; exit 1; }
+echo
+echo "== dirigo check examples/running_example/bundle-fixed --full   (expected: VERIFIED)"
+./build/dirigo check examples/running_example/bundle-fixed --full --budget 120

@@ -1,0 +1,34 @@
+"""Golden verdict pairs, Alive2 style: each tests/golden/torch/<case>/ holds a reference (ref.py)
+and a candidate (new.py) whose first line says the expected verdict (`# EXPECT: BUG`). Both are
+pure PyTorch, so they are traced on the CPU and checked end to end (trace -> bundle -> check)."""
+import pathlib
+import re
+
+import pytest
+
+import dirigo
+
+GOLDEN = pathlib.Path(__file__).resolve().parents[1] / "golden" / "torch"
+CASES = sorted(p.name for p in GOLDEN.iterdir() if (p / "new.py").exists())
+
+
+def expected(case: str) -> str:
+    m = re.search(r"^# EXPECT: (\w+)", (GOLDEN / case / "new.py").read_text(), re.M)
+    assert m, f"{case}/new.py has no '# EXPECT:' line"
+    return m.group(1)
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_golden_verdict(case, tmp_path):
+    v = dirigo.check(str(GOLDEN / case / "ref.py"), str(GOLDEN / case / "new.py"), budget_s=20, device="cpu",
+                     keep_bundle=str(tmp_path / "bundle"))
+    want = expected(case)
+    assert v.outcome == want, f"{case}: expected {want}, got {v.outcome}: {v.reason}"
+    if want == "BUG":
+        # A BUG always carries evidence: a location whose witness shows the difference beyond tolerance.
+        assert v.evidence in ("fp32-evaluation", "execute-safety")
+        if v.evidence == "fp32-evaluation":
+            a, b = v.location["values_f32"]
+            assert abs(a - b) > 1e-2 + 1e-2 * abs(a)
+    else:
+        assert v.equal >= 5 or v.equal == v.total_locations
