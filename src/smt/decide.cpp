@@ -275,6 +275,94 @@ std::pair<Expr, Expr> split_difference(ir::Context& ctx, Expr d) {
   return {pos.empty() ? ctx.real_const(0) : ctx.add(pos), neg.empty() ? ctx.real_const(0) : ctx.add(neg)};
 }
 
+// Rebuild root with some nodes replaced (iterative, memoized).
+Expr replace_nodes(ir::Context& ctx, Expr root, const std::unordered_map<Expr, Expr>& repl,
+                   std::unordered_map<Expr, Expr>& memo) {
+  std::vector<std::pair<Expr, bool>> stack{{root, false}};
+  std::vector<Expr> kids;
+  while (!stack.empty()) {
+    auto [e, expanded] = stack.back();
+    if (memo.count(e)) { stack.pop_back(); continue; }
+    if (auto r = repl.find(e); r != repl.end()) { memo[e] = r->second; stack.pop_back(); continue; }
+    if (!expanded) {
+      stack.back().second = true;
+      for (Expr c : e->args())
+        if (!memo.count(c)) stack.push_back({c, false});
+      continue;
+    }
+    stack.pop_back();
+    kids.clear();
+    bool changed = false;
+    for (Expr c : e->args()) {
+      kids.push_back(memo.at(c));
+      changed = changed || kids.back() != c;
+    }
+    memo[e] = changed ? ctx.rebuild(e, kids) : e;
+  }
+  return memo.at(root);
+}
+
+// Cut points for shared PARTS of sums. cut_shared replaces shared sub-terms,
+// but gelu(S1) vs gelu(S2), with S1 and S2 sharing 9,999 of 10,000 terms,
+// shares only the terms: each becomes its own variable and Z3 gets two
+// 10,000-term sums. Here a sum of A pairs with the sum of B that shares the
+// most terms with it; the common part becomes ONE variable:
+// S1 -> v + r1, S2 -> v + r2.
+void cut_shared_sums(ir::Context& ctx, Expr& pa, Expr& pb, std::vector<std::pair<Expr, Expr>>& cuts) {
+  constexpr size_t kMinTerms = 8;
+  auto collect_sums = [](Expr root) {
+    std::vector<Expr> sums, stack{root};
+    std::unordered_set<Expr> seen{root};
+    while (!stack.empty()) {
+      Expr e = stack.back();
+      stack.pop_back();
+      if (e->op == Op::Add && e->nargs >= kMinTerms) sums.push_back(e);
+      for (Expr c : e->args())
+        if (seen.insert(c).second) stack.push_back(c);
+    }
+    return sums;
+  };
+  std::vector<Expr> sa = collect_sums(pa), sb = collect_sums(pb);
+  if (sa.empty() || sb.empty()) return;
+  std::unordered_set<Expr> in_a(sa.begin(), sa.end());
+  std::unordered_map<Expr, std::vector<size_t>> holders;  // term -> sums of B containing it
+  for (size_t j = 0; j < sb.size(); ++j)
+    if (!in_a.count(sb[j]))
+      for (Expr t : sb[j]->args())
+        if (!t->is_const()) holders[t].push_back(j);
+  std::unordered_map<Expr, Expr> repl;
+  std::vector<bool> b_used(sb.size());
+  for (Expr A : sa) {
+    if (std::find(sb.begin(), sb.end(), A) != sb.end()) continue;  // shared whole: cut_shared's job
+    std::unordered_map<size_t, size_t> overlap;
+    for (Expr t : A->args())
+      if (auto h = holders.find(t); h != holders.end())
+        for (size_t j : h->second) ++overlap[j];
+    size_t best = 0, best_j = 0;
+    for (auto [j, n] : overlap)
+      if (!b_used[j] && n > best) best = n, best_j = j;
+    Expr B = sb[best_j];
+    if (best < kMinTerms / 2 || 2 * best < std::min(A->nargs, B->nargs)) continue;
+    std::unordered_set<Expr> b_terms(B->args().begin(), B->args().end());
+    std::vector<Expr> common, rest_a, rest_b;
+    for (Expr t : A->args()) (!t->is_const() && b_terms.count(t) ? common : rest_a).push_back(t);
+    std::unordered_set<Expr> common_set(common.begin(), common.end());
+    for (Expr t : B->args())
+      if (!common_set.count(t)) rest_b.push_back(t);
+    Expr v = ctx.fresh_var("!sum", Sort::Real);
+    cuts.push_back({v, ctx.add(common)});
+    rest_a.push_back(v);
+    rest_b.push_back(v);
+    repl[A] = ctx.add(rest_a);
+    repl[B] = ctx.add(rest_b);
+    b_used[best_j] = true;
+  }
+  if (repl.empty()) return;
+  std::unordered_map<Expr, Expr> memo;
+  pa = replace_nodes(ctx, pa, repl, memo);
+  pb = replace_nodes(ctx, pb, repl, memo);
+}
+
 // need_qb: a tolerance query wants a right side for its rtol*|b| term; it gets
 // the (small) cut residual B', a heuristic — exceeding the tolerance is decided
 // afterwards by evaluating the originals.
@@ -291,9 +379,10 @@ Query reduce(ir::Context& ctx, Expr na, Expr nb, bool cut_points, bool need_qb) 
   std::vector<std::pair<Expr, Expr>> cuts;
   Expr ca = pa, cb = pb;
   if (cut_points) {
-    ir::CutResult cr = ir::cut_shared(ctx, pa, pb);
+    if (q.real) cut_shared_sums(ctx, ca, cb, cuts);
+    ir::CutResult cr = ir::cut_shared(ctx, ca, cb);
     ca = cr.a, cb = cr.b;
-    cuts = std::move(cr.cuts);
+    cuts.insert(cuts.end(), cr.cuts.begin(), cr.cuts.end());
   }
   q.num_cuts = cuts.size();
   std::unordered_map<Expr, size_t> cut_index;

@@ -77,10 +77,24 @@ void Translator::note_elem(int32_t tensor, int64_t index, const z3::expr& value)
 }
 
 z3::expr Translator::translate_node(Expr e, std::span<const z3::expr> a) {
+  // Associative n-ary ops as a balanced tree: a left-deep chain of 10,000
+  // operands sends Z3 into deep recursion (minutes, outside its timeout).
   auto nary = [&](auto combine) {
-    z3::expr acc = a[0];
-    for (size_t i = 1; i < a.size(); ++i) acc = combine(acc, a[i]);
-    return acc;
+    std::vector<z3::expr> level(a.begin(), a.end());
+    while (level.size() > 1) {
+      std::vector<z3::expr> next;
+      for (size_t i = 0; i + 1 < level.size(); i += 2) next.push_back(combine(level[i], level[i + 1]));
+      if (level.size() % 2) next.push_back(level.back());
+      level.swap(next);
+    }
+    return level[0];
+  };
+  // Flat n-ary Z3 terms where Z3 has them.
+  auto flat = [&](Z3_ast (*mk)(Z3_context, unsigned, Z3_ast const[])) {
+    std::vector<Z3_ast> raw(a.begin(), a.end());
+    Z3_ast r = mk(z_, static_cast<unsigned>(raw.size()), raw.data());
+    z_.check_error();
+    return z3::expr(z_, r);
   };
   switch (e->op) {
     case Op::ConstBool: return z_.bool_val(e->bool_value());
@@ -110,8 +124,8 @@ z3::expr Translator::translate_node(Expr e, std::span<const z3::expr> a) {
     case Op::Undef:
       return z_.constant(fmt::format("undef!{}", fresh_counter_++).c_str(), sort_of(e->sort));
     case Op::Not: return !a[0];
-    case Op::And: return nary([](const z3::expr& x, const z3::expr& y) { return x && y; });
-    case Op::Or: return nary([](const z3::expr& x, const z3::expr& y) { return x || y; });
+    case Op::And: return flat(Z3_mk_and);
+    case Op::Or: return flat(Z3_mk_or);
     case Op::Eq: return a[0] == a[1];
     case Op::Ult: return z3::ult(a[0], a[1]);
     case Op::Ule: return z3::ule(a[0], a[1]);
@@ -148,8 +162,8 @@ z3::expr Translator::translate_node(Expr e, std::span<const z3::expr> a) {
     case Op::ZExt: return z3::zext(a[0], ir::bv_width(e->sort) - ir::bv_width(e->arg(0)->sort));
     case Op::SExt: return z3::sext(a[0], ir::bv_width(e->sort) - ir::bv_width(e->arg(0)->sort));
     case Op::Trunc: return a[0].extract(ir::bv_width(e->sort) - 1, 0);
-    case Op::Add: return nary([](const z3::expr& x, const z3::expr& y) { return x + y; });
-    case Op::Mul: return nary([](const z3::expr& x, const z3::expr& y) { return x * y; });
+    case Op::Add: return flat(Z3_mk_add);
+    case Op::Mul: return flat(Z3_mk_mul);
     case Op::Min:
     case Op::Max: {
       bool is_min = e->op == Op::Min;
