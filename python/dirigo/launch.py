@@ -139,7 +139,12 @@ def extract_ptx(library: str, cuobjdump: str | None = None) -> list[dict]:
         msg = (p.stderr or p.stdout).strip().splitlines()
         raise RuntimeError(f"cuobjdump -ptx {library} failed: {msg[-1] if msg else p.returncode}")
     sections = []
-    for chunk in p.stdout.split("Fatbin ptx code:")[1:]:
+    # cuobjdump prints every embedded image behind a banner ("Fatbin ptx code:" or "Fatbin elf
+    # code:"); keep only the PTX ones, each up to the next banner of either kind.
+    parts = re.split(r"^Fatbin (ptx|elf) code:\s*$", p.stdout, flags=re.M)
+    for kind, chunk in zip(parts[1::2], parts[2::2]):
+        if kind != "ptx":
+            continue
         lines = chunk.splitlines()
         arch = next((ln.split("=", 1)[1].strip() for ln in lines if ln.startswith("arch =")), "")
         start = next((i for i, ln in enumerate(lines) if ln.startswith("//") or ln.startswith(".version")), None)
