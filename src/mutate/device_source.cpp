@@ -15,8 +15,10 @@ constexpr const char* kPrelude =
     "#ifndef M_PI\n#define M_PI 3.14159265358979323846\n#endif\n"
     "#ifndef M_SQRT1_2\n#define M_SQRT1_2 0.70710678118654752440\n#endif\n"
     "#ifndef M_2_SQRTPI\n#define M_2_SQRTPI 1.12837916709551257390\n#endif\n"
+    "#ifdef __CUDACC_RTC__\n"  // NVRTC has no <stdint.h>; nvcc does
     "typedef long long int64_t; typedef unsigned long long uint64_t;\n"
-    "typedef int int32_t; typedef unsigned int uint32_t;\n";
+    "typedef int int32_t; typedef unsigned int uint32_t;\n"
+    "#endif\n";
 
 // Headers NVRTC can find with -I<cuda>/include and that compile as device code.
 bool device_header(std::string_view name) {
