@@ -1,7 +1,9 @@
-// libFuzzer target for the manifest parser and validator (scripts/fuzz.sh runs it).
-// Properties: no input crashes parse_manifest/validate/describe_*, and a manifest
-// that parses and validates survives write -> parse unchanged.
-// FUZZ_DEPS: dirigo_bundle
+// libFuzzer target for the manifest parser and validator, and for SSA conversion
+// and merge of whatever validates (scripts/fuzz.sh runs it).
+// Properties: no input crashes parse_manifest/validate/describe_*/to_ssa/merge
+// (merge may only refuse with MergeError), and a manifest that parses and
+// validates survives write -> parse unchanged.
+// FUZZ_DEPS: dirigo_bundle dirigo_program
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -9,6 +11,8 @@
 
 #include "bundle/io.h"
 #include "bundle/print.h"
+#include "program/merge.h"
+#include "program/ssa.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace dirigo::bundle;
@@ -31,6 +35,13 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (!(again == b)) {
     std::fprintf(stderr, "round trip changed the bundle\n");
     std::abort();
+  }
+  for (const auto& p : b.programs) dirigo::program::describe(dirigo::program::to_ssa(b, p));
+  for (bool suffix : {false, true}) {
+    try {
+      dirigo::program::describe(dirigo::program::merge(b, {true, suffix}));
+    } catch (const dirigo::program::MergeError&) {
+    }
   }
   return 0;
 }

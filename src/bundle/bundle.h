@@ -174,6 +174,7 @@ struct Input {
   InputKind kind = InputKind::Input;
   std::string data;
   std::string sha256;
+  bool constant = false;  // a tensor the program captured from outside (tracer: "const<i>" buffers)
   friend bool operator==(const Input&, const Input&) = default;
 };
 struct Output {

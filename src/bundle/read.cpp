@@ -445,6 +445,7 @@ Program parse_program(const J& v, const std::string& path) {
     auto k = parse_input_kind(kind);
     if (!k) fail(child(ip, "kind"), "unknown input kind " + quote(kind) + " (known: input, parameter, buffer)");
     x.kind = *k;
+    if (const J* c = find(in, "constant")) x.constant = as_bool(*c, child(ip, "constant"));
     p.inputs.push_back(std::move(x));
   });
   for_each_in(v, path, "outputs", false, [&](const J& out, const std::string& op) {

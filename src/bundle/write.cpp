@@ -162,6 +162,7 @@ J program_json(const Program& p) {
   for (const auto& in : p.inputs) {
     J x{{"name", in.name}, {"tensor", in.tensor}, {"kind", input_kind_name(in.kind)}};
     add_data(x, in.data, in.sha256);
+    if (in.constant) x["constant"] = true;
     inputs.push_back(std::move(x));
   }
   j["inputs"] = std::move(inputs);

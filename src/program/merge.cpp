@@ -103,6 +103,17 @@ bool same_arg_shape(const Arg& a, const Arg& b) {
   return true;
 }
 
+// ATen's pooling ops take `stride=[]` to mean "the kernel size": a module passes
+// the kernel size explicitly, the functional form often passes nothing.
+bool is_pooling(std::string_view name) {
+  return name.starts_with("aten::max_pool") || name.starts_with("aten::avg_pool");
+}
+const Arg& canonical_arg(const AtenOp& op, size_t i) {
+  if (i == 2 && is_pooling(op.name) && op.args.size() > 2)
+    if (const auto* l = std::get_if<ListArg>(&op.args[2].value); l && l->items.empty()) return op.args[1];
+  return op.args[i];
+}
+
 bool same_call_shape(const AtenOp& a, const AtenOp& b, std::string& why) {
   if (a.name != b.name || a.overload != b.overload) {
     why = fmt::format("{} vs {}", describe_op(Op(a)), describe_op(Op(b)));
@@ -113,14 +124,14 @@ bool same_call_shape(const AtenOp& a, const AtenOp& b, std::string& why) {
     return false;
   }
   for (size_t i = 0; i < a.args.size(); ++i)
-    if (!same_arg_shape(a.args[i], b.args[i])) {
+    if (!same_arg_shape(canonical_arg(a, i), canonical_arg(b, i))) {
       why = fmt::format("{}: args[{}] differ ({} vs {})", a.name, i, describe_arg(a.args[i]), describe_arg(b.args[i]));
       return false;
     }
-  for (const auto& [k, v] : a.kwargs) {
-    auto it = std::find_if(b.kwargs.begin(), b.kwargs.end(), [&](const NamedArg& n) { return n.first == k; });
-    if (it == b.kwargs.end() || !same_arg_shape(v, it->second)) {
-      why = fmt::format("{}: kwargs.{} differ", a.name, k);
+  for (const NamedArg& kw : a.kwargs) {
+    auto it = std::find_if(b.kwargs.begin(), b.kwargs.end(), [&](const NamedArg& n) { return n.first == kw.first; });
+    if (it == b.kwargs.end() || !same_arg_shape(kw.second, it->second)) {
+      why = fmt::format("{}: kwargs.{} differ", a.name, kw.first);
       return false;
     }
   }
@@ -216,20 +227,31 @@ class Merger {
       // Parameters and buffers: by name first, then the rest in order.
       size_t k = rf.size();
       for (size_t i = 0; i < ri.size(); ++i) {
-        if (ref_used_[i]) continue;
+        if (ref_used_[i] || ri[i].constant) continue;
         for (size_t j = 0; j < ci.size(); ++j)
-          if (!cand_used_[j] && ci[j].kind != InputKind::Input && ci[j].name == ri[i].name) {
+          if (!cand_used_[j] && !ci[j].constant && ci[j].kind != InputKind::Input && ci[j].name == ri[i].name) {
             add_input_pair(k++, i, j);
             break;
           }
       }
       size_t j = 0;
       for (size_t i = 0; i < ri.size(); ++i) {
-        if (ref_used_[i]) continue;
-        while (j < ci.size() && cand_used_[j]) ++j;
+        if (ref_used_[i] || ri[i].constant) continue;
+        while (j < ci.size() && (cand_used_[j] || ci[j].constant)) ++j;
         if (j == ci.size()) break;
         add_input_pair(k++, i, j);
       }
+    }
+    // Captured constants are program data, never paired by name or position;
+    // two with the same recorded values (sha256) are the same value.
+    for (size_t i = 0; i < ri.size(); ++i) {
+      if (ref_used_[i] || !ri[i].constant || ri[i].sha256.empty()) continue;
+      for (size_t j = 0; j < ci.size(); ++j)
+        if (!cand_used_[j] && ci[j].constant && ci[j].sha256 == ri[i].sha256 &&
+            ci[j].view.shape == ri[i].view.shape && ci[j].view.dtype == ri[i].view.dtype) {
+          add_input_pair(m_.inputs.size(), i, j);
+          break;
+        }
     }
     for (size_t i = 0; i < ri.size(); ++i)
       if (!ref_used_[i]) m_.unmatched.push_back({true, ri[i].name, ri[i].view});

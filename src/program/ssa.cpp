@@ -66,7 +66,7 @@ class Builder {
       int32_t s = storage_of(in.tensor);
       input_storage_[size_t(s)] = true;
       touched_[size_t(s)] = true;
-      out_.inputs.push_back({in.name, in.kind, view_of(in.tensor)});
+      out_.inputs.push_back({in.name, in.kind, view_of(in.tensor), in.constant, in.sha256});
     }
     for (size_t i = 0; i < p_.ops.size(); ++i) add_op(i);
     for (const auto& o : p_.outputs) out_.outputs.push_back({o.name, view_of(o.tensor)});

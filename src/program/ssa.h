@@ -74,7 +74,9 @@ struct SsaOp {
 struct SsaInput {
   std::string name;
   bundle::InputKind kind = bundle::InputKind::Input;
-  View view;  // at version 0
+  View view;            // at version 0
+  bool constant = false;
+  std::string sha256;   // of its traced values, when recorded
 };
 struct SsaOutput {
   std::string name;

@@ -60,7 +60,7 @@ Bundle every_form_bundle() {
   p.role = Role::Reference;
   p.storages = {{"s0", 64, "cuda"}};
   p.tensors = {{"t0", "s0", 0, {4, 4}, {4, 1}, DType::Float32}, {"t1", "s0", 2, {2}, {-1}, DType::Int8}};
-  p.inputs = {{"x", "t0", InputKind::Input, "", std::string(64, 'a')}, {"p.w", "t1", InputKind::Buffer, "", ""}};
+  p.inputs = {{"x", "t0", InputKind::Input, "", std::string(64, 'a')}, {"p.w", "t1", InputKind::Buffer, "", "", true}};
   p.outputs = {{"y", "t0", "", ""}};
   AtenOp a;
   a.name = "aten::clamp_";

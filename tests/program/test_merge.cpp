@@ -334,6 +334,53 @@ TEST(Merge, ZeroElementAllocationsAreTrimmed) {
   EXPECT_EQ(merge(make_bundle({&ref, &cand})).prefix, 2u);
 }
 
+TEST(Merge, PoolingEmptyStrideMeansKernelSize) {
+  ProgramBuilder ref("ref", "reference"), cand("new", "candidate");
+  for (auto* p : {&ref, &cand}) {
+    auto x = p->tensor({1, 2, 8, 8}), y = p->tensor({1, 2, 4, 4});
+    p->input("x", x);
+    J stride = p == &ref ? Ints({2, 2}) : Ints({});
+    p->aten("aten::avg_pool2d", {T(x), Ints({2, 2}), stride, Ints({0, 0})}, {y});
+    p->output("y", y);
+  }
+  EXPECT_EQ(merge(make_bundle({&ref, &cand})).prefix, 1u);
+  // ... but an empty stride is not the same as another explicit stride.
+  ProgramBuilder other("new", "candidate");
+  auto x = other.tensor({1, 2, 8, 8}), y = other.tensor({1, 2, 4, 4});
+  other.input("x", x);
+  other.aten("aten::avg_pool2d", {T(x), Ints({2, 2}), Ints({1, 1}), Ints({0, 0})}, {y});
+  other.output("y", y);
+  EXPECT_EQ(merge(make_bundle({&ref, &other})).prefix, 0u);
+}
+
+TEST(Merge, ConstantsPairOnlyByRecordedValues) {
+  auto make = [](const char* name, const char* role, const char* hash) {
+    ProgramBuilder p(name, role);
+    auto x = p.tensor({4}), c = p.tensor({}), l = p.tensor({}), y = p.tensor({4});
+    p.input("x", x);
+    p.input("const1", c, "buffer");
+    p.aten("aten::lift_fresh", {T(c)}, {l});
+    p.aten("aten::minimum", {T(x), T(l)}, {y});
+    p.output("y", y);
+    J j = p.json();
+    j["inputs"][1]["constant"] = true;
+    if (*hash) j["inputs"][1]["sha256"] = std::string(64, hash[0]);
+    return j;
+  };
+  auto merged = [&](const char* ref_hash, const char* cand_hash) {
+    J m{{"format", "dirigo-bundle"}, {"version", 1},
+        {"programs", J::array({make("ref", "reference", ref_hash), make("new", "candidate", cand_hash)})}};
+    return merge(bundle::parse_manifest(m.dump()));
+  };
+  Merged same = merged("a", "a");
+  EXPECT_EQ(same.prefix, 2u);
+  EXPECT_TRUE(same.unmatched.empty());
+  Merged differ = merged("a", "b");  // different values: program data, not a shared input
+  EXPECT_EQ(differ.prefix, 0u);
+  EXPECT_EQ(differ.unmatched.size(), 2u);
+  EXPECT_EQ(merged("", "").prefix, 0u);  // values not recorded: never assumed equal, not even by name
+}
+
 TEST(Merge, LaunchesStopTrimming) {
   ProgramBuilder ref("ref", "reference"), cand("new", "candidate");
   for (auto* p : {&ref, &cand}) {
