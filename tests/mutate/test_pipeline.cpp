@@ -307,3 +307,26 @@ TEST(Nvrtc, CompileErrorIsQuarantinedWithMessage) {
 
 }  // namespace
 }  // namespace dirigo::mutate
+
+namespace dirigo::mutate {
+namespace {
+
+TEST(Nvcc, FallbackCompilesDeviceSourceWithTemplates) {
+  CompilerOptions co;
+  co.backend = Backend::Nvcc;
+  std::string why;
+  auto c = make_compiler(co, &why);
+  if (!c) GTEST_SKIP() << why;
+  SourceModel m(
+      "#include <torch/extension.h>\n#include <float.h>\n"
+      "template <typename scalar_t> __global__ void k(scalar_t* y, int64_t n) { if (n > 0) y[0] = FLT_MAX; }\n"
+      "void go(torch::Tensor t) { k<scalar_t><<<1, 1>>>(t.data_ptr<scalar_t>(), 1); }\n");
+  auto ds = device_source(m);
+  auto r = c->compile(ds.text, ds.name_expressions);
+  ASSERT_TRUE(r.ok) << r.log;
+  EXPECT_NE(r.ptx.find(".entry _Z1kIfEvPT_"), std::string::npos) << r.ptx.substr(0, 2000);  // k<float>
+  EXPECT_GT(r.cpu_ms, 0);
+}
+
+}  // namespace
+}  // namespace dirigo::mutate
