@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <chrono>
+#include <condition_variable>
+#include <thread>
 #include <tuple>
 #include <cmath>
 #include <set>
@@ -165,7 +167,7 @@ std::vector<LeafValue> extract_leaves(const z3::model& m, const Translator& tr, 
 }
 
 bool is_timeout_reason(const std::string& r) {
-  return r.find("timeout") != std::string::npos || r.find("canceled") != std::string::npos ||
+  return r.find("timeout") != std::string::npos || r.find("canceled") != std::string::npos || r.find("interrupted") != std::string::npos ||
          r.find("resource") != std::string::npos || r.find("rlimit") != std::string::npos;
 }
 
@@ -223,7 +225,45 @@ void ResultCache::clear() {
 // ---- the solver
 
 struct Solver::Impl {
-  z3::context z;
+  std::unique_ptr<z3::context> ctx = std::make_unique<z3::context>();
+  bool interrupted = false;
+  // A context that was interrupted is replaced before the next query (no Z3
+  // expression outlives a decision, so this is safe here).
+  z3::context& fresh() {
+    if (interrupted) ctx = std::make_unique<z3::context>(), interrupted = false;
+    return *ctx;
+  }
+  // check() with a watchdog: Z3's own timeout is not honoured in every phase
+  // (preprocessing a huge term ran minutes over), so the context is interrupted
+  // a little after the deadline.
+  z3::check_result check(z3::solver& s, unsigned timeout_ms) {
+    std::mutex m;
+    std::condition_variable cv;
+    bool done = false, fired = false;
+    auto deadline = Clock::now() + std::chrono::milliseconds(timeout_ms + timeout_ms / 10 + 50);
+    std::thread dog([&] {
+      std::unique_lock lock(m);
+      if (!cv.wait_until(lock, deadline, [&] { return done; })) {
+        fired = true;
+        ctx->interrupt();
+      }
+    });
+    z3::check_result r = z3::unknown;
+    try {
+      r = s.check();
+    } catch (...) {
+      { std::lock_guard lock(m); done = true; }
+      cv.notify_all();
+      dog.join();
+      interrupted = interrupted || fired;
+      throw;
+    }
+    { std::lock_guard lock(m); done = true; }
+    cv.notify_all();
+    dog.join();
+    interrupted = interrupted || fired;
+    return r;
+  }
 };
 
 Solver::Solver(std::shared_ptr<ResultCache> cache)
@@ -534,7 +574,7 @@ Decision Solver::decide(ir::Context& ctx, Expr a, Expr b, const DecideOptions& o
     // ---- Z3
     d.solver_called = true;
     ++stats_.solver_calls;
-    z3::context& z = impl_->z;
+    z3::context& z = impl_->fresh();
     Translator tr(z, ctx);
     std::vector<z3::expr> base;  // sound constraints: leaf bounds, Ackermann congruence, lemmas
     auto pull = [&] { for (z3::expr& c : tr.take_constraints()) base.push_back(c); };
@@ -584,7 +624,7 @@ Decision Solver::decide(ir::Context& ctx, Expr a, Expr b, const DecideOptions& o
         for (const z3::expr& c : extra) s.add(c);
         s.add(at.goal);
         auto c0 = Clock::now();
-        z3::check_result r = s.check();
+        z3::check_result r = impl_->check(s, left);
         stats_.solver_ms += std::chrono::duration<double, std::milli>(Clock::now() - c0).count();
         ++stats_.solver_checks;
         ++d.solver_checks;
@@ -676,7 +716,7 @@ SatResult Solver::solve(ir::Context& ctx, Expr cond, const DecideOptions& opt) {
     return res;
   }
   try {
-    z3::context& z = impl_->z;
+    z3::context& z = impl_->fresh();
     Translator tr(z, ctx);
     z3::solver s(z);
     apply_params(z, s, opt, opt.timeout_ms);
@@ -684,7 +724,7 @@ SatResult Solver::solve(ir::Context& ctx, Expr cond, const DecideOptions& opt) {
     for (z3::expr& c : tr.take_constraints()) s.add(c);
     s.add(goal);
     auto c0 = Clock::now();
-    z3::check_result r = s.check();
+    z3::check_result r = impl_->check(s, opt.timeout_ms);
     stats_.solver_ms += std::chrono::duration<double, std::milli>(Clock::now() - c0).count();
     ++stats_.solver_checks;
     if (r == z3::unsat) { ++stats_.unsat; res.status = SatResult::Status::Unsat; return res; }

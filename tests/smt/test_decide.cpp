@@ -582,3 +582,25 @@ TEST(DecideScale, SharedPartOfSumsUnderAFunctionIsOneCut) {
   EXPECT_EQ(e.verdict, Verdict::Equal);
   EXPECT_FALSE(e.solver_called);
 }
+
+TEST(DecideWatchdog, InterruptsZ3AndTheSolverRecovers) {
+  ir::Context ctx;
+  smt::Solver solver;
+  Expr p = ctx.var("p", Sort::BV64, ir::Bounds{2, 0xffffffffull});
+  Expr q = ctx.var("q", Sort::BV64, ir::Bounds{2, 0xffffffffull});
+  Expr factored = ctx.eq(ctx.bv_mul(p, q), ctx.bv_const(Sort::BV64, 1000000016000000063ull));
+  smt::DecideOptions opt;
+  opt.timeout_ms = 300;
+  opt.rlimit = 0;
+  opt.solver_params = {{"timeout", 600000}};  // Z3's own timeout out of the way: only the watchdog can stop it
+  auto t0 = std::chrono::steady_clock::now();
+  smt::Decision d = solver.decide(ctx, ctx.ite(factored, ctx.real_const(1), ctx.real_const(0)), ctx.real_const(0), opt);
+  double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  EXPECT_EQ(d.verdict, Verdict::Timeout) << d.reason;
+  EXPECT_LT(s, 3.0);
+  // the interrupted context is replaced: the next query is answered normally
+  Expr x = ctx.var("x", Sort::Real);
+  smt::Decision e = solver.decide(ctx, ctx.max(ctx.mul(x, x), ctx.real_const(0)), ctx.mul(x, x));
+  EXPECT_EQ(e.verdict, Verdict::Equal) << e.reason;
+  EXPECT_TRUE(e.solver_called);
+}
