@@ -34,6 +34,7 @@ struct ExecuteOptions {
   std::vector<std::string> args;    // NAME=VALUE for scalar parameters
   std::vector<std::string> dtypes;  // NAME=f32|f64|f16|bf16|i8|i16|i32|i64|u8
   uint64_t max_steps = 20'000'000;
+  double max_ms = 60'000;
 };
 
 bool parse_dim3(const std::string& s, exec::Dim3& d) {
@@ -111,6 +112,7 @@ int run_kernel(const ExecuteOptions& opt, const ptx::Module& m, const ptx::Funct
   }
   exec::ExecOptions eo;
   eo.max_steps = opt.max_steps;
+  eo.max_ms = opt.max_ms;
   auto r = exec::execute(ctx, m, f.name, launch, eo);
   if (opt.json) {
     nlohmann::json j;
@@ -191,6 +193,7 @@ Register reg({"execute", "List the kernels of a PTX file, or execute one symboli
                 sub.add_option("--arg", opt->args, "scalar parameter NAME=VALUE (repeatable)");
                 sub.add_option("--dtype", opt->dtypes, "element type of a pointer parameter NAME=TYPE (default f32)");
                 sub.add_option("--max-steps", opt->max_steps, "instruction budget");
+                sub.add_option("--max-ms", opt->max_ms, "wall-clock budget in ms (0: none)");
                 return [opt] { return run_execute(*opt); };
               }});
 

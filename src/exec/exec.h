@@ -71,6 +71,7 @@ struct Launch {
 
 struct ExecOptions {
   uint64_t max_steps = 20'000'000;          // instructions over all bundles
+  double max_ms = 60'000;                   // wall-clock budget of one execute(); 0 = none
   uint64_t max_bundles = 4096;
   uint64_t max_enumeration = uint64_t(1) << 24;  // thread points per satisfiability question
   unsigned check_blocks = 3;                // blocks sampled by shared-memory checks when addresses depend on ctaid

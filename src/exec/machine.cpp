@@ -434,6 +434,10 @@ bool Machine::step(size_t bi) {
   if (++steps_ > opt_.max_steps)
     throw Unsupported(fmt::format("step limit ({} instructions) reached at PTX line {} in kernel {}", opt_.max_steps,
                                   f_.body[b->pc].loc.ptx_line, f_.name));
+  if ((steps_ & 4095) == 0 && opt_.max_ms > 0 &&
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started_).count() > opt_.max_ms)
+    throw Unsupported(fmt::format("time limit ({:.0f} ms) reached at PTX line {} in kernel {} after {} steps", opt_.max_ms,
+                                  f_.body[b->pc].loc.ptx_line, f_.name, steps_));
   const auto& in = f_.body[b->pc];
   const auto& rl = rollup_.at[b->pc];
   if (rl.kind == ptx::RolledInstr::Kind::Absorbed) { ++b->pc; return true; }

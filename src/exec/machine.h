@@ -143,6 +143,7 @@ class Machine {
   std::vector<Bundle> bundles_;
   uint64_t seq_ = 0;
   uint64_t steps_ = 0;
+  std::chrono::steady_clock::time_point started_ = std::chrono::steady_clock::now();
   int epoch_ = 0;
   std::vector<SharedAccess> epoch_access_;
   std::map<uint64_t, std::vector<bool>> initialized_;  // sampled block -> initialized shared bytes

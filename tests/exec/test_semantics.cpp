@@ -194,3 +194,22 @@ TEST(Semantics, InitializedConstantMemoryTable) {
 
 }  // namespace
 }  // namespace dirigo::exec::test
+
+namespace dirigo::exec::test {
+namespace {
+
+TEST(Semantics, LongLoopHitsTheTimeLimit) {
+  auto m = kernel("LOOP:\nbra LOOP;");
+  Harness h;
+  h.tensor("out", DType::F32, {0});
+  h.tensor("in", DType::F32, {0});
+  ExecOptions o;
+  o.max_steps = uint64_t(1) << 40;
+  o.max_ms = 50;
+  auto r = execute(h.ctx, m, "k", h.launch, o);
+  ASSERT_TRUE(r.unsupported);
+  EXPECT_NE(r.unsupported->find("time limit"), std::string::npos) << *r.unsupported;
+}
+
+}  // namespace
+}  // namespace dirigo::exec::test
