@@ -330,3 +330,33 @@ TEST(Nvcc, FallbackCompilesDeviceSourceWithTemplates) {
 
 }  // namespace
 }  // namespace dirigo::mutate
+
+namespace dirigo::mutate {
+namespace {
+
+// Every rule over our substrates: many sites, every mutant is a well-formed container again.
+TEST(Substrates, AllRulesGenerateWellFormedMutants) {
+  namespace fs = std::filesystem;
+  fs::path dir = fs::path(DIRIGO_SOURCE_DIR) / "examples" / "substrates";
+  int files = 0;
+  std::map<std::string, int> per_family;
+  for (const auto& e : fs::directory_iterator(dir)) {
+    Substrate s = load_substrate(e.path().string());
+    PipelineOptions opt;
+    opt.compile = false;
+    auto r = run_pipeline(s, opt, nullptr);
+    EXPECT_GT(r.mutants.size(), 50u) << e.path();
+    for (const auto& m : r.mutants) {
+      ++per_family[m.family];
+      Substrate again = substrate_from_text(s.path, m.file_text);
+      ASSERT_EQ(again.units.size(), s.units.size()) << m.rule << " broke the container of " << e.path();
+      EXPECT_NE(m.file_text, s.file);
+    }
+    ++files;
+  }
+  EXPECT_GE(files, 6);
+  for (const auto& f : families()) EXPECT_GT(per_family[f], 20) << f;
+}
+
+}  // namespace
+}  // namespace dirigo::mutate
