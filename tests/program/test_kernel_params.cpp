@@ -40,6 +40,17 @@ TEST(KernelParams, NestedNamesAndStructs) {
   EXPECT_EQ(kinds("_Z5byval1PPKfPfS1_"), "vcwc");
 }
 
+TEST(KernelParams, PyTorchExtensionStyleKernels) {
+  // kernel(const c10::Half*, c10::Half*, int)
+  EXPECT_EQ(kinds("_Z6kernelPKN3c104HalfEPS0_i"), "cwv");
+  // tk<c10::Half>(const T*, T*, const T*, long): template args add c10 and c10::Half candidates
+  EXPECT_EQ(kinds("_Z2tkIN3c104HalfEEvPKT_PS2_S4_l"), "cwcv");
+  // tk3<c10::BFloat16, 128>(T*, const T*, const float*)
+  EXPECT_EQ(kinds("_Z3tk3IN3c108BFloat16ELi128EEvPT_PKS2_PKf"), "wcc");
+  // at::native::red<double>(const S* __restrict__, S* __restrict__, unsigned)
+  EXPECT_EQ(kinds("_ZN2at6native3redIdEEvPKT_PS2_j"), "cwv");
+}
+
 TEST(KernelParams, VolatileIsWritableConstVolatileIsNot) {
   // volp(volatile float*, const volatile int*)
   EXPECT_EQ(kinds("_Z4volpPVfPVKi"), "wc");
