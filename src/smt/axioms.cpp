@@ -20,20 +20,21 @@ std::string_view axiom_name(Axiom a) {
       "SigmoidToExp", "TanhToExp", "SoftplusToLog", "Log1pToLog", "Expm1ToExp", "Exp2ToExp",
       "Log2ToLog", "RsqrtToRecip", "SiluToSigmoid", "MishToTanh", "EluToExp", "ErfcToErf",
       "SinhCoshToExp", "PowSmallInt", "ExpSum", "RecipExp", "ExpLog", "SqrtSquare",
-      "GeluTanhIsErf", "GeluErfForm", "GeluTanhForm", "FastMathIsExact"};
+      "GeluTanhIsErf", "GeluErfForm", "GeluTanhForm", "FastMathIsExact", "SnapConstants"};
   static_assert(std::size(names) == static_cast<size_t>(Axiom::Count_));
   return names[static_cast<size_t>(a)];
 }
 
 bool axiom_is_approximation(Axiom a) {
   return a == Axiom::GeluTanhIsErf || a == Axiom::FastMathIsExact || a == Axiom::GeluErfForm ||
-         a == Axiom::GeluTanhForm;
+         a == Axiom::GeluTanhForm || a == Axiom::SnapConstants;
 }
 
 bool AxiomOptions::on(Axiom a) const {
   if (a == Axiom::GeluTanhIsErf && !gelu_tanh_is_erf) return false;
   if (a == Axiom::FastMathIsExact && !fast_math_is_exact) return false;
   if ((a == Axiom::GeluErfForm || a == Axiom::GeluTanhForm) && !gelu_forms) return false;
+  if (a == Axiom::SnapConstants && !gelu_forms && !fast_math_is_exact) return false;
   return enabled[static_cast<size_t>(a)];
 }
 
@@ -114,6 +115,65 @@ const mpq_class& f32_log2e() {
 const mpq_class& f32_ln2() {
   static const mpq_class q(static_cast<double>(static_cast<float>(0.6931471805599453)));
   return q;
+}
+
+// Canonical rationals of the irrationals kernels and PyTorch spell with
+// different roundings (f32 vs f64). Related values are exact functions of
+// one another (sqrt2 = 2/sqrt2, log2e = 1/ln2, the GELU-tanh cubic
+// coefficient = sqrt(2/pi)*0.044715) so that canonical products cancel.
+const mpq_class& inv_sqrt2() { static const mpq_class q(0.7071067811865476); return q; }
+const mpq_class& sqrt_2_over_pi() { static const mpq_class q(0.7978845608028654); return q; }
+const mpq_class& gelu_tanh_cubic() { static const mpq_class q(0.044715); return q; }
+const mpq_class& ln2_q() { static const mpq_class q(0.6931471805599453); return q; }
+
+struct KnownConstant {
+  double value;
+  mpq_class canonical;
+};
+const std::vector<KnownConstant>& known_constants() {
+  static const std::vector<KnownConstant> table = {
+      {0.7071067811865476, inv_sqrt2()},
+      {0.7978845608028654, sqrt_2_over_pi()},
+      {0.044715, gelu_tanh_cubic()},
+      {0.7978845608028654 * 0.044715, mpq_class(sqrt_2_over_pi() * gelu_tanh_cubic())},
+      {0.6931471805599453, ln2_q()},
+      {1.4426950408889634, mpq_class(1 / ln2_q())},
+      {3.141592653589793, mpq_class(3.141592653589793)},
+  };
+  return table;
+}
+
+constexpr double kF32RelTol = 0x1p-22;  // f32 rounding of a constant, with a little slack
+
+// n/d with small n, d that v approximates within f32 relative error.
+std::optional<mpq_class> small_rational_near(double v) {
+  double d = std::fabs(v);
+  if (d == 0 || !std::isfinite(d)) return std::nullopt;
+  for (long den : {1, 2, 3, 4, 6, 8}) {
+    double scaled = d * static_cast<double>(den);
+    double num = std::round(scaled);
+    if (num < 1 || num > 64 || std::fabs(scaled / num - 1) >= kF32RelTol) continue;
+    return mpq_class(static_cast<long>(v < 0 ? -num : num), den);
+  }
+  return std::nullopt;
+}
+
+// The canonical rational that c approximates, if any: (n/d) * a known
+// constant (canonicalization folds small scales into coefficients:
+// 0.70710678f*2 = sqrt(2), 3*sqrt(2/pi)*0.044715 in (x+y)^3).
+std::optional<mpq_class> snapped(const mpq_class& c) {
+  double d = c.get_d();
+  for (const KnownConstant& k : known_constants())
+    if (auto r = small_rational_near(d / k.value)) {
+      mpq_class q = *r * k.canonical;
+      if (q == c) return std::nullopt;
+      return q;
+    }
+  return std::nullopt;
+}
+
+bool near_f32(const mpq_class& c, const mpq_class& target) {
+  return std::fabs(c.get_d() / target.get_d() - 1) < kF32RelTol;
 }
 }  // namespace
 
@@ -249,6 +309,14 @@ bool has_factor(Expr term, Expr f) {
 }
 }  // namespace
 
+Expr Normalizer::snap_constant(Expr e) {
+  if (!opt_.on(Axiom::SnapConstants)) return e;
+  auto q = snapped(e->rational());
+  if (!q) return e;
+  fire(Axiom::SnapConstants);
+  return ctx_.real_const(*q);
+}
+
 Expr Normalizer::recognize_forms(Expr e) {
   if (e->op != Op::Add || !opt_.gelu_forms) return e;
   std::vector<Expr> candidates;
@@ -277,31 +345,44 @@ Expr Normalizer::recognize_forms(Expr e) {
       quotients.push_back(ctx_.mul(rest));
     }
     if (quotients.empty()) continue;
-    Expr s = ctx_.mul(ctx_.real_const(2), ctx_.add(quotients));
-    auto s_lead = lead(ctx_, s);
-    if (!s_lead) continue;
+    // The terms carrying f sum to q*f with q = a*s/2 for some small rational
+    // scale a, and f's argument is k*s (+ the cubic) with k ~ 1/sqrt(2) (resp.
+    // sqrt(2/pi)) as the program spelled it. On q's lead monomial m:
+    // coef(t, m) = k * lead(s) = k * 2*lead(q)/a fixes a (rounded to n/d),
+    // then s = 2q/a exactly, and t is checked exactly against k*s.
+    Expr q = ctx_.add(quotients);
+    auto q_lead = lead(ctx_, q);
+    if (!q_lead) continue;
     Expr t = f->arg(0);
-    mpq_class k = coefficient_of(ctx_, t, s_lead->second) / s_lead->first;
-    Axiom rule;
-    Fn named;
-    if (f->fn() == Fn::Erf) {  // erf(s/sqrt(2))
-      if (!near(k, 0.7071067811865476) || ctx_.mul(ctx_.real_const(k), s) != t) continue;
-      rule = Axiom::GeluErfForm, named = Fn::GeluErf;
+    bool is_erf = f->fn() == Fn::Erf;
+    const mpq_class& k_ideal = is_erf ? inv_sqrt2() : sqrt_2_over_pi();
+    mpq_class ct = coefficient_of(ctx_, t, q_lead->second);
+    if (ct == 0) continue;
+    auto a_near = small_rational_near(mpq_class(2 * k_ideal * q_lead->first / ct).get_d());
+    if (!a_near) continue;
+    const mpq_class a = *a_near;
+    Expr s = ctx_.mul(ctx_.real_const(mpq_class(2 / a)), q);
+    auto s_lead = lead(ctx_, s);
+    if (!s_lead || s_lead->second != q_lead->second) continue;
+    const mpq_class k = ct / s_lead->first;  // the program's constant
+    if (!near_f32(k, k_ideal)) continue;
+    Expr ks = ctx_.mul(ctx_.real_const(k), s);
+    Axiom rule = is_erf ? Axiom::GeluErfForm : Axiom::GeluTanhForm;
+    Fn named = is_erf ? Fn::GeluErf : Fn::GeluTanh;
+    if (is_erf) {  // erf(s/sqrt(2))
+      if (ks != t) continue;
     } else {  // tanh(sqrt(2/pi) * (s + 0.044715 s^3))
-      if (!near(k, 0.7978845608028654)) continue;
       Expr s3 = ctx_.mul(std::vector<Expr>{s, s, s});
       auto c_lead = lead(ctx_, s3);
       if (!c_lead) continue;
-      Expr cubic = ctx_.sub(t, ctx_.mul(ctx_.real_const(k), s));
-      mpq_class kc = coefficient_of(ctx_, cubic, c_lead->second) / c_lead->first;
-      if (!near(kc / k, 0.044715) || ctx_.add(ctx_.mul(ctx_.real_const(k), s), ctx_.mul(ctx_.real_const(kc), s3)) != t)
-        continue;
-      rule = Axiom::GeluTanhForm, named = Fn::GeluTanh;
+      mpq_class kc = coefficient_of(ctx_, ctx_.sub(t, ks), c_lead->second) / c_lead->first;
+      if (!near(kc / k, 0.044715) || ctx_.add(ks, ctx_.mul(ctx_.real_const(kc), s3)) != t) continue;
     }
     if (!opt_.on(rule)) continue;
-    // e - (s/2 + s*f/2) + gelu(s): accepted only when f is gone and the sum shrank
-    Expr expanded = ctx_.add(ctx_.mul(ctx_.real_const(half), s), ctx_.mul(std::vector<Expr>{ctx_.real_const(half), s, f}));
-    Expr replaced = ctx_.add(std::vector<Expr>{e, ctx_.neg(expanded), ctx_.call(named, s)});
+    // e - a*(s/2 + s*f/2) + a*gelu(s): accepted only when f is gone and the sum shrank
+    Expr ha = ctx_.real_const(mpq_class(half * a));
+    Expr expanded = ctx_.add(ctx_.mul(ha, s), ctx_.mul(std::vector<Expr>{ha, s, f}));
+    Expr replaced = ctx_.add(std::vector<Expr>{e, ctx_.neg(expanded), ctx_.mul(ctx_.real_const(a), ctx_.call(named, s))});
     bool gone = true;
     for (Expr term : terms_of(replaced)) gone = gone && !has_factor(term, f);
     if (!gone || terms_of(replaced).size() + carrying > terms_of(e).size() + 1) continue;
@@ -312,6 +393,7 @@ Expr Normalizer::recognize_forms(Expr e) {
 }
 
 Expr Normalizer::rewrite(Expr e) {
+  if (e->op == Op::ConstReal) return snap_constant(e);  // constants the rules below create
   if (e->op == Op::Call) return rewrite_call(e);
   if (e->op == Op::Mul) return rewrite_mul(e);
   return e;

@@ -12,6 +12,16 @@
 // gelu_erf, fast-math == exact) are switches, on by default. Every rule has a
 // name, can be switched off, and counts its applications (for the per-axiom
 // tests). The pass is iterative and memoized over the DAG.
+//
+// SnapConstants is an approximation equivalence: a constant within fp32
+// relative error (2^-22) of 1/sqrt(2), sqrt(2), sqrt(2/pi), ln2, log2(e), pi
+// or the GELU-tanh 0.044715 (and sqrt(2/pi)*0.044715) becomes ONE canonical
+// rational (the f64 value; log2(e) is 1/ln2 exactly so that products cancel).
+// That is how a kernel's 0.70710678f and PyTorch's 0.7071067811865476 are
+// identified. It is on while gelu_forms or fast_math_is_exact is on and runs
+// in the vocabulary pass, after the GELU forms were recognized (those take the
+// program's constant within 2^-22 and a small rational scale a:
+// t + t*erf(t*0.7071067811865476) -> 2*gelu_erf(t)).
 #pragma once
 
 #include <array>
@@ -45,9 +55,10 @@ enum class Axiom : uint8_t {
   SqrtSquare,      // sqrt(x)*sqrt(x) -> x when x >= 0 is provable
   // ---- approximation equivalences (switches)
   GeluTanhIsErf,   // gelu_tanh(x) -> gelu_erf(x)
-  GeluErfForm,     // 0.5*s*(1 + erf(c*s)), c ~ 1/sqrt(2) (as canonicalized) -> gelu_erf(s)
-  GeluTanhForm,    // 0.5*s*(1 + tanh(k*(s + 0.044715*s^3))), k ~ sqrt(2/pi) -> gelu_tanh(s)
+  GeluErfForm,     // a*0.5*s*(1 + erf(c*s)), c ~ 1/sqrt(2), a = n/d small (as canonicalized) -> a*gelu_erf(s)
+  GeluTanhForm,    // a*0.5*s*(1 + tanh(k*(s + 0.044715*s^3))), k ~ sqrt(2/pi) -> a*gelu_tanh(s)
   FastMathIsExact, // exp2(c*x) with c ~ log2(e) -> exp(x); log2 scaled by the f32 ln2 -> log
+  SnapConstants,   // a constant within 2^-22 (relative) of a known irrational -> ONE canonical rational
   Count_
 };
 std::string_view axiom_name(Axiom a);
@@ -82,6 +93,7 @@ class Normalizer {
   ir::Expr walk(ir::Expr root, std::unordered_map<ir::Expr, ir::Expr>& memo, ir::Expr (Normalizer::*step)(ir::Expr));
   ir::Expr rewrite(ir::Expr e);  // one top-level step on a node with normalized children
   ir::Expr recognize_forms(ir::Expr e);  // expanded formulas -> named functions (runs first)
+  ir::Expr snap_constant(ir::Expr e);    // SnapConstants on a ConstReal
   ir::Expr rewrite_call(ir::Expr e);
   ir::Expr rewrite_mul(ir::Expr e);
   bool fire(Axiom a);

@@ -313,3 +313,57 @@ TEST_F(AxiomTest, KernelGeluEqualsTorchGeluWithoutSolver) {
     EXPECT_FALSE(d.solver_called);
   }
 }
+
+// ---- constants snapped to one canonical rational per irrational
+
+TEST_F(AxiomTest, SnapConstants) {
+  const Expr c64 = ctx.real_const_from_double(0.7071067811865476);  // PyTorch's 1/sqrt(2): canonical
+  // the f32 spelling snaps to the f64 one, also as a small multiple (sqrt(2) = 2/sqrt(2))
+  applies(Axiom::SnapConstants, call(Fn::Erf, ctx.mul(k32(ctx, 0.7071067811865476), x)), call(Fn::Erf, ctx.mul(c64, x)));
+  applies(Axiom::SnapConstants, ctx.mul(k32(ctx, 1.4142135623730951), x), ctx.mul(ctx.mul(two, c64), x));
+  applies(Axiom::SnapConstants, ctx.mul(k32(ctx, -0.7071067811865476), x), ctx.mul(ctx.neg(c64), x));
+  // log2(e) snaps to exactly 1/ln2 (so that canonical ln2*log2e products cancel)
+  mpq_class ln2_64(0.6931471805599453);
+  applies(Axiom::SnapConstants, ctx.mul(k32(ctx, 1.4426950408889634), call(Fn::Log, x)),
+          ctx.mul(ctx.real_const(mpq_class(1 / ln2_64)), call(Fn::Log, x)));
+  // not near a known irrational / canonical already / switched off
+  does_not_apply(Axiom::SnapConstants, call(Fn::Erf, ctx.mul(k32(ctx, 0.7), x)));
+  does_not_apply(Axiom::SnapConstants, call(Fn::Erf, ctx.mul(ctx.real_const_from_double(0.70710), x)));
+  does_not_apply(Axiom::SnapConstants, ctx.mul(c64, x));
+  does_not_apply(Axiom::SnapConstants, ctx.mul(k32(ctx, 0.7071067811865476), x), without(Axiom::SnapConstants));
+  smt::AxiomOptions exact;
+  exact.fast_math_is_exact = false;
+  exact.gelu_forms = false;
+  does_not_apply(Axiom::SnapConstants, ctx.mul(k32(ctx, 0.7071067811865476), x), exact);
+}
+
+TEST_F(AxiomTest, ScaledGeluFormsAreGelu) {
+  const Expr c64 = ctx.real_const_from_double(0.7071067811865476);
+  // torch: y * (1 + erf(y * 0.7071067811865476)) == 2 * gelu(y)
+  Expr doubled = ctx.mul(y, ctx.add(one, call(Fn::Erf, ctx.mul(y, c64))));
+  applies(Axiom::GeluErfForm, doubled, ctx.mul(two, call(Fn::GeluErf, y)));
+  // f32 spelling, scale 3, argument (x+y)
+  Expr s = ctx.add(x, y);
+  Expr tripled = ctx.mul(ctx.mul(k32(ctx, 1.5), s), ctx.add(one, call(Fn::Erf, ctx.mul(k32(ctx, 0.7071067811865476), s))));
+  applies(Axiom::GeluErfForm, tripled, ctx.mul(ctx.real_const(3), call(Fn::GeluErf, s)));
+  // erf(sqrt(2)*x) is gelu of 2x
+  Expr of_2x = ctx.add(x, ctx.mul(x, call(Fn::Erf, ctx.mul(k32(ctx, 1.4142135623730951), x))));
+  applies(Axiom::GeluErfForm, of_2x, call(Fn::GeluErf, ctx.mul(two, x)));
+  // scaled tanh form (kept as gelu_tanh with the approximation off)
+  smt::AxiomOptions keep_tanh;
+  keep_tanh.gelu_tanh_is_erf = false;
+  applies(Axiom::GeluTanhForm, ctx.mul(two, tanh_form(ctx, s)), ctx.mul(two, call(Fn::GeluTanh, s)), keep_tanh);
+  // a different erf scale is not GELU
+  Expr off_scale = ctx.add(x, ctx.mul(x, call(Fn::Erf, ctx.mul(k32(ctx, 0.7), x))));
+  smt::Normalizer n(ctx);
+  n(off_scale);
+  EXPECT_EQ(n.applications(Axiom::GeluErfForm), 0u);
+}
+
+TEST_F(AxiomTest, ScaledGeluEqualsTorchGeluWithoutSolver) {
+  smt::Solver solver;
+  Expr torch_form = ctx.mul(x, ctx.add(one, call(Fn::Erf, ctx.mul(x, ctx.real_const_from_double(0.7071067811865476)))));
+  smt::Decision d = solver.decide(ctx, ctx.mul(two, call(Fn::GeluErf, x)), torch_form);
+  EXPECT_EQ(d.verdict, smt::Verdict::Equal) << d.reason;
+  EXPECT_FALSE(d.solver_called);
+}
