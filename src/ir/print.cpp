@@ -78,7 +78,10 @@ std::string func_name(Expr x) {
 
 std::string to_string(const Context& ctx, Expr e, const PrintOptions& opt) {
   auto& reg = detail::TensorRegistry::get();
-  // 1. Breadth-first: the first max_nodes distinct nodes are printed, the rest elided.
+  // 1. Breadth-first: the first max_nodes distinct nodes are printed, the rest
+  // elided; so are the operands of a wide node past max_operands.
+  const size_t max_operands = std::max<size_t>(opt.max_operands, 1);
+  auto printed_args = [&](Expr x) { return x->args().first(std::min<size_t>(x->nargs, max_operands)); };
   NodeSet shown;
   shown.insert(e);
   std::deque<Expr> q{e};
@@ -87,13 +90,13 @@ std::string to_string(const Context& ctx, Expr e, const PrintOptions& opt) {
     Expr x = q.front();
     q.pop_front();
     bfs.push_back(x);
-    for (Expr c : x->args())
+    for (Expr c : printed_args(x))
       if (shown.size() < std::max<size_t>(opt.max_nodes, 1) && shown.insert(c)) q.push_back(c);
   }
   // 2. Shared non-leaf nodes get let-bound names.
   NodeMap<uint32_t> uses;
   for (Expr x : bfs)
-    for (Expr c : x->args())
+    for (Expr c : printed_args(x))
       if (shown.count(c)) ++uses[c];
   NodeMap<std::string> name;
   NodeSet counted = shown;  // nodes already accounted for in elision counts
@@ -121,7 +124,7 @@ std::string to_string(const Context& ctx, Expr e, const PrintOptions& opt) {
     if (str.count(x)) continue;
     if (!done) {
       st.emplace_back(x, true);
-      for (Expr c : x->args())
+      for (Expr c : printed_args(x))
         if (shown.count(c) && !str.count(c)) st.emplace_back(c, false);
       continue;
     }
@@ -133,7 +136,7 @@ std::string to_string(const Context& ctx, Expr e, const PrintOptions& opt) {
                                       : fmt::format("…({} operands, {} nodes)", hidden_ops, hidden_nodes));
       hidden_ops = hidden_nodes = 0;
     };
-    for (Expr c : x->args()) {
+    for (Expr c : printed_args(x)) {
       if (!shown.count(c)) {
         ++hidden_ops;
         hidden_nodes += elided_count(c);
@@ -144,6 +147,7 @@ std::string to_string(const Context& ctx, Expr e, const PrintOptions& opt) {
       parts.push_back(n != name.end() ? n->second : str.at(c));
     }
     flush_hidden();
+    if (x->nargs > max_operands) parts.push_back(fmt::format("…(+{} more)", x->nargs - max_operands));
     std::string s;
     switch (x->op) {
       case Op::ConstBool: s = x->u ? "true" : "false"; break;

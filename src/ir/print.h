@@ -10,6 +10,7 @@ namespace dirigo::ir {
 
 struct PrintOptions {
   size_t max_nodes = 200;   // beyond this many distinct nodes print "…(N nodes)"
+  size_t max_operands = 8;  // of an n-ary node; the rest print as "…(+N more)"
   bool let_shared = true;   // name sub-terms used more than once
 };
 

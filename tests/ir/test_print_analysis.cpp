@@ -50,7 +50,10 @@ TEST(Print, BudgetBoundsOutputOfHugeDag) {
   Expr big = c.add(e, c.add(ts));
   std::string s = to_string(c, big);
   EXPECT_LT(s.size(), 20000u) << s.substr(0, 2000);
-  EXPECT_NE(s.find("nodes)"), std::string::npos);
+  EXPECT_NE(s.find("more)"), std::string::npos) << s;  // the 100,000-term sum: operands elided
+  std::string chain = to_string(c, e);
+  EXPECT_LT(chain.size(), 20000u);
+  EXPECT_NE(chain.find("nodes)"), std::string::npos) << chain;  // the deep chain: node budget
   PrintOptions small;
   small.max_nodes = 10;
   EXPECT_LT(to_string(c, big, small).size(), 2000u);
@@ -58,6 +61,24 @@ TEST(Print, BudgetBoundsOutputOfHugeDag) {
   std::string smt = to_smtlib(c, e);
   EXPECT_LT(smt.size(), 400u * 1000000u);
   EXPECT_NE(smt.find("(define-fun |t"), std::string::npos);
+}
+
+TEST(Print, WideNodePrintsAtMostMaxOperands) {
+  Context c;
+  int32_t T = c.tensor("Tw");
+  std::vector<Expr> mins;
+  for (int i = 0; i < 64; ++i) mins.push_back(c.min(c.elem(T, 2 * i), c.elem(T, 2 * i + 1)));
+  std::string s = to_string(c, c.add(mins));
+  size_t printed = 0;
+  for (size_t at = s.find("min("); at != std::string::npos; at = s.find("min(", at + 1)) ++printed;
+  EXPECT_EQ(printed, 8u) << s;
+  EXPECT_NE(s.find("…(+56 more)"), std::string::npos) << s;
+  PrintOptions all;
+  all.max_operands = SIZE_MAX;
+  all.max_nodes = SIZE_MAX;
+  std::string full = to_string(c, c.add(mins), all);
+  EXPECT_EQ(full.find("more)"), std::string::npos);
+  EXPECT_NE(full.find("Tw[127]"), std::string::npos);
 }
 
 TEST(Print, SmtLib) {
