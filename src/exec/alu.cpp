@@ -316,13 +316,33 @@ void Machine::exec_setp(Bundle& b, const ptx::Instruction& in) {
     if (!punned) { x = as_bv(x, ptx::type_bits(ty)); y = as_bv(y, ptx::type_bits(ty)); }
   }
   bool sgn = ptx::is_signed_int(ty);
-  Expr r;
+  Expr r = nullptr;
   using C = ptx::CmpOp;
   auto lt = [&](Expr a, Expr c) { return fl ? ctx_.lt(a, c) : sgn ? ctx_.slt(a, c) : ctx_.ult(a, c); };
   auto le = [&](Expr a, Expr c) { return fl ? ctx_.le(a, c) : sgn ? ctx_.sle(a, c) : ctx_.ule(a, c); };
   Expr ninf = ctx_.var("-inf", Sort::Real), pinf = ctx_.var("+inf", Sort::Real);
-  if (fl && (x == ninf || x == pinf || y == ninf || y == pinf)) unsupported(in, "comparison with an infinite value");
-  switch (in.mod.cmp) {
+  // comparisons with +-inf against finite reals (all reals are finite) fold to constants
+  auto rank = [&](Expr v) { return v == ninf ? -1 : v == pinf ? 1 : 0; };
+  bool inf_cmp = fl && (rank(x) != 0 || rank(y) != 0);
+  int order = 0;  // sign of x - y when decided by infinities
+  if (inf_cmp) {
+    if (rank(x) == rank(y)) order = 0;
+    else order = rank(x) != 0 ? rank(x) : -rank(y);
+  }
+  auto fold = [&](bool v) { return ctx_.bool_const(v); };
+  switch (inf_cmp ? in.mod.cmp : ptx::CmpOp::None) {
+    case ptx::CmpOp::None: break;
+    case ptx::CmpOp::Eq: case ptx::CmpOp::Equ: r = fold(order == 0); break;
+    case ptx::CmpOp::Ne: case ptx::CmpOp::Neu: r = fold(order != 0); break;
+    case ptx::CmpOp::Lt: case ptx::CmpOp::Ltu: r = fold(order < 0); break;
+    case ptx::CmpOp::Le: case ptx::CmpOp::Leu: r = fold(order <= 0); break;
+    case ptx::CmpOp::Gt: case ptx::CmpOp::Gtu: r = fold(order > 0); break;
+    case ptx::CmpOp::Ge: case ptx::CmpOp::Geu: r = fold(order >= 0); break;
+    case ptx::CmpOp::Num: r = fold(true); break;
+    case ptx::CmpOp::Nan: r = fold(false); break;
+    default: unsupported(in, "comparison with an infinite value");
+  }
+  if (!r) switch (in.mod.cmp) {
     case C::Eq: case C::Equ: r = ctx_.eq(x, y); break;
     case C::Ne: case C::Neu: r = ctx_.not_(ctx_.eq(x, y)); break;
     case C::Lt: case C::Ltu: r = lt(x, y); break;

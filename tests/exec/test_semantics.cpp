@@ -213,3 +213,19 @@ TEST(Semantics, LongLoopHitsTheTimeLimit) {
 
 }  // namespace
 }  // namespace dirigo::exec::test
+
+namespace dirigo::exec::test {
+namespace {
+
+TEST(Semantics, ComparisonWithMinusInfinityFolds) {
+  // m = -inf; if (x > m) m = x  (a max-reduction seed): the result is x for every finite x
+  auto m = kernel("ld.global.f32 %f1, [%rd4];\nmov.f32 %f5, 0fFF800000;\nsetp.gt.f32 %p1, %f1, %f5;\n"
+                  "selp.f32 %f2, %f1, %f5, %p1;\nst.global.f32 [%rd3], %f2;");
+  auto R = run(m, 8);
+  ASSERT_TRUE(R->r.ok()) << to_text(R->h.ctx, R->r);
+  ASSERT_EQ(R->r.writes.size(), 1u);
+  EXPECT_EQ(R->r.writes[0].value->op, ir::Op::Load);  // exactly x[tid]
+}
+
+}  // namespace
+}  // namespace dirigo::exec::test
