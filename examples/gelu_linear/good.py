@@ -1,4 +1,4 @@
-# Expected verdict: CHECKED — GELU written out by hand with erf, same meaning.
+# Expected verdict: EQUAL — GELU written out by hand with erf, same meaning.
 import math
 
 import torch

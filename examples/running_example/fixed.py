@@ -1,4 +1,4 @@
-# Expected verdict: CHECKED (VERIFIED with --full) — the same kernel with the loop bound fixed.
+# Expected verdict: EQUAL — VERIFIED (every location proven equal) — the same kernel with the loop bound fixed.
 import os
 import sys
 

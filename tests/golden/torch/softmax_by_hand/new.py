@@ -1,4 +1,4 @@
-# EXPECT: CHECKED
+# EXPECT: EQUAL
 import torch
 import torch.nn as nn
 
