@@ -278,7 +278,6 @@ LaunchInfo& Lowering::launch(size_t op_index) {
       auto [it, fresh] = storage_tensor.emplace(val.storage, 0);
       if (fresh) {
         it->second = ctx_.tensor(fmt::format("{}:L{}:s{}", prefix_, op_index, val.storage));
-        info.before[it->second] = r->view.value;
         for (const auto& w : op.writes)
           if (w.storage == val.storage) info.after[it->second] = w.after;
         launch_tensor_[it->second] = {launches_.size(), r->view.value};
@@ -287,11 +286,9 @@ LaunchInfo& Lowering::launch(size_t op_index) {
       uint64_t extent = uint64_t(prog_.storages[size_t(val.storage)].nbytes) / es;
       uint64_t byte_off = uint64_t(r->view.offset) * es + uint64_t(r->byte_offset.value_or(0));
       launch.params.push_back(exec::ParamBinding::tensor_arg(it->second, exec_dtype(r->view.dtype), extent, byte_off));
-      info.param_tensor.push_back(it->second);
     } else if (const auto* s = std::get_if<bundle::Scalar>(&a)) {
       launch.params.push_back(bundle::is_float_scalar(s->type) ? exec::ParamBinding::float_arg(s->f)
                                                                : exec::ParamBinding::int_arg(s->i));
-      info.param_tensor.push_back(-1);
     } else if (std::holds_alternative<bundle::PointerArg>(a)) {
       throw Unsupported(fmt::format("kernel {} argument {} is a pointer into no traced tensor", l.kernel, i));
     } else {

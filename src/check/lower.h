@@ -50,9 +50,8 @@ struct LaunchInfo {
   std::string kernel;
   std::shared_ptr<exec::ExecResult> result;
   std::shared_ptr<exec::Resolver> resolver;
-  std::vector<int32_t> param_tensor;    // per launch arg: the ir tensor it was bound to (-1 scalar)
-  // ir tensor id (per storage touched by the launch) -> the SSA values before/after
-  std::unordered_map<int32_t, program::ValueId> before, after;
+  // ir tensor id (per storage the launch writes) -> the SSA value after the launch
+  std::unordered_map<int32_t, program::ValueId> after;
 };
 
 class Lowering {
