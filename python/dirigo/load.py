@@ -13,6 +13,7 @@ import os
 import re
 import sys
 import threading
+import time
 import types
 from dataclasses import dataclass, field
 from typing import Any, Callable
@@ -49,6 +50,7 @@ class ExtensionRecord:
     sources: list[str] = field(default_factory=list)  # files, for load()
     build_directory: str | None = None
     library_path: str | None = None  # the built shared object, for PTX extraction
+    compile_seconds: float | None = None  # wall time of the build call (reported apart from trace time)
 
     def to_json(self) -> dict:
         return {k: v for k, v in self.__dict__.items() if v not in (None, [], {})}
@@ -134,7 +136,9 @@ def intercept_extensions(records: list[ExtensionRecord], allow_cuda: bool):
             flags = [f for f in flags if not re.match(r"-(arch|gencode|code)\b", f)] + ptx_cuda_flags()
             kwargs["extra_cuda_cflags"] = flags
             rec.extra_cuda_cflags = flags
+        t0 = time.monotonic()
         module = orig_inline(name, cpp_sources, cuda_sources, *args, **kwargs)
+        rec.compile_seconds = round(time.monotonic() - t0, 3)
         _note_library(rec, module, kwargs)
         return _ExtensionProxy(module, name)
 
@@ -150,7 +154,9 @@ def intercept_extensions(records: list[ExtensionRecord], allow_cuda: bool):
             kwargs["extra_cuda_cflags"] = flags + ptx_cuda_flags()
             rec.extra_cuda_cflags = kwargs["extra_cuda_cflags"]
             rec.cuda_sources = [open(s).read() for s in srcs if s.endswith(".cu")]
+        t0 = time.monotonic()
         module = orig_load(name, sources, *args, **kwargs)
+        rec.compile_seconds = round(time.monotonic() - t0, 3)
         _note_library(rec, module, kwargs)
         return _ExtensionProxy(module, name)
 

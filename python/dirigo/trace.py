@@ -621,6 +621,13 @@ class TraceResult:
     message: str
     out: str | None = None
     programs: dict = field(default_factory=dict)  # name -> worker result (without data)
+    seconds: float | None = None  # wall time of the whole trace (both workers run at once)
+
+    @property
+    def compile_seconds(self) -> float:
+        """Wall time spent inside load_inline / load builds (the rest of `seconds` is tracing)."""
+        return round(sum(e.get("compile_seconds") or 0.0 for r in self.programs.values()
+                         for e in (r.get("extensions") or [])), 3)
 
     @property
     def exit_code(self) -> int:
@@ -729,6 +736,16 @@ def trace(ref: str, new: str | None = None, out: str | None = None, *, device: s
           functional: str | None = None, write_data: bool = True,
           real_limit_bytes: int = REAL_LIMIT_BYTES, shim: str | None = None) -> TraceResult:
     """Trace REF (and NEW) in subprocesses and write a bundle to `out`. Never raises for user-code errors."""
+    t0 = time.monotonic()
+    r = _trace(ref, new, out, device=device, timeout=timeout, mode=mode, atol=atol, rtol=rtol, seeds=seeds,
+               init_seed=init_seed, functional=functional, write_data=write_data,
+               real_limit_bytes=real_limit_bytes, shim=shim)
+    r.seconds = round(time.monotonic() - t0, 3)
+    return r
+
+
+def _trace(ref, new, out, *, device, timeout, mode, atol, rtol, seeds, init_seed, functional, write_data,
+           real_limit_bytes, shim) -> TraceResult:
     from . import load
     init_seed = load.INIT_SEED if init_seed is None else init_seed
     seeds = list(seeds) if seeds else None  # None: the workers derive KernelBench's (no torch import here)
@@ -830,7 +847,8 @@ def main(argv: list[str] | None = None) -> int:
     r = trace(a.ref, a.new, a.out, device=a.device, timeout=a.timeout, mode=a.mode, atol=a.atol, rtol=a.rtol,
               seeds=a.input_seeds, init_seed=a.seed, functional=a.functional, write_data=not a.no_data)
     if a.json:
-        print(json.dumps({"status": r.status, "message": r.message, "out": r.out}))
+        print(json.dumps({"status": r.status, "message": r.message, "out": r.out, "seconds": r.seconds,
+                          "compile_seconds": r.compile_seconds}))
     else:
         print(("ERROR: " if r.status == "error" else "") + r.message)
     return r.exit_code
