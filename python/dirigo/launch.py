@@ -19,6 +19,7 @@ import subprocess
 import tempfile
 
 SHIM_SOURCE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "shim", "launch_shim.c")
+CUBLAS_SHIM_SOURCE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "shim", "cublas_shim.c")
 
 _PTX_PARAM_TYPES = {"u8", "u16", "u32", "u64", "s8", "s16", "s32", "s64", "f16", "bf16", "f32", "f64", "pred",
                     "b8", "b16", "b32", "b64"}
@@ -30,29 +31,32 @@ def _cache_dir() -> str:
     return d
 
 
-def build_shim(out_dir: str | None = None, cc: str | None = None) -> str:
-    """Compile the shim (plain C, no CUDA headers needed); cached by source hash. Returns the .so path."""
-    with open(SHIM_SOURCE, "rb") as fh:
+def build_shim(out_dir: str | None = None, cc: str | None = None, source: str | None = None) -> str:
+    """Compile a shim (plain C, no CUDA headers needed; default: the launch shim); cached by source hash.
+    Returns the .so path."""
+    source = source or SHIM_SOURCE
+    with open(source, "rb") as fh:
         digest = hashlib.sha256(fh.read()).hexdigest()[:16]
-    out = os.path.join(out_dir or _cache_dir(), f"libdirigo_launch_shim-{digest}.so")
+    stem = os.path.splitext(os.path.basename(source))[0].replace("_", "-")
+    out = os.path.join(out_dir or _cache_dir(), f"libdirigo-{stem}-{digest}.so")
     if not os.path.exists(out):
         cc = cc or os.environ.get("CC") or shutil.which("cc") or shutil.which("gcc")
         if not cc:
             raise RuntimeError("no C compiler (cc/gcc) to build the launch shim")
         tmp = out + f".tmp{os.getpid()}"
-        subprocess.run([cc, "-shared", "-fPIC", "-O2", "-o", tmp, SHIM_SOURCE, "-ldl", "-lpthread"], check=True,
+        subprocess.run([cc, "-shared", "-fPIC", "-O2", "-o", tmp, source, "-ldl", "-lpthread"], check=True,
                        capture_output=True)
         os.replace(tmp, out)
     return out
 
 
 def shim_path() -> str | None:
-    """The shim to LD_PRELOAD for GPU tracing (built when CUDA is present), or None."""
+    """The shims to LD_PRELOAD for GPU tracing (launch, then cuBLAS; built when CUDA is present), or None."""
     try:
         import torch
         if not torch.cuda.is_available():
             return None
-        return build_shim()
+        return build_shim() + ":" + build_shim(source=CUBLAS_SHIM_SOURCE)
     except Exception:  # noqa: BLE001 - tracing still records ATen ops without it
         return None
 
@@ -67,18 +71,30 @@ def _shim_lib():
     lib.dirigo_shim_drain.restype = ctypes.c_size_t
     lib.dirigo_shim_drain.argtypes = [ctypes.c_char_p, ctypes.c_size_t]
     lib.dirigo_shim_set_enabled.argtypes = [ctypes.c_int]
+    try:  # the cuBLAS shim (dirigo.cublas), when preloaded too
+        lib.dirigo_cublas_drain.restype = ctypes.c_size_t
+        lib.dirigo_cublas_drain.argtypes = [ctypes.c_char_p, ctypes.c_size_t]
+        lib.dirigo_cublas_set_enabled.argtypes = [ctypes.c_int]
+        lib.has_cublas = True
+    except AttributeError:
+        lib.has_cublas = False
     return lib
 
 
-def drain(lib) -> list[dict]:
-    need = lib.dirigo_shim_drain(None, 0)
+def drain(lib, fn=None) -> list[dict]:
+    """Launch records, in program order. With the cuBLAS shim, its log (launches moved there before each
+    library call, then the call) comes first, then the launch shim's rest."""
+    if fn is None:
+        return (drain(lib, lib.dirigo_cublas_drain) if getattr(lib, "has_cublas", False) else []) + \
+            drain(lib, lib.dirigo_shim_drain)
+    need = fn(None, 0)
     if need <= 1:
         return []
     buf = ctypes.create_string_buffer(need + 4096)  # room for records appended meanwhile
-    n = lib.dirigo_shim_drain(buf, len(buf))
+    n = fn(buf, len(buf))
     if n >= len(buf):  # grew past our buffer: try once more, larger
         buf = ctypes.create_string_buffer(n + (1 << 20))
-        n = lib.dirigo_shim_drain(buf, len(buf))
+        n = fn(buf, len(buf))
     return [json.loads(ln) for ln in buf.raw[:n].decode("utf-8", "replace").splitlines() if ln.strip()]
 
 
@@ -97,17 +113,22 @@ class LaunchHook:
         hook = cls(rec, lib)
         rec.launch_hook = hook
         drain(lib)  # discard launches from set-up (model construction, input generation)
-        lib.dirigo_shim_set_enabled(1)
+        hook._set(1)
         return hook
+
+    def _set(self, on: int):
+        self.lib.dirigo_shim_set_enabled(on)
+        if self.lib.has_cublas:
+            self.lib.dirigo_cublas_set_enabled(on)
 
     def _flush(self):
         for r in drain(self.lib):
-            self.rec.ops.append({"kind": "launch", "_raw": r})
+            self.rec.ops.append({"kind": "library" if "library" in r else "launch", "_raw": r})
 
     def before_op(self):
         self._flush()
         self.depth += 1
-        self.lib.dirigo_shim_set_enabled(0)
+        self._set(0)
 
     def run_op(self, func, args, kwargs):
         return func(*args, **kwargs)
@@ -115,14 +136,14 @@ class LaunchHook:
     def after_op(self):
         self.depth -= 1
         if self.depth == 0:
-            self.lib.dirigo_shim_set_enabled(1)
+            self._set(1)
 
     def detach(self):
         import torch
         if torch.cuda.is_available():
             torch.cuda.synchronize()
         self._flush()
-        self.lib.dirigo_shim_set_enabled(0)
+        self._set(0)
         self.rec.launch_hook = None
 
 
@@ -241,13 +262,8 @@ def _decode_scalar(hexbytes: str, ptx_type: str):
     return bool(v) if ptx_type == "pred" else v
 
 
-def finalize_launches(rec, modules: list[dict]) -> None:
-    """Turn raw shim records in rec.ops into launch ops: module, kernel, args bound to tensors."""
-    import math
-    entry_module = {}
-    for m in modules:
-        for name, params in ptx_entries(m["ptx"]).items():
-            entry_module.setdefault(name, (m["id"], params))
+def pointer_binder(rec):
+    """address -> {"tensor", "byte_offset"} relative to the view starting closest below it, or None."""
     # live storage ranges, and tensors by storage id
     ranges = []
     for st in rec.storages.values():
@@ -270,6 +286,18 @@ def finalize_launches(rec, modules: list[dict]) -> None:
                     start, tid = max(cands, key=lambda c: (c[0], -int(c[1][1:])))
                     return {"tensor": tid, "byte_offset": ptr - start}
         return None
+
+    return bind
+
+
+def finalize_launches(rec, modules: list[dict]) -> None:
+    """Turn raw shim records in rec.ops into launch ops: module, kernel, args bound to tensors."""
+    import math
+    entry_module = {}
+    for m in modules:
+        for name, params in ptx_entries(m["ptx"]).items():
+            entry_module.setdefault(name, (m["id"], params))
+    bind = pointer_binder(rec)
 
     out = []
     for op in rec.ops:

@@ -544,6 +544,8 @@ def _trace_program(spec, loaded, get_inputs, get_init_inputs, attempt, device) -
                                       capture_limit=spec.get("max_data_bytes", REAL_LIMIT_BYTES))
             if device == "cuda":
                 launch.finalize_launches(rec, modules)
+                from . import cublas
+                cublas.finalize_library(rec)  # cuBLAS calls of the program's own code -> library ops
                 bad = next((op for op in rec.ops if op.get("unresolved")), None)
                 if bad:
                     raise Unsupported(f"kernel {bad['kernel']} was launched {_Phase.name}: {bad['unresolved']}")

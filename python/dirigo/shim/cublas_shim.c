@@ -1,0 +1,660 @@
+/* dirigo cuBLAS shim: LD_PRELOAD it (after the launch shim) to record cuBLAS / cuBLASLt calls.
+ *
+ * Interposes the cuBLAS entry points dirigo models (sgemm, strided/pointer-array batched sgemm, GemmEx,
+ * GemmStridedBatchedEx, sgeam, sgemv, saxpy, sscal, sdot, cublasLtMatmul) and a list of others it does
+ * not model (recorded by name only, so dirigo can say UNSUPPORTED naming the function). While recording
+ * is enabled (dirigo_cublas_set_enabled(1), done by dirigo.launch with the launch shim, off inside ATen
+ * ops), each call appends one JSON line with every argument: handle state (pointer mode, math mode,
+ * stream), transposes, sizes, leading dimensions, strides, alpha/beta by value (read from the device in
+ * device pointer mode), device pointers as addresses (Python binds them to tensors), batched pointer
+ * arrays read back from the device, and for cublasLtMatmul the matmul descriptor (transposes, epilogue,
+ * bias, compute/scale type) and the four matrix layouts.
+ *
+ * Kernels cuBLAS launches are not user kernels: the launch shim's recording is switched off for the
+ * duration of each call. The launch shim's pending records are moved into this log before each library
+ * record, so Python reads one log in program order (this log, then the launch shim's rest).
+ *
+ * Plain C, no CUDA headers (the few enums are declared here), so it builds wherever `cc` exists.
+ */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <pthread.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef int cublasStatus_t;
+typedef void *cublasHandle_t;
+typedef void *cublasLtHandle_t;
+typedef void *cublasLtMatmulDesc_t;
+typedef void *cublasLtMatrixLayout_t;
+typedef int cublasOperation_t;
+typedef int cudaDataType;
+typedef int cublasComputeType_t;
+typedef int cublasGemmAlgo_t;
+typedef void *cudaStream_t;
+
+enum { CUBLAS_STATUS_NOT_INITIALIZED = 1, CUBLAS_STATUS_NOT_SUPPORTED = 15 };
+enum { MEMCPY_DEFAULT = 4 };
+enum { CUDA_R_32F = 0, CUDA_R_64F = 1, CUDA_R_16F = 2, CUDA_R_16BF = 14 };
+/* cublasLt attributes (cublasLt.h, CUDA 12/13) */
+enum { LT_COMPUTE_TYPE = 0, LT_SCALE_TYPE = 1, LT_POINTER_MODE = 2, LT_TRANSA = 3, LT_TRANSB = 4, LT_EPILOGUE = 7,
+       LT_BIAS_POINTER = 8, LT_BIAS_BATCH_STRIDE = 10, LT_BIAS_DATA_TYPE = 26 };
+enum { LAYOUT_TYPE = 0, LAYOUT_ORDER = 1, LAYOUT_ROWS = 2, LAYOUT_COLS = 3, LAYOUT_LD = 4, LAYOUT_BATCH_COUNT = 5,
+       LAYOUT_STRIDED_BATCH_OFFSET = 6 };
+
+/* ---- the log */
+static pthread_mutex_t log_lock = PTHREAD_MUTEX_INITIALIZER;
+static char *log_buf;
+static size_t log_len, log_cap;
+static volatile int recording;
+static __thread int depth; /* > 0 inside a cuBLAS call (cuBLAS calls cuBLASLt internally) */
+static unsigned long calls_seen;
+
+int dirigo_cublas_shim_version(void) { return 1; }
+void dirigo_cublas_set_enabled(int on) { recording = on; }
+unsigned long dirigo_cublas_calls_seen(void) { return calls_seen; }
+
+static void append_locked(const char *s, size_t n) {
+  if (log_len + n + 1 > log_cap) {
+    size_t cap = log_cap ? log_cap : 1 << 16;
+    while (cap < log_len + n + 1) cap *= 2;
+    char *nb = realloc(log_buf, cap);
+    if (!nb) return; /* out of memory: drop rather than crash the program */
+    log_buf = nb;
+    log_cap = cap;
+  }
+  memcpy(log_buf + log_len, s, n);
+  log_len += n;
+}
+
+/* Same contract as dirigo_shim_drain: copies and clears when it fits, else returns the size needed. */
+size_t dirigo_cublas_drain(char *buf, size_t cap) {
+  pthread_mutex_lock(&log_lock);
+  size_t n = log_len;
+  if (buf == NULL || cap < n + 1) {
+    pthread_mutex_unlock(&log_lock);
+    return n + 1;
+  }
+  if (n) memcpy(buf, log_buf, n);
+  buf[n] = 0;
+  log_len = 0;
+  pthread_mutex_unlock(&log_lock);
+  return n;
+}
+
+static void *find(const char *name, const char *const *libs) {
+  void *p = dlsym(RTLD_NEXT, name);
+  for (; !p && libs && *libs; ++libs) {
+    void *h = dlopen(*libs, RTLD_NOW | RTLD_NOLOAD);
+    if (h) p = dlsym(h, name);
+  }
+  return p;
+}
+static const char *const CUBLAS_LIBS[] = {"libcublas.so.13", "libcublas.so.12", "libcublas.so", NULL};
+static const char *const LT_LIBS[] = {"libcublasLt.so.13", "libcublasLt.so.12", "libcublasLt.so", NULL};
+static const char *const RT_LIBS[] = {"libcudart.so.13", "libcudart.so.12", "libcudart.so", NULL};
+
+/* ---- the launch shim: its log is moved into ours before each record; its recording is paused inside */
+typedef size_t (*drain_fn)(char *, size_t);
+typedef void (*set_enabled_fn)(int);
+
+static void move_launch_records_locked(void) {
+  static drain_fn launch_drain;
+  if (!launch_drain) launch_drain = (drain_fn)dlsym(RTLD_DEFAULT, "dirigo_shim_drain");
+  if (!launch_drain) return;
+  size_t need = launch_drain(NULL, 0);
+  if (need <= 1) return;
+  char *tmp = malloc(need + 4096);
+  if (!tmp) return;
+  size_t n = launch_drain(tmp, need + 4096);
+  if (n < need + 4096) append_locked(tmp, n);
+  free(tmp);
+}
+
+static void pause_launches(int paused) {
+  static set_enabled_fn set;
+  if (!set) set = (set_enabled_fn)dlsym(RTLD_DEFAULT, "dirigo_shim_set_enabled");
+  if (set) set(!paused);
+}
+
+/* ---- a record under construction */
+typedef struct {
+  char *s;
+  size_t n, cap;
+} sbuf;
+
+static void put(sbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+#include <stdarg.h>
+static void put(sbuf *b, const char *fmt, ...) {
+  for (;;) {
+    va_list ap;
+    va_start(ap, fmt);
+    size_t room = b->cap - b->n;
+    int m = vsnprintf(b->s ? b->s + b->n : NULL, b->s ? room : 0, fmt, ap);
+    va_end(ap);
+    if (m < 0) return;
+    if (b->s && (size_t)m < room) {
+      b->n += (size_t)m;
+      return;
+    }
+    size_t cap = b->cap ? b->cap : 1024;
+    while (cap < b->n + (size_t)m + 1) cap *= 2;
+    char *nb = realloc(b->s, cap);
+    if (!nb) return;
+    b->s = nb;
+    b->cap = cap;
+  }
+}
+
+typedef int (*memcpy_fn)(void *, const void *, size_t, int);
+static int device_read(void *dst, const void *src, size_t n) {
+  static memcpy_fn cpy;
+  if (!cpy) cpy = (memcpy_fn)find("cudaMemcpy", RT_LIBS);
+  if (!cpy) cpy = (memcpy_fn)dlsym(RTLD_DEFAULT, "cudaMemcpy");
+  return cpy ? cpy(dst, src, n, MEMCPY_DEFAULT) : -1;
+}
+
+static const char *op_name(int op) { return op == 0 ? "N" : op == 1 ? "T" : op == 2 ? "C" : "?"; }
+
+static void put_float(sbuf *b, double v) {
+  if (v != v) put(b, "\"nan\"");
+  else if (v > 1.7976931348623157e308) put(b, "\"inf\"");
+  else if (v < -1.7976931348623157e308) put(b, "\"-inf\"");
+  else put(b, "%.9g", v);
+}
+static void put_ptr(sbuf *b, const char *key, const void *p) {
+  put(b, ",\"%s\":{\"ptr\":\"0x%llx\"}", key, (unsigned long long)(uintptr_t)p);
+}
+
+/* alpha/beta: by value in host pointer mode; in device mode the value is read back and the address kept
+ * so Python can bind it to a tensor. `dtype` is the scalar's cudaDataType. */
+static void put_scalar(sbuf *b, const char *key, const void *p, int device_mode, int dtype) {
+  put(b, ",\"%s\":", key);
+  if (!p) {
+    put(b, "null");
+    return;
+  }
+  double v = 0;
+  int ok = 1;
+  if (dtype == CUDA_R_32F || dtype == CUDA_R_64F) {
+    if (dtype == CUDA_R_32F) {
+      float f = 0;
+      if (device_mode) ok = device_read(&f, p, sizeof f) == 0;
+      else f = *(const float *)p;
+      v = f;
+    } else {
+      double d = 0;
+      if (device_mode) ok = device_read(&d, p, sizeof d) == 0;
+      else d = *(const double *)p;
+      v = d;
+    }
+  } else {
+    ok = 0;
+  }
+  if (ok) put_float(b, v);
+  else put(b, "null");
+  if (device_mode) put_ptr(b, key[0] == 'a' ? "alpha_ptr" : "beta_ptr", p);
+}
+
+/* A device array of `count` device pointers, read back. */
+static void put_ptr_array(sbuf *b, const char *key, const void *const *arr, int count) {
+  put(b, ",\"%s\":{\"ptrs\":[", key);
+  if (arr && count > 0 && count <= (1 << 20)) {
+    void **host = malloc(sizeof(void *) * (size_t)count);
+    if (host && device_read(host, arr, sizeof(void *) * (size_t)count) == 0)
+      for (int i = 0; i < count; ++i) put(b, "%s\"0x%llx\"", i ? "," : "", (unsigned long long)(uintptr_t)host[i]);
+    free(host);
+  }
+  put(b, "],\"array\":\"0x%llx\"}", (unsigned long long)(uintptr_t)arr);
+}
+
+typedef cublasStatus_t (*get_int_fn)(cublasHandle_t, int *);
+typedef cublasStatus_t (*get_stream_fn)(cublasHandle_t, cudaStream_t *);
+
+/* Starts a record; returns the handle's pointer mode (1 = device). */
+static int begin(sbuf *b, const char *name, cublasHandle_t handle) {
+  static get_int_fn get_pointer_mode, get_math_mode;
+  static get_stream_fn get_stream;
+  if (!get_pointer_mode) get_pointer_mode = (get_int_fn)find("cublasGetPointerMode_v2", CUBLAS_LIBS);
+  if (!get_math_mode) get_math_mode = (get_int_fn)find("cublasGetMathMode", CUBLAS_LIBS);
+  if (!get_stream) get_stream = (get_stream_fn)find("cublasGetStream_v2", CUBLAS_LIBS);
+  int pm = 0, mm = 0;
+  cudaStream_t st = 0;
+  if (handle && get_pointer_mode) get_pointer_mode(handle, &pm);
+  if (handle && get_math_mode) get_math_mode(handle, &mm);
+  if (handle && get_stream) get_stream(handle, &st);
+  put(b, "{\"library\":\"cublas\",\"name\":\"%s\",\"handle\":\"0x%llx\",\"args\":{\"pointer_mode\":\"%s\",\"math_mode\":%d,"
+         "\"stream\":\"0x%llx\"",
+      name, (unsigned long long)(uintptr_t)handle, pm ? "device" : "host", mm, (unsigned long long)(uintptr_t)st);
+  return pm;
+}
+
+static void finish(sbuf *b, const char *writes) {
+  put(b, "},\"writes\":[%s]}\n", writes);
+  pthread_mutex_lock(&log_lock);
+  move_launch_records_locked();
+  if (b->s) append_locked(b->s, b->n);
+  pthread_mutex_unlock(&log_lock);
+  free(b->s);
+}
+
+/* Every interposed function: record (outermost call, recording on), pause launch capture, forward. */
+#define ENTER()                                     \
+  int record_this = recording && depth == 0;        \
+  __sync_fetch_and_add(&calls_seen, 1);             \
+  ++depth;                                          \
+  if (record_this) pause_launches(1);
+#define LEAVE()                                     \
+  --depth;                                          \
+  if (record_this) pause_launches(0);
+
+#define REAL(TYPE, NAME, LIBS)                      \
+  static TYPE real;                                 \
+  if (!real) real = (TYPE)find(NAME, LIBS);         \
+  if (!real) return CUBLAS_STATUS_NOT_INITIALIZED;
+
+/* ---- level 3 */
+typedef cublasStatus_t (*sgemm_fn)(cublasHandle_t, cublasOperation_t, cublasOperation_t, int, int, int, const float *,
+                                   const float *, int, const float *, int, const float *, float *, int);
+cublasStatus_t cublasSgemm_v2(cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb, int m, int n, int k,
+                              const float *alpha, const float *A, int lda, const float *B, int ldb, const float *beta,
+                              float *C, int ldc) {
+  REAL(sgemm_fn, "cublasSgemm_v2", CUBLAS_LIBS);
+  ENTER();
+  if (record_this) {
+    sbuf b = {0};
+    int dev = begin(&b, "cublasSgemm_v2", h);
+    put(&b, ",\"transa\":\"%s\",\"transb\":\"%s\",\"m\":%d,\"n\":%d,\"k\":%d", op_name(ta), op_name(tb), m, n, k);
+    put_scalar(&b, "alpha", alpha, dev, CUDA_R_32F);
+    put_ptr(&b, "A", A);
+    put(&b, ",\"lda\":%d", lda);
+    put_ptr(&b, "B", B);
+    put(&b, ",\"ldb\":%d", ldb);
+    put_scalar(&b, "beta", beta, dev, CUDA_R_32F);
+    put_ptr(&b, "C", C);
+    put(&b, ",\"ldc\":%d", ldc);
+    finish(&b, "\"C\"");
+  }
+  cublasStatus_t s = real(h, ta, tb, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc);
+  LEAVE();
+  return s;
+}
+
+typedef cublasStatus_t (*sgemm_sb_fn)(cublasHandle_t, cublasOperation_t, cublasOperation_t, int, int, int,
+                                      const float *, const float *, int, long long, const float *, int, long long,
+                                      const float *, float *, int, long long, int);
+cublasStatus_t cublasSgemmStridedBatched(cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb, int m, int n,
+                                         int k, const float *alpha, const float *A, int lda, long long sa,
+                                         const float *B, int ldb, long long sb, const float *beta, float *C, int ldc,
+                                         long long sc, int batch) {
+  REAL(sgemm_sb_fn, "cublasSgemmStridedBatched", CUBLAS_LIBS);
+  ENTER();
+  if (record_this) {
+    sbuf b = {0};
+    int dev = begin(&b, "cublasSgemmStridedBatched", h);
+    put(&b, ",\"transa\":\"%s\",\"transb\":\"%s\",\"m\":%d,\"n\":%d,\"k\":%d", op_name(ta), op_name(tb), m, n, k);
+    put_scalar(&b, "alpha", alpha, dev, CUDA_R_32F);
+    put_ptr(&b, "A", A);
+    put(&b, ",\"lda\":%d,\"strideA\":%lld", lda, sa);
+    put_ptr(&b, "B", B);
+    put(&b, ",\"ldb\":%d,\"strideB\":%lld", ldb, sb);
+    put_scalar(&b, "beta", beta, dev, CUDA_R_32F);
+    put_ptr(&b, "C", C);
+    put(&b, ",\"ldc\":%d,\"strideC\":%lld,\"batchCount\":%d", ldc, sc, batch);
+    finish(&b, "\"C\"");
+  }
+  cublasStatus_t s = real(h, ta, tb, m, n, k, alpha, A, lda, sa, B, ldb, sb, beta, C, ldc, sc, batch);
+  LEAVE();
+  return s;
+}
+
+typedef cublasStatus_t (*sgemm_b_fn)(cublasHandle_t, cublasOperation_t, cublasOperation_t, int, int, int,
+                                     const float *, const float *const[], int, const float *const[], int,
+                                     const float *, float *const[], int, int);
+cublasStatus_t cublasSgemmBatched(cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb, int m, int n, int k,
+                                  const float *alpha, const float *const A[], int lda, const float *const B[], int ldb,
+                                  const float *beta, float *const C[], int ldc, int batch) {
+  REAL(sgemm_b_fn, "cublasSgemmBatched", CUBLAS_LIBS);
+  ENTER();
+  if (record_this) {
+    sbuf b = {0};
+    int dev = begin(&b, "cublasSgemmBatched", h);
+    put(&b, ",\"transa\":\"%s\",\"transb\":\"%s\",\"m\":%d,\"n\":%d,\"k\":%d", op_name(ta), op_name(tb), m, n, k);
+    put_scalar(&b, "alpha", alpha, dev, CUDA_R_32F);
+    put_ptr_array(&b, "A", (const void *const *)A, batch);
+    put(&b, ",\"lda\":%d", lda);
+    put_ptr_array(&b, "B", (const void *const *)B, batch);
+    put(&b, ",\"ldb\":%d", ldb);
+    put_scalar(&b, "beta", beta, dev, CUDA_R_32F);
+    put_ptr_array(&b, "C", (const void *const *)C, batch);
+    put(&b, ",\"ldc\":%d,\"batchCount\":%d", ldc, batch);
+    finish(&b, "\"C\"");
+  }
+  cublasStatus_t s = real(h, ta, tb, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc, batch);
+  LEAVE();
+  return s;
+}
+
+/* GemmEx alpha/beta have the compute type's scale type: float for the 32F compute types. */
+static int scale_type_of(cublasComputeType_t ct) {
+  switch (ct) {
+    case 68: case 69: case 74: case 75: case 77: case 78: return CUDA_R_32F;
+    case 70: case 71: case 79: return CUDA_R_64F;
+    default: return -1;
+  }
+}
+
+typedef cublasStatus_t (*gemmex_fn)(cublasHandle_t, cublasOperation_t, cublasOperation_t, int, int, int, const void *,
+                                    const void *, cudaDataType, int, const void *, cudaDataType, int, const void *,
+                                    void *, cudaDataType, int, cublasComputeType_t, cublasGemmAlgo_t);
+cublasStatus_t cublasGemmEx(cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb, int m, int n, int k,
+                            const void *alpha, const void *A, cudaDataType at, int lda, const void *B, cudaDataType bt,
+                            int ldb, const void *beta, void *C, cudaDataType ct, int ldc, cublasComputeType_t comp,
+                            cublasGemmAlgo_t algo) {
+  REAL(gemmex_fn, "cublasGemmEx", CUBLAS_LIBS);
+  ENTER();
+  if (record_this) {
+    sbuf b = {0};
+    int dev = begin(&b, "cublasGemmEx", h);
+    put(&b, ",\"transa\":\"%s\",\"transb\":\"%s\",\"m\":%d,\"n\":%d,\"k\":%d", op_name(ta), op_name(tb), m, n, k);
+    put_scalar(&b, "alpha", alpha, dev, scale_type_of(comp));
+    put_ptr(&b, "A", A);
+    put(&b, ",\"Atype\":%d,\"lda\":%d", at, lda);
+    put_ptr(&b, "B", B);
+    put(&b, ",\"Btype\":%d,\"ldb\":%d", bt, ldb);
+    put_scalar(&b, "beta", beta, dev, scale_type_of(comp));
+    put_ptr(&b, "C", C);
+    put(&b, ",\"Ctype\":%d,\"ldc\":%d,\"computeType\":%d,\"algo\":%d", ct, ldc, comp, algo);
+    finish(&b, "\"C\"");
+  }
+  cublasStatus_t s = real(h, ta, tb, m, n, k, alpha, A, at, lda, B, bt, ldb, beta, C, ct, ldc, comp, algo);
+  LEAVE();
+  return s;
+}
+
+typedef cublasStatus_t (*gemmsbex_fn)(cublasHandle_t, cublasOperation_t, cublasOperation_t, int, int, int,
+                                      const void *, const void *, cudaDataType, int, long long, const void *,
+                                      cudaDataType, int, long long, const void *, void *, cudaDataType, int, long long,
+                                      int, cublasComputeType_t, cublasGemmAlgo_t);
+cublasStatus_t cublasGemmStridedBatchedEx(cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb, int m, int n,
+                                          int k, const void *alpha, const void *A, cudaDataType at, int lda,
+                                          long long sa, const void *B, cudaDataType bt, int ldb, long long sb,
+                                          const void *beta, void *C, cudaDataType ct, int ldc, long long sc, int batch,
+                                          cublasComputeType_t comp, cublasGemmAlgo_t algo) {
+  REAL(gemmsbex_fn, "cublasGemmStridedBatchedEx", CUBLAS_LIBS);
+  ENTER();
+  if (record_this) {
+    sbuf b = {0};
+    int dev = begin(&b, "cublasGemmStridedBatchedEx", h);
+    put(&b, ",\"transa\":\"%s\",\"transb\":\"%s\",\"m\":%d,\"n\":%d,\"k\":%d", op_name(ta), op_name(tb), m, n, k);
+    put_scalar(&b, "alpha", alpha, dev, scale_type_of(comp));
+    put_ptr(&b, "A", A);
+    put(&b, ",\"Atype\":%d,\"lda\":%d,\"strideA\":%lld", at, lda, sa);
+    put_ptr(&b, "B", B);
+    put(&b, ",\"Btype\":%d,\"ldb\":%d,\"strideB\":%lld", bt, ldb, sb);
+    put_scalar(&b, "beta", beta, dev, scale_type_of(comp));
+    put_ptr(&b, "C", C);
+    put(&b, ",\"Ctype\":%d,\"ldc\":%d,\"strideC\":%lld,\"batchCount\":%d,\"computeType\":%d,\"algo\":%d", ct, ldc, sc,
+        batch, comp, algo);
+    finish(&b, "\"C\"");
+  }
+  cublasStatus_t s = real(h, ta, tb, m, n, k, alpha, A, at, lda, sa, B, bt, ldb, sb, beta, C, ct, ldc, sc, batch, comp, algo);
+  LEAVE();
+  return s;
+}
+
+typedef cublasStatus_t (*sgeam_fn)(cublasHandle_t, cublasOperation_t, cublasOperation_t, int, int, const float *,
+                                   const float *, int, const float *, const float *, int, float *, int);
+cublasStatus_t cublasSgeam(cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb, int m, int n,
+                           const float *alpha, const float *A, int lda, const float *beta, const float *B, int ldb,
+                           float *C, int ldc) {
+  REAL(sgeam_fn, "cublasSgeam", CUBLAS_LIBS);
+  ENTER();
+  if (record_this) {
+    sbuf b = {0};
+    int dev = begin(&b, "cublasSgeam", h);
+    put(&b, ",\"transa\":\"%s\",\"transb\":\"%s\",\"m\":%d,\"n\":%d", op_name(ta), op_name(tb), m, n);
+    put_scalar(&b, "alpha", alpha, dev, CUDA_R_32F);
+    put_ptr(&b, "A", A);
+    put(&b, ",\"lda\":%d", lda);
+    put_scalar(&b, "beta", beta, dev, CUDA_R_32F);
+    put_ptr(&b, "B", B);
+    put(&b, ",\"ldb\":%d", ldb);
+    put_ptr(&b, "C", C);
+    put(&b, ",\"ldc\":%d", ldc);
+    finish(&b, "\"C\"");
+  }
+  cublasStatus_t s = real(h, ta, tb, m, n, alpha, A, lda, beta, B, ldb, C, ldc);
+  LEAVE();
+  return s;
+}
+
+/* ---- level 2 / 1 */
+typedef cublasStatus_t (*sgemv_fn)(cublasHandle_t, cublasOperation_t, int, int, const float *, const float *, int,
+                                   const float *, int, const float *, float *, int);
+cublasStatus_t cublasSgemv_v2(cublasHandle_t h, cublasOperation_t t, int m, int n, const float *alpha, const float *A,
+                              int lda, const float *x, int incx, const float *beta, float *y, int incy) {
+  REAL(sgemv_fn, "cublasSgemv_v2", CUBLAS_LIBS);
+  ENTER();
+  if (record_this) {
+    sbuf b = {0};
+    int dev = begin(&b, "cublasSgemv_v2", h);
+    put(&b, ",\"trans\":\"%s\",\"m\":%d,\"n\":%d", op_name(t), m, n);
+    put_scalar(&b, "alpha", alpha, dev, CUDA_R_32F);
+    put_ptr(&b, "A", A);
+    put(&b, ",\"lda\":%d", lda);
+    put_ptr(&b, "x", x);
+    put(&b, ",\"incx\":%d", incx);
+    put_scalar(&b, "beta", beta, dev, CUDA_R_32F);
+    put_ptr(&b, "y", y);
+    put(&b, ",\"incy\":%d", incy);
+    finish(&b, "\"y\"");
+  }
+  cublasStatus_t s = real(h, t, m, n, alpha, A, lda, x, incx, beta, y, incy);
+  LEAVE();
+  return s;
+}
+
+typedef cublasStatus_t (*saxpy_fn)(cublasHandle_t, int, const float *, const float *, int, float *, int);
+cublasStatus_t cublasSaxpy_v2(cublasHandle_t h, int n, const float *alpha, const float *x, int incx, float *y,
+                              int incy) {
+  REAL(saxpy_fn, "cublasSaxpy_v2", CUBLAS_LIBS);
+  ENTER();
+  if (record_this) {
+    sbuf b = {0};
+    int dev = begin(&b, "cublasSaxpy_v2", h);
+    put(&b, ",\"n\":%d", n);
+    put_scalar(&b, "alpha", alpha, dev, CUDA_R_32F);
+    put_ptr(&b, "x", x);
+    put(&b, ",\"incx\":%d", incx);
+    put_ptr(&b, "y", y);
+    put(&b, ",\"incy\":%d", incy);
+    finish(&b, "\"y\"");
+  }
+  cublasStatus_t s = real(h, n, alpha, x, incx, y, incy);
+  LEAVE();
+  return s;
+}
+
+typedef cublasStatus_t (*sscal_fn)(cublasHandle_t, int, const float *, float *, int);
+cublasStatus_t cublasSscal_v2(cublasHandle_t h, int n, const float *alpha, float *x, int incx) {
+  REAL(sscal_fn, "cublasSscal_v2", CUBLAS_LIBS);
+  ENTER();
+  if (record_this) {
+    sbuf b = {0};
+    int dev = begin(&b, "cublasSscal_v2", h);
+    put(&b, ",\"n\":%d", n);
+    put_scalar(&b, "alpha", alpha, dev, CUDA_R_32F);
+    put_ptr(&b, "x", x);
+    put(&b, ",\"incx\":%d", incx);
+    finish(&b, "\"x\"");
+  }
+  cublasStatus_t s = real(h, n, alpha, x, incx);
+  LEAVE();
+  return s;
+}
+
+typedef cublasStatus_t (*sdot_fn)(cublasHandle_t, int, const float *, int, const float *, int, float *);
+cublasStatus_t cublasSdot_v2(cublasHandle_t h, int n, const float *x, int incx, const float *y, int incy,
+                             float *result) {
+  REAL(sdot_fn, "cublasSdot_v2", CUBLAS_LIBS);
+  ENTER();
+  sbuf b = {0};
+  int dev = 0;
+  if (record_this) {
+    dev = begin(&b, "cublasSdot_v2", h);
+    put(&b, ",\"n\":%d", n);
+    put_ptr(&b, "x", x);
+    put(&b, ",\"incx\":%d", incx);
+    put_ptr(&b, "y", y);
+    put(&b, ",\"incy\":%d", incy);
+  }
+  cublasStatus_t s = real(h, n, x, incx, y, incy, result);
+  if (record_this) {
+    /* host mode: the result lands in host memory (no tensor); device mode: in a tensor Python binds */
+    if (dev) put_ptr(&b, "result", result);
+    else if (result) {
+      put(&b, ",\"result_host\":");
+      put_float(&b, *result);
+    }
+    finish(&b, dev ? "\"result\"" : "");
+  }
+  LEAVE();
+  return s;
+}
+
+/* ---- cuBLASLt */
+typedef cublasStatus_t (*desc_get_fn)(void *, int, void *, size_t, size_t *);
+
+static void put_layout(sbuf *b, const char *key, cublasLtMatrixLayout_t l) {
+  static desc_get_fn get;
+  if (!get) get = (desc_get_fn)find("cublasLtMatrixLayoutGetAttribute", LT_LIBS);
+  uint32_t type = 0;
+  int32_t order = 0, batch = 1;
+  uint64_t rows = 0, cols = 0;
+  int64_t ld = 0, stride = 0;
+  size_t w;
+  if (get && l) {
+    get(l, LAYOUT_TYPE, &type, sizeof type, &w);
+    get(l, LAYOUT_ORDER, &order, sizeof order, &w);
+    get(l, LAYOUT_ROWS, &rows, sizeof rows, &w);
+    get(l, LAYOUT_COLS, &cols, sizeof cols, &w);
+    get(l, LAYOUT_LD, &ld, sizeof ld, &w);
+    get(l, LAYOUT_BATCH_COUNT, &batch, sizeof batch, &w);
+    get(l, LAYOUT_STRIDED_BATCH_OFFSET, &stride, sizeof stride, &w);
+  }
+  put(b, ",\"%s\":{\"type\":%u,\"order\":%d,\"rows\":%llu,\"cols\":%llu,\"ld\":%lld,\"batch\":%d,\"stride\":%lld}", key,
+      type, order, (unsigned long long)rows, (unsigned long long)cols, (long long)ld, batch, (long long)stride);
+}
+
+typedef cublasStatus_t (*ltmatmul_fn)(cublasLtHandle_t, cublasLtMatmulDesc_t, const void *, const void *,
+                                      cublasLtMatrixLayout_t, const void *, cublasLtMatrixLayout_t, const void *,
+                                      const void *, cublasLtMatrixLayout_t, void *, cublasLtMatrixLayout_t,
+                                      const void *, void *, size_t, cudaStream_t);
+cublasStatus_t cublasLtMatmul(cublasLtHandle_t h, cublasLtMatmulDesc_t desc, const void *alpha, const void *A,
+                              cublasLtMatrixLayout_t Ad, const void *B, cublasLtMatrixLayout_t Bd, const void *beta,
+                              const void *C, cublasLtMatrixLayout_t Cd, void *D, cublasLtMatrixLayout_t Dd,
+                              const void *algo, void *ws, size_t wss, cudaStream_t stream) {
+  REAL(ltmatmul_fn, "cublasLtMatmul", LT_LIBS);
+  ENTER();
+  if (record_this) {
+    static desc_get_fn get;
+    if (!get) get = (desc_get_fn)find("cublasLtMatmulDescGetAttribute", LT_LIBS);
+    int32_t compute = 0, scale = 0, pm = 0, ta = 0, tb = 0, bias_type = -1;
+    uint32_t epi = 1;
+    const void *bias = NULL;
+    int64_t bias_stride = 0;
+    size_t w;
+    if (get && desc) {
+      get(desc, LT_COMPUTE_TYPE, &compute, sizeof compute, &w);
+      get(desc, LT_SCALE_TYPE, &scale, sizeof scale, &w);
+      get(desc, LT_POINTER_MODE, &pm, sizeof pm, &w);
+      get(desc, LT_TRANSA, &ta, sizeof ta, &w);
+      get(desc, LT_TRANSB, &tb, sizeof tb, &w);
+      get(desc, LT_EPILOGUE, &epi, sizeof epi, &w);
+      get(desc, LT_BIAS_POINTER, &bias, sizeof bias, &w);
+      get(desc, LT_BIAS_BATCH_STRIDE, &bias_stride, sizeof bias_stride, &w);
+      get(desc, LT_BIAS_DATA_TYPE, &bias_type, sizeof bias_type, &w);
+    }
+    sbuf b = {0};
+    put(&b, "{\"library\":\"cublas\",\"name\":\"cublasLtMatmul\",\"handle\":\"0x%llx\",\"args\":{\"pointer_mode\":\"%s\","
+            "\"lt_pointer_mode\":%d,\"stream\":\"0x%llx\"",
+        (unsigned long long)(uintptr_t)h, pm == 1 ? "device" : "host", pm, (unsigned long long)(uintptr_t)stream);
+    put(&b, ",\"transa\":\"%s\",\"transb\":\"%s\",\"computeType\":%d,\"scaleType\":%d,\"epilogue\":%u,"
+            "\"bias_dtype\":%d,\"bias_batch_stride\":%lld",
+        op_name(ta), op_name(tb), compute, scale, epi, bias_type, (long long)bias_stride);
+    put_scalar(&b, "alpha", alpha, pm == 1, pm == 0 || pm == 1 ? scale : -1);
+    put_scalar(&b, "beta", beta, pm == 1, pm == 0 || pm == 1 ? scale : -1);
+    put_ptr(&b, "A", A);
+    put_layout(&b, "Adesc", Ad);
+    put_ptr(&b, "B", B);
+    put_layout(&b, "Bdesc", Bd);
+    put_ptr(&b, "C", C);
+    put_layout(&b, "Cdesc", Cd);
+    put_ptr(&b, "D", D);
+    put_layout(&b, "Ddesc", Dd);
+    if (bias) put_ptr(&b, "bias", bias);
+    finish(&b, "\"D\"");
+  }
+  cublasStatus_t s = real(h, desc, alpha, A, Ad, B, Bd, beta, C, Cd, D, Dd, algo, ws, wss, stream);
+  LEAVE();
+  return s;
+}
+
+/* ---- entry points dirigo does not model: recorded by name, forwarded unchanged. cuBLAS passes every
+ * argument as an integer or pointer (scalars by pointer), so forwarding 16 integer-class words is
+ * exact for all of them under the x86-64 and AArch64 calling conventions (extra words are ignored). */
+typedef long word;
+typedef cublasStatus_t (*generic_fn)(word, word, word, word, word, word, word, word, word, word, word, word, word,
+                                     word, word, word);
+static void record_unmodeled(const char *name, word handle) {
+  sbuf b = {0};
+  put(&b, "{\"library\":\"cublas\",\"name\":\"%s\",\"handle\":\"0x%llx\",\"args\":{\"modeled\":false", name,
+      (unsigned long long)handle);
+  finish(&b, "");
+}
+#define UNMODELED(NAME, LIBS)                                                                                 \
+  cublasStatus_t NAME(word a0, word a1, word a2, word a3, word a4, word a5, word a6, word a7, word a8, word a9, \
+                      word a10, word a11, word a12, word a13, word a14, word a15) {                           \
+    REAL(generic_fn, #NAME, LIBS);                                                                            \
+    ENTER();                                                                                                  \
+    if (record_this) record_unmodeled(#NAME, a0);                                                             \
+    cublasStatus_t s = real(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15);            \
+    LEAVE();                                                                                                  \
+    return s;                                                                                                 \
+  }
+
+UNMODELED(cublasDgemm_v2, CUBLAS_LIBS)
+UNMODELED(cublasHgemm, CUBLAS_LIBS)
+UNMODELED(cublasSgemmEx, CUBLAS_LIBS)
+UNMODELED(cublasGemmBatchedEx, CUBLAS_LIBS)
+UNMODELED(cublasHgemmStridedBatched, CUBLAS_LIBS)
+UNMODELED(cublasDgemmStridedBatched, CUBLAS_LIBS)
+UNMODELED(cublasHgemmBatched, CUBLAS_LIBS)
+UNMODELED(cublasDgemmBatched, CUBLAS_LIBS)
+UNMODELED(cublasSgemm_v2_64, CUBLAS_LIBS)
+UNMODELED(cublasSgemmStridedBatched_64, CUBLAS_LIBS)
+UNMODELED(cublasGemmEx_64, CUBLAS_LIBS)
+UNMODELED(cublasSgemv_v2_64, CUBLAS_LIBS)
+UNMODELED(cublasSgemvBatched, CUBLAS_LIBS)
+UNMODELED(cublasSgemvStridedBatched, CUBLAS_LIBS)
+UNMODELED(cublasDgemv_v2, CUBLAS_LIBS)
+UNMODELED(cublasSger_v2, CUBLAS_LIBS)
+UNMODELED(cublasSsymm_v2, CUBLAS_LIBS)
+UNMODELED(cublasSsyrk_v2, CUBLAS_LIBS)
+UNMODELED(cublasStrsm_v2, CUBLAS_LIBS)
+UNMODELED(cublasStrmm_v2, CUBLAS_LIBS)
+UNMODELED(cublasSdgmm, CUBLAS_LIBS)
+UNMODELED(cublasScopy_v2, CUBLAS_LIBS)
+UNMODELED(cublasSswap_v2, CUBLAS_LIBS)
+UNMODELED(cublasSnrm2_v2, CUBLAS_LIBS)
+UNMODELED(cublasSasum_v2, CUBLAS_LIBS)
+UNMODELED(cublasIsamax_v2, CUBLAS_LIBS)
+UNMODELED(cublasDaxpy_v2, CUBLAS_LIBS)
+UNMODELED(cublasDscal_v2, CUBLAS_LIBS)
+UNMODELED(cublasDdot_v2, CUBLAS_LIBS)
+UNMODELED(cublasDgeam, CUBLAS_LIBS)
+UNMODELED(cublasLtMatrixTransform, LT_LIBS)
