@@ -7,9 +7,9 @@ cd "$(dirname "$0")/.."
 bash scripts/install-deps.sh
 bash scripts/build.sh
 echo
-echo "== dirigo check examples/running_example/bundle-buggy   (expected: BUG with a witness)"
-./build/dirigo check examples/running_example/bundle-buggy --budget 20 && rc=0 || rc=$?
+echo "== dirigo check examples/running_example/gpu/buggy   (expected: BUG with a witness)"
+./build/dirigo check examples/running_example/gpu/buggy --budget 20 && rc=0 || rc=$?
 [ "$rc" -eq 1 ] || { echo "demo: expected exit status 1 (BUG), got $rc" >&2; exit 1; }
 echo
-echo "== dirigo check examples/running_example/bundle-fixed --full   (expected: VERIFIED)"
-./build/dirigo check examples/running_example/bundle-fixed --full --budget 120
+echo "== dirigo check examples/running_example/gpu/fixed --full   (expected: VERIFIED)"
+./build/dirigo check examples/running_example/gpu/fixed --full --budget 120
