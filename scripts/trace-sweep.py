@@ -98,6 +98,10 @@ def _trace_pair(p: dict, timeout: float) -> dict:
 
 def cmd_run(a) -> int:
     pairs = json.load(open(os.path.join(SWEEP, "pairs.json")))
+    done = set()
+    for path in a.skip or []:  # results.json files of earlier runs: pairs traced there are not traced again
+        done |= {r["k"] for r in json.load(open(path))}
+    pairs = [p for p in pairs if p["k"] not in done]
     results = []
     with cf.ThreadPoolExecutor(a.jobs) as pool:
         futures = [pool.submit(_trace_pair, p, a.timeout) for p in pairs]
@@ -105,7 +109,7 @@ def cmd_run(a) -> int:
             r = f.result()
             results.append(r)
             print(f"{r['k']:03d} {r['status']:12s} {r['seconds']:6.1f}s {r.get('message', '')[:160]}", flush=True)
-            json.dump(results, open(os.path.join(SWEEP, "results.json"), "w"), indent=1)  # partial results survive
+            json.dump(results, open(a.results or os.path.join(SWEEP, "results.json"), "w"), indent=1)  # partial results survive
     return cmd_summary(a)
 
 
@@ -141,6 +145,7 @@ def main() -> int:
     r.add_argument("--jobs", type=int, default=8)
     r.add_argument("--timeout", type=float, default=300)
     r.add_argument("--results")
+    r.add_argument("--skip", nargs="*", help="results.json of earlier runs whose pairs are skipped")
     s = sub.add_parser("summary")
     s.add_argument("--results")
     a = ap.parse_args()
