@@ -37,6 +37,7 @@ static void internal_kernel(void) {
   void *p = 0; int n = 0; void *args[2] = {&p, &n}; dim3 g = {1, 1, 1}, b = {32, 1, 1};
   cudaLaunchKernel((const void *)internal_kernel, g, b, args, 0, NULL);
 }
+int cublasCreate_v2(handle_t **h) { internal_kernel(); *h = &the_handle; return 0; }  /* set-up: not recorded */
 int sgemm_calls;
 int cublasSgemm_v2(handle_t *h, int ta, int tb, int m, int n, int k, const float *alpha, const float *A, int lda,
                    const float *B, int ldb, const float *beta, float *C, int ldc) {
@@ -62,8 +63,11 @@ int cublasSgemmBatched(void *h, int ta, int tb, int m, int n, int k, const float
                        int batch);
 int cublasDgemm_v2(void *h, int ta, int tb, int m, int n, int k, const double *alpha, const double *A, int lda,
                    const double *B, int ldb, const double *beta, double *C, int ldc);
+int cublasCreate_v2(void **h);
 int call_sgemm(float *A, float *B, float *C, float *dev_alpha) {
   float alpha = 1.5f, beta = 0.0f;
+  void *h;
+  cublasCreate_v2(&h);
   if (dev_alpha) return cublasSgemm_v2(fake_handle(1), 1, 0, 2, 3, 4, dev_alpha, A, 4, B, 4, dev_alpha + 1, C, 2);
   return cublasSgemm_v2(fake_handle(0), 1, 0, 2, 3, 4, &alpha, A, 4, B, 4, &beta, C, 2);
 }

@@ -658,3 +658,27 @@ UNMODELED(cublasDscal_v2, CUBLAS_LIBS)
 UNMODELED(cublasDdot_v2, CUBLAS_LIBS)
 UNMODELED(cublasDgeam, CUBLAS_LIBS)
 UNMODELED(cublasLtMatrixTransform, LT_LIBS)
+
+/* ---- set-up entry points: not computation, not recorded; launch capture is paused inside them too, in
+ * case they launch internal kernels (programs often create and destroy a handle inside forward). */
+#define SETUP(NAME, LIBS)                                                                                     \
+  cublasStatus_t NAME(word a0, word a1, word a2, word a3, word a4, word a5, word a6, word a7, word a8, word a9, \
+                      word a10, word a11, word a12, word a13, word a14, word a15) {                           \
+    REAL(generic_fn, #NAME, LIBS);                                                                            \
+    int paused = recording && depth == 0;                                                                     \
+    ++depth;                                                                                                  \
+    if (paused) pause_launches(1);                                                                            \
+    cublasStatus_t s = real(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15);            \
+    --depth;                                                                                                  \
+    if (paused) pause_launches(0);                                                                            \
+    return s;                                                                                                 \
+  }
+
+SETUP(cublasCreate_v2, CUBLAS_LIBS)
+SETUP(cublasDestroy_v2, CUBLAS_LIBS)
+SETUP(cublasSetStream_v2, CUBLAS_LIBS)
+SETUP(cublasSetWorkspace_v2, CUBLAS_LIBS)
+SETUP(cublasSetMathMode, CUBLAS_LIBS)
+SETUP(cublasSetPointerMode_v2, CUBLAS_LIBS)
+SETUP(cublasLtCreate, LT_LIBS)
+SETUP(cublasLtDestroy, LT_LIBS)
