@@ -61,34 +61,49 @@ static std::vector<int> holders_of(Machine*, const std::vector<Bundle>& bundles,
 }
 
 void Machine::barrier(std::vector<size_t> group) {
+  // Within one block every thread must reach the same barrier: threads waiting at different
+  // barriers, or some waiting while others of the block already exited, is a barrier under
+  // divergent control flow (CUDA requires __syncthreads to be reached by all or none).
+  bool dep = false, any_exited = false;
   std::set<size_t> pcs;
   for (size_t i : group) pcs.insert(bundles_[i].pc);
-  if (pcs.size() > 1) {
-    bool dep = false;
-    for (size_t i : group) dep = dep || sat_.mentions_ctaid(bundles_[i].pred);
-    for (const auto& blk : sample_blocks(dep)) {
-      auto holder = holders_of(this, bundles_, tv_, launch_.block, blk.ctaid, true);
-      std::map<size_t, uint64_t> pc_thread;
-      for (uint64_t lin = 0; lin < holder.size(); ++lin)
-        if (holder[lin] >= 0) pc_thread.emplace(bundles_[holder[lin]].pc, lin);
-      if (pc_thread.size() > 1) {
-        auto a = pc_thread.begin(), c = std::next(a);
-        const auto& ia = f_.body[a->first];
-        std::string key = "barrier-divergence@" + std::to_string(ia.loc.ptx_line);
-        if (reported_.insert(key).second) {
-          Finding fd;
-          fd.kind = "barrier-divergence";
-          fd.kernel = f_.name;
-          fd.where = where(ia);
-          fd.other = where(f_.body[c->first]);
-          fd.thread = coord_of(a->second, blk.ctaid);
-          fd.other_thread = coord_of(c->second, blk.ctaid);
-          fd.message = "threads of one block wait at different barriers";
-          out_.findings.push_back(std::move(fd));
-        }
-        break;
-      }
+  for (const auto& b : bundles_) {
+    dep = dep || sat_.mentions_ctaid(b.pred);
+    any_exited = any_exited || b.state == Bundle::State::Exited;
+  }
+  for (const auto& blk : pcs.size() > 1 || any_exited ? sample_blocks(dep) : std::vector<ThreadCoord>{}) {
+    auto holder = holders_of(this, bundles_, tv_, launch_.block, blk.ctaid, false);
+    std::map<size_t, uint64_t> pc_thread;  // barrier pc -> a thread waiting there
+    std::optional<std::pair<size_t, uint64_t>> exited;  // (bundle, thread) that exited
+    for (uint64_t lin = 0; lin < holder.size(); ++lin) {
+      if (holder[lin] < 0) continue;
+      const Bundle& hb = bundles_[holder[lin]];
+      if (hb.state == Bundle::State::AtBarrier) pc_thread.emplace(hb.pc, lin);
+      else if (hb.state == Bundle::State::Exited && !exited) exited = {size_t(holder[lin]), lin};
     }
+    if (pc_thread.empty() || (pc_thread.size() == 1 && !exited)) continue;
+    auto a = pc_thread.begin();
+    const auto& ia = f_.body[a->first];
+    std::string key = "barrier-divergence";  // once: later barriers only repeat a broken count
+    if (!reported_.insert(key).second) break;
+    Finding fd;
+    fd.kind = "barrier-divergence";
+    fd.kernel = f_.name;
+    fd.where = where(ia);
+    fd.thread = coord_of(a->second, blk.ctaid);
+    if (pc_thread.size() > 1) {
+      auto c = std::next(a);
+      fd.other = where(f_.body[c->first]);
+      fd.other_thread = coord_of(c->second, blk.ctaid);
+      fd.message = "threads of one block wait at different barriers";
+    } else {
+      const Bundle& eb = bundles_[exited->first];
+      fd.other = where(f_.body[std::min(eb.pc, f_.body.size() - 1)]);
+      fd.other_thread = coord_of(exited->second, blk.ctaid);
+      fd.message = "threads of the block wait at a barrier that other threads of the block exited without reaching";
+    }
+    out_.findings.push_back(std::move(fd));
+    break;
   }
   // commit the epoch: pending shared stores become visible
   if (!concrete_) {
@@ -114,11 +129,13 @@ void Machine::check_shared_epoch() {
     progs.push_back(std::make_unique<BvProgram>(vars, roots));
   }
   const Dim3& B = launch_.block;
+  struct Touch { uint32_t lin; uint32_t access; };
+  struct Race { Touch w, t; bool cross; Dim3 ctaid; uint64_t byte; };
+  std::map<std::pair<int, int>, Race> races;  // (write line, other line) -> example
   for (const auto& blk : sample_blocks(dep)) {
     uint64_t blin = linear_of(blk.ctaid, launch_.grid);
     auto& init = initialized_[blin];
     init.resize(out_.smem_bytes, false);
-    struct Touch { uint32_t lin; uint32_t access; };
     std::unordered_map<uint64_t, std::vector<Touch>> bytes;  // byte -> touches in seq order
     for (size_t ai = 0; ai < epoch_access_.size(); ++ai) {
       if (!progs[ai]->ok()) continue;
@@ -132,29 +149,25 @@ void Machine::check_shared_epoch() {
       }
     }
     for (auto& [byte, touches] : bytes) {
-      // races: a write and another access by a different thread in the same epoch
-      const Touch* w = nullptr;
-      for (const auto& t : touches) if (epoch_access_[t.access].write) { w = &t; break; }
-      if (w) {
+      // races: a write and another access by a different thread in the same epoch; per pair
+      // of accesses keep one example, preferring two threads of different warps
+      int writers = 0;
+      for (const auto& w : touches) {
+        if (!epoch_access_[w.access].write) continue;
+        if (++writers > 8) break;
+        const Touch* same = nullptr;
+        const Touch* cross = nullptr;
         for (const auto& t : touches) {
-          if (t.lin == w->lin) continue;
-          const auto& a1 = epoch_access_[w->access];
-          const auto& a2 = epoch_access_[t.access];
-          std::string key = fmt::format("shared-race@{}:{}", a1.where.ptx_line, a2.where.ptx_line);
-          if (reported_.insert(key).second) {
-            Finding fd;
-            fd.kind = "shared-race";
-            fd.kernel = f_.name;
-            fd.where = a1.where;
-            fd.other = a2.where;
-            fd.thread = coord_of(w->lin, blk.ctaid);
-            fd.other_thread = coord_of(t.lin, blk.ctaid);
-            fd.message = fmt::format("shared byte {} written by one thread and {} by another without a barrier between",
-                                     byte, a2.write ? "written" : "read");
-            out_.findings.push_back(std::move(fd));
-          }
-          break;
+          if (t.lin == w.lin) continue;
+          if (t.lin / 32 == w.lin / 32) { if (!same) same = &t; }
+          else if (!cross) { cross = &t; break; }
         }
+        const Touch* t = cross ? cross : same;
+        if (!t) continue;
+        auto key = std::make_pair(epoch_access_[w.access].where.ptx_line, epoch_access_[t->access].where.ptx_line);
+        auto it = races.find(key);
+        if (it == races.end() || (cross && !it->second.cross))
+          races[key] = {w, *t, cross != nullptr, blk.ctaid, byte};
       }
       // uninitialized reads: no earlier epoch wrote the byte and the reader did not write it before
       if (byte < init.size() && !init[byte]) {
@@ -184,6 +197,30 @@ void Machine::check_shared_epoch() {
     for (auto& [byte, touches] : bytes)
       for (const auto& t : touches)
         if (epoch_access_[t.access].write && byte < init.size()) init[byte] = true;
+  }
+  // An epoch with a conflict between two warps is a missing __syncthreads (shared-race); one
+  // whose conflicts all stay inside warps is warp-synchronous code missing __syncwarp.
+  bool any_cross = false;
+  for (const auto& [key, r] : races) any_cross = any_cross || r.cross;
+  for (const auto& [key, r] : races) {
+    if (any_cross && !r.cross) continue;
+    std::string kind = r.cross ? "shared-race" : "warp-sync-race";
+    if (!reported_.insert(fmt::format("{}@{}:{}", kind, key.first, key.second)).second) continue;
+    const auto& a1 = epoch_access_[r.w.access];
+    const auto& a2 = epoch_access_[r.t.access];
+    Finding fd;
+    fd.kind = kind;
+    fd.kernel = f_.name;
+    fd.where = a1.where;
+    fd.other = a2.where;
+    fd.thread = coord_of(r.w.lin, r.ctaid);
+    fd.other_thread = coord_of(r.t.lin, r.ctaid);
+    fd.message = r.cross
+                     ? fmt::format("shared byte {} written by one thread and {} by a thread of another warp without a "
+                                   "barrier between", r.byte, a2.write ? "written" : "read")
+                     : fmt::format("shared byte {} written by one lane and {} by another lane of the same warp without "
+                                   "__syncwarp between (warp-synchronous code)", r.byte, a2.write ? "written" : "read");
+    out_.findings.push_back(std::move(fd));
   }
 }
 
@@ -316,6 +353,22 @@ void Machine::collective_warp(std::vector<size_t> group) {
         case ptx::ShflMode::Bfly: j = ctx_.bv_xor(lane, bv); p = ctx_.sle(j, max_lane); break;
         case ptx::ShflMode::Idx: j = ctx_.bv_or(min_lane, ctx_.bv_and(bv, c32(~seg & 0xFFFFFFFFu))); p = ctx_.sle(j, max_lane); break;
         default: unsupported(in, "shuffle mode");
+      }
+      if (!concrete_ && nthreads % 32 != 0) {
+        // a partner lane past the end of the block (a partial last warp) holds no value
+        Expr past = ctx_.and_(ctx_.and_(R.pred, p), ctx_.ule(c32(nthreads), ctx_.bv_add(warp_base, j)));
+        if (sat(past)) {
+          std::string key = "shuffle-outside-block@" + std::to_string(in.loc.ptx_line);
+          if (reported_.insert(key).second) {
+            Finding fd;
+            fd.kind = "shuffle-outside-block";
+            fd.kernel = f_.name;
+            fd.where = where(in);
+            fd.thread = sat_.witness(past);
+            fd.message = "a lane reads its shuffle partner from past the end of the block (partial last warp)";
+            out_.findings.push_back(std::move(fd));
+          }
+        }
       }
       Expr result;
       bool any_in = sat(ctx_.and_(R.pred, p)), any_out = sat(ctx_.and_(R.pred, ctx_.not_(p)));

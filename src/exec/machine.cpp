@@ -141,8 +141,18 @@ Where Machine::where(const ptx::Instruction& in) const {
   Where w;
   w.ptx_line = in.loc.ptx_line;
   if (in.loc.file >= 0) {
-    auto it = m_.files.find(in.loc.file);
-    w.source = fmt::format("{}:{}", it == m_.files.end() ? std::string("?") : it->second, in.loc.line);
+    auto name = [&](int file) {
+      auto it = m_.files.find(file);
+      return it == m_.files.end() ? std::string("?") : it->second;
+    };
+    std::string file = name(in.loc.file);
+    int line = in.loc.line;
+    // code inlined from a CUDA header (__shfl_*_sync, __ballot_sync, ...): name the call site
+    if (in.loc.inlined_file >= 0 && file.find("/include/") != std::string::npos) {
+      file = name(in.loc.inlined_file);
+      line = in.loc.inlined_line;
+    }
+    w.source = fmt::format("{}:{}", file, line);
   }
   return w;
 }

@@ -218,9 +218,13 @@ Expr Machine::load(Bundle& b, const ptx::Instruction& in, const Addr& a, unsigne
         Expr same = ctx_.eq(w.addr, off);
         if (same->op == Op::ConstBool && !same->bool_value()) continue;
         if (w.bytes != bytes) unsupported(in, "shared read partially overlapping an own pending write");
-        if (same->op == Op::ConstBool) { res = w.value; continue; }
-        if (w.value->sort != res->sort) unsupported(in, "type punning through shared memory");
-        res = ctx_.ite(same, w.value, res);
+        Expr wv = w.value;
+        // a constant stored through a .b32 register (st.shared.u32 0) read back as a float, or widths
+        if (wv->sort != res->sort && wv->op == Op::ConstBV && res->sort == Sort::Real) wv = as_real(wv);
+        else if (wv->sort != res->sort && ir::is_bv(wv->sort) && ir::is_bv(res->sort)) wv = as_bv(wv, ir::bv_width(res->sort));
+        if (same->op == Op::ConstBool) { res = wv; continue; }
+        if (wv->sort != res->sort) unsupported(in, "type punning through shared memory");
+        res = ctx_.ite(same, wv, res);
       }
       return res;
     }

@@ -158,6 +158,7 @@ struct SourceLoc {
   int ptx_line = 0, ptx_col = 0;   // 1-based position of the opcode (or guard) in the PTX text
   int file = -1;                   // .loc file index (Module::files), -1 when no .loc preceded
   int line = 0, col = 0;           // source line:column from the last .loc
+  int inlined_file = -1, inlined_line = 0;  // its `inlined_at` call site, when the .loc has one
 };
 
 struct Guard {

@@ -784,6 +784,17 @@ class Parser {
     loc_.file = int(nums[0]);
     loc_.line = int(nums[1]);
     loc_.col = nums.size() > 2 ? int(nums[2]) : 0;
+    // the call site of an inlined function (lets findings name the user's line, not a header's)
+    loc_.inlined_file = -1;
+    loc_.inlined_line = 0;
+    while (!at_end() && peek().line == d.line) {
+      const Token& t = next();
+      if (t.text != "inlined_at") continue;
+      std::vector<int64_t> at;
+      while (!at_end() && peek().line == d.line && peek().kind == Tok::Number && at.size() < 3)
+        at.push_back(expect_int("inlined_at"));
+      if (at.size() >= 2) { loc_.inlined_file = int(at[0]); loc_.inlined_line = int(at[1]); }
+    }
     skip_line(d.line);
   }
 
