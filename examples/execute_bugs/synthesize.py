@@ -8,7 +8,8 @@ gelu_constant), then `aten::empty` for the result and one launch of the kernel w
 compiles here from new.py's `cuda_source`, with the grid/block/arguments the host function in that
 source computes (SPECS below repeats them). Used to check each example on the CPU before a GPU trace.
 
-    python examples/execute_bugs/synthesize.py [NAME ...] --out DIR   # writes DIR/<name>/
+    python examples/execute_bugs/synthesize.py [NAME ...]   # writes <name>/bundle-synth/ (committed)
+    python examples/execute_bugs/synthesize.py [NAME ...] --out DIR   # writes DIR/<name>/ instead
 """
 from __future__ import annotations
 
@@ -19,26 +20,25 @@ import json
 import os
 import re
 import shutil
+import subprocess
 import sys
 import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, os.path.join(ROOT, "python"))
-
-
-def _running_example_helper():
-    import importlib.util
-    spec = importlib.util.spec_from_file_location(
-        "running_example_synthesize", os.path.join(ROOT, "examples", "running_example", "synthesize.py"))
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
-
-
-compile_ptx = _running_example_helper().compile_ptx  # nvcc -ptx, shared with the running example
-
 FLAGS = ["-arch=sm_90", "-O3", "-lineinfo"]
+
+NVCC = os.environ.get("NVCC", "/usr/local/cuda/bin/nvcc")
+
+
+def compile_ptx(name: str, src: str) -> str:
+    """nvcc -ptx in a scratch directory, with a relative file name so .loc lines read `<name>.cu:LINE`."""
+    with tempfile.TemporaryDirectory() as d:
+        open(os.path.join(d, f"{name}.cu"), "w").write(src)
+        subprocess.run([NVCC, "-ptx", *FLAGS, f"{name}.cu", "-o", "k.ptx"], check=True, cwd=d)
+        return open(os.path.join(d, "k.ptx")).read().replace(f'"{d}/', '"')
+
 
 # grid, block, dynamic shared bytes, the kernel's arguments ("in": what the kernel reads, "out": its
 # result, "input:NAME": a program input or parameter, (value, PTX type): a scalar; default in, out,
@@ -134,7 +134,7 @@ def synthesize(name: str, ref_bundle: dict, ptx: str) -> dict:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("names", nargs="*", default=sorted(SPECS))
-    ap.add_argument("--out", required=True, help="writes OUT/<name>/ (a bundle directory)")
+    ap.add_argument("--out", help="write OUT/<name>/ instead of <name>/bundle-synth/")
     a = ap.parse_args()
     from dirigo import trace
     for name in a.names:
@@ -145,8 +145,8 @@ def main() -> int:
                 return 1
             ref_dir = os.path.join(d, "ref")
             ref_bundle = json.load(open(os.path.join(ref_dir, "manifest.json")))
-            ptx = compile_ptx(kernel_source(name), FLAGS)
-            out = os.path.join(a.out, name)
+            ptx = compile_ptx(name, kernel_source(name))
+            out = os.path.join(a.out, name) if a.out else os.path.join(HERE, name, "bundle-synth")
             shutil.rmtree(out, ignore_errors=True)
             os.makedirs(os.path.join(out, "ptx"))
             shutil.copytree(os.path.join(ref_dir, "data"), os.path.join(out, "data"))
