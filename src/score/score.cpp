@@ -1,0 +1,113 @@
+#include "score/score.h"
+
+#include <algorithm>
+#include <set>
+
+#include "mutate/rule.h"
+
+namespace dirigo::score {
+
+std::vector<double> witness_tolerances(const std::vector<Protocol>& protocols) {
+  std::set<double> tols;
+  for (const auto& p : protocols)
+    if (!p.dirigo) tols.insert(p.tol);
+  return {tols.begin(), tols.end()};
+}
+
+bool witnessed(const Problem& p, size_t m, const std::vector<double>& witness_tols) {
+  if (quarantined(p, m)) return false;
+  for (double tol : witness_tols)
+    for (size_t i = 0; i < p.inputs.size(); ++i)
+      if (valid_input(p, i, tol) && fails(p.runs[m][i], tol)) return true;
+  return false;
+}
+
+Bucket classify(const Problem& p, size_t m, const std::vector<double>& witness_tols) {
+  if (p.mutants[m].equivalent) return Bucket::Equivalent;
+  const auto& runs = p.runs[m];
+  if (std::all_of(runs.begin(), runs.end(), [](const Outcome& o) { return o.status == Status::NotRun; }))
+    return Bucket::NotRun;
+  if (quarantined(p, m)) return Bucket::Quarantined;
+  return witnessed(p, m, witness_tols) ? Bucket::Witnessed : Bucket::Unwitnessed;
+}
+
+std::vector<std::vector<bool>> witness_sets(const Matrix& matrix, const std::vector<double>& witness_tols) {
+  std::vector<std::vector<bool>> out;
+  for (const auto& p : matrix.problems) {
+    std::vector<bool> w(p.mutants.size());
+    for (size_t m = 0; m < p.mutants.size(); ++m) w[m] = classify(p, m, witness_tols) == Bucket::Witnessed;
+    out.push_back(std::move(w));
+  }
+  return out;
+}
+
+namespace {
+
+void count(Population& pop, Bucket b) {
+  ++pop.mutants;
+  switch (b) {
+    case Bucket::Equivalent: ++pop.equivalent; break;
+    case Bucket::NotRun: ++pop.not_run; break;
+    case Bucket::Quarantined: ++pop.quarantined; break;
+    case Bucket::Unwitnessed: ++pop.unwitnessed; break;
+    case Bucket::Witnessed: ++pop.witnessed; break;
+  }
+}
+
+}  // namespace
+
+Scores score(const Matrix& matrix, const std::vector<Protocol>& protocols, std::vector<double> witness_tols,
+             const std::function<void(size_t, size_t)>& progress) {
+  Scores s;
+  s.witness_tols = witness_tols.empty() ? witness_tolerances(protocols) : std::move(witness_tols);
+  for (const auto& p : protocols) {
+    ProtocolScore ps;
+    ps.protocol = p;
+    s.protocols.push_back(std::move(ps));
+  }
+  std::set<std::string> seen;
+  for (size_t pi = 0; pi < matrix.problems.size(); ++pi) {
+    const Problem& prob = matrix.problems[pi];
+    s.problems.push_back(prob.name);
+    std::vector<std::vector<size_t>> admitted;
+    for (auto& ps : s.protocols) {
+      admitted.push_back(ps.protocol.dirigo ? std::vector<size_t>{} : admitted_inputs(ps.protocol, prob));
+      if (ps.protocol.dirigo) continue;
+      int rejecting = 0;
+      auto selected = selected_inputs(ps.protocol, prob);
+      for (size_t i : selected)
+        if (!valid_input(prob, i, ps.protocol.tol, ps.protocol.fp32_reference)) ++rejecting;
+      ps.inputs_selected += static_cast<int>(selected.size());
+      ps.inputs_rejecting += rejecting;
+      ps.problems_rejecting += rejecting > 0;
+      ps.problems_without_inputs += admitted.back().empty();
+    }
+    Population& prob_pop = s.population_by_problem[prob.name];
+    for (size_t m = 0; m < prob.mutants.size(); ++m) {
+      const Mutant& mu = prob.mutants[m];
+      seen.insert(mu.family);
+      Bucket b = classify(prob, m, s.witness_tols);
+      count(s.population, b);
+      count(s.population_by_family[mu.family], b);
+      count(prob_pop, b);
+      if (b == Bucket::Unwitnessed) ++s.verdicts_unwitnessed[mu.verdict.empty() ? "none" : mu.verdict];
+      if (b != Bucket::Witnessed) continue;
+      ++s.verdicts_witnessed[mu.verdict.empty() ? "none" : mu.verdict];
+      for (size_t k = 0; k < s.protocols.size(); ++k) {
+        auto& ps = s.protocols[k];
+        bool missed = !detects(ps.protocol, prob, m, admitted[k]);
+        for (Tally* t : {&ps.total, &ps.by_family[mu.family], &ps.by_problem[prob.name]}) {
+          ++t->witnessed;
+          t->missed += missed;
+        }
+      }
+    }
+    if (progress) progress(pi + 1, matrix.problems.size());
+  }
+  for (const auto& f : mutate::families())
+    if (seen.erase(f)) s.families.push_back(f);
+  s.families.insert(s.families.end(), seen.begin(), seen.end());
+  return s;
+}
+
+}  // namespace dirigo::score

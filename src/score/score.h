@@ -1,0 +1,61 @@
+// Protocol scores over the kill matrix. Denominator: witnessed mutants, i.e. mutants that are not
+// quarantined (no crash or timeout on any input) and that some input of the pool kills at some
+// witness tolerance t on which the correct substrate passes at t (the validity gate). The witness
+// tolerances default to those of the scored input protocols. A protocol misses a witnessed mutant
+// when none of its admitted inputs kills it (or, for `dirigo`, when the verdict is not BUG).
+#pragma once
+
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "score/matrix.h"
+#include "score/protocol.h"
+
+namespace dirigo::score {
+
+struct Tally {
+  int witnessed = 0, missed = 0;
+  double miss_rate() const { return witnessed ? static_cast<double>(missed) / witnessed : 0.0; }
+};
+
+struct ProtocolScore {
+  Protocol protocol;
+  Tally total;
+  std::map<std::string, Tally> by_family, by_problem;
+  int inputs_selected = 0;     // over every problem, before the gate
+  int inputs_rejecting = 0;    // of those, inputs on which the correct substrate fails (false rejections)
+  int problems_rejecting = 0;  // problems where it rejects the correct substrate on some input
+  int problems_without_inputs = 0;  // problems where nothing is left to run after the gate
+};
+
+// Every mutant lands in exactly one bucket, checked in this order.
+struct Population {
+  int mutants = 0, equivalent = 0, not_run = 0, quarantined = 0, unwitnessed = 0, witnessed = 0;
+};
+enum class Bucket { Equivalent, NotRun, Quarantined, Unwitnessed, Witnessed };
+Bucket classify(const Problem& p, size_t mutant, const std::vector<double>& witness_tols);
+
+struct Scores {
+  std::vector<double> witness_tols;
+  std::vector<std::string> families;  // every family seen, in the canonical order then alphabetical
+  std::vector<std::string> problems;
+  Population population;
+  std::map<std::string, Population> population_by_family, population_by_problem;
+  std::vector<ProtocolScore> protocols;
+  std::map<std::string, int> verdicts_witnessed;    // dirigo verdict counts over witnessed mutants
+  std::map<std::string, int> verdicts_unwitnessed;  // ... over unwitnessed (not quarantined) ones
+};
+
+// The distinct tolerances of the input protocols (sorted). Witnesses compare with the fp64 reference.
+std::vector<double> witness_tolerances(const std::vector<Protocol>& protocols);
+bool witnessed(const Problem& p, size_t mutant, const std::vector<double>& witness_tols);
+// Per problem, per mutant: 1 witnessed, 0 not (quarantined, not run, no witness).
+std::vector<std::vector<bool>> witness_sets(const Matrix& m, const std::vector<double>& witness_tols);
+
+// `progress` (may be empty) is called after each problem with (done, total).
+Scores score(const Matrix& m, const std::vector<Protocol>& protocols, std::vector<double> witness_tols = {},
+             const std::function<void(size_t, size_t)>& progress = {});
+
+}  // namespace dirigo::score
