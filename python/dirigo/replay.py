@@ -1,0 +1,502 @@
+"""Witness replay (docs/check.md): run both real programs at a witness and observe the difference.
+
+    python -m dirigo.replay WITNESS.json [--ref REF.py --new NEW.py] [--device cpu|cuda] [--json]
+
+A witness (format `dirigo-witness`, written by `dirigo check --witness-out`) gives values for the
+input elements one output location depends on. Replay rebuilds the inputs KernelBench's first trial
+uses, writes the witness values into them, carries values stated over results of the trimmed common
+prefix back to program inputs by gradient descent through the reference's recorded ATen ops, runs
+both programs and compares them at the location against atol + rtol*|ref|.
+
+Loading executes user code: like the tracer, the CLI runs this module in a child process.
+"""
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import math
+import os
+import sys
+import time
+import traceback
+
+FORMAT, VERSION = "dirigo-witness", 1
+RESULT_FORMAT = "dirigo-replay"
+EXIT_REPRODUCED, EXIT_NOT_REPRODUCED, EXIT_IMPOSSIBLE, EXIT_USAGE = 0, 2, 4, 64
+
+
+class ReplayError(RuntimeError):
+    """The witness cannot be replayed (bad witness, program that cannot run here); the message says why."""
+
+
+def _float(v):
+    if isinstance(v, str):
+        return {"nan": math.nan, "inf": math.inf, "-inf": -math.inf}[v]
+    return float(v)
+
+
+def _json_float(v: float):
+    return v if math.isfinite(v) else ("nan" if math.isnan(v) else ("inf" if v > 0 else "-inf"))
+
+
+def resolve_program(path: str) -> str:
+    """A program path from a witness: as given, else (a witness written on another machine) the part from
+    `.cache/` or `tests/` on, relative to the working directory (the repository root)."""
+    if os.path.exists(path):
+        return path
+    for anchor in ("/.cache/", "/tests/", "/examples/"):
+        k = path.find(anchor)
+        if k >= 0 and os.path.exists(path[k + 1:]):
+            return path[k + 1:]
+    return path
+
+
+def validate(w: dict) -> None:
+    if not isinstance(w, dict) or w.get("format") != FORMAT:
+        raise ReplayError(f"not a dirigo witness (format must be {FORMAT!r})")
+    if w.get("version") != VERSION:
+        raise ReplayError(f"witness version {w.get('version')!r} is not supported (only {VERSION})")
+    for key in ("output", "location", "leaves"):
+        if key not in w:
+            raise ReplayError(f"witness has no {key!r}")
+    if not isinstance(w["leaves"], list):
+        raise ReplayError("witness 'leaves' must be a list")
+    for i, leaf in enumerate(w["leaves"]):
+        for key in ("input", "kind", "index", "value"):
+            if key not in leaf:
+                raise ReplayError(f"witness leaves[{i}] has no {key!r}")
+        if leaf["kind"] not in ("input", "parameter", "buffer", "trimmed", "external"):
+            raise ReplayError(f"witness leaves[{i}]: unknown kind {leaf['kind']!r}")
+        if leaf["kind"] == "trimmed" and ("op" not in leaf or "tensor" not in leaf):
+            raise ReplayError(f"witness leaves[{i}]: a trimmed leaf needs 'op' and 'tensor'")
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Programs
+
+class _Programs:
+    """Both programs built the way the tracer builds them (load.py): parameters under init_seed, inputs
+    from the reference's get_inputs() under the input seed, on `device`."""
+
+    def __init__(self, ref: str, new: str, device: str, init_seed: int, input_seed: int | None):
+        import torch
+        from . import load
+        allow_cuda = device == "cuda"
+        try:
+            self.ref_loaded = load.load_file(ref, allow_cuda=allow_cuda)
+            self.new_loaded = load.load_file(new, allow_cuda=allow_cuda,
+                                             functional_file=ref if new.endswith(".cu") else None)
+        except load.NeedsGPU as e:
+            raise ReplayError(f"cannot replay here: {e}") from None
+        get_inputs, get_init_inputs = load.reference_io(self.ref_loaded)
+        if input_seed is None:
+            input_seed = load.kernelbench_trial_seeds(init_seed, 1)[0]
+        self.input_seed = input_seed
+        built = []
+        for loaded in (self.ref_loaded, self.new_loaded):
+            torch.manual_seed(init_seed)
+            init_inputs = list(get_init_inputs())
+            if device == "cuda":
+                init_inputs = [x.cuda() if isinstance(x, torch.Tensor) else x for x in init_inputs]
+            with torch.no_grad():
+                module, call = load.build_model(loaded, init_inputs, init_seed)
+            if device == "cuda" and isinstance(module, torch.nn.Module):
+                module = module.cuda()
+            built.append((module, call))
+        (self.ref_module, self.ref_call), (self.new_module, self.new_call) = built
+        torch.manual_seed(input_seed)
+        inputs = list(get_inputs())
+        self.inputs = [x.to(device) if isinstance(x, torch.Tensor) else x for x in inputs]
+        self.input_names = load.forward_arg_names(self.ref_module, len(self.inputs))
+        self.device = device
+
+    def state(self, which: str) -> dict:
+        import torch
+        module = self.ref_module if which == "ref" else self.new_module
+        if not isinstance(module, torch.nn.Module):
+            return {}
+        out = dict(module.named_parameters())
+        out.update({n: b for n, b in module.named_buffers() if b is not None})
+        return out
+
+    def input_tensor(self, name: str):
+        if name not in self.input_names:
+            raise ReplayError(f"the witness names input {name!r}, but the reference's forward takes "
+                              f"{self.input_names}")
+        t = self.inputs[self.input_names.index(name)]
+        import torch
+        if not isinstance(t, torch.Tensor):
+            raise ReplayError(f"input {name!r} is not a tensor")
+        return t
+
+    def run(self):
+        """Both programs on copies of the inputs (a program may write its inputs in place)."""
+        import torch
+        from torch.utils._pytree import tree_leaves
+        outs = []
+        for call in (self.ref_call, self.new_call):
+            args = [x.clone() if isinstance(x, torch.Tensor) else x for x in self.inputs]
+            with torch.no_grad():
+                result = call(*args)
+            if self.device == "cuda":
+                torch.cuda.synchronize()
+            outs.append([x for x in tree_leaves(result) if isinstance(x, torch.Tensor)])
+        return outs
+
+
+def _set_element(t, index, value) -> None:
+    import torch
+    idx = tuple(int(i) for i in index)
+    if len(idx) != t.dim():
+        raise ReplayError(f"index {list(idx)} does not fit a tensor of shape {list(t.shape)}")
+    for i, n in zip(idx, t.shape):
+        if not 0 <= i < n:
+            raise ReplayError(f"index {list(idx)} is outside shape {list(t.shape)}")
+    with torch.no_grad():
+        t[idx] = value if t.dtype.is_floating_point else int(round(value))
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Carrying a witness back through the trimmed prefix
+
+def _decode(arg: dict, env: dict, where: str):
+    """A bundle ARG (docs/bundle-format.md) -> a Python value; tensors from env. Iterative over lists."""
+    import torch
+
+    def leaf(a):
+        if "tensor" in a:
+            if a["tensor"] not in env:
+                raise ReplayError(f"{where}: reads tensor {a['tensor']}, which is neither an input nor a result "
+                                  f"of an earlier op")
+            return env[a["tensor"]]
+        if "none" in a:
+            return None
+        if "scalar" in a:
+            s, ty = a["scalar"], a.get("type")
+            if ty == "float":
+                return _float(s)
+            if ty == "int":
+                return int(s)
+            if ty == "bool":
+                return bool(s)
+            if ty == "complex":
+                return complex(_float(s[0]), _float(s[1]))
+            raise ReplayError(f"{where}: scalar of type {ty!r}")
+        if "string" in a:
+            return a["string"]
+        if "dtype" in a:
+            return _dtype_map()[a["dtype"]]
+        if "layout" in a:
+            return getattr(torch, a["layout"])
+        if "device" in a:
+            return torch.device(a["device"])
+        if "memory_format" in a:
+            return getattr(torch, a["memory_format"])
+        raise ReplayError(f"{where}: an argument of a kind replay does not know: {sorted(a)}")
+
+    if "list" not in arg:
+        return leaf(arg)
+    root: list = []
+    stack = [(arg["list"], root)]
+    while stack:
+        items, out = stack.pop()
+        for a in items:
+            if "list" in a:
+                sub: list = []
+                out.append(sub)
+                stack.append((a["list"], sub))
+            else:
+                out.append(leaf(a))
+    return root
+
+
+def _dtype_map() -> dict:
+    import torch
+    return {"float64": torch.float64, "float32": torch.float32, "float16": torch.float16,
+            "bfloat16": torch.bfloat16, "int64": torch.int64, "int32": torch.int32, "int16": torch.int16,
+            "int8": torch.int8, "uint8": torch.uint8, "bool": torch.bool}
+
+
+def _record_reference(progs: _Programs):
+    """The reference's op list as the tracer records it (same Recorder, same input registration order),
+    so op indices and tensor ids are the ones in the witness."""
+    from . import trace
+    args = [x.clone() if hasattr(x, "clone") else x for x in progs.inputs]
+    # device "cpu": no launch hook (a reference is pure PyTorch; its ops are recorded the same way)
+    with contextlib.redirect_stdout(sys.stderr):
+        rec, _ = trace._trace_once(progs.ref_call, progs.ref_module, args, progs.input_names, "cpu",
+                                   capture_values=False)
+    return rec
+
+
+def carry_back(progs: _Programs, trimmed: list[dict], bound: float, steps: int = 300, seed: int = 0,
+               fixed: list[tuple] | None = None) -> dict:
+    """Change the floating-point inputs/parameters/buffers the prefix reads so that the prefix results
+    at the trimmed leaves approach their witness values; writes the result into progs (reference
+    names; the caller mirrors parameters into the candidate). Returns a summary."""
+    import torch
+    from torch.utils._pytree import tree_leaves
+    rec = _record_reference(progs)
+    last = max(int(l["op"]) for l in trimmed)
+    if last >= len(rec.ops):
+        raise ReplayError(f"the witness names prefix op {last}, but the reference records only {len(rec.ops)} ops")
+    for l in trimmed:
+        op = rec.ops[int(l["op"])]
+        if op["kind"] != "aten":
+            raise ReplayError(f"prefix op {l['op']} is a {op['kind']}, not an ATen op")
+        if l.get("aten") and l["aten"] != op["name"]:
+            raise ReplayError(f"prefix op {l['op']} is {op['name']} when re-recorded, the witness says {l['aten']}: "
+                              f"the program does not record the same way here")
+    state = progs.state("ref")
+    # the tensors replay may change: every registered floating-point input, parameter and buffer
+    sources = {}
+    for inp in rec.inputs:
+        if inp.get("constant"):
+            continue
+        t = progs.input_tensor(inp["name"]) if inp["kind"] == "input" else state.get(inp["name"])
+        if isinstance(t, torch.Tensor):
+            sources[inp["tensor"]] = (inp["name"], inp["kind"], t)
+    variables = {}
+    for tid, (name, kind, t) in sources.items():
+        if t.dtype.is_floating_point:
+            variables[tid] = t.detach().clone().requires_grad_(True)
+    limits = {tid: torch.clamp(v.detach().abs(), min=bound) for tid, v in variables.items()}
+    fixed_masks = {}
+    for name, index, value in fixed or []:
+        for tid, (n, _, _) in sources.items():
+            if n == name and tid in variables:
+                m = fixed_masks.setdefault(tid, (torch.zeros_like(variables[tid], dtype=torch.bool),
+                                                 torch.zeros_like(variables[tid])))
+                m[0][tuple(index)] = True
+                m[1][tuple(index)] = value
+    constants = {tid: t for tid, t in rec.constants}
+    need = {}
+    for k, l in enumerate(trimmed):
+        need.setdefault(int(l["op"]), []).append(k)
+    target = torch.tensor([_float(l["value"]) for l in trimmed], dtype=torch.float64)
+
+    def forward():
+        env = dict(constants)
+        for tid, (name, kind, t) in sources.items():
+            env[tid] = variables[tid] * 1 if tid in variables else t.detach().clone()  # non-leaf: in-place ok
+        got = [None] * len(trimmed)
+        for k in range(last + 1):
+            op = rec.ops[k]
+            if op["kind"] != "aten":
+                raise ReplayError(f"op {k} before the last trimmed op is a {op['kind']}")
+            ns, _, name = op["name"].partition("::")
+            try:
+                func = getattr(getattr(getattr(torch.ops, ns), name), op["overload"])
+            except AttributeError:
+                raise ReplayError(f"op {k}: no torch.ops.{ns}.{name}.{op['overload']}") from None
+            where = f"op {k} ({op['name']})"
+            args = [_decode(a, env, where) for a in op["args"]]
+            kwargs = {n: _decode(a, env, where) for n, a in op["kwargs"].items()}
+            result = func(*args, **kwargs)
+            outs = [x for x in tree_leaves(result) if isinstance(x, torch.Tensor)]
+            for tid, t in zip(op["outputs"], outs):
+                env[tid] = t
+            for j in need.get(k, []):
+                l = trimmed[j]
+                if l["tensor"] not in env:
+                    raise ReplayError(f"prefix op {k}: tensor {l['tensor']} is not among its results or operands")
+                got[j] = env[l["tensor"]][tuple(int(i) for i in l["index"])].to(torch.float64)
+        return torch.stack(got)
+
+    t0 = time.monotonic()
+    torch.manual_seed(seed)
+    params = list(variables.values())
+    if not params:
+        raise ReplayError("the trimmed prefix reads no floating-point input that could be changed")
+    opt = torch.optim.Adam(params, lr=0.1)
+    sched = torch.optim.lr_scheduler.MultiStepLR(opt, [steps // 2, (3 * steps) // 4], gamma=0.2)
+
+    def project():
+        with torch.no_grad():
+            for tid, v in variables.items():
+                v.copy_(torch.maximum(torch.minimum(v, limits[tid]), -limits[tid]))
+                if tid in fixed_masks:
+                    mask, vals = fixed_masks[tid]
+                    v[mask] = vals[mask]
+
+    project()
+    scale = torch.clamp(target.abs(), min=1.0)
+    done = 0
+    for done in range(1, steps + 1):
+        opt.zero_grad()
+        pred = forward()
+        loss = (((pred - target) / scale) ** 2).mean()
+        if not torch.isfinite(loss):
+            raise ReplayError("carrying the witness back diverged (non-finite prefix values)")
+        loss.backward()
+        opt.step()
+        sched.step()
+        project()
+        if float(loss.detach()) < 1e-12:
+            break
+    with torch.no_grad():
+        pred = forward()
+    residual = (pred - target).abs()
+    for tid, v in variables.items():
+        name, kind, t = sources[tid]
+        with torch.no_grad():
+            t.copy_(v.detach())
+    return {"leaves": len(trimmed), "steps": done, "max_residual": float(residual.max()),
+            "seconds": round(time.monotonic() - t0, 3),
+            "changed": sorted({sources[tid][0] for tid in variables})}
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Replay
+
+def _allowed(ref: float, atol: float, rtol: float) -> float:
+    return atol + rtol * abs(ref)
+
+
+def _exceeds(a: float, b: float, atol: float, rtol: float) -> bool:
+    if math.isnan(a) != math.isnan(b):
+        return True
+    if math.isnan(a):
+        return False
+    if math.isinf(a) or math.isinf(b):
+        return a != b
+    return abs(a - b) > _allowed(a, atol, rtol)
+
+
+def replay(witness: dict, ref: str | None = None, new: str | None = None, device: str | None = None,
+           steps: int = 300) -> dict:
+    """Replay one witness; never raises for program failures (status "error"/"unsupported" instead)."""
+    t0 = time.monotonic()
+    res = {"format": RESULT_FORMAT, "version": 1, "status": "error"}
+    try:
+        validate(witness)
+        ref = ref or witness.get("ref")
+        new = new or witness.get("new")
+        if not ref or not new:
+            raise ReplayError("no program files: the witness names none (a bundle-only check) and none were given")
+        ref, new = resolve_program(ref), resolve_program(new)
+        import torch
+        if device is None:
+            device = "cuda" if torch.cuda.is_available() else "cpu"
+        if device == "cuda" and not torch.cuda.is_available():
+            raise ReplayError("--device cuda but this machine has no usable GPU")
+        res["device"] = device
+        tol = witness.get("tolerance") or {}
+        atol, rtol = float(tol.get("atol", 1e-2)), float(tol.get("rtol", 1e-2))
+        bound = float(tol.get("bound", 10))
+        with contextlib.redirect_stdout(sys.stderr):  # programs print; stdout carries the result
+            progs = _Programs(ref, new, device, int(witness.get("init_seed", 42)), witness.get("input_seed"))
+        pairs = {p["input"]: p.get("candidate_input", p["input"]) for p in witness.get("inputs", [])}
+        ref_state, new_state = progs.state("ref"), progs.state("new")
+        trimmed, fixed, notes = [], [], []
+        for leaf in witness["leaves"]:
+            kind, name, value = leaf["kind"], leaf["input"], _float(leaf["value"])
+            if kind == "trimmed":
+                trimmed.append(leaf)
+            elif kind == "input":
+                _set_element(progs.input_tensor(name), leaf["index"], value)
+                fixed.append((name, leaf["index"], value))
+            elif kind in ("parameter", "buffer"):
+                if name not in ref_state:
+                    raise ReplayError(f"the reference has no {kind} {name!r}")
+                _set_element(ref_state[name], leaf["index"], value)
+                fixed.append((name, leaf["index"], value))
+            else:
+                notes.append(f"{name}{leaf['index']} is read by one program only: left at its traced value")
+        res["carried_back"] = None
+        if trimmed:
+            with contextlib.redirect_stdout(sys.stderr):
+                res["carried_back"] = carry_back(progs, trimmed, bound, steps, fixed=fixed)
+        # mirror the reference's (possibly changed) parameters and buffers into the candidate
+        mirrored = set()
+        for name, t in ref_state.items():
+            cname = pairs.get(name, name)
+            c = new_state.get(cname)
+            if c is None or c.shape != t.shape:
+                continue
+            if not torch.equal(c.detach(), t.detach()):
+                with torch.no_grad():
+                    c.copy_(t.detach())
+                mirrored.add(cname)
+        if mirrored:
+            notes.append(f"candidate state set from the reference's: {sorted(mirrored)}")
+        with contextlib.redirect_stdout(sys.stderr):
+            ref_outs, new_outs = progs.run()
+        k = int(witness["output"].get("index", 0))
+        if k >= len(ref_outs) or k >= len(new_outs):
+            raise ReplayError(f"output {k}: the reference returns {len(ref_outs)} tensors, the candidate "
+                              f"{len(new_outs)}")
+        ro, no = ref_outs[k], new_outs[k]
+        if ro.shape != no.shape:
+            raise ReplayError(f"output {k} has shape {list(ro.shape)} in the reference, {list(no.shape)} in the "
+                              f"candidate")
+        loc = tuple(int(i) for i in witness["location"])
+        a, b = float(ro[loc]), float(no[loc])
+        diff = abs(a - b) if math.isfinite(a) and math.isfinite(b) else math.inf
+        whole = (ro.double() - no.double()).abs()
+        res.update(status="replayed", evidence=f"replay-{'gpu' if device == 'cuda' else 'cpu'}",
+                   reference=_json_float(a), candidate=_json_float(b), difference=_json_float(diff),
+                   allowed=_allowed(a, atol, rtol), exceeds=_exceeds(a, b, atol, rtol),
+                   output_max_difference=_json_float(float(whole.nan_to_num(math.inf).max()) if whole.numel() else 0.0))
+        sym = witness.get("symbolic") or {}
+        if "reference" in sym and witness.get("leaves_complete") and not trimmed:
+            res["symbolic_reference"] = sym["reference"]
+        if notes:
+            res["notes"] = notes
+    except ReplayError as e:
+        res.update(status="unsupported", message=str(e))
+    except BaseException as e:  # noqa: BLE001 - user code
+        tb = traceback.extract_tb(e.__traceback__)
+        where = next((f" ({os.path.basename(f.filename)}:{f.lineno})" for f in reversed(tb)
+                      if f.filename in (ref, new)), "")
+        res.update(status="error", message=f"{type(e).__name__}: {e}{where}")
+    res["seconds"] = round(time.monotonic() - t0, 3)
+    return res
+
+
+def exit_status(res: dict) -> int:
+    if res["status"] != "replayed":
+        return EXIT_IMPOSSIBLE
+    return EXIT_REPRODUCED if res["exceeds"] else EXIT_NOT_REPRODUCED
+
+
+def to_text(res: dict) -> str:
+    if res["status"] != "replayed":
+        return f"replay impossible ({res['status']}): {res.get('message', '')}\n"
+    s = (f"{'REPRODUCED' if res['exceeds'] else 'NOT REPRODUCED'} on {res['device']}: reference {res['reference']} "
+         f"vs candidate {res['candidate']}, difference {res['difference']:.6g} "
+         f"(allowed {res['allowed']:.6g}); whole output max difference {res['output_max_difference']:.6g}\n")
+    cb = res.get("carried_back")
+    if cb:
+        s += (f"  carried back through the trimmed prefix: {cb['leaves']} leaves, {cb['steps']} Adam steps, "
+              f"max residual {cb['max_residual']:.3g}\n")
+    for n in res.get("notes", []):
+        s += f"  note: {n}\n"
+    return s
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m dirigo.replay", description=__doc__.split("\n")[0])
+    ap.add_argument("witness", help="a dirigo-witness JSON file (dirigo check --witness-out)")
+    ap.add_argument("--ref", help="reference program (default: the witness's)")
+    ap.add_argument("--new", help="candidate program (default: the witness's)")
+    ap.add_argument("--device", choices=["cpu", "cuda"], help="default: cuda when available")
+    ap.add_argument("--steps", type=int, default=300, help="Adam steps for the prefix carry-back")
+    ap.add_argument("--json", action="store_true")
+    a = ap.parse_args(argv)
+    try:
+        with open(a.witness) as fh:
+            w = json.load(fh)
+    except (OSError, json.JSONDecodeError) as e:
+        res = {"format": RESULT_FORMAT, "version": 1, "status": "unsupported",
+               "message": f"{a.witness}: cannot read the witness: {e}"}
+    else:
+        res = replay(w, a.ref, a.new, a.device, a.steps)
+    sys.stdout.write(json.dumps(res, allow_nan=False) + "\n" if a.json else to_text(res))
+    sys.stdout.flush()
+    return exit_status(res)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
