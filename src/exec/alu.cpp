@@ -209,6 +209,64 @@ void Machine::exec_int(Bundle& b, const ptx::Instruction& in, Type ty) {
       r = ctx_.bv_or(ctx_.bv_and(arg(2, ty), c(~field)), ctx_.bv_and(ctx_.bv_shl(arg(1, ty), c(pos)), c(field)));
       break;
     }
+    case Opcode::Lop3: {
+      // bit i of the look-up table is the result for the minterm (a, b, c) = (i>>2, i>>1, i) & 1
+      if (ops[0].kind != Operand::Kind::Register) unsupported(in, "lop3 with a predicate output");
+      uint64_t lut = konst(read(b, ops.at(4), Type::U32), "lop3 look-up table") & 0xff;
+      Expr x[3] = {arg(1, ty), arg(2, ty), arg(3, ty)};
+      std::vector<Expr> terms;
+      for (unsigned i = 0; i < 8; ++i) {
+        if (!(lut >> i & 1)) continue;
+        std::vector<Expr> lits;
+        for (unsigned k = 0; k < 3; ++k) lits.push_back((i >> (2 - k) & 1) ? x[k] : ctx_.bv_not(x[k]));
+        terms.push_back(ctx_.bv_and(lits));
+      }
+      r = terms.empty() ? c(0) : ctx_.bv_or(terms);
+      break;
+    }
+    case Opcode::Prmt: {
+      // byte permute of {b, a} (a = bytes 0-3, b = bytes 4-7) by a constant selector
+      uint64_t sel = konst(read(b, ops.at(3), Type::U32), "prmt selector");
+      Expr a = as_bv(arg(1, ty), 32), bb = as_bv(arg(2, ty), 32);
+      auto c32 = [&](uint64_t v) { return ctx_.bv_const(Sort::BV32, v); };
+      std::string mode;
+      for (const auto& w : in.mod.words)
+        if (w == "f4e" || w == "b4e" || w == "rc8" || w == "ecl" || w == "ecr" || w == "rc16") mode = w;
+      unsigned s2 = unsigned(sel & 3), pick[4];
+      bool sign[4] = {false, false, false, false};
+      static const unsigned ecl[4][4] = {{0, 1, 2, 3}, {1, 1, 2, 3}, {2, 2, 2, 3}, {3, 3, 3, 3}};
+      static const unsigned ecr[4][4] = {{0, 0, 0, 0}, {0, 1, 1, 1}, {0, 1, 2, 2}, {0, 1, 2, 3}};
+      for (unsigned k = 0; k < 4; ++k) {
+        if (mode.empty()) { pick[k] = (sel >> (4 * k)) & 7; sign[k] = (sel >> (4 * k + 3)) & 1; }
+        else if (mode == "f4e") pick[k] = (s2 + k) & 7;
+        else if (mode == "b4e") pick[k] = (s2 + 8 - k) & 7;
+        else if (mode == "rc8") pick[k] = s2;
+        else if (mode == "ecl") pick[k] = ecl[s2][k];
+        else if (mode == "ecr") pick[k] = ecr[s2][k];
+        else pick[k] = (sel & 1) * 2 + (k & 1);  // rc16
+      }
+      std::vector<Expr> bytes;
+      for (unsigned k = 0; k < 4; ++k) {
+        Expr src = pick[k] < 4 ? a : bb;
+        Expr byte = ctx_.bv_and(ctx_.bv_lshr(src, c32(8 * (pick[k] & 3))), c32(0xff));
+        if (sign[k])  // replicate the selected byte's sign bit
+          byte = ctx_.bv_and(ctx_.bv_ashr(ctx_.bv_shl(src, c32(24 - 8 * (pick[k] & 3))), c32(31)), c32(0xff));
+        bytes.push_back(ctx_.bv_shl(byte, c32(8 * k)));
+      }
+      r = as_bv(ctx_.bv_or(bytes), w);
+      break;
+    }
+    case Opcode::Shf: {
+      // funnel shift of the 64-bit {b:a} (b high); the amount wraps (mod 32) or clamps (at 32)
+      Expr a = ctx_.zext(as_bv(arg(1, ty), 32), Sort::BV64), hi = ctx_.zext(as_bv(arg(2, ty), 32), Sort::BV64);
+      Expr n = as_bv(read(b, ops.at(3), Type::U32), 32);
+      n = in.mod.clamp ? ctx_.bv_min(n, ctx_.bv_const(Sort::BV32, 32), false) : ctx_.bv_and(n, ctx_.bv_const(Sort::BV32, 31));
+      Expr cat = ctx_.bv_or(ctx_.bv_shl(hi, ctx_.bv_const(Sort::BV64, 32)), a), n64 = ctx_.zext(n, Sort::BV64);
+      if (in.mod.shift_left) r = ctx_.trunc(ctx_.bv_lshr(ctx_.bv_shl(cat, n64), ctx_.bv_const(Sort::BV64, 32)), Sort::BV32);
+      else if (in.mod.shift_right) r = ctx_.trunc(ctx_.bv_lshr(cat, n64), Sort::BV32);
+      else unsupported(in, "shf without .l or .r");
+      break;
+    }
     default:
       unsupported(in, fmt::format("integer instruction '{}'", ptx::opcode_name(in.op)));
   }

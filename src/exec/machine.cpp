@@ -421,6 +421,7 @@ void Machine::run() {
   }
   check_shared_epoch();
   for (auto& b : bundles_) if (out_.bundles[b.info].end.empty()) out_.bundles[b.info].end = "exit";
+  check_global_reads();
   out_.steps = steps_;
   out_.ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
 }
@@ -541,6 +542,12 @@ bool Machine::step(size_t bi) {
     case Opcode::Atom: case Opcode::Red:
       exec_atom(*b, in, data_guard);
       break;
+    case Opcode::CpAsync: case Opcode::CpAsyncCommitGroup: case Opcode::CpAsyncWaitGroup: case Opcode::CpAsyncWaitAll:
+    case Opcode::CpAsyncBulk: case Opcode::CpReduceAsyncBulk: case Opcode::Mbarrier:
+      unsupported(in, fmt::format("asynchronous copy '{}' (not modeled)", in.text));
+    case Opcode::Mma: case Opcode::WmmaLoad: case Opcode::WmmaStore: case Opcode::WmmaMma: case Opcode::Wgmma:
+    case Opcode::Ldmatrix: case Opcode::Stmatrix:
+      unsupported(in, fmt::format("tensor-core instruction '{}' (not modeled)", in.text));
     case Opcode::Call: {
       std::string callee = in.operands.size() > 1 ? in.operands[in.operands[0].kind == Operand::Kind::List ? 1 : 0].name : "";
       unsupported(in, "call to " + (callee.empty() ? std::string("an external function") : callee));

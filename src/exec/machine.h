@@ -116,6 +116,7 @@ class Machine {
   ir::Expr subst_tid(ir::Expr e, const std::vector<ir::Expr>& tid);
   ir::Expr ctaid_linear();
   void check_shared_epoch();
+  void check_global_reads();
   std::vector<ThreadCoord> sample_blocks(bool depends_on_ctaid);
   ThreadCoord coord_of(uint64_t lin_tid, const Dim3& ctaid) const;
   bool is_thread_pred(ir::Expr e) { return sat_.thread_only(e); }
@@ -150,6 +151,8 @@ class Machine {
   std::map<uint64_t, std::map<uint64_t, ir::Expr>> concrete_shared_;  // concrete mode: block -> byte addr -> value
   std::map<uint64_t, unsigned> concrete_shared_bytes_;
   std::set<std::string> reported_;
+  struct GlobalRead { int32_t tensor; ir::Expr index, pred; Where where; };
+  std::vector<GlobalRead> global_reads_;  // symbolic loads of pre-launch contents (check_global_reads)
   std::unordered_map<ir::Expr, int> ptr_param_;  // "&tensor" Var -> kernel param index  // de-duplicate findings by kind+line
 };
 

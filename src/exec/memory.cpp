@@ -190,6 +190,7 @@ Expr Machine::load(Bundle& b, const ptx::Instruction& in, const Addr& a, unsigne
       }
       for (auto it = b.own_global.rbegin(); it != b.own_global.rend(); ++it)
         if (it->tensor == a.tensor && it->index == idx) return it->value;
+      global_reads_.push_back({a.tensor, idx, b.pred, where(in)});
       return ctx_.load(a.tensor, idx, s);
     }
     case Space::Shared: {
@@ -385,6 +386,119 @@ void Machine::exec_atom(Bundle& b, const ptx::Instruction& in, Expr guard) {
   if (guard && wop != WriteOp::Add) unsupported(in, "data-guarded atomic");
   record_write(b, in, a.tensor, idx, v, wop, sgn);
   if (!is_red) write(b, in.operands[0], old);
+}
+
+// A load returns the tensor's pre-launch contents (or the thread's own earlier store). That is
+// wrong when ANOTHER thread of the launch stores to the element (in any order: bundles run one
+// after the other), so such a read makes the launch UNSUPPORTED, naming both accesses.
+// Atomic accumulations are not stores here: a read racing with them is the CAS-loop idiom.
+// Disjointness: the same index expression that is injective over thread identity (every thread
+// its own element: the in-place elementwise pattern), disjoint index ranges, or else evaluation
+// over every thread of the launch (up to 2^22 threads).
+void Machine::check_global_reads() {
+  if (concrete_) return;
+  std::map<int32_t, std::vector<size_t>> stores;
+  for (size_t i = 0; i < out_.writes.size(); ++i)
+    if (out_.writes[i].op == WriteOp::Store) stores[out_.writes[i].tensor].push_back(i);
+  if (stores.empty()) return;
+  auto vars = tv_.all();
+  const Dim3& B = launch_.block;
+  const Dim3& G = launch_.grid;
+  uint64_t range[6] = {B.x, B.y, B.z, G.x, G.y, G.z};
+  auto injective = [&](Expr idx) {
+    auto L = linear_of(idx, vars);
+    if (!L) return false;
+    std::vector<std::pair<uint64_t, uint64_t>> terms;  // (|c|, range)
+    for (int i = 0; i < 6; ++i) {
+      if (range[i] == 1) continue;
+      if (L->c[i] == 0) return false;  // threads differing only in this Var share the element
+      terms.push_back({uint64_t(L->c[i] < 0 ? -L->c[i] : L->c[i]), range[i]});
+    }
+    std::sort(terms.begin(), terms.end());
+    uint64_t span = 0;  // the largest value the smaller terms can add
+    for (auto [c, r] : terms) {
+      if (c <= span) return false;
+      span += c * (r - 1);
+    }
+    return true;
+  };
+  auto fail = [&](const GlobalRead& rd, const WriteRecord& w, const std::string& why) {
+    throw Unsupported(fmt::format(
+        "global read of {} at PTX line {}{} may observe the store at PTX line {} by another thread of the same launch "
+        "({}); cross-thread dependences through global memory are not modeled, in kernel {}",
+        ctx_.tensor_name(rd.tensor), rd.where.ptx_line, rd.where.source.empty() ? "" : " (" + rd.where.source + ")",
+        w.where.ptx_line, why, f_.name));
+  };
+  for (const auto& [tensor, st] : stores) {
+    std::vector<const GlobalRead*> open;
+    for (const auto& rd : global_reads_) {
+      if (rd.tensor != tensor) continue;
+      ir::Bounds rb = ctx_.bv_bounds(rd.index);
+      bool cleared = true;
+      for (size_t wi : st) {
+        const auto& w = out_.writes[wi];
+        if (w.index == rd.index && injective(rd.index)) continue;
+        ir::Bounds wb = ctx_.bv_bounds(w.index);
+        if (!rd.index->has_data() && !w.index->has_data() && (rb.hi < wb.lo || wb.hi < rb.lo)) continue;
+        cleared = false;
+        break;
+      }
+      if (!cleared) open.push_back(&rd);
+    }
+    if (open.empty()) continue;
+    const WriteRecord& w0 = out_.writes[st[0]];
+    uint64_t total = B.count() * G.count();
+    for (size_t wi : st)
+      if (out_.writes[wi].index->has_data()) fail(*open[0], out_.writes[wi], "the store's index depends on tensor data");
+    for (const auto* rd : open)
+      if (rd->index->has_data()) fail(*rd, w0, "the read's index depends on tensor data");
+    if (total > (uint64_t(1) << 22)) fail(*open[0], w0, "the launch is too large to rule it out by evaluation");
+    // element -> (first writer thread, its record, another writer thread or UINT64_MAX)
+    struct Writers { uint64_t lin, other; size_t rec; };
+    std::unordered_map<uint64_t, Writers> writers;
+    auto point = [&](uint64_t n, uint64_t* p) {
+      uint64_t tl = n % B.count(), bl = n / B.count();
+      p[0] = tl % B.x; p[1] = tl / B.x % B.y; p[2] = tl / (uint64_t(B.x) * B.y);
+      p[3] = bl % G.x; p[4] = bl / G.x % G.y; p[5] = bl / (uint64_t(G.x) * G.y);
+    };
+    auto coord = [&](uint64_t n) {
+      uint64_t p[6];
+      point(n, p);
+      ThreadCoord c{{uint32_t(p[0]), uint32_t(p[1]), uint32_t(p[2])}, {uint32_t(p[3]), uint32_t(p[4]), uint32_t(p[5])}};
+      return c.str();
+    };
+    for (size_t wi : st) {
+      const auto& w = out_.writes[wi];
+      Expr roots[] = {w.pred, w.index};
+      BvProgram prog(vars, roots);
+      if (!prog.ok()) fail(*open[0], w, "the store's index is not a function of thread identity");
+      for (uint64_t n = 0; n < total; ++n) {
+        uint64_t p[6], o[2];
+        point(n, p);
+        prog.eval(p, o);
+        if (!o[0]) continue;
+        auto [it, fresh] = writers.try_emplace(o[1], Writers{n, UINT64_MAX, wi});
+        if (!fresh && it->second.lin != n && it->second.other == UINT64_MAX) it->second.other = n;
+      }
+    }
+    for (const auto* rd : open) {
+      Expr roots[] = {rd->pred, rd->index};
+      BvProgram prog(vars, roots);
+      if (!prog.ok()) fail(*rd, w0, "the read's index is not a function of thread identity");
+      for (uint64_t n = 0; n < total; ++n) {
+        uint64_t p[6], o[2];
+        point(n, p);
+        prog.eval(p, o);
+        if (!o[0]) continue;
+        auto it = writers.find(o[1]);
+        if (it == writers.end()) continue;
+        uint64_t other = it->second.lin != n ? it->second.lin : it->second.other;
+        if (other == UINT64_MAX) continue;
+        fail(*rd, out_.writes[it->second.rec],
+             fmt::format("thread {} reads element {} that thread {} writes", coord(n), o[1], coord(other)));
+      }
+    }
+  }
 }
 
 }  // namespace dirigo::exec

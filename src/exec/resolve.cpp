@@ -114,48 +114,6 @@ Resolver::~Resolver() = default;
 Expr Resolver::specialize(Expr e, const ThreadCoord& t) { return impl_->specialize(e, t); }
 Expr Resolver::resolve(Expr e) { return impl_->resolve(e); }
 
-namespace {
-
-// index = k + sum c_i * v_i over thread Vars, when e has that shape (no wraparound assumed;
-// candidates are verified by evaluation anyway).
-struct Linear {
-  int64_t k = 0;
-  int64_t c[6] = {0, 0, 0, 0, 0, 0};
-};
-std::optional<Linear> linear_of(Expr e, const std::vector<Expr>& vars) {
-  std::vector<std::pair<Expr, int64_t>> stack{{e, 1}};
-  Linear L;
-  while (!stack.empty()) {
-    auto [x, m] = stack.back();
-    stack.pop_back();
-    switch (x->op) {
-      case Op::ConstBV: L.k += m * x->bv_signed(); break;
-      case Op::Var: {
-        auto it = std::find(vars.begin(), vars.end(), x);
-        if (it == vars.end()) return std::nullopt;
-        L.c[it - vars.begin()] += m;
-        break;
-      }
-      case Op::ZExt: case Op::SExt: stack.push_back({x->arg(0), m}); break;
-      case Op::BvAdd: for (Expr a : x->args()) stack.push_back({a, m}); break;
-      case Op::BvMul: {
-        int64_t f = m;
-        Expr rest = nullptr;
-        for (Expr a : x->args()) {
-          if (a->op == Op::ConstBV) f *= a->bv_signed();
-          else if (rest) return std::nullopt;
-          else rest = a;
-        }
-        if (rest) stack.push_back({rest, f}); else L.k += f;
-        break;
-      }
-      default: return std::nullopt;
-    }
-  }
-  return L;
-}
-
-}  // namespace
 
 std::vector<Writer> writers_of(ir::Context& ctx, const ExecResult& r, int32_t tensor, int64_t flat, Resolver* resolver) {
   std::unique_ptr<Resolver> own;

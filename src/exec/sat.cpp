@@ -364,4 +364,37 @@ std::optional<ThreadCoord> ThreadSat::solve(Expr e, bool want_point) {
 bool ThreadSat::sat(Expr e) { return solve(e, false).has_value(); }
 std::optional<ThreadCoord> ThreadSat::witness(Expr e) { return solve(e, true); }
 
+std::optional<Linear> linear_of(Expr e, const std::vector<Expr>& vars) {
+  std::vector<std::pair<Expr, int64_t>> stack{{e, 1}};
+  Linear L;
+  while (!stack.empty()) {
+    auto [x, m] = stack.back();
+    stack.pop_back();
+    switch (x->op) {
+      case Op::ConstBV: L.k += m * x->bv_signed(); break;
+      case Op::Var: {
+        auto it = std::find(vars.begin(), vars.end(), x);
+        if (it == vars.end()) return std::nullopt;
+        L.c[it - vars.begin()] += m;
+        break;
+      }
+      case Op::ZExt: case Op::SExt: stack.push_back({x->arg(0), m}); break;
+      case Op::BvAdd: for (Expr a : x->args()) stack.push_back({a, m}); break;
+      case Op::BvMul: {
+        int64_t f = m;
+        Expr rest = nullptr;
+        for (Expr a : x->args()) {
+          if (a->op == Op::ConstBV) f *= a->bv_signed();
+          else if (rest) return std::nullopt;
+          else rest = a;
+        }
+        if (rest) stack.push_back({rest, f}); else L.k += f;
+        break;
+      }
+      default: return std::nullopt;
+    }
+  }
+  return L;
+}
+
 }  // namespace dirigo::exec

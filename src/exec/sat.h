@@ -69,4 +69,12 @@ class ThreadSat {
   uint64_t inexact_ = 0, queries_ = 0;
 };
 
+// index = k + sum c_i * v_i over thread Vars (vars in ThreadVars::all() order), when e has that
+// shape (no wraparound assumed; callers verify candidates by evaluation or bound the ranges).
+struct Linear {
+  int64_t k = 0;
+  int64_t c[6] = {0, 0, 0, 0, 0, 0};
+};
+std::optional<Linear> linear_of(ir::Expr e, const std::vector<ir::Expr>& vars);
+
 }  // namespace dirigo::exec
