@@ -274,7 +274,7 @@ def carry_back(progs: _Programs, trimmed: list[dict], bound: float, steps: int =
     need = {}
     for k, l in enumerate(trimmed):
         need.setdefault(int(l["op"]), []).append(k)
-    target = torch.tensor([_float(l["value"]) for l in trimmed], dtype=torch.float64)
+    target = torch.tensor([_float(l["value"]) for l in trimmed], dtype=torch.float64, device=progs.device)
 
     def forward():
         env = dict(constants)

@@ -9,8 +9,8 @@
 set -u
 OUT=${1:?usage: replay.sh OUTDIR [SECONDS] [--dry-run]}; LIMIT=${2:-285}; DEVICE=cuda
 [ "${3:-}" = "--dry-run" ] && DEVICE=cpu
-PAR=${REPLAY_PAR:-4}          # concurrent replays (each may compile an extension: ~60-75 s of one core)
-PER=${REPLAY_TIMEOUT:-150}    # seconds per witness
+PAR=${REPLAY_PAR:-6}          # concurrent replays (each may compile an extension: ~60-75 s of one core)
+PER=${REPLAY_TIMEOUT:-200}    # seconds per witness
 WDIR=${WITNESS_DIR:-.cache/eval/witnesses}
 START=$(date +%s)
 W=$(mktemp -d /tmp/dirigo-replay.XXXXXX)
