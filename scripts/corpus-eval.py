@@ -1,0 +1,424 @@
+#!/usr/bin/env python3
+"""Evaluation of `dirigo check` on the GPU-traced dev-corpus pairs (issue 5 item 9).
+
+Inputs: the bundles and results.json of the GPU trace sweep (scripts/trace-sweep.py run, with
+--no-data) unpacked somewhere under .cache/gpu-results/call1/, and .cache/sweep/pairs.json (labels).
+Everything it writes is derived from corpus programs and stays under .cache/ (git-ignored).
+
+    python3 scripts/corpus-eval.py run [--gpu-dir .cache/gpu-results/call1] [--budget 20] [--seed 1] [--jobs 2]
+        runs `dirigo check BUNDLE --json` on each traced bundle (one process each), writes
+        .cache/eval/results.json and a witness file .cache/eval/witnesses/NNN.json per BUG/SUSPECT
+    python3 scripts/corpus-eval.py fold [--replay .cache/gpu-results/call2/replay]
+        folds GPU replays of those witnesses into the verdicts (final_outcome)
+    python3 scripts/corpus-eval.py table [--results .cache/eval/results.json]
+        prints the markdown tables of docs/evaluation.md
+
+The statistics (outcome table, recall, percentiles, reason groups) are plain functions over lists
+of result dicts, tested in tests/python/test_corpus_eval.py.
+"""
+from __future__ import annotations
+
+import argparse
+import collections
+import concurrent.futures as cf
+import glob
+import json
+import math
+import os
+import re
+import subprocess
+import sys
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+CACHE = os.path.join(ROOT, ".cache")
+OUTCOMES = ("BUG", "SUSPECT", "CHECKED", "VERIFIED", "TIMEOUT", "UNSUPPORTED")
+NOT_TRACED = "NOT TRACED"
+CRASH = "CRASH"  # dirigo check died without a report (a dirigo defect)
+INCORRECT_LABELS = ("output_mismatch",)  # KernelBench's verdicts that say "wrong output"
+
+# ----------------------------------------------------------------------------------------------
+# statistics (pure functions; unit-tested)
+
+
+def percentile(values: list[float], q: float) -> float | None:
+    """Nearest-rank percentile (q in 0..100): the smallest value with at least q% of the values at or
+    below it. The median is the usual one (mean of the two middle values for an even count)."""
+    xs = sorted(v for v in values if v is not None)
+    if not xs:
+        return None
+    if q == 50:
+        n = len(xs)
+        return xs[n // 2] if n % 2 else (xs[n // 2 - 1] + xs[n // 2]) / 2
+    rank = max(1, math.ceil(q / 100 * len(xs)))
+    return xs[rank - 1]
+
+
+def outcome_of(r: dict) -> str:
+    """The outcome a result counts as: final_outcome after replay folding, else the check's."""
+    if r.get("trace_status", "ok") != "ok":
+        return NOT_TRACED
+    return r.get("final_outcome") or r.get("outcome") or "UNSUPPORTED"
+
+
+def outcome_table(results: list[dict]) -> dict[str, collections.Counter]:
+    """label -> Counter(outcome); plus an 'all' row."""
+    table: dict[str, collections.Counter] = collections.defaultdict(collections.Counter)
+    for r in results:
+        o = outcome_of(r)
+        table[r.get("label", "?")][o] += 1
+        table["all"][o] += 1
+    return dict(table)
+
+
+def recall(results: list[dict], labels=INCORRECT_LABELS) -> tuple[int, int]:
+    """(found, supported) over programs with a label in `labels`: supported = traced and not
+    UNSUPPORTED; found = BUG or SUSPECT among those."""
+    found = supported = 0
+    for r in results:
+        if r.get("label") not in labels:
+            continue
+        o = outcome_of(r)
+        if o in (NOT_TRACED, "UNSUPPORTED"):
+            continue
+        supported += 1
+        found += o in ("BUG", "SUSPECT")
+    return found, supported
+
+
+_MANGLED = re.compile(r"_Z\w+")
+_PATH = re.compile(r"(/[\w.\-]+)+/?")
+_HEX = re.compile(r"0x[0-9a-fA-F]+")
+_NUM = re.compile(r"(?<![\w.])-?\d+(\.\d+)?(e-?\d+)?")
+_QUOTED_NAME = re.compile(r"\b(out|x|w|arg|input|t|s|v)\d+\b")
+
+
+def reason_group(reason: str, width: int = 90) -> str:
+    """A reason with what varies between programs (kernel names, paths, numbers, tensor indices)
+    replaced, so that the same missing feature groups together."""
+    s = (reason or "(no reason)").strip().splitlines()[0]
+    s = re.sub(r"^UNSUPPORTED:\s*", "", s)
+    s = _MANGLED.sub("KERNEL", s)
+    s = _PATH.sub("PATH", s)
+    s = _HEX.sub("HEX", s)
+    s = re.sub(r"\[[^\]]*\]", "[…]", s)
+    s = _NUM.sub("N", s)
+    s = re.sub(r"\s+", " ", s).strip()
+    return s[:width] + ("…" if len(s) > width else "")
+
+
+def group_reasons(results: list[dict], outcome: str) -> list[tuple[str, int, list]]:
+    """[(group, count, [k, ...])] for results with this outcome, most frequent first."""
+    groups: dict[str, list] = collections.defaultdict(list)
+    for r in results:
+        if outcome_of(r) != outcome:
+            continue
+        text = r.get("trace_message", "") if outcome == NOT_TRACED else r.get("reason", "")
+        groups[reason_group(text)].append(r.get("k"))
+    return sorted(((g, len(ks), sorted(ks, key=lambda k: (k is None, k))) for g, ks in groups.items()),
+                  key=lambda t: (-t[1], t[0]))
+
+
+def time_to_bug(report: dict) -> dict:
+    """Seconds to the first BUG of a `dirigo check --json` report, from its own timing fields:
+    search  = the location search up to the bug (search_seconds; an Execute-stage bug is found
+              while executing the kernels, so its search time is lower_seconds),
+    check   = the whole check (merge + execute + search, `seconds`)."""
+    if report.get("outcome") not in ("BUG", "SUSPECT"):
+        return {}
+    if report.get("evidence") == "execute-safety" and not report.get("search_seconds"):
+        search = report.get("lower_seconds", report.get("seconds"))
+    elif report.get("outcome") == "SUSPECT" and "first_differ" in report:
+        # a SUSPECT search runs to the budget; the difference was in hand after these locations
+        locs = report.get("locations", [])[: report["first_differ"] + 1]
+        search = sum(l.get("ms", 0) for l in locs) / 1000
+    else:
+        search = report.get("search_seconds", report.get("seconds"))
+    return {"search": search, "check": report.get("seconds")}
+
+
+def fmt_s(x: float | None) -> str:
+    if x is None:
+        return "–"
+    return f"{x:.2f}" if x < 10 else f"{x:.0f}"
+
+
+def markdown_outcome_table(results: list[dict]) -> str:
+    t = outcome_table(results)
+    cols = list(OUTCOMES) + [x for x in (CRASH, NOT_TRACED) if any(x in c for c in t.values())]
+    rows = [k for k in ("correct", *INCORRECT_LABELS) if k in t] + sorted(
+        k for k in t if k not in ("correct", *INCORRECT_LABELS, "all")) + ["all"]
+    out = ["| KernelBench label | " + " | ".join(cols) + " | total |", "|---" * (len(cols) + 2) + "|"]
+    for row in rows:
+        c = t.get(row, collections.Counter())
+        out.append(f"| {row} | " + " | ".join(str(c.get(o, 0)) for o in cols) + f" | {sum(c.values())} |")
+    return "\n".join(out)
+
+
+def distribution_line(name: str, values: list[float]) -> str:
+    vs = [v for v in values if v is not None]
+    if not vs:
+        return f"| {name} | 0 | – | – | – |"
+    return f"| {name} | {len(vs)} | {fmt_s(percentile(vs, 50))} | {fmt_s(percentile(vs, 90))} | {fmt_s(max(vs))} |"
+
+
+# ----------------------------------------------------------------------------------------------
+# inputs
+
+
+def find_trace_results(gpu_dir: str) -> tuple[list[dict], dict[int, str]]:
+    """results.json entries of the trace sweep, and k -> bundle directory, found anywhere under gpu_dir."""
+    entries: dict[int, dict] = {}
+    for path in sorted(glob.glob(os.path.join(gpu_dir, "**", "results.json"), recursive=True)):
+        try:
+            data = json.load(open(path))
+        except (OSError, json.JSONDecodeError):
+            continue
+        if isinstance(data, dict):
+            data = data.get("results", [])
+        for e in data if isinstance(data, list) else []:
+            if isinstance(e, dict) and "k" in e:
+                entries[int(e["k"])] = e
+    bundles: dict[int, str] = {}
+    for man in glob.glob(os.path.join(gpu_dir, "**", "manifest.json"), recursive=True):
+        d = os.path.dirname(man)
+        m = re.fullmatch(r"(\d{3})", os.path.basename(d))
+        if m:
+            bundles[int(m.group(1))] = d
+    return [entries[k] for k in sorted(entries)], bundles
+
+
+def run_check(dirigo: str, bundle: str, budget: float, seed: int, extra: list[str]) -> dict:
+    cmd = [dirigo, "check", bundle, "--json", "--budget", str(budget), "--seed", str(seed), "--jobs", "1", *extra]
+    t0 = time.monotonic()
+    try:
+        p = subprocess.run(cmd, capture_output=True, text=True, timeout=budget * 4 + 120)
+    except subprocess.TimeoutExpired:
+        return {"outcome": "TIMEOUT", "reason": f"dirigo check did not finish within {budget * 4 + 120:.0f} s (killed)",
+                "wall_seconds": round(time.monotonic() - t0, 3), "exit": None, "command": " ".join(cmd)}
+    wall = round(time.monotonic() - t0, 3)
+    try:
+        rep = json.loads(p.stdout)
+    except json.JSONDecodeError:
+        tail = (p.stderr or p.stdout).strip().splitlines()[-3:]
+        sig = f"signal {-p.returncode}" if p.returncode < 0 else f"exit {p.returncode}"
+        rep = {"outcome": CRASH, "reason": f"dirigo check {sig}: " + " | ".join(tail)}
+    rep["wall_seconds"] = wall
+    rep["exit"] = p.returncode
+    rep["command"] = " ".join(cmd)
+    return rep
+
+
+def summarize_report(rep: dict) -> dict:
+    """The fields of a check report that the evaluation keeps (the full report is stored too)."""
+    s = {k: rep.get(k) for k in ("outcome", "reason", "evidence", "checked", "equal", "total_locations", "kernels",
+                                 "prefix_trimmed", "seconds", "lower_seconds", "search_seconds", "solver_calls",
+                                 "wall_seconds", "exit", "command")}
+    s["time_to_bug"] = time_to_bug(rep)
+    if "first_differ" in rep:
+        loc = rep["locations"][rep["first_differ"]]
+        out = rep["outputs"][loc["output"]] if rep.get("outputs") else {}
+        s["location"] = {"output": loc["output"], "name": out.get("reference"), "index": loc["index"],
+                         "tier": loc.get("tier"), "position": rep["first_differ"] + 1,
+                         "reference": loc.get("reference"), "candidate": loc.get("candidate"),
+                         "witness": loc.get("witness"), "values_f64": loc.get("values_f64"),
+                         "values_f32": loc.get("values_f32"), "confirmed_f32": loc.get("confirmed_f32"),
+                         "reason": loc.get("reason")}
+    if rep.get("findings"):
+        s["findings"] = rep["findings"][:3]
+    return s
+
+
+# ----------------------------------------------------------------------------------------------
+# commands
+
+
+def cmd_run(a) -> int:
+    pairs = {p["k"]: p for p in json.load(open(os.path.join(a.sweep, "pairs.json")))}
+    trace, bundles = find_trace_results(a.gpu_dir)
+    if a.bundles:  # explicit bundle dirs (development: examples/)
+        trace = [{"k": i, "status": "ok", "seconds": None} for i in range(len(a.bundles))]
+        bundles = dict(enumerate(a.bundles))
+        pairs = {i: {"k": i, "label": "example", "problem": os.path.basename(b.rstrip("/"))} for i, b in enumerate(a.bundles)}
+    if not trace:
+        print(f"no results.json under {a.gpu_dir}", file=sys.stderr)
+        return 1
+    if a.only:
+        trace = [t for t in trace if t["k"] in set(a.only)]
+    os.makedirs(os.path.join(a.out, "witnesses"), exist_ok=True)
+    os.makedirs(os.path.join(a.out, "reports"), exist_ok=True)
+    old = {}
+    res_path = os.path.join(a.out, "results.json")
+    if a.resume and os.path.exists(res_path):
+        old = {r["k"]: r for r in json.load(open(res_path))}
+
+    def one(t: dict) -> dict:
+        k = t["k"]
+        p = pairs.get(k, {})
+        r = {"k": k, "label": p.get("label", t.get("label")), "problem": p.get("problem", t.get("problem")),
+             "level": p.get("level", t.get("level")), "candidate_file": p.get("candidate", t.get("candidate")),
+             "trace_status": t.get("status"), "trace_seconds": t.get("seconds"),
+             "compile_seconds": t.get("compile_seconds"), "trace_message": (t.get("message") or "")[:400]}
+        b = bundles.get(k)
+        if t.get("status") == "ok" and b is None:
+            r["trace_status"] = "missing-bundle"
+            r["trace_message"] = "traced, but no bundle came back"
+        if r["trace_status"] != "ok":
+            return r
+        r["bundle"] = os.path.relpath(b, ROOT)
+        wfile = os.path.join(a.out, "witnesses", f"{k:03d}.json")
+        if os.path.exists(wfile):
+            os.remove(wfile)
+        # the witness names the program copies the sweep traced, so that the GPU replay can run them
+        files = ["--witness-out", wfile]
+        for flag, suffix in (("--ref-file", "ref"), ("--new-file", "new")):
+            prog = os.path.join(a.sweep, f"{k:03d}_{suffix}.py")
+            if os.path.exists(prog):
+                files += [flag, prog]
+        rep = run_check(a.dirigo, b, a.budget, a.seed, files + (a.extra or []))
+        r["witness_file"] = os.path.relpath(wfile, ROOT) if os.path.exists(wfile) else None
+        json.dump(rep, open(os.path.join(a.out, "reports", f"{k:03d}.json"), "w"), indent=1)
+        r.update(summarize_report(rep))
+        return r
+
+    results = dict(old)
+    todo = [t for t in trace if not (a.resume and t["k"] in old)]
+    with cf.ThreadPoolExecutor(max(1, min(a.jobs, 2))) as pool:
+        for r in pool.map(one, todo):
+            results[r["k"]] = r
+            o = outcome_of(r)
+            print(f"{r['k']:03d} [{r['label']}] {o:11s} {r.get('wall_seconds') or 0:6.1f}s "
+                  f"{(r.get('reason') or r.get('trace_message') or '')[:150]}", flush=True)
+            json.dump([results[k] for k in sorted(results)], open(res_path, "w"), indent=1)
+    print(f"wrote {res_path}")
+    return cmd_table(argparse.Namespace(results=res_path))
+
+
+def load_replays(replay_dir: str) -> dict[int, dict]:
+    """k -> replay result, from any *.json under replay_dir named NNN*.json or holding a list of {k: ...}."""
+    out: dict[int, dict] = {}
+    for path in sorted(glob.glob(os.path.join(replay_dir, "**", "*.json"), recursive=True)):
+        try:
+            data = json.load(open(path))
+        except (OSError, json.JSONDecodeError):
+            continue
+        items = data if isinstance(data, list) else data.get("results", [data]) if isinstance(data, dict) else []
+        for it in items:
+            if not isinstance(it, dict):
+                continue
+            k = it.get("k")
+            if k is None:
+                m = re.match(r"(\d{3})", os.path.basename(path))
+                k = int(m.group(1)) if m else None
+            if k is not None:
+                out[int(k)] = it
+    return out
+
+
+def replay_confirms(rep: dict) -> bool | None:
+    """A `dirigo-replay` answer (docs/check.md): True when both real programs ran at the witness and
+    differ beyond tolerance at the location, False when they ran and did not, None when the replay
+    was impossible (status error / unsupported, no answer)."""
+    if not isinstance(rep, dict) or rep.get("status") != "replayed" or not isinstance(rep.get("exceeds"), bool):
+        return None
+    return rep["exceeds"]
+
+
+def fold(results: list[dict], replays: dict[int, dict]) -> list[dict]:
+    """final_outcome: a BUG stays BUG only when backed by an Execute-stage finding, a GPU replay
+    that shows the difference, or (not replayed) fp32 evidence, labelled as such; a witness whose
+    replay ran and showed no difference makes it SUSPECT."""
+    for r in results:
+        o = r.get("outcome")
+        if o not in ("BUG", "SUSPECT"):
+            r.pop("final_outcome", None)
+            continue
+        rep = replays.get(r["k"])
+        conf = replay_confirms(rep) if rep else None
+        r["replay"] = rep
+        if r.get("evidence") == "execute-safety":
+            r["final_outcome"], r["final_evidence"] = "BUG", "execute-safety"
+        elif conf is True:
+            r["final_outcome"], r["final_evidence"] = "BUG", rep.get("evidence") or "replay-gpu"
+        elif conf is False:
+            r["final_outcome"] = "SUSPECT"
+            r["final_evidence"] = f"{rep.get('evidence') or 'replay'} did not reproduce the difference"
+        elif o == "BUG":
+            r["final_outcome"], r["final_evidence"] = "BUG", "fp32-evaluation (not replayed)"
+        else:
+            r["final_outcome"], r["final_evidence"] = "SUSPECT", ""
+    return results
+
+
+def cmd_fold(a) -> int:
+    results = json.load(open(a.results))
+    replays = load_replays(a.replay)
+    print(f"{len(replays)} replay results under {a.replay}")
+    fold(results, replays)
+    json.dump(results, open(a.results, "w"), indent=1)
+    return cmd_table(a)
+
+
+def cmd_table(a) -> int:
+    results = json.load(open(a.results))
+    print(markdown_outcome_table(results))
+    f, s = recall(results)
+    print(f"\nrecall on KernelBench-incorrect, supported: {f}/{s}" + (f" = {100 * f / s:.1f}%" if s else ""))
+    for o in ("UNSUPPORTED", "TIMEOUT", "SUSPECT", "CRASH", NOT_TRACED):
+        g = group_reasons(results, o)
+        if g:
+            print(f"\n{o} reasons:")
+            for text, n, ks in g:
+                print(f"  {n:3d}  {text}   (pairs {', '.join(f'{k:03d}' for k in ks)})")
+    bugs = [r for r in results if outcome_of(r) == "BUG"]
+    print("\n| time to BUG (s) | n | median | p90 | max |\n|---|---|---|---|---|")
+    print(distribution_line("search only", [r["time_to_bug"].get("search") for r in bugs]))
+    print(distribution_line("whole check", [r["time_to_bug"].get("check") for r in bugs]))
+    print(distribution_line("dirigo process (wall)", [r.get("wall_seconds") for r in bugs]))
+    print(distribution_line("trace + check (wall)", [(r.get("trace_seconds") or 0) + (r.get("wall_seconds") or 0)
+                                                     for r in bugs if r.get("trace_seconds") is not None]))
+    print(distribution_line("trace w/o compile + check",
+                            [r["trace_seconds"] - r["compile_seconds"] + (r.get("wall_seconds") or 0) for r in bugs
+                             if r.get("trace_seconds") is not None and r.get("compile_seconds") is not None]))
+    traced = [r for r in results if r.get("trace_seconds") is not None]
+    ok = [r for r in traced if r.get("trace_status") == "ok"]
+    print("\n| GPU trace (s) | n | median | p90 | max |\n|---|---|---|---|---|")
+    print(distribution_line("whole trace, traced pairs", [r["trace_seconds"] for r in ok]))
+    print(distribution_line("compile (load_inline)", [r.get("compile_seconds") for r in ok]))
+    print(distribution_line("trace without compile", [r["trace_seconds"] - r["compile_seconds"] for r in ok
+                                                      if r.get("compile_seconds") is not None]))
+    print(distribution_line("whole trace, all pairs", [r["trace_seconds"] for r in traced]))
+    for r in results:
+        if r.get("label") == "correct" and outcome_of(r) in ("BUG", "SUSPECT"):
+            loc = r.get("location") or {}
+            print(f"\n[correct but {outcome_of(r)}] {r['k']:03d} problem {r.get('problem')}: {r.get('reason', '')[:200]}")
+            print(f"    at {loc.get('name')}{loc.get('index')} witness {json.dumps(loc.get('witness'))[:200]}")
+    return 0
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    r = sub.add_parser("run")
+    r.add_argument("--gpu-dir", default=os.path.join(CACHE, "gpu-results", "call1"))
+    r.add_argument("--sweep", default=os.path.join(CACHE, "sweep"))
+    r.add_argument("--out", default=os.path.join(CACHE, "eval"))
+    r.add_argument("--dirigo", default=os.path.join(ROOT, "build-eval", "dirigo"))
+    r.add_argument("--budget", type=float, default=20)
+    r.add_argument("--seed", type=int, default=1)
+    r.add_argument("--jobs", type=int, default=2, help="parallel checks (at most 2)")
+    r.add_argument("--only", type=int, nargs="*")
+    r.add_argument("--resume", action="store_true", help="keep results of pairs already in results.json")
+    r.add_argument("--bundles", nargs="*", help="check these bundle dirs instead (development)")
+    r.add_argument("--extra", nargs=argparse.REMAINDER, help="more arguments for dirigo check")
+    f = sub.add_parser("fold")
+    f.add_argument("--results", default=os.path.join(CACHE, "eval", "results.json"))
+    f.add_argument("--replay", default=os.path.join(CACHE, "gpu-results", "call2", "replay"))
+    t = sub.add_parser("table")
+    t.add_argument("--results", default=os.path.join(CACHE, "eval", "results.json"))
+    a = ap.parse_args()
+    return {"run": cmd_run, "fold": cmd_fold, "table": cmd_table}[a.cmd](a)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

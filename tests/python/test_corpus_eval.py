@@ -1,0 +1,139 @@
+"""Tables and statistics of scripts/corpus-eval.py on small synthetic result lists."""
+import importlib.util
+import os
+
+import pytest
+
+_PATH = os.path.join(os.path.dirname(__file__), "..", "..", "scripts", "corpus-eval.py")
+_spec = importlib.util.spec_from_file_location("corpus_eval", _PATH)
+ce = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(ce)
+
+
+def R(k, label, outcome, **kw):
+    return dict(k=k, label=label, outcome=outcome, trace_status="ok", **kw)
+
+
+def test_percentile_median_even_and_odd():
+    assert ce.percentile([3, 1, 2], 50) == 2
+    assert ce.percentile([4, 1, 3, 2], 50) == 2.5
+    assert ce.percentile([], 50) is None
+    assert ce.percentile([None, 5], 50) == 5
+
+
+def test_percentile_p90_nearest_rank():
+    xs = list(range(1, 11))  # 1..10
+    assert ce.percentile(xs, 90) == 9
+    assert ce.percentile(xs + [11], 90) == 10  # ceil(0.9*11) = 10th value
+    assert ce.percentile([7], 90) == 7
+    assert ce.percentile(xs, 100) == 10
+
+
+def test_outcome_table_splits_by_label_and_counts_untraced():
+    rs = [R(0, "correct", "CHECKED"), R(1, "correct", "BUG"), R(2, "output_mismatch", "BUG"),
+          R(3, "output_mismatch", "UNSUPPORTED"), dict(k=4, label="correct", trace_status="error")]
+    t = ce.outcome_table(rs)
+    assert t["correct"]["CHECKED"] == 1 and t["correct"]["BUG"] == 1 and t["correct"][ce.NOT_TRACED] == 1
+    assert t["output_mismatch"]["BUG"] == 1 and t["output_mismatch"]["UNSUPPORTED"] == 1
+    assert sum(t["all"].values()) == 5
+    md = ce.markdown_outcome_table(rs)
+    lines = md.splitlines()
+    assert lines[0].startswith("| KernelBench label | BUG | SUSPECT | CHECKED")
+    assert ce.NOT_TRACED in lines[0]
+    assert lines[-1].startswith("| all | 2 | 0 | 1 |") and lines[-1].endswith("| 5 |")
+
+
+def test_final_outcome_overrides_check_outcome():
+    rs = [R(0, "output_mismatch", "BUG", final_outcome="SUSPECT")]
+    assert ce.outcome_table(rs)["all"]["SUSPECT"] == 1
+
+
+def test_recall_excludes_unsupported_and_untraced_and_counts_suspect():
+    rs = [R(0, "output_mismatch", "BUG"), R(1, "output_mismatch", "SUSPECT"), R(2, "output_mismatch", "CHECKED"),
+          R(3, "output_mismatch", "TIMEOUT"), R(4, "output_mismatch", "UNSUPPORTED"),
+          dict(k=5, label="output_mismatch", trace_status="error"), R(6, "correct", "BUG")]
+    assert ce.recall(rs) == (2, 4)
+    assert ce.recall([]) == (0, 0)
+
+
+def test_reason_group_merges_what_varies():
+    a = ce.reason_group("UNSUPPORTED: ptx: opcode 'cvt.rn.f16.f32' in kernel _Z6fusedPfS_i at line 123")
+    b = ce.reason_group("UNSUPPORTED: ptx: opcode 'cvt.rn.f16.f32' in kernel _Z3fooPKfPfi at line 77")
+    assert a == b
+    assert "cvt.rn.f16.f32" in a and "KERNEL" in a
+    c = ce.reason_group("bundle: cannot read /tmp/x/y/manifest.json")
+    assert "PATH" in c and "/tmp" not in c
+    assert ce.reason_group("aten: out0[3, 4] op foo") == ce.reason_group("aten: out0[7, 1] op foo")
+    assert ce.reason_group("") == "(no reason)"
+
+
+def test_group_reasons_ranks_by_count():
+    rs = [R(0, "correct", "UNSUPPORTED", reason="aten: op aten::foo not modeled (3 args)"),
+          R(1, "correct", "UNSUPPORTED", reason="aten: op aten::foo not modeled (5 args)"),
+          R(2, "correct", "UNSUPPORTED", reason="ptx: opcode bar"),
+          R(3, "correct", "CHECKED", reason="")]
+    g = ce.group_reasons(rs, "UNSUPPORTED")
+    assert [n for _, n, _ in g] == [2, 1]
+    assert g[0][2] == [0, 1]
+    nt = ce.group_reasons([dict(k=9, label="correct", trace_status="error", trace_message="illegal memory access")],
+                          ce.NOT_TRACED)
+    assert nt == [("illegal memory access", 1, [9])]
+
+
+def test_time_to_bug_from_report_fields():
+    bug = {"outcome": "BUG", "evidence": "fp32-evaluation", "search_seconds": 0.12, "seconds": 0.5, "lower_seconds": 0.3}
+    assert ce.time_to_bug(bug) == {"search": 0.12, "check": 0.5}
+    ex = {"outcome": "BUG", "evidence": "execute-safety", "search_seconds": 0, "lower_seconds": 0.7, "seconds": 0.7}
+    assert ce.time_to_bug(ex)["search"] == 0.7
+    sus = {"outcome": "SUSPECT", "first_differ": 1, "search_seconds": 20, "seconds": 21,
+           "locations": [{"ms": 100}, {"ms": 250}, {"ms": 9000}]}
+    assert ce.time_to_bug(sus)["search"] == pytest.approx(0.35)
+    assert ce.time_to_bug({"outcome": "CHECKED", "seconds": 3}) == {}
+
+
+def test_fold_replay_decides_bug_or_suspect():
+    rs = [R(0, "output_mismatch", "BUG", evidence="fp32-evaluation"),
+          R(1, "correct", "BUG", evidence="fp32-evaluation"),
+          R(2, "correct", "BUG", evidence="fp32-evaluation"),
+          R(3, "output_mismatch", "BUG", evidence="execute-safety"),
+          R(4, "output_mismatch", "SUSPECT", evidence=""),
+          R(5, "correct", "CHECKED", final_outcome="BUG")]
+    ok = dict(status="replayed", evidence="replay-gpu")
+    replays = {0: dict(ok, exceeds=True), 1: dict(ok, exceeds=False), 4: dict(ok, exceeds=True),
+               2: {"status": "unsupported", "message": "no GPU"}, 3: dict(ok, exceeds=False)}
+    ce.fold(rs, replays)
+    # 2: replay impossible -> the fp32 evidence stands, labelled; 3: Execute findings need no replay
+    assert [r.get("final_outcome") for r in rs] == ["BUG", "SUSPECT", "BUG", "BUG", "BUG", None]
+    assert rs[2]["final_evidence"].startswith("fp32-evaluation")
+    assert rs[0]["final_evidence"] == "replay-gpu"
+    assert "did not reproduce" in rs[1]["final_evidence"]
+
+
+def test_replay_confirms_reads_dirigo_replay_answers():
+    assert ce.replay_confirms({}) is None
+    assert ce.replay_confirms({"status": "replayed", "exceeds": True}) is True
+    assert ce.replay_confirms({"status": "replayed", "exceeds": False}) is False
+    assert ce.replay_confirms({"status": "error", "exceeds": True}) is None
+    assert ce.replay_confirms({"status": "unsupported", "message": "x"}) is None
+
+
+def test_load_replays_by_file_name(tmp_path):
+    import json
+    d = tmp_path / "replay" / "replay"
+    d.mkdir(parents=True)
+    (d / "007.json").write_text(json.dumps({"status": "replayed", "exceeds": True}))
+    (d / "summary.json").write_text(json.dumps({"counts": {}, "replays": {}}))
+    (d / "012.json").write_text("{broken")
+    got = ce.load_replays(str(tmp_path / "replay"))
+    assert list(got) == [7] and got[7]["exceeds"] is True
+
+
+def test_find_trace_results_and_bundles(tmp_path):
+    import json
+    d = tmp_path / "call1" / "sweep"
+    (d / "bundles" / "003").mkdir(parents=True)
+    (d / "bundles" / "003" / "manifest.json").write_text("{}")
+    (d / "results.json").write_text(json.dumps([{"k": 3, "status": "ok"}, {"k": 5, "status": "error"}]))
+    entries, bundles = ce.find_trace_results(str(tmp_path / "call1"))
+    assert [e["k"] for e in entries] == [3, 5]
+    assert bundles == {3: str(d / "bundles" / "003")}
