@@ -393,7 +393,6 @@ def gen_lt(rng):
             "Bdesc": Bd, "C": _ref("C", 0), "Cdesc": Cd, "D": _ref("D", 0), "Ddesc": Dd}
     if use_bias:
         args["bias"] = _ref("bias", 1)
-        args["bias_dtype"] = -1
     c.materialize(nan_fill=("D",) + (("C",) if beta == 0 else ()))
     call = dict(ta=ta, tb=tb, m=m, n=n, k=k, alpha=alpha, beta=beta, order=order, epilogue=epi, batch=batch,
                 A=0, lda=lda, sa=strides["A"], B=0, ldb=ldb, sb=strides["B"], C=0, ldc=ldc, sc=strides["C"],

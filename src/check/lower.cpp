@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "aten/aten.h"
+#include "blas/blas.h"
 #include "ir/print.h"
 #include "ptx/inline.h"
 #include "ptx/parser.h"
@@ -146,9 +147,80 @@ ir::Expr Lowering::compute(ValueId v, int64_t j) {
   if (std::holds_alternative<bundle::AtenOp>(op.op)) return from_aten(op, *w, v, j);
   if (std::holds_alternative<bundle::LaunchOp>(op.op)) return from_launch(size_t(val.producer), *w, j);
   if (std::holds_alternative<bundle::CopyOp>(op.op)) return from_copy(op, *w, j);
+  return from_library(size_t(val.producer), *w, j);
+}
+
+// ---- library calls (cuBLAS): equations from src/blas over the op's tensor operands
+
+const blas::Call& Lowering::library_call(size_t op_index) {
+  if (auto it = library_calls_.find(op_index); it != library_calls_.end()) return *it->second;
+  const program::SsaOp& op = prog_.ops[op_index];
   const auto& lib = std::get<bundle::LibraryOp>(op.op);
-  throw Unsupported(fmt::format("library call {}::{} (op {} of {}) has no semantics yet", lib.library, lib.name,
-                                op.index, prog_.name));
+  std::shared_ptr<const blas::Call> call;
+  try {
+    call = std::make_shared<const blas::Call>(blas::parse(lib));
+  } catch (const blas::Unsupported& u) {
+    throw Unsupported(fmt::format("library call (op {} of {}): {}", op.index, prog_.name,
+                                  std::string(u.what()).substr(13)));
+  }
+  // Every range the leading dimensions, strides and sizes imply must lie inside the bound tensor's
+  // storage: sizes are known, so this is a concrete check, reported like a kernel's global OOB.
+  for (const auto& e : blas::extents(*call)) {
+    if (e.hi <= e.lo) continue;
+    const program::Operand* r = nullptr;
+    for (const auto& rd : op.reads)
+      if (rd.path == "args." + e.key) r = &rd;
+    if (!r) throw Unsupported(fmt::format("{} (op {} of {}): argument {} is no tensor", lib.name, op.index,
+                                          prog_.name, e.key));
+    unsigned es = bundle::element_size(r->view.dtype);
+    if (r->view.dtype != bundle::DType::Float32 || r->byte_offset.value_or(0) % es != 0)
+      throw Unsupported(fmt::format("{} (op {} of {}): argument {} is not float32 data at an element boundary",
+                                    lib.name, op.index, prog_.name, e.key));
+    int64_t base = r->view.offset + r->byte_offset.value_or(0) / es;
+    int64_t size = prog_.storages[size_t(prog_.value(r->view.value).storage)].nbytes / es;
+    if (base + e.lo < 0 || base + e.hi > size) {
+      exec::Finding f;
+      f.kind = "global-out-of-bounds";
+      f.kernel = fmt::format("{} (op {} of {})", lib.name, op.index, prog_.name);
+      f.message = fmt::format("the call {} elements [{}, {}) of argument {} (tensor {}, storage of {} elements, "
+                              "pointer at element {}): its sizes, leading dimensions or strides reach outside it",
+                              e.write ? "writes" : "reads", base + e.lo, base + e.hi, e.key, r->view.tensor, size,
+                              base);
+      library_findings_.push_back(std::move(f));
+    }
+  }
+  library_calls_[op_index] = call;
+  return *call;
+}
+
+ir::Expr Lowering::from_library(size_t op_index, const program::Write& w, int64_t j) {
+  const blas::Call& call = library_call(op_index);
+  const program::SsaOp& op = prog_.ops[op_index];
+  auto operand = [&](const std::string& key) -> const program::Operand* {
+    for (const auto& r : op.reads)
+      if (r.path == "args." + key) return &r;
+    return nullptr;
+  };
+  auto first_element = [](const program::Operand& r) {
+    return r.view.offset + r.byte_offset.value_or(0) / int64_t(bundle::element_size(r.view.dtype));
+  };
+  blas::Reader read = [&](const std::string& key, int64_t off) -> ir::Expr {
+    const program::Operand* r = operand(key);
+    if (!r) throw Unsupported(fmt::format("{}: argument {} is no tensor", call.name, key));
+    return storage_element(r->view.value, first_element(*r) + off);
+  };
+  for (const auto& key : blas::output_keys(call)) {
+    const program::Operand* r = operand(key);
+    if (!r || prog_.value(r->view.value).storage != w.storage) continue;
+    try {
+      if (auto e = blas::element(ctx_, call, key, j - first_element(*r), read)) return *e;
+    } catch (const blas::Unsupported& u) {
+      throw Unsupported(fmt::format("library call (op {} of {}): {}", op.index, prog_.name,
+                                    std::string(u.what()).substr(13)));
+    }
+  }
+  if (w.before == program::kNoValue) return ctx_.elem(value_tensor(w.after), j);
+  return storage_element(w.before, j);
 }
 
 namespace {
@@ -388,6 +460,8 @@ ir::Expr Lowering::project_leaves(ir::Expr e) {
 
 void Lowering::execute_all() {
   for (size_t i = merged_.prefix; i < prog_.ops.size(); ++i)
+    if (std::holds_alternative<bundle::LibraryOp>(prog_.ops[i].op)) library_call(i);  // unmodeled -> UNSUPPORTED
+  for (size_t i = merged_.prefix; i < prog_.ops.size(); ++i)
     if (std::holds_alternative<bundle::LaunchOp>(prog_.ops[i].op)) {
       LaunchInfo& L = launch(i);
       if (L.result->unsupported) throw Unsupported(fmt::format("kernel {}: {}", L.kernel, *L.result->unsupported));
@@ -397,6 +471,7 @@ void Lowering::execute_all() {
 std::vector<exec::Finding> Lowering::findings() const {
   std::vector<exec::Finding> out;
   for (const auto& L : launches_) out.insert(out.end(), L.result->findings.begin(), L.result->findings.end());
+  out.insert(out.end(), library_findings_.begin(), library_findings_.end());
   return out;
 }
 

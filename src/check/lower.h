@@ -22,6 +22,10 @@
 #include "ir/expr.h"
 #include "program/merge.h"
 
+namespace dirigo::blas {
+struct Call;
+}
+
 namespace dirigo::check {
 
 // Something the lowering cannot model; what() starts with "UNSUPPORTED: ".
@@ -77,6 +81,8 @@ class Lowering {
   ir::Expr from_aten(const program::SsaOp& op, const program::Write& w, program::ValueId v, int64_t j);
   ir::Expr from_launch(size_t op_index, const program::Write& w, int64_t j);
   ir::Expr from_copy(const program::SsaOp& op, const program::Write& w, int64_t j);
+  ir::Expr from_library(size_t op_index, const program::Write& w, int64_t j);  // cuBLAS calls (src/blas)
+  const blas::Call& library_call(size_t op_index);
   ir::Expr project_leaves(ir::Expr e);  // replace leaves by their back-projections
   LaunchInfo& launch(size_t op_index);
   int32_t value_tensor(program::ValueId v);
@@ -97,6 +103,8 @@ class Lowering {
   std::unordered_map<std::pair<int32_t, int64_t>, ir::Expr, KeyHash> memo_;
   std::vector<std::unique_ptr<struct ParsedModule>> modules_;
   std::unordered_map<std::string, size_t> module_index_;
+  std::unordered_map<size_t, std::shared_ptr<const blas::Call>> library_calls_;  // by op index
+  std::vector<exec::Finding> library_findings_;  // out-of-bounds ranges implied by ld / strides
 };
 
 }  // namespace dirigo::check
