@@ -17,13 +17,30 @@ def _roots():
     return [d for d in dict.fromkeys(dirs) if os.path.isdir(d)]
 
 
+def _header_only_dir(inc: str) -> str:
+    """A folder with links to just the cuBLAS headers of `inc`, so adding it to the include path cannot
+    shadow the toolkit's other headers with the wheel's copies."""
+    import tempfile
+    d = os.path.join(tempfile.gettempdir(), f"dirigo-cublas-headers-{os.getuid()}")
+    os.makedirs(d, exist_ok=True)
+    for h in ("cublas_v2.h", "cublas_api.h", "cublas.h", "cublasLt.h", "cublasXt.h"):
+        src, dst = os.path.join(inc, h), os.path.join(d, h)
+        if os.path.exists(src) and not os.path.exists(dst):
+            os.symlink(src, dst)
+    return d
+
+
 def build_kwargs() -> dict:
     """extra_include_paths / extra_ldflags for an extension calling cuBLAS and cuBLASLt."""
     incs, flags = [], []
     for root in _roots():
         inc = os.path.join(root, "include")
-        if os.path.exists(os.path.join(inc, "cublas_v2.h")) and inc not in incs:
-            incs.append(inc)
+        if os.path.exists(os.path.join(inc, "cublas_v2.h")):
+            if os.sep + "nvidia" + os.sep not in root + os.sep:
+                incs = [inc]  # the toolkit's own: nothing else to shadow
+            else:
+                incs = [_header_only_dir(inc)]  # a wheel's include dir also holds cuda_runtime.h & co.
+            break
     for lib in ("cublas", "cublasLt"):
         found = None
         for root in _roots():
