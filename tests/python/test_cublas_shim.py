@@ -122,8 +122,11 @@ def test_cublas_shim_records_calls_in_program_order(tmp_path):
         hook.detach()
         launch.finalize_launches(rec, [{{"id": "m0", "ptx": {FAKE_PTX!r}}}])
         cublas.finalize_library(rec)
+        rec.register_outputs(C)
+        prog = rec.program("new", "candidate", "caller")
         print(json.dumps({{"ops": rec.ops, "ids": [rec.tensor_id(t) for t in (A, B, C, scal, y)], "dres": dres,
-                          "calls": ctypes.c_int.in_dll(fake, "sgemm_calls").value, "C0": C[0].item()}}))
+                          "calls": ctypes.c_int.in_dll(fake, "sgemm_calls").value, "C0": C[0].item(),
+                          "program": prog}}))
     """)
     env = dict(os.environ, LD_PRELOAD=shims, PYTHONPATH=os.path.join(ROOT, "python"), CUDA_VISIBLE_DEVICES="")
     p = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, timeout=120)
@@ -149,6 +152,15 @@ def test_cublas_shim_records_calls_in_program_order(tmp_path):
     assert b["C[0]"] == {"tensor": tC, "byte_offset": 0} and b["C[1]"] == {"tensor": tC, "byte_offset": 24}
     assert (b["alpha"], b["beta"], b["batchCount"]) == (2.0, 1.0, 2) and ops[5]["writes"] == [tC]
     assert ops[6]["args"]["modeled"] is False and ops[6]["writes"] == []
+    # the library ops make a valid bundle for the Python writer and the C++ reader
+    from dirigo import bundle
+    manifest = {"format": "dirigo-bundle", "version": 1, "programs": [res["program"]],
+                "modules": [{"id": "m0", "path": "ptx/m0.ptx"}]}
+    out = tmp_path / "bundle"
+    bundle.write_bundle(str(out), manifest, ptx={"m0": FAKE_PTX})
+    core = pytest.importorskip("dirigo._core")
+    if hasattr(core, "validate_bundle"):
+        core.validate_bundle(str(out))
 
 
 def test_library_op_binds_pointers_and_names_unbound_ones():
