@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
+import sys
 import tempfile
 from dataclasses import dataclass, field
 
@@ -22,10 +24,16 @@ class Verdict:
     equal: int = 0               # ... proven equal for every input
     total_locations: int = 0
     seconds: float = 0.0
-    evidence: str = ""           # what backs a BUG
+    evidence: str = ""           # what backs a BUG: execute-safety | replay-gpu | replay-cpu | fp32-evaluation
     location: dict | None = None  # the first differing location (index, symbolic values, witness)
     findings: list = field(default_factory=list)  # Execute safety violations
     report: dict = field(default_factory=dict)    # the full JSON report
+    replay: dict | None = None   # the witness replayed on the real programs (docs/check.md, dirigo-replay)
+
+    @property
+    def witness(self) -> dict | None:
+        """The dirigo-witness document of the differing location (docs/check.md), if any."""
+        return self.report.get("witness")
 
     @property
     def is_bug(self) -> bool:
@@ -59,22 +67,24 @@ class Verdict:
 
 def check_bundle(bundle_dir: str, *, budget_s: float = 30.0, seed: int = 0, full: bool = False,
                  min_locations: int = 5, max_locations: int = 0, atol: float | None = None,
-                 rtol: float | None = None, trim_prefix: bool = True) -> Verdict:
+                 rtol: float | None = None, trim_prefix: bool = True, jobs: int = 1) -> Verdict:
     """Check an existing trace bundle (no GPU needed)."""
     from . import _core
     if _core is None:  # pragma: no cover
         return Verdict("UNSUPPORTED", "dirigo's compiled core is not built (run scripts/build.sh)")
     text = _core.check_bundle(os.fspath(bundle_dir), budget_s, seed, full, min_locations, max_locations,
-                              -1.0 if atol is None else atol, -1.0 if rtol is None else rtol, trim_prefix)
+                              -1.0 if atol is None else atol, -1.0 if rtol is None else rtol, trim_prefix,
+                              max(1, int(jobs)))
     return Verdict.from_report(json.loads(text))
 
 
 def check(ref: str, new: str, *, budget_s: float = 30.0, jobs: int = 1, seed: int = 0, full: bool = False,
           device: str | None = None, timeout: float = 300.0, keep_bundle: str | None = None,
-          atol: float | None = None, rtol: float | None = None) -> Verdict:
-    """Trace REF and NEW (on the GPU when one is present, else the CPU) and check them.
+          atol: float | None = None, rtol: float | None = None, replay: bool = True) -> Verdict:
+    """Trace REF and NEW (on the GPU when one is present, else the CPU) and check them. A differing
+    location's witness is replayed on the real programs (``replay=False``: keep the fp32 evidence).
 
-    ``jobs`` is accepted for interface stability; the location search runs on one thread today.
+    ``jobs`` location workers (threads) search in parallel; the verdict does not depend on it.
     """
     from . import trace as _trace
     if device is None:
@@ -97,7 +107,52 @@ def check(ref: str, new: str, *, budget_s: float = 30.0, jobs: int = 1, seed: in
         res = _trace.trace(ref, new, out, device=device, timeout=timeout, **kw)
         if res.status != "ok":
             return Verdict("UNSUPPORTED", res.message)
-        return check_bundle(out, budget_s=budget_s, seed=seed, full=full, atol=atol, rtol=rtol)
+        v = check_bundle(out, budget_s=budget_s, seed=seed, full=full, atol=atol, rtol=rtol, jobs=jobs)
+        if replay and v.outcome in ("BUG", "SUSPECT") and not v.findings and v.witness:
+            w = dict(v.witness, ref=os.path.abspath(ref), new=os.path.abspath(new))
+            v.report["witness"] = w
+            apply_replay(v, replay_witness(w, device=device, timeout=timeout))
+        return v
     finally:
         if tmp is not None:
             tmp.cleanup()
+
+
+def replay_witness(witness: dict, *, device: str | None = None, timeout: float = 300.0) -> dict:
+    """Replay a dirigo-witness document in a child process (it runs user code); the dirigo-replay answer."""
+    with tempfile.TemporaryDirectory(prefix="dirigo-replay-") as d:
+        path = os.path.join(d, "witness.json")
+        with open(path, "w") as fh:
+            json.dump(witness, fh)
+        cmd = [sys.executable, "-m", "dirigo.replay", path, "--json"] + (["--device", device] if device else [])
+        env = dict(os.environ)
+        pkg = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+        env["PYTHONPATH"] = pkg + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+        try:
+            p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env)
+        except subprocess.TimeoutExpired:
+            return {"format": "dirigo-replay", "version": 1, "status": "error",
+                    "message": f"replay did not finish within {timeout:.0f} s"}
+        try:
+            return json.loads(p.stdout)
+        except json.JSONDecodeError:
+            return {"format": "dirigo-replay", "version": 1, "status": "error",
+                    "message": f"the replayer did not answer (exit status {p.returncode}): {p.stderr[-500:]}"}
+
+
+def apply_replay(v: Verdict, rp: dict) -> None:
+    """The verdict rules of docs/check.md (the same as the CLI's): a replay that reproduces makes a BUG
+    backed by it, one that ran and does not makes a SUSPECT, one that could not run changes nothing."""
+    v.replay = rp
+    v.report["replay"] = rp
+    if rp.get("status") == "replayed":
+        if rp["exceeds"]:
+            v.outcome, v.evidence = "BUG", rp["evidence"]
+            v.reason = (f"the real programs give reference {rp['reference']} vs candidate {rp['candidate']} at the "
+                        f"witness (difference {rp['difference']:.6g} > allowed {rp['allowed']:.6g})")
+        else:
+            v.outcome, v.evidence = "SUSPECT", ""
+            v.reason = (f"the symbolic values differ, but replaying the witness on the real programs gives reference "
+                        f"{rp['reference']} vs candidate {rp['candidate']} (difference {rp['difference']:.6g} within "
+                        f"allowed {rp['allowed']:.6g})")
+    v.report["outcome"], v.report["evidence"], v.report["reason"] = v.outcome, v.evidence, v.reason

@@ -10,7 +10,7 @@ static dirigo::py::RegisterBinder reg([](nb::module_& m) {
   m.def(
       "check_bundle",
       [](const std::string& path, double budget_s, uint64_t seed, bool full, size_t min_locations,
-         size_t max_locations, double atol, double rtol, bool trim_prefix) {
+         size_t max_locations, double atol, double rtol, bool trim_prefix, size_t jobs) {
         dirigo::check::Options opt;
         opt.budget_s = budget_s;
         opt.seed = seed;
@@ -18,6 +18,7 @@ static dirigo::py::RegisterBinder reg([](nb::module_& m) {
         opt.min_locations = min_locations;
         opt.max_locations = max_locations;
         opt.trim_prefix = trim_prefix;
+        opt.jobs = jobs;
         if (atol >= 0 || rtol >= 0)
           opt.tolerance = dirigo::smt::Tolerance{atol >= 0 ? atol : 1e-2, rtol >= 0 ? rtol : 1e-2};
         dirigo::check::Report r;
@@ -29,6 +30,6 @@ static dirigo::py::RegisterBinder reg([](nb::module_& m) {
       },
       nb::arg("path"), nb::arg("budget_s") = 30.0, nb::arg("seed") = 0, nb::arg("full") = false,
       nb::arg("min_locations") = 5, nb::arg("max_locations") = 0, nb::arg("atol") = -1.0, nb::arg("rtol") = -1.0,
-      nb::arg("trim_prefix") = true,
+      nb::arg("trim_prefix") = true, nb::arg("jobs") = 1,
       "Check a trace bundle directory; returns the report as JSON text (see dirigo.check for the object form).");
 });

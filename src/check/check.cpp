@@ -1,6 +1,11 @@
 #include "check/check.h"
 
+#include <algorithm>
+#include <atomic>
 #include <chrono>
+#include <condition_variable>
+#include <mutex>
+#include <thread>
 #include <cmath>
 #include <cstdio>
 #include <random>
@@ -64,17 +69,55 @@ std::string index_str(std::span<const int64_t> idx) {
   return s;
 }
 
-// "in:x" element 37 -> "x[0, 1, 5]" using the shared input's shape.
-std::string leaf_name(const ir::Context& ctx, const program::Merged& m, int32_t tensor, int64_t index) {
-  std::string name(ctx.tensor_name(tensor));
-  if (name.rfind("in:", 0) == 0) {
-    std::string in = name.substr(3);
-    for (const auto& si : m.inputs)
-      if (si.name == in) return fmt::format("{}[{}]", in, index_str(unravel(si.ref.shape, index)));
-    return fmt::format("{}[{}]", in, index);
+// A shared input as a witness entry without an element: its kind and, for inputs, parameters
+// and buffers, the candidate's name; for a trimmed result, the op that made it.
+WitnessLeaf shared_leaf(const program::Merged& m, const program::SharedInput& si) {
+  WitnessLeaf w;
+  w.input = si.name;
+  if (si.origin == program::SharedInput::Origin::Trimmed) {
+    const program::SsaOp& op = m.ref.ops.at(si.trimmed_op);
+    w.kind = "trimmed";
+    w.op = int64_t(op.index);
+    w.tensor = si.ref.tensor;
+    w.shape = si.ref.shape;
+    if (const auto* a = op.aten()) {
+      w.aten = a->name;
+      auto it = std::find(a->outputs.begin(), a->outputs.end(), si.ref.tensor);
+      w.output = it == a->outputs.end() ? -1 : int(it - a->outputs.begin());
+    }
+    return w;
   }
-  return fmt::format("{}[{}]", name, index);
+  w.kind = std::string(bundle::input_kind_name(si.kind));
+  w.candidate_input = si.name;
+  for (const auto& in : m.cand.inputs)
+    if (in.view.value == si.cand.value && in.view.tensor == si.cand.tensor) w.candidate_input = in.name;
+  return w;
 }
+
+// A leaf of a location's expressions (tensor `tensor`, flat element `index`) as a witness entry:
+// "in:x" element 37 -> input x at [0, 1, 5] (the shared input's shape); "in:prefix[k].tN" -> a
+// trimmed result; anything else is read by one program only.
+WitnessLeaf describe_leaf(const ir::Context& ctx, const program::Merged& m, int32_t tensor, int64_t index,
+                          double value) {
+  std::string name(ctx.tensor_name(tensor));
+  if (name.rfind("in:", 0) == 0)
+    for (const auto& si : m.inputs)
+      if (si.name == name.substr(3)) {
+        WitnessLeaf w = shared_leaf(m, si);
+        w.index = unravel(si.ref.shape, index);
+        w.value = value;
+        return w;
+      }
+  WitnessLeaf w;
+  w.kind = "external";
+  w.input = name;
+  w.program = name.substr(0, name.find(':'));
+  w.index = {index};
+  w.value = value;
+  return w;
+}
+
+std::string leaf_display(const WitnessLeaf& w) { return fmt::format("{}[{}]", w.input, index_str(w.index)); }
 
 bool beyond_tolerance(double a, double b, const smt::Tolerance& tol) {
   if (std::isnan(a) != std::isnan(b)) return true;
@@ -143,6 +186,252 @@ std::vector<double> refine_witness(ir::Expr ea, ir::Expr eb, const std::vector<i
   return best;
 }
 
+
+// The outcome of one location, in search order.
+struct Slot {
+  enum class Kind : uint8_t { Done, Race, Unsupported } kind = Kind::Done;
+  LocationResult lr;
+  std::string message;  // Race / Unsupported
+};
+
+// The location search: `jobs` workers take locations from one deterministic order; each has its
+// own ir::Context, lowerings and (thread-local) Z3 solver, except a single worker, which uses the
+// caller's. Results go into slots by position in the order, so the verdict does not depend on
+// the number of workers: after a location that ends the search (BUG, race, UNSUPPORTED) no
+// later location is handed out, and every earlier one is finished.
+class Search {
+ public:
+  Search(const bundle::Bundle& b, const program::Merged& m, const Options& opt, const smt::Tolerance& tol,
+         const smt::DecideOptions& dopt, const Report& r, LocationOrder& order, ir::Context& ctx, Lowering& ref,
+         Lowering& cand)
+      : b_(b), m_(m), opt_(opt), tol_(tol), dopt_(dopt), report_(r), order_(order), ctx_(ctx), ref_(ref),
+        cand_(cand), jobs_(std::max<size_t>(1, opt.jobs)) {}
+
+  std::vector<Slot> run() {
+    t0_ = Clock::now();
+    std::vector<std::thread> threads;
+    active_ = jobs_;
+    for (size_t w = 0; w < jobs_; ++w) threads.emplace_back([this, w] { worker(w); });
+    if (opt_.progress) {
+      std::unique_lock lock(mu_);
+      while (active_ > 0) {
+        done_cv_.wait_for(lock, std::chrono::milliseconds(200));
+        progress_line();
+      }
+    }
+    for (auto& t : threads) t.join();
+    if (opt_.progress && printed_) std::fprintf(stderr, "\r\033[K");
+    if (error_) std::rethrow_exception(error_);
+    std::vector<Slot> out;
+    for (auto& s : slots_) {
+      if (!s) break;  // every slot up to the last handed out is filled
+      out.push_back(std::move(*s));
+    }
+    return out;
+  }
+
+  uint64_t solver_calls() const { return solver_calls_; }
+  size_t deduplicated() const { return dedup_hits_; }
+  size_t jobs() const { return jobs_; }
+
+ private:
+  // The next location to check and its position in the order, or nothing when the search is over.
+  std::optional<std::pair<size_t, Location>> take() {
+    std::lock_guard lock(mu_);
+    if (stop_ || since(t0_) > opt_.budget_s) return std::nullopt;
+    if (opt_.max_locations && handed_ >= opt_.max_locations) return std::nullopt;
+    auto loc = order_.next();
+    if (!loc) return std::nullopt;
+    slots_.emplace_back();
+    return std::make_pair(handed_++, *loc);
+  }
+
+  void worker(size_t) {
+    try {
+      std::unique_ptr<ir::Context> own_ctx;
+      std::unique_ptr<Lowering> own_ref, own_cand;
+      ir::Context* ctx = &ctx_;
+      Lowering *ref = &ref_, *cand = &cand_;
+      if (jobs_ > 1) {  // the caller's context is the order's: each worker lowers in its own
+        own_ctx = std::make_unique<ir::Context>();
+        own_ref = std::make_unique<Lowering>(*own_ctx, b_, m_, true, opt_.exec);
+        own_cand = std::make_unique<Lowering>(*own_ctx, b_, m_, false, opt_.exec);
+        own_ref->execute_all();
+        own_cand->execute_all();
+        ctx = own_ctx.get(), ref = own_ref.get(), cand = own_cand.get();
+      }
+      smt::Solver& solver = smt::thread_solver();
+      uint64_t calls0 = solver.stats().solver_calls;
+      while (auto job = take()) {
+        Slot slot = evaluate(*ctx, *ref, *cand, solver, job->second, job->first);
+        bool ends = slot.kind != Slot::Kind::Done ||
+                    (slot.lr.verdict == smt::Verdict::Differ && slot.lr.confirmed_f32);
+        std::lock_guard lock(mu_);
+        slots_[job->first] = std::move(slot);
+        ++finished_;
+        if (ends) stop_ = true;  // nothing after it is handed out; earlier ones still finish
+      }
+      std::lock_guard lock(mu_);
+      solver_calls_ += solver.stats().solver_calls - calls0;
+    } catch (...) {
+      std::lock_guard lock(mu_);
+      if (!error_) error_ = std::current_exception();
+      stop_ = true;
+    }
+    std::lock_guard lock(mu_);
+    --active_;
+    done_cv_.notify_all();
+  }
+
+  // Progress on stderr for runs longer than a second: rate, and an ETA where the end is known.
+  void progress_line() {
+    double elapsed = since(t0_);
+    if (elapsed < 1.0) return;
+    double rate = finished_ / std::max(elapsed, 1e-9);
+    int64_t total = opt_.full ? report_.total_locations
+                              : (opt_.max_locations ? int64_t(std::min<size_t>(opt_.max_locations, report_.total_locations))
+                                                    : report_.total_locations);
+    double eta = rate > 0 ? double(total - int64_t(finished_)) / rate : 0;
+    double left = opt_.budget_s - elapsed;
+    std::string tail = eta <= left ? fmt::format("ETA {:.0f} s", eta)
+                                   : fmt::format("budget ends in {:.0f} s (all would take {:.0f} s more)", left, eta);
+    std::fprintf(stderr, "\r\033[Kdirigo check: %zu/%lld locations, %.1f/s, %s%s", finished_, (long long)total, rate,
+                 tail.c_str(), dedup_hits_ ? fmt::format(", {} deduplicated", dedup_hits_.load()).c_str() : "");
+    printed_ = true;
+  }
+
+  Slot evaluate(ir::Context& ctx, Lowering& ref, Lowering& cand, smt::Solver& solver, const Location& loc, size_t seq) {
+    Slot slot;
+    LocationResult& lr = slot.lr;
+    lr.loc = loc;
+    auto tl = Clock::now();
+    const auto& pair = m_.outputs[loc.output];
+    ir::Expr ea, eb;
+    try {
+      ea = ref.element(pair.ref, loc.flat);
+      eb = cand.element(pair.cand, loc.flat);
+    } catch (const WriteRace& w) {
+      slot.kind = Slot::Kind::Race;
+      slot.message = w.what();
+      return slot;
+    } catch (const Unsupported& u) {
+      slot.kind = Slot::Kind::Unsupported;
+      slot.message = u.what();
+      return slot;
+    }
+    lr.ref_nodes = ir::dag_size(ea);
+    lr.cand_nodes = ir::dag_size(eb);
+    ir::PrintOptions popt{.max_nodes = 40};
+    lr.ref_expr = ir::to_string(ctx, ea, popt);
+    lr.cand_expr = ir::to_string(ctx, eb, popt);
+    std::optional<PairKey> key;
+    if (opt_.full && ea != eb) {
+      key = renamed_pair_key(ea, eb);
+      std::lock_guard lock(mu_);
+      if (auto it = decided_.find(*key); it != decided_.end()) {
+        lr.verdict = it->second.verdict;
+        lr.stage = it->second.stage;
+        lr.reason = it->second.reason;
+        lr.deduplicated = true;
+        ++dedup_hits_;
+        lr.ms = std::chrono::duration<double, std::milli>(Clock::now() - tl).count();
+        return slot;
+      }
+    }
+    smt::Decision d = solver.decide(ctx, ea, eb, dopt_);
+    lr.verdict = d.verdict;
+    lr.stage = d.stage;
+    lr.reason = d.reason;
+    if (key && d.verdict != smt::Verdict::Differ) {
+      std::lock_guard lock(mu_);
+      decided_.try_emplace(*key, Decided{d.verdict, d.stage, d.reason});
+    }
+    if (d.verdict == smt::Verdict::Differ && d.witness) witness_values(ctx, ea, eb, *d.witness, lr, seq);
+    lr.ms = std::chrono::duration<double, std::milli>(Clock::now() - tl).count();
+    return slot;
+  }
+
+  // The witness's leaves, refined beyond tolerance when the solver's values are not, and both
+  // symbolic values evaluated at it in fp64 and IEEE fp32 (the evidence without a replay).
+  void witness_values(ir::Context& ctx, ir::Expr ea, ir::Expr eb, const smt::Witness& w, LocationResult& lr, size_t seq) {
+    lr.exceeds_tolerance = w.exceeds_tolerance;
+    std::vector<ir::Expr> leaves;  // the real tensor-element leaves of both sides
+    {
+      std::unordered_set<ir::Expr> seen;
+      for (ir::Expr root : {ea, eb})
+        for (ir::Expr l : ir::leaves(root))
+          if (l->op == ir::Op::TensorElem && seen.insert(l).second) leaves.push_back(l);
+    }
+    ir::Env wenv = w.env();
+    std::vector<double> values;
+    for (ir::Expr l : leaves) {
+      ir::Value v = wenv.elem(l->tensor(), l->index(), l->sort);
+      values.push_back(l->sort == ir::Sort::Real ? v.real : double(int64_t(v.bits)));
+    }
+    if (!w.exceeds_tolerance) values = refine_witness(ea, eb, leaves, values, tol_, opt_.seed + seq + 1, 200);
+    std::unordered_map<std::pair<int32_t, int64_t>, double, PairHash> at;
+    for (size_t k = 0; k < leaves.size(); ++k) at[{leaves[k]->tensor(), leaves[k]->index()}] = values[k];
+    ir::Env env;
+    env.elem = [&](int32_t t, int64_t i, ir::Sort s) {
+      auto it = at.find({t, i});
+      double v = it == at.end() ? 0.0 : it->second;
+      return s == ir::Sort::Real ? ir::Value::of_real(v) : ir::Value::of_bv(s, uint64_t(int64_t(v)));
+    };
+    env.var = wenv.var;
+    for (size_t k = 0; k < leaves.size(); ++k)
+      lr.leaves.push_back(describe_leaf(ctx, m_, leaves[k]->tensor(), leaves[k]->index(), values[k]));
+    // Show the leaves that matter most: largest magnitude first.
+    std::vector<size_t> order(leaves.size());
+    for (size_t k = 0; k < order.size(); ++k) order[k] = k;
+    std::stable_sort(order.begin(), order.end(), [&](size_t x, size_t y) { return std::fabs(values[x]) > std::fabs(values[y]); });
+    for (size_t k : order) {
+      if (lr.witness.size() >= 24 || values[k] == 0) break;
+      lr.witness.push_back({leaf_display(lr.leaves[k]), values[k]});
+    }
+    try {
+      ir::Evaluator da(env, ir::Precision::F64), db(env, ir::Precision::F64);
+      lr.ref_value = da.real(ea);
+      lr.cand_value = db.real(eb);
+      ir::Evaluator fa(env, ir::Precision::F32), fb(env, ir::Precision::F32);
+      ir::Value va = fa(ea), vb = fb(eb);
+      lr.ref_value_f32 = va.sort == ir::Sort::Real ? va.real : double(va.bits);
+      lr.cand_value_f32 = vb.sort == ir::Sort::Real ? vb.real : double(vb.bits);
+      lr.confirmed_f32 = !va.undef && !vb.undef && beyond_tolerance(lr.ref_value_f32, lr.cand_value_f32, tol_);
+      lr.exceeds_tolerance = beyond_tolerance(lr.ref_value, lr.cand_value, tol_);
+      if (w.depends_on_undef) lr.reason = "one side depends on an undefined value";
+    } catch (const std::exception& e) {
+      lr.reason = std::string("fp32 evaluation failed: ") + e.what();
+    }
+  }
+
+  struct Decided {
+    smt::Verdict verdict;
+    smt::Stage stage;
+    std::string reason;
+  };
+
+  const bundle::Bundle& b_;
+  const program::Merged& m_;
+  const Options& opt_;
+  const smt::Tolerance& tol_;
+  const smt::DecideOptions& dopt_;
+  const Report& report_;
+  LocationOrder& order_;
+  ir::Context& ctx_;
+  Lowering &ref_, &cand_;
+  size_t jobs_;
+  Clock::time_point t0_;
+  std::mutex mu_;
+  std::condition_variable done_cv_;
+  std::vector<std::optional<Slot>> slots_;
+  size_t handed_ = 0, finished_ = 0, active_ = 0;
+  bool stop_ = false, printed_ = false;
+  std::exception_ptr error_;
+  uint64_t solver_calls_ = 0;
+  std::atomic<size_t> dedup_hits_{0};
+  std::unordered_map<PairKey, Decided, PairKeyHash> decided_;
+};
+
 }  // namespace
 
 Report check_bundle(const bundle::Bundle& b, const Options& opt) {
@@ -161,6 +450,10 @@ Report check_bundle(const bundle::Bundle& b, const Options& opt) {
     if (!m.unmatched.empty())
       for (const auto& u : m.unmatched)
         r.notes.push_back(fmt::format("input {} of {} has no counterpart", u.name, u.in_ref ? "the reference" : "the candidate"));
+    for (const auto& si : m.inputs) {
+      if (si.origin != program::SharedInput::Origin::Input) continue;
+      r.shared_inputs.push_back(shared_leaf(m, si));
+    }
     for (const auto& o : m.outputs) {
       OutputInfo info{o.ref_name, o.cand_name, o.cand.shape, 1};
       for (int64_t d : o.cand.shape) info.numel *= d;
@@ -190,121 +483,40 @@ Report check_bundle(const bundle::Bundle& b, const Options& opt) {
     smt::Tolerance tol;
     if (opt.tolerance) tol = *opt.tolerance;
     else if (b.tolerance) tol = {b.tolerance->atol, b.tolerance->rtol, tol.bound};
+    r.tolerance = tol;
     smt::DecideOptions dopt = opt.decide;
     dopt.tolerance = tol;
 
     LocationOrder order(ctx, m.outputs, cand, opt.seed, opt.full);
+    Search search(b, m, opt, tol, dopt, r, order, ctx, ref, cand);
     auto search0 = Clock::now();
-    smt::Solver& solver = smt::thread_solver();
-    uint64_t calls0 = solver.stats().solver_calls;
-    double last_progress = 0;
-    while (auto loc = order.next()) {
-      double elapsed = since(search0);
-      if (elapsed > opt.budget_s) break;
-      if (opt.max_locations && r.checked >= opt.max_locations) break;
-      if (opt.progress && elapsed - last_progress > 1.0) {
-        last_progress = elapsed;
-        double rate = r.checked / std::max(elapsed, 1e-9);
-        double eta = opt.full && rate > 0 ? double(r.total_locations - int64_t(r.checked)) / rate : 0;
-        std::fprintf(stderr, "\rdirigo check: %zu/%lld locations, %.1f s%s", r.checked, (long long)r.total_locations,
-                     elapsed, opt.full ? fmt::format(", ETA {:.0f} s", eta).c_str() : "");
-      }
-      LocationResult lr;
-      lr.loc = *loc;
-      auto tl = Clock::now();
-      const auto& pair = m.outputs[loc->output];
-      ir::Expr ea, eb;
-      try {
-        ea = ref.element(pair.ref, loc->flat);
-        eb = cand.element(pair.cand, loc->flat);
-      } catch (const WriteRace& w) {
+    std::vector<Slot> slots = search.run();
+    r.search_seconds = since(search0);
+    r.solver_calls = search.solver_calls();
+    r.deduplicated = search.deduplicated();
+    r.jobs = search.jobs();
+    // Verdict from the slots in search order: the same for any number of workers.
+    for (Slot& slot : slots) {
+      if (slot.kind == Slot::Kind::Race) {
         r.evidence = "execute-safety";
-        r.locations.push_back(std::move(lr));
-        return finish(Outcome::Bug, std::string("global write-write race: ") + w.what());
-      } catch (const Unsupported& u) {
-        return finish(Outcome::Unsupported, u.what());
+        r.locations.push_back(std::move(slot.lr));
+        return finish(Outcome::Bug, "global write-write race: " + slot.message);
       }
-      lr.ref_nodes = ir::dag_size(ea);
-      lr.cand_nodes = ir::dag_size(eb);
-      ir::PrintOptions popt{.max_nodes = 40};
-      lr.ref_expr = ir::to_string(ctx, ea, popt);
-      lr.cand_expr = ir::to_string(ctx, eb, popt);
-      smt::Decision d = solver.decide(ctx, ea, eb, dopt);
-      lr.verdict = d.verdict;
-      lr.stage = d.stage;
-      lr.reason = d.reason;
-      ++r.checked;
-      if (d.verdict == smt::Verdict::Equal) ++r.equal;
-      if (d.verdict == smt::Verdict::Differ && d.witness) {
-        const smt::Witness& w = *d.witness;
-        lr.exceeds_tolerance = w.exceeds_tolerance;
-        // The real tensor-element leaves of both sides, starting at the solver's values.
-        std::vector<ir::Expr> leaves;
-        {
-          std::unordered_set<ir::Expr> seen;
-          for (ir::Expr root : {ea, eb})
-            for (ir::Expr l : ir::leaves(root))
-              if (l->op == ir::Op::TensorElem && seen.insert(l).second) leaves.push_back(l);
-        }
-        ir::Env wenv = w.env();
-        std::vector<double> values;
-        for (ir::Expr l : leaves) {
-          ir::Value v = wenv.elem(l->tensor(), l->index(), l->sort);
-          values.push_back(l->sort == ir::Sort::Real ? v.real : double(int64_t(v.bits)));
-        }
-        if (!w.exceeds_tolerance) values = refine_witness(ea, eb, leaves, values, tol, opt.seed + r.checked, 200);
-        std::unordered_map<std::pair<int32_t, int64_t>, double, PairHash> at;
-        for (size_t k = 0; k < leaves.size(); ++k) at[{leaves[k]->tensor(), leaves[k]->index()}] = values[k];
-        ir::Env env;
-        env.elem = [&](int32_t t, int64_t i, ir::Sort s) {
-          auto it = at.find({t, i});
-          double v = it == at.end() ? 0.0 : it->second;
-          return s == ir::Sort::Real ? ir::Value::of_real(v) : ir::Value::of_bv(s, uint64_t(int64_t(v)));
-        };
-        env.var = wenv.var;
-        // Show the leaves that matter most: largest magnitude first.
-        std::vector<size_t> order(leaves.size());
-        for (size_t k = 0; k < order.size(); ++k) order[k] = k;
-        std::stable_sort(order.begin(), order.end(), [&](size_t x, size_t y) { return std::fabs(values[x]) > std::fabs(values[y]); });
-        for (size_t k : order) {
-          if (lr.witness.size() >= 24 || values[k] == 0) break;
-          lr.witness.push_back({leaf_name(ctx, m, leaves[k]->tensor(), leaves[k]->index()), values[k]});
-        }
-        // Evidence without a GPU: both symbolic values evaluated in IEEE fp32 at the witness.
-        try {
-          ir::Evaluator da(env, ir::Precision::F64), db(env, ir::Precision::F64);
-          lr.ref_value = da.real(ea);
-          lr.cand_value = db.real(eb);
-          ir::Evaluator fa(env, ir::Precision::F32), fb(env, ir::Precision::F32);
-          ir::Value va = fa(ea), vb = fb(eb);
-          lr.ref_value_f32 = va.sort == ir::Sort::Real ? va.real : double(va.bits);
-          lr.cand_value_f32 = vb.sort == ir::Sort::Real ? vb.real : double(vb.bits);
-          lr.confirmed_f32 = !va.undef && !vb.undef && beyond_tolerance(lr.ref_value_f32, lr.cand_value_f32, tol);
-          lr.exceeds_tolerance = beyond_tolerance(lr.ref_value, lr.cand_value, tol);
-          if (w.depends_on_undef) lr.reason = "one side depends on an undefined value";
-        } catch (const std::exception& e) {
-          lr.reason = std::string("fp32 evaluation failed: ") + e.what();
-        }
-      }
-      lr.ms = std::chrono::duration<double, std::milli>(Clock::now() - tl).count();
-      r.locations.push_back(std::move(lr));
+      if (slot.kind == Slot::Kind::Unsupported) return finish(Outcome::Unsupported, slot.message);
+      r.locations.push_back(std::move(slot.lr));
       const LocationResult& last = r.locations.back();
-      if (last.verdict == smt::Verdict::Differ && !r.first_differ) r.first_differ = r.locations.size() - 1;
-      if (last.verdict == smt::Verdict::Differ && last.confirmed_f32) {
-        r.first_differ = r.locations.size() - 1;
+      ++r.checked;
+      if (last.verdict == smt::Verdict::Equal) ++r.equal;
+      if (last.verdict != smt::Verdict::Differ) continue;
+      if (!r.first_differ || last.confirmed_f32) r.first_differ = r.locations.size() - 1;
+      if (last.confirmed_f32) {
         r.evidence = "fp32-evaluation";
-        r.search_seconds = since(search0);
-        r.solver_calls = solver.stats().solver_calls - calls0;
-        if (opt.progress) std::fprintf(stderr, "\r\033[K");
         const auto& out = r.outputs[last.loc.output];
         return finish(Outcome::Bug, fmt::format("{}[{}] differs: reference {} vs candidate {} at the witness",
                                                 out.ref_name, index_str(last.loc.index), last.ref_value_f32,
                                                 last.cand_value_f32));
       }
     }
-    if (opt.progress) std::fprintf(stderr, "\r\033[K");
-    r.search_seconds = since(search0);
-    r.solver_calls = solver.stats().solver_calls - calls0;
     if (r.first_differ) {
       const auto& l = r.locations[*r.first_differ];
       return finish(Outcome::Suspect,
@@ -317,7 +529,7 @@ Report check_bundle(const bundle::Bundle& b, const Options& opt) {
       return finish(Outcome::Timeout, fmt::format("{} locations decided equal, {} undecided within {:.1f} s (at least {} needed)",
                                                   r.equal, undecided, opt.budget_s, opt.min_locations));
     if (int64_t(r.equal) == r.total_locations) return finish(Outcome::Verified, "");
-    if (opt.full) {
+    if (opt.full && r.search_seconds >= opt.budget_s) {
       double rate = r.checked / std::max(r.search_seconds, 1e-9);
       r.projected_full_seconds = double(r.total_locations - int64_t(r.checked)) / rate;
     }

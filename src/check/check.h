@@ -36,6 +36,7 @@ struct Options {
   smt::DecideOptions decide;     // solver budgets, axioms
   exec::ExecOptions exec;
   bool progress = false;         // progress line on stderr for runs longer than a second
+  size_t jobs = 1;               // location workers (threads); the verdict does not depend on it
 };
 
 // Why a location was chosen (paper §4.3).
@@ -54,6 +55,35 @@ struct LeafShown {  // a witness value that matters
   double value = 0;
 };
 
+// One input element a location depends on, with its witness value: the `leaves` entries of a
+// dirigo-witness file (docs/check.md), enough for a replay to rebuild the input.
+struct WitnessLeaf {
+  std::string input;            // shared input name (reference's), "prefix[k].tN", or the external tensor
+  std::string candidate_input;  // the candidate's name for it (inputs, parameters, buffers)
+  std::string kind;             // "input" | "parameter" | "buffer" | "trimmed" | "external"
+  std::vector<int64_t> index;   // logical multi-index into the tensor
+  double value = 0;
+  // kind "trimmed": bundle op index, the tensor it produced, its position in the op's results
+  // (-1: written in place), the op's name and the tensor's shape
+  int64_t op = -1;
+  std::string tensor, aten;
+  int output = -1;
+  std::vector<int64_t> shape;
+  std::string program;          // kind "external": which program reads it
+};
+
+// The outcome of replaying a witness on the real programs (python -m dirigo.replay).
+struct Replay {
+  std::string status;           // "replayed" | "unsupported" | "error"
+  std::string device, evidence; // "cpu"/"cuda", "replay-cpu"/"replay-gpu"
+  std::string message;
+  double reference = 0, candidate = 0, difference = 0, allowed = 0;
+  bool exceeds = false;
+  double carry_residual = -1;   // max residual of the prefix carry-back (-1: none needed)
+  std::string json;             // the replayer's whole answer
+};
+Replay parse_replay(const std::string& json);  // malformed -> status "error" naming what was wrong
+
 struct LocationResult {
   Location loc;
   smt::Verdict verdict = smt::Verdict::Unknown;
@@ -62,10 +92,12 @@ struct LocationResult {
   std::string ref_expr, cand_expr;  // abbreviated symbolic values
   uint64_t ref_nodes = 0, cand_nodes = 0;
   std::vector<LeafShown> witness;   // Differ: the leaves of both expressions, at most a few dozen shown
+  std::vector<WitnessLeaf> leaves;  // Differ: every tensor-element leaf of both expressions
   double ref_value = 0, cand_value = 0;           // fp64 at the witness
   double ref_value_f32 = 0, cand_value_f32 = 0;   // fp32 at the witness
   bool confirmed_f32 = false;    // the fp32 values differ beyond the tolerance
   bool exceeds_tolerance = false;
+  bool deduplicated = false;     // --full: decided by an earlier query identical up to leaf renaming
   double ms = 0;
 };
 
@@ -90,8 +122,26 @@ struct Report {
   std::vector<std::string> notes;        // modelling notes (e.g. what prefix trimming stopped at)
   double seconds = 0, lower_seconds = 0, search_seconds = 0;
   uint64_t solver_calls = 0;
+  size_t deduplicated = 0;               // locations decided by an identical earlier query (--full)
+  size_t jobs = 1;
   double projected_full_seconds = 0;     // --full ended by the budget: time the rest would take
+  smt::Tolerance tolerance;              // the tolerance witnesses were judged by
+  std::vector<WitnessLeaf> shared_inputs;  // inputs/parameters/buffers both programs read (name pairs)
+  std::optional<Replay> replay;          // the first differing location's witness replayed
 };
+
+// Where the witness's programs come from (dirigo-witness fields; empty: unknown).
+struct WitnessSource {
+  std::string ref, cand, bundle;
+  int64_t init_seed = 42;
+  std::optional<int64_t> input_seed;     // unset: KernelBench's first trial seed from init_seed
+};
+// The dirigo-witness document (docs/check.md) of the first differing location; "" when none.
+std::string witness_json(const Report& r, const WitnessSource& src = {});
+// The verdict rules for a replay of the first differing location: it reproduces -> BUG with
+// evidence replay-gpu/replay-cpu; it ran and does not -> SUSPECT; it could not run -> unchanged
+// (fp32 evidence, labelled as such).
+void apply_replay(Report& r, Replay replay);
 
 // Checks the reference against the candidate of a bundle. Never throws: anything it cannot
 // model is Outcome::Unsupported with a reason naming what was missing.

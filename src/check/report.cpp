@@ -13,6 +13,14 @@ std::string index_str(const std::vector<int64_t>& idx) {
   for (size_t k = 0; k < idx.size(); ++k) s += (k ? ", " : "") + std::to_string(idx[k]);
   return s;
 }
+std::string evidence_sentence(const Report& r) {
+  if (r.evidence == "fp32-evaluation")
+    return "fp32-evaluation (both symbolic values evaluated in IEEE fp32 at the witness; no replay on the real programs)";
+  if (r.evidence == "replay-gpu") return "replay-gpu (both real programs run on a GPU at the witness)";
+  if (r.evidence == "replay-cpu") return "replay-cpu (both real programs run on the CPU at the witness)";
+  if (r.evidence.empty()) return "none beyond the solver's model";
+  return r.evidence;
+}
 }  // namespace
 
 std::string to_text(const Report& r, bool verbose) {
@@ -42,13 +50,23 @@ std::string to_text(const Report& r, bool verbose) {
     for (const auto& w : l.witness) s += fmt::format("    {} = {}\n", w.name, w.value);
     s += fmt::format("  at the witness: reference {} vs candidate {} (fp64), {} vs {} (fp32)\n", l.ref_value, l.cand_value,
                      l.ref_value_f32, l.cand_value_f32);
-    s += fmt::format("  evidence: {}\n", r.evidence == "fp32-evaluation"
-                                             ? "both symbolic values evaluated in IEEE fp32 at the witness (no GPU replay)"
-                                             : (r.evidence.empty() ? "none beyond the solver's model" : r.evidence));
+    if (r.replay && r.replay->status == "replayed") {
+      const Replay& p = *r.replay;
+      s += fmt::format("  replayed on the {}: reference {} vs candidate {}, difference {:.6g} ({} allowed {:.6g}){}\n",
+                       p.device == "cuda" ? "GPU" : "CPU", p.reference, p.candidate, p.difference,
+                       p.exceeds ? "beyond the" : "within the", p.allowed,
+                       p.carry_residual >= 0 ? fmt::format("; witness carried back through the trimmed prefix "
+                                                           "(max residual {:.3g})", p.carry_residual)
+                                             : "");
+    }
+    s += fmt::format("  evidence: {}\n", evidence_sentence(r));
   }
   for (const auto& n : r.notes) s += "  note: " + n + "\n";
-  s += fmt::format("  {} kernel launch(es) executed, {} prefix op(s) trimmed, {} location(s) checked, {} solver call(s), {:.2f} s\n",
-                   r.kernels, r.prefix_trimmed, r.checked, r.solver_calls, r.seconds);
+  s += fmt::format("  {} kernel launch(es) executed, {} prefix op(s) trimmed, {} location(s) checked{}, {} solver call(s), "
+                   "{:.2f} s{}\n",
+                   r.kernels, r.prefix_trimmed, r.checked,
+                   r.deduplicated ? fmt::format(" ({} decided once for identical queries)", r.deduplicated) : "",
+                   r.solver_calls, r.seconds, r.jobs > 1 ? fmt::format(" ({} workers)", r.jobs) : "");
   if (r.projected_full_seconds > 0)
     s += fmt::format("  the remaining locations would take about {:.0f} s more\n", r.projected_full_seconds);
   if (verbose)
@@ -74,6 +92,9 @@ std::string to_json(const Report& r) {
   j["lower_seconds"] = r.lower_seconds;
   j["search_seconds"] = r.search_seconds;
   j["solver_calls"] = r.solver_calls;
+  j["deduplicated"] = r.deduplicated;
+  j["jobs"] = r.jobs;
+  if (r.projected_full_seconds > 0) j["projected_full_seconds"] = r.projected_full_seconds;
   j["notes"] = r.notes;
   json outs = json::array();
   for (const auto& o : r.outputs) outs.push_back({{"reference", o.ref_name}, {"candidate", o.cand_name}, {"shape", o.shape}});
@@ -93,6 +114,7 @@ std::string to_json(const Report& r) {
     json x = {{"output", l.loc.output}, {"index", l.loc.index}, {"tier", std::string(tier_name(l.loc.tier))},
               {"verdict", std::string(smt::verdict_name(l.verdict))}, {"stage", std::string(smt::stage_name(l.stage))},
               {"ms", l.ms}, {"ref_nodes", l.ref_nodes}, {"cand_nodes", l.cand_nodes}};
+    if (l.deduplicated) x["deduplicated"] = true;
     if (!l.reason.empty()) x["reason"] = l.reason;
     if (l.verdict == smt::Verdict::Differ) {
       x["reference"] = l.ref_expr;
@@ -107,7 +129,15 @@ std::string to_json(const Report& r) {
     locs.push_back(x);
   }
   j["locations"] = locs;
-  if (r.first_differ) j["first_differ"] = *r.first_differ;
+  if (r.first_differ) {
+    j["first_differ"] = *r.first_differ;
+    j["witness"] = json::parse(witness_json(r));
+  }
+  j["tolerance"] = {{"atol", r.tolerance.atol}, {"rtol", r.tolerance.rtol}, {"bound", r.tolerance.bound}};
+  if (r.replay) {
+    json p = json::parse(r.replay->json, nullptr, false);
+    j["replay"] = p.is_discarded() ? json{{"status", r.replay->status}, {"message", r.replay->message}} : p;
+  }
   return j.dump(2);
 }
 

@@ -114,4 +114,65 @@ std::optional<Location> LocationOrder::next() {
   return std::nullopt;
 }
 
+namespace {
+uint64_t mix(uint64_t h, uint64_t v) {
+  h ^= v + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
+  h *= 0xff51afd7ed558ccdull;
+  return h ^ (h >> 33);
+}
+
+struct LeafHash {
+  size_t operator()(const std::pair<int32_t, int64_t>& k) const { return std::hash<int64_t>()(k.second * 1000003 + k.first); }
+};
+}  // namespace
+
+PairKey renamed_pair_key(ir::Expr ea, ir::Expr eb) {
+  std::unordered_map<ir::Expr, std::pair<uint64_t, uint64_t>> memo;
+  std::unordered_map<std::pair<int32_t, int64_t>, uint64_t, LeafHash> leaf_no;
+  std::unordered_map<int32_t, uint64_t> tensor_no;  // Load: the tensor, renamed too
+  std::vector<std::pair<ir::Expr, bool>> stack;
+  for (ir::Expr root : {ea, eb}) {
+    stack.push_back({root, false});
+    while (!stack.empty()) {
+      auto [e, expanded] = stack.back();
+      stack.pop_back();
+      if (memo.count(e)) continue;
+      if (!expanded) {
+        stack.push_back({e, true});
+        auto args = e->args();
+        for (size_t k = args.size(); k-- > 0;)
+          if (!memo.count(args[k])) stack.push_back({args[k], false});
+        continue;
+      }
+      uint64_t h1 = mix(uint64_t(e->op) * 131 + uint64_t(e->sort), e->flags);
+      uint64_t h2 = mix(h1 ^ 0x5bd1e995, e->nargs);
+      if (e->op == ir::Op::TensorElem) {
+        auto [it, fresh] = leaf_no.try_emplace({e->tensor(), e->index()}, leaf_no.size());
+        h1 = mix(h1, 0x1000 + it->second);
+        h2 = mix(h2, 0x2000 + it->second);
+      } else if (e->is_leaf()) {
+        h1 = mix(h1, e->hash);  // constants, variables: as they are
+        h2 = mix(h2, e->hash * 31 + 7);
+      } else {
+        if (e->op == ir::Op::Load) {
+          auto [it, fresh] = tensor_no.try_emplace(e->tensor(), tensor_no.size());
+          h1 = mix(h1, 0x3000 + it->second);
+          h2 = mix(h2, 0x4000 + it->second);
+        }
+        h1 = mix(h1, e->u);
+        h2 = mix(h2, e->v);
+        for (ir::Expr c : e->args()) {
+          const auto& hc = memo.at(c);
+          h1 = mix(h1, hc.first);
+          h2 = mix(h2, hc.second);
+        }
+      }
+      memo.emplace(e, std::make_pair(h1, h2));
+    }
+  }
+  const auto& ha = memo.at(ea);
+  const auto& hb = memo.at(eb);
+  return {mix(ha.first, hb.first), mix(ha.second ^ 0xabcdef, hb.second)};
+}
+
 }  // namespace dirigo::check

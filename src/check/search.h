@@ -40,4 +40,19 @@ class LocationOrder {
   std::mt19937_64 rng_;
 };
 
+// A hash of a (reference, candidate) pair of expressions that is the same for pairs identical up
+// to a renaming of their tensor-element leaves (and of the tensors symbolic loads read): leaves
+// are numbered in first-occurrence order of an operand-order post-order walk over both DAGs
+// (iterative, memoized per node). 128 bits, so two different queries colliding is not a
+// practical concern. --full decides such queries once. Operand order that depends on leaf
+// identity only makes fewer pairs match, never wrong ones.
+struct PairKey {
+  uint64_t a = 0, b = 0;
+  bool operator==(const PairKey&) const = default;
+};
+struct PairKeyHash {
+  size_t operator()(const PairKey& k) const { return size_t(k.a ^ (k.b * 0x9e3779b97f4a7c15ull)); }
+};
+PairKey renamed_pair_key(ir::Expr ea, ir::Expr eb);
+
 }  // namespace dirigo::check

@@ -4,8 +4,11 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <fcntl.h>
+
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <iostream>
 #include <vector>
 
@@ -16,37 +19,68 @@ namespace {
 
 struct CheckArgs {
   std::vector<std::string> inputs;  // BUNDLE, or REF.py NEW.py
-  std::string device, keep;
+  std::string device, keep, witness_out, replay_device, ref_file, new_file;
+  bool no_replay = false;
   double trace_timeout = 300;
   double budget = 30;
   uint64_t seed = 0;
   bool full = false, json = false, verbose = false, no_trim = false;
-  size_t min_locations = 5, max_locations = 0;
+  size_t min_locations = 5, max_locations = 0, jobs = 1;
   double atol = -1, rtol = -1;
 };
 
-// Runs `python3 -m dirigo.trace REF NEW --out DIR --device D` with the package of this source
-// tree on PYTHONPATH; returns the tracer's exit status (0 bundle written, 2 UNSUPPORTED, 3 the
-// program failed, 1 usage).
-int trace_programs(const std::string& ref, const std::string& cand, const std::string& out, std::string device,
-                   double timeout) {
-  if (device.empty()) device = std::filesystem::exists("/dev/nvidia0") ? "cuda" : "cpu";
+// Runs `python3 -m <module> ARGS...` with the package of this source tree on PYTHONPATH; its
+// stdout goes to `stdout_file` (or to our stderr: stdout carries only the report). Returns the
+// child's exit status (70 when it could not run).
+int run_python(const std::string& module, const std::vector<std::string>& args, const std::string& stdout_file = "") {
   std::string py = std::getenv("DIRIGO_PYTHON") ? std::getenv("DIRIGO_PYTHON") : "python3";
-  std::string timeout_s = std::to_string(int(timeout));
+  std::vector<std::string> argv = {py, "-m", module};
+  argv.insert(argv.end(), args.begin(), args.end());
   pid_t pid = fork();
   if (pid < 0) return 70;
   if (pid == 0) {
     std::string path = DIRIGO_PYTHON_DIR;
     if (const char* old = std::getenv("PYTHONPATH")) path += std::string(":") + old;
     setenv("PYTHONPATH", path.c_str(), 1);
-    dup2(2, 1);  // the tracer's messages go to stderr: stdout carries only the report (--json)
-    execlp(py.c_str(), py.c_str(), "-m", "dirigo.trace", ref.c_str(), cand.c_str(), "--out", out.c_str(), "--device",
-           device.c_str(), "--timeout", timeout_s.c_str(), static_cast<char*>(nullptr));
+    int fd = stdout_file.empty() ? 2 : open(stdout_file.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    if (fd < 0) _exit(127);
+    dup2(fd, 1);
+    std::vector<char*> cargv;
+    for (auto& a : argv) cargv.push_back(a.data());
+    cargv.push_back(nullptr);
+    execvp(py.c_str(), cargv.data());
     _exit(127);
   }
   int status = 0;
   if (waitpid(pid, &status, 0) < 0) return 70;
   return WIFEXITED(status) ? WEXITSTATUS(status) : 70;
+}
+
+std::string default_device() { return std::filesystem::exists("/dev/nvidia0") ? "cuda" : "cpu"; }
+
+// `python3 -m dirigo.trace REF NEW --out DIR --device D`: 0 bundle written, 2 UNSUPPORTED, 3 the
+// program failed, 1 usage.
+int trace_programs(const std::string& ref, const std::string& cand, const std::string& out, std::string device,
+                   double timeout) {
+  if (device.empty()) device = default_device();
+  return run_python("dirigo.trace", {ref, cand, "--out", out, "--device", device, "--timeout",
+                                     std::to_string(int(timeout))});
+}
+
+// Replays the report's witness on the real programs (python -m dirigo.replay, a child process:
+// it runs user code) and applies the verdict rules (docs/check.md).
+void replay_witness(dirigo::check::Report& report, const std::filesystem::path& dir, const std::string& witness,
+                    std::string device) {
+  if (device.empty()) device = default_device();
+  auto wfile = (dir / "witness.json").string(), answer = (dir / "replay.json").string();
+  { std::ofstream(wfile) << witness; }
+  std::cerr << "dirigo check: replaying the witness on the real programs (" << device << ")\n";
+  int rc = run_python("dirigo.replay", {wfile, "--json", "--device", device}, answer);
+  std::ifstream in(answer);
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  dirigo::check::Replay rp = dirigo::check::parse_replay(text);
+  if (rp.status == "error" && text.empty()) rp.message = "the replayer did not answer (exit status " + std::to_string(rc) + ")";
+  dirigo::check::apply_replay(report, std::move(rp));
 }
 
 dirigo::cli::Register reg({"check", "check a trace bundle: BUG / SUSPECT / CHECKED / VERIFIED / TIMEOUT / UNSUPPORTED",
@@ -59,6 +93,7 @@ dirigo::cli::Register reg({"check", "check a trace bundle: BUG / SUSPECT / CHECK
   sub.add_option("--keep-bundle", a->keep, "write the traced bundle here instead of a temporary directory");
   sub.add_option("--budget", a->budget, "seconds for the location search (default 30)");
   sub.add_option("--seed", a->seed, "seed of the random part of the search order");
+  sub.add_option("--jobs,-j", a->jobs, "location workers (threads); the verdict is the same for any number");
   sub.add_option("--min-locations", a->min_locations, "locations needed before anything but BUG is reported");
   sub.add_option("--max-locations", a->max_locations, "stop after this many locations");
   sub.add_option("--atol", a->atol, "absolute tolerance for witnesses (default: the bundle's, else 1e-2)");
@@ -66,6 +101,11 @@ dirigo::cli::Register reg({"check", "check a trace bundle: BUG / SUSPECT / CHECK
   sub.add_flag("--full", a->full, "check every output location (VERIFIED when all are equal)");
   sub.add_flag("--no-prefix-trim", a->no_trim, "do not trim the common prefix of pure operations");
   sub.add_flag("--json", a->json, "machine-readable report");
+  sub.add_option("--witness-out", a->witness_out, "write the witness of the differing location here (dirigo-witness JSON, docs/check.md)");
+  sub.add_option("--ref-file", a->ref_file, "BUNDLE: the reference program it was traced from (named in the witness)");
+  sub.add_option("--new-file", a->new_file, "BUNDLE: the candidate program it was traced from (named in the witness)");
+  sub.add_flag("--no-replay", a->no_replay, "REF.py NEW.py: do not replay the witness on the real programs");
+  sub.add_option("--replay-device", a->replay_device, "replay on cpu or cuda (default: cuda when a GPU is present)");
   sub.add_flag("-v,--verbose", a->verbose, "list every location checked");
   return [a]() {
     dirigo::check::Options opt;
@@ -74,6 +114,7 @@ dirigo::cli::Register reg({"check", "check a trace bundle: BUG / SUSPECT / CHECK
     opt.full = a->full;
     opt.min_locations = a->min_locations;
     opt.max_locations = a->max_locations;
+    opt.jobs = std::max<size_t>(1, a->jobs);
     opt.trim_prefix = !a->no_trim;
     opt.progress = !a->json && isatty(2);
     if (a->atol >= 0 || a->rtol >= 0)
@@ -97,7 +138,28 @@ dirigo::cli::Register reg({"check", "check a trace bundle: BUG / SUSPECT / CHECK
       }
     }
     auto report = dirigo::check::check_path(bundle, opt);
+    dirigo::check::WitnessSource src;
+    if (a->inputs.size() == 2) {
+      src.ref = std::filesystem::absolute(a->inputs[0]).string();
+      src.cand = std::filesystem::absolute(a->inputs[1]).string();
+    } else {
+      if (!a->ref_file.empty()) src.ref = std::filesystem::absolute(a->ref_file).string();
+      if (!a->new_file.empty()) src.cand = std::filesystem::absolute(a->new_file).string();
+    }
+    if (tmp.empty()) src.bundle = std::filesystem::absolute(bundle).string();
+    std::string witness = dirigo::check::witness_json(report, src);
+    if (!witness.empty() && a->inputs.size() == 2 && !a->no_replay &&
+        (report.outcome == dirigo::check::Outcome::Bug || report.outcome == dirigo::check::Outcome::Suspect)) {
+      std::filesystem::path dir = tmp;
+      if (dir.empty()) {
+        char templ[] = "/tmp/dirigo-XXXXXX";
+        if (mkdtemp(templ)) dir = templ;
+      }
+      if (!dir.empty()) replay_witness(report, dir, witness, a->replay_device);
+      if (dir != tmp) std::filesystem::remove_all(dir);
+    }
     if (!tmp.empty()) std::filesystem::remove_all(tmp);
+    if (!a->witness_out.empty() && !witness.empty()) std::ofstream(a->witness_out) << witness << "\n";
     std::cout << (a->json ? dirigo::check::to_json(report) + "\n" : dirigo::check::to_text(report, a->verbose));
     return dirigo::check::exit_code(report.outcome);
   };

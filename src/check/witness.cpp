@@ -1,0 +1,133 @@
+// Witness documents (dirigo-witness, docs/check.md) and the verdict rules for their replay.
+#include <cmath>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <nlohmann/json.hpp>
+
+#include "check/check.h"
+
+namespace dirigo::check {
+
+namespace {
+using nlohmann::json;
+
+json number(double v) {  // JSON has no NaN/Infinity: the bundle format's spelling
+  if (std::isnan(v)) return "nan";
+  if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
+  return v;
+}
+
+double read_number(const json& j) {
+  if (j.is_number()) return j.get<double>();
+  if (j.is_string()) {
+    auto s = j.get<std::string>();
+    if (s == "nan") return NAN;
+    if (s == "inf") return INFINITY;
+    if (s == "-inf") return -INFINITY;
+  }
+  throw std::runtime_error("not a number: " + j.dump());
+}
+
+json leaf_json(const WitnessLeaf& w, bool with_value) {
+  json x = {{"input", w.input}, {"kind", w.kind}};
+  if (!w.candidate_input.empty()) x["candidate_input"] = w.candidate_input;
+  if (with_value) {
+    x["index"] = w.index;
+    x["value"] = number(w.value);
+  }
+  if (w.kind == "trimmed") {
+    x["op"] = w.op;
+    x["tensor"] = w.tensor;
+    x["output"] = w.output;
+    x["shape"] = w.shape;
+    if (!w.aten.empty()) x["aten"] = w.aten;
+  }
+  if (w.kind == "external") x["program"] = w.program;
+  return x;
+}
+}  // namespace
+
+std::string witness_json(const Report& r, const WitnessSource& src) {
+  if (!r.first_differ) return "";
+  const LocationResult& l = r.locations.at(*r.first_differ);
+  const OutputInfo& out = r.outputs.at(l.loc.output);
+  auto opt_str = [](const std::string& s) { return s.empty() ? json(nullptr) : json(s); };
+  json j = {{"format", "dirigo-witness"},
+            {"version", 1},
+            {"ref", opt_str(src.ref)},
+            {"new", opt_str(src.cand)},
+            {"bundle", opt_str(src.bundle)},
+            {"init_seed", src.init_seed},
+            {"input_seed", src.input_seed ? json(*src.input_seed) : json(nullptr)},
+            {"tolerance", {{"atol", r.tolerance.atol}, {"rtol", r.tolerance.rtol}, {"bound", r.tolerance.bound}}},
+            {"output", {{"index", l.loc.output}, {"reference", out.ref_name}, {"candidate", out.cand_name}, {"shape", out.shape}}},
+            {"location", l.loc.index},
+            {"flat", l.loc.flat},
+            {"symbolic", {{"reference", number(l.ref_value_f32)}, {"candidate", number(l.cand_value_f32)},
+                          {"reference_f64", number(l.ref_value)}, {"candidate_f64", number(l.cand_value)},
+                          {"reference_expr", l.ref_expr}, {"candidate_expr", l.cand_expr}}},
+            {"leaves_complete", true}};
+  json leaves = json::array();
+  for (const auto& w : l.leaves) leaves.push_back(leaf_json(w, true));
+  j["leaves"] = std::move(leaves);
+  json inputs = json::array();
+  for (const auto& w : r.shared_inputs) inputs.push_back(leaf_json(w, false));
+  j["inputs"] = std::move(inputs);
+  return j.dump(1);
+}
+
+Replay parse_replay(const std::string& text) {
+  Replay rp;
+  rp.json = text;
+  try {
+    json j = json::parse(text);
+    if (j.value("format", "") != "dirigo-replay") throw std::runtime_error("not a dirigo-replay answer");
+    rp.status = j.at("status").get<std::string>();
+    rp.device = j.value("device", "");
+    rp.message = j.value("message", "");
+    if (rp.status == "replayed") {
+      rp.evidence = j.at("evidence").get<std::string>();
+      rp.reference = read_number(j.at("reference"));
+      rp.candidate = read_number(j.at("candidate"));
+      rp.difference = read_number(j.at("difference"));
+      rp.allowed = read_number(j.at("allowed"));
+      rp.exceeds = j.at("exceeds").get<bool>();
+      if (j.contains("carried_back") && j["carried_back"].is_object())
+        rp.carry_residual = read_number(j["carried_back"].at("max_residual"));
+    }
+  } catch (const std::exception& e) {
+    rp.status = "error";
+    rp.message = fmt::format("malformed replay answer ({}): {}", e.what(), text.substr(0, 200));
+  }
+  return rp;
+}
+
+void apply_replay(Report& r, Replay rp) {
+  if (!r.first_differ || (r.outcome != Outcome::Bug && r.outcome != Outcome::Suspect) || !r.findings.empty()) return;
+  const LocationResult& l = r.locations.at(*r.first_differ);
+  std::string where = fmt::format("{}[{}]", r.outputs.at(l.loc.output).ref_name, fmt::join(l.loc.index, ", "));
+  if (rp.status == "replayed") {
+    if (rp.exceeds) {
+      r.outcome = Outcome::Bug;
+      r.evidence = rp.evidence;
+      r.reason = fmt::format("{} differs: the real programs give reference {} vs candidate {} at the witness "
+                             "(difference {:.6g} > allowed {:.6g})", where, rp.reference, rp.candidate,
+                             rp.difference, rp.allowed);
+    } else {
+      r.outcome = Outcome::Suspect;
+      r.evidence.clear();
+      r.reason = fmt::format("{}: the symbolic values differ, but replaying the witness on the real programs "
+                             "gives reference {} vs candidate {} (difference {:.6g} within allowed {:.6g})",
+                             where, rp.reference, rp.candidate, rp.difference, rp.allowed);
+    }
+  } else if (r.outcome == Outcome::Bug) {
+    r.notes.push_back("replay impossible (" + rp.status + "): " + rp.message + "; evidence is the fp32 evaluation");
+  } else {
+    r.notes.push_back("replay impossible (" + rp.status + "): " + rp.message);
+  }
+  r.replay = std::move(rp);
+}
+
+}  // namespace dirigo::check

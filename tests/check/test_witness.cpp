@@ -1,0 +1,95 @@
+// Witness documents and the verdict rules for replays (docs/check.md).
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "check/check.h"
+
+using namespace dirigo;
+using nlohmann::json;
+
+namespace {
+std::string example(const char* name) { return std::string(DIRIGO_SOURCE_DIR) + "/examples/running_example/" + name; }
+
+const check::Report& buggy_report() {
+  static check::Report r = [] {
+    check::Options opt;
+    opt.budget_s = 60;
+    return check::check_path(example("bundle-buggy"), opt);
+  }();
+  return r;
+}
+
+check::Replay replayed(bool exceeds) {
+  return check::parse_replay(json{{"format", "dirigo-replay"}, {"version", 1}, {"status", "replayed"},
+                                  {"device", "cpu"}, {"evidence", "replay-cpu"}, {"reference", 1.0},
+                                  {"candidate", exceeds ? 3.0 : 1.001}, {"difference", exceeds ? 2.0 : 0.001},
+                                  {"allowed", 0.02}, {"exceeds", exceeds}, {"carried_back", nullptr}}
+                                 .dump());
+}
+}  // namespace
+
+TEST(Witness, DocumentNamesLocationAndEveryLeaf) {
+  const auto& r = buggy_report();
+  ASSERT_EQ(r.outcome, check::Outcome::Bug) << r.reason;
+  check::WitnessSource src{"/p/ref.py", "/p/new.py", "", 42, std::nullopt};
+  json w = json::parse(check::witness_json(r, src));
+  EXPECT_EQ(w["format"], "dirigo-witness");
+  EXPECT_EQ(w["version"], 1);
+  EXPECT_EQ(w["ref"], "/p/ref.py");
+  EXPECT_TRUE(w["bundle"].is_null());
+  const auto& l = r.locations[*r.first_differ];
+  EXPECT_EQ(w["location"].get<std::vector<int64_t>>(), l.loc.index);
+  EXPECT_EQ(w["leaves"].size(), l.leaves.size());
+  ASSERT_FALSE(l.leaves.empty());
+  for (const auto& leaf : w["leaves"]) {
+    std::string kind = leaf["kind"];
+    EXPECT_TRUE(kind == "input" || kind == "parameter" || kind == "buffer" || kind == "trimmed") << leaf.dump();
+    if (kind == "trimmed") {  // enough to re-find the prefix result: op, tensor, its shape
+      EXPECT_GE(leaf["op"].get<int64_t>(), 0);
+      EXPECT_EQ(leaf["index"].size(), leaf["shape"].size());
+      EXPECT_FALSE(leaf["tensor"].get<std::string>().empty());
+    }
+  }
+  // The fp32 values in the document are those the BUG was judged by.
+  EXPECT_DOUBLE_EQ(w["symbolic"]["reference"].get<double>(), l.ref_value_f32);
+}
+
+TEST(Witness, NoDifferNoDocument) {
+  check::Report r;
+  r.outcome = check::Outcome::Checked;
+  EXPECT_EQ(check::witness_json(r), "");
+}
+
+TEST(Replay, ReproducedWitnessIsBugBackedByTheReplay) {
+  check::Report r = buggy_report();
+  check::apply_replay(r, replayed(true));
+  EXPECT_EQ(r.outcome, check::Outcome::Bug);
+  EXPECT_EQ(r.evidence, "replay-cpu");
+  EXPECT_NE(r.reason.find("real programs"), std::string::npos) << r.reason;
+  EXPECT_NE(check::to_text(r).find("replayed on the CPU"), std::string::npos);
+}
+
+TEST(Replay, WitnessThatDoesNotReplayIsSuspect) {
+  check::Report r = buggy_report();
+  check::apply_replay(r, replayed(false));
+  EXPECT_EQ(r.outcome, check::Outcome::Suspect);
+  EXPECT_EQ(r.evidence, "");
+  EXPECT_EQ(check::exit_code(r.outcome), 2);
+}
+
+TEST(Replay, ImpossibleReplayKeepsTheFp32EvidenceLabelled) {
+  check::Report r = buggy_report();
+  check::apply_replay(r, check::parse_replay(R"({"format":"dirigo-replay","version":1,"status":"unsupported","message":"needs a GPU"})"));
+  EXPECT_EQ(r.outcome, check::Outcome::Bug);
+  EXPECT_EQ(r.evidence, "fp32-evaluation");
+  ASSERT_FALSE(r.notes.empty());
+  EXPECT_NE(r.notes.back().find("needs a GPU"), std::string::npos);
+}
+
+TEST(Replay, MalformedAnswerIsAnErrorNamingIt) {
+  auto rp = check::parse_replay("{\"format\": \"dirigo-replay\", \"status\": \"replayed\"}");
+  EXPECT_EQ(rp.status, "error");
+  EXPECT_NE(rp.message.find("malformed"), std::string::npos);
+  EXPECT_EQ(check::parse_replay("not json").status, "error");
+}
