@@ -71,3 +71,11 @@ TEST(Protocol, SelectPreservesOrder) {
   EXPECT_EQ(ps[0].name, "dirigo");
   EXPECT_EQ(ps[1].name, "kernelbench_v0");
 }
+
+#include "score/options.h"
+
+TEST(Options, Budget) {
+  EXPECT_EQ(parse_budget("3"), (std::pair<int, int>{3, 3}));
+  EXPECT_EQ(parse_budget("1..5"), (std::pair<int, int>{1, 5}));
+  for (const char* bad : {"0", "5..1", "1..", "x", "2.5", "1...3", ""}) EXPECT_THROW(parse_budget(bad), std::runtime_error) << bad;
+}

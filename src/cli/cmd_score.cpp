@@ -1,0 +1,63 @@
+// `dirigo score --store DB [--json] [--protocols FILE] [--only P,...] [--source auto|cpu|gpu]
+// [--witness-tol T,...] [-q]`: scores every protocol on the kill matrix in the mutate results
+// store — miss rate over witnessed mutants by family and by problem (docs/mutation.md).
+// Exit: 0 ok, 2 bad store or protocol file, 64 usage.
+#include <iostream>
+#include <memory>
+
+#include "cli/command.h"
+#include "score/options.h"
+#include "score/progress.h"
+#include "score/report.h"
+#include "score/score.h"
+
+namespace dirigo::cli {
+namespace {
+
+struct ScoreOptions {
+  score::MatrixSource src;
+  std::vector<double> witness_tols;
+  bool json = false, quiet = false;
+};
+
+int run_score(ScoreOptions o) {
+  o.src.progress = !o.quiet && !o.json;
+  try {
+    auto protocols = score::protocols_for(o.src);
+    auto matrix = score::matrix_for(o.src);
+    score::ProgressLine line("scoring problems", o.src.progress);
+    auto s = score::score(matrix, protocols, o.witness_tols,
+                          [&](size_t d, size_t t) { line(static_cast<long long>(d), static_cast<long long>(t)); });
+    if (o.json) {
+      std::cout << score::to_json(s).dump(1) << "\n";
+      return 0;
+    }
+    std::cout << "Mutants (witness tolerances:";
+    for (double t : s.witness_tols) std::cout << " " << t;
+    std::cout << ")\n\n" << score::population_table(s) << "\nMiss rate by family (missed/witnessed)\n\n"
+              << score::family_table(s) << "\nMiss rate by problem\n\n" << score::problem_table(s);
+    return 0;
+  } catch (const std::exception& e) {
+    std::cerr << "dirigo score: " << e.what() << "\n";
+    return 2;
+  }
+}
+
+Register reg({"score", "Score protocols on the kill matrix: miss rate by family and problem (docs/mutation.md)",
+              [](CLI::App& sub) -> std::function<int()> {
+                auto o = std::make_shared<ScoreOptions>();
+                sub.add_option("--store,--db", o->src.store, "SQLite results store written by dirigo killmatrix")
+                    ->required();
+                sub.add_option("--protocols", o->src.protocols_file, "JSON array of protocols (replaces the built-ins)");
+                sub.add_option("--only", o->src.only, "only these protocols (comma-separated, in this order)");
+                sub.add_option("--source", o->src.source, "runs to use: auto (gpu if present), cpu, gpu")
+                    ->check(CLI::IsMember({"auto", "cpu", "gpu"}));
+                sub.add_option("--witness-tol", o->witness_tols, "witness tolerances (default: the protocols')")
+                    ->delimiter(',');
+                sub.add_flag("--json", o->json, "print JSON");
+                sub.add_flag("-q,--quiet", o->quiet, "no progress line");
+                return [o] { return run_score(*o); };
+              }});
+
+}  // namespace
+}  // namespace dirigo::cli
