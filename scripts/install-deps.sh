@@ -12,6 +12,6 @@ if [ ${#missing[@]} -gt 0 ]; then
 fi
 # torch==2.13.0 resolves to the CPU build; a bare `torch` would pull the multi-GB CUDA build.
 python3 -m pip install -q --disable-pip-version-check \
-  "torch==2.13.0" "numpy" "pytest" "nanobind>=2.4" "scikit-build-core>=0.10" "cmake>=3.26" "ninja"
+  "torch==2.13.0" "numpy" "pytest" "nanobind>=2.4" "scikit-build-core>=0.10" "cmake>=3.26" "ninja" "matplotlib"
 # NVRTC for `dirigo mutate` (loaded with dlopen; matches the CUDA 13.0 toolkit's nvcc)
 python3 -m pip install -q --disable-pip-version-check "nvidia-cuda-nvrtc==13.0.88"
