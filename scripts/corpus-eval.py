@@ -192,9 +192,9 @@ def run_check(dirigo: str, bundle: str, budget: float, seed: int, extra: list[st
     cmd = [dirigo, "check", bundle, "--json", "--budget", str(budget), "--seed", str(seed), "--jobs", "1", *extra]
     t0 = time.monotonic()
     try:
-        p = subprocess.run(cmd, capture_output=True, text=True, timeout=budget * 4 + 120)
+        p = subprocess.run(cmd, capture_output=True, text=True, timeout=budget * 2 + 40)
     except subprocess.TimeoutExpired:
-        return {"outcome": "TIMEOUT", "reason": f"dirigo check did not finish within {budget * 4 + 120:.0f} s (killed)",
+        return {"outcome": "TIMEOUT", "reason": f"killed after {budget * 2 + 40:.0f} s: dirigo check did not honour its {budget:g} s budget",
                 "wall_seconds": round(time.monotonic() - t0, 3), "exit": None, "command": " ".join(cmd)}
     wall = round(time.monotonic() - t0, 3)
     try:
@@ -209,12 +209,28 @@ def run_check(dirigo: str, bundle: str, budget: float, seed: int, extra: list[st
     return rep
 
 
+def slim_report(rep: dict) -> dict:
+    """The report without its per-location list (100k+ entries on a CHECKED run): kept are the
+    differing locations, the first few, and counts of verdicts / decision stages."""
+    locs = rep.get("locations") or []
+    out = {k: v for k, v in rep.items() if k != "locations"}
+    out["verdict_counts"] = dict(collections.Counter(l.get("verdict") for l in locs))
+    out["stage_counts"] = dict(collections.Counter(l.get("stage") for l in locs))
+    out["location_reasons"] = dict(collections.Counter(l["reason"] for l in locs if l.get("reason")).most_common(5))
+    keep = set(range(min(5, len(locs)))) | {i for i, l in enumerate(locs) if l.get("verdict") not in ("EQUAL", "Equal", "equal")}
+    out["locations_kept"] = {str(i): locs[i] for i in sorted(keep)[:50]}
+    return out
+
+
 def summarize_report(rep: dict) -> dict:
     """The fields of a check report that the evaluation keeps (the full report is stored too)."""
     s = {k: rep.get(k) for k in ("outcome", "reason", "evidence", "checked", "equal", "total_locations", "kernels",
                                  "prefix_trimmed", "seconds", "lower_seconds", "search_seconds", "solver_calls",
                                  "wall_seconds", "exit", "command")}
     s["time_to_bug"] = time_to_bug(rep)
+    slim = slim_report(rep)
+    s["verdict_counts"], s["stage_counts"] = slim["verdict_counts"], slim["stage_counts"]
+    s["location_reasons"] = slim["location_reasons"]
     if "first_differ" in rep:
         loc = rep["locations"][rep["first_differ"]]
         out = rep["outputs"][loc["output"]] if rep.get("outputs") else {}
@@ -277,7 +293,7 @@ def cmd_run(a) -> int:
                 files += [flag, prog]
         rep = run_check(a.dirigo, b, a.budget, a.seed, files + (a.extra or []))
         r["witness_file"] = os.path.relpath(wfile, ROOT) if os.path.exists(wfile) else None
-        json.dump(rep, open(os.path.join(a.out, "reports", f"{k:03d}.json"), "w"), indent=1)
+        json.dump(slim_report(rep), open(os.path.join(a.out, "reports", f"{k:03d}.json"), "w"), indent=1)
         r.update(summarize_report(rep))
         return r
 
