@@ -46,7 +46,7 @@ std::string to_text(const Report& r, bool verbose) {
     s += fmt::format("  location  {}[{}]  (found by {} search, {} of {} checked)\n", out.ref_name, index_str(l.loc.index),
                      tier_name(l.loc.tier), *r.first_differ + 1, r.checked);
     s += fmt::format("  reference = {}\n  candidate = {}\n", l.ref_expr, l.cand_expr);
-    s += "  witness (other inputs 0):\n";
+    s += fmt::format("  witness ({} input element(s) matter; largest shown, the rest 0):\n", l.leaves.size());
     for (const auto& w : l.witness) s += fmt::format("    {} = {}\n", w.name, w.value);
     s += fmt::format("  at the witness: reference {} vs candidate {} (fp64), {} vs {} (fp32)\n", l.ref_value, l.cand_value,
                      l.ref_value_f32, l.cand_value_f32);

@@ -1,11 +1,13 @@
 """`dirigo check REF.py NEW.py`: the C++ CLI traces through the Python tracer, then checks."""
+import json
+import os
 import pathlib
 import subprocess
 
 import pytest
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
-DIRIGO = ROOT / "build" / "dirigo"
+DIRIGO = pathlib.Path(os.environ.get("DIRIGO_BIN", ROOT / "build" / "dirigo"))
 GOLDEN = ROOT / "tests" / "golden" / "torch"
 
 pytestmark = pytest.mark.skipif(not DIRIGO.exists(), reason="build/dirigo not built (scripts/build.sh)")
@@ -37,3 +39,37 @@ def test_a_program_that_raises_is_unsupported_not_a_crash(tmp_path):
     assert p.returncode == 4, p.stdout + p.stderr
     assert "UNSUPPORTED" in p.stdout
     assert "boom" in p.stdout + p.stderr
+
+
+def test_witness_out_and_replay_evidence(tmp_path):
+    case = GOLDEN / "gelu_wrong_scale"  # the witness is over a trimmed prefix result: carried back, then replayed
+    w = tmp_path / "w.json"
+    p = run(case / "ref.py", case / "new.py", "--device", "cpu", "--json", "--witness-out", w)
+    assert p.returncode == 1, p.stdout + p.stderr
+    rep = json.loads(p.stdout)
+    assert rep["outcome"] == "BUG" and rep["evidence"] == "replay-cpu"
+    assert rep["replay"]["exceeds"] and rep["replay"]["carried_back"] is not None
+    doc = json.loads(w.read_text())
+    assert doc["format"] == "dirigo-witness" and doc["ref"].endswith("ref.py")
+    assert any(leaf["kind"] == "trimmed" for leaf in doc["leaves"])
+
+
+def test_no_replay_keeps_fp32_evidence_labelled():
+    case = GOLDEN / "sum_wrong_dim"
+    p = run(case / "ref.py", case / "new.py", "--device", "cpu", "--no-replay")
+    assert p.returncode == 1, p.stdout + p.stderr
+    assert "evidence: fp32-evaluation" in p.stdout
+
+
+def test_jobs_give_the_same_verdict(tmp_path):
+    case = GOLDEN / "min_sum_swapped"
+    b = tmp_path / "b"
+    outs = []
+    for jobs in ("1", "2"):
+        extra = ["--keep-bundle", b] if jobs == "1" else []
+        target = [case / "ref.py", case / "new.py", "--device", "cpu"] if jobs == "1" else [b]
+        p = run(*target, "--json", "--jobs", jobs, "--no-replay", *extra)
+        outs.append(json.loads(p.stdout))
+    assert outs[0]["outcome"] == outs[1]["outcome"]
+    assert outs[0]["checked"] == outs[1]["checked"]
+    assert outs[1]["jobs"] == 2
