@@ -19,6 +19,7 @@ class StoreBuilder {
       : path_((std::filesystem::temp_directory_path() / ("dirigo_score_" + name + ".sqlite")).string()) {
     std::filesystem::remove(path_);
     if (sqlite3_open(path_.c_str(), &db_) != SQLITE_OK) throw std::runtime_error("cannot open " + path_);
+    exec("PRAGMA synchronous = OFF; PRAGMA journal_mode = MEMORY;");  // a scratch file: no fsync per row
     exec(R"sql(
 CREATE TABLE substrates(id INTEGER PRIMARY KEY, path TEXT UNIQUE NOT NULL, sha256 TEXT, kind TEXT, units INTEGER,
   status TEXT, message TEXT, image_hash TEXT, compile_ms REAL);
