@@ -28,7 +28,7 @@ def test_golden_verdict(case, tmp_path):
     assert v.outcome in accepted, f"{case}: expected {want}, got {v.outcome}: {v.reason}"
     if want == "BUG":
         # A BUG always carries evidence: a location whose witness shows the difference beyond tolerance.
-        assert v.evidence in ("fp32-evaluation", "execute-safety")
+        assert v.evidence in ("replay-cpu", "replay-gpu", "fp32-evaluation", "execute-safety")
         if v.evidence == "fp32-evaluation":
             a, b = v.location["values_f32"]
             assert abs(a - b) > 1e-2 + 1e-2 * abs(a)
