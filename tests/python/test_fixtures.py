@@ -30,7 +30,9 @@ KNOWN_GAPS = {
                          "Z3 times out",
 }
 
-BUNDLES = sorted(p.parent for p in EXAMPLES.glob("**/bundle*/manifest.json") if "substrates" not in p.parts)
+# our example programs (examples/substrates belongs to the mutation module, examples/cublas to the cuBLAS capture)
+FOLDERS = ("running_example", "gelu_linear", "execute_bugs")
+BUNDLES = sorted(p.parent for f in FOLDERS for p in (EXAMPLES / f).glob("**/bundle*/manifest.json"))
 
 
 def candidate_of(bundle: pathlib.Path) -> pathlib.Path:
