@@ -26,7 +26,7 @@ LOG=$W/cublas.log
   ls /usr/local/cuda/include/cublas_v2.h /usr/local/cuda/lib64/libcublas* 2>&1 | head -5
 } >"$LOG" 2>&1
 
-for name in gemm_ok gemm_rowmajor_args gemm_colmajor_out; do
+for name in gemm_ok gemm_rowmajor_args gemm_colmajor_out lt_bias_gelu; do
   (
     t0=$(date +%s)
     TORCH_EXTENSIONS_DIR=$W/ext/$name timeout -k 5 $((LIMIT - 10)) python3 -m dirigo.trace \

@@ -114,7 +114,9 @@ def test_shim_records_of_real_calls_describe_the_call(path):
     assert n > 0
 
 
-BUNDLES = {"gemm_ok": ("CHECKED", "VERIFIED"), "gemm_rowmajor_args": ("BUG",), "gemm_colmajor_out": ("BUG",)}
+BUNDLES = {"gemm_ok": ("CHECKED", "VERIFIED"), "gemm_rowmajor_args": ("BUG",), "gemm_colmajor_out": ("BUG",),
+           "lt_bias_gelu": ("CHECKED", "VERIFIED")}
+LIBRARY_CALL = {"lt_bias_gelu": "cublasLtMatmul"}
 
 
 @pytest.mark.skipif(not hasattr(core, "check_bundle"), reason="dirigo._core without check")
@@ -125,7 +127,7 @@ def test_traced_cublas_candidates_get_the_expected_verdict(name):
         pytest.skip(f"{name}: not traced on a GPU yet")
     manifest = json.load(open(os.path.join(bundle, "manifest.json")))
     new = next(p for p in manifest["programs"] if p["role"] == "candidate")
-    assert any(op["kind"] == "library" and op["name"] == "cublasSgemm_v2" for op in new["ops"])
+    assert any(op["kind"] == "library" and op["name"] == LIBRARY_CALL.get(name, "cublasSgemm_v2") for op in new["ops"])
     assert not any(op["kind"] == "launch" and "gemm" in op["kernel"].lower() and "bias_relu" not in op["kernel"]
                    for op in new["ops"]), "a cuBLAS-internal kernel was recorded as a user launch"
     report = json.loads(core.check_bundle(bundle, budget_s=60, full=True))
