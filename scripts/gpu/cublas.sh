@@ -41,7 +41,7 @@ if [ -f .cache/cublas/pairs/pairs.json ]; then   # corpus programs calling cuBLA
     d=${d%/}; name=$(basename "$d")
     (
       t0=$(date +%s)
-      TORCH_EXTENSIONS_DIR=$W/ext/c_$name nice -n 10 timeout -k 5 $((LIMIT - 10)) python3 -m dirigo.trace \
+      TORCH_EXTENSIONS_DIR=$W/ext/c_$name nice -n 19 timeout -k 5 $((LIMIT - 10)) python3 -m dirigo.trace \
         "$d/ref.py" "$d/new.py" --out "$W/corpus/$name" --device $DEVICE --json --no-data \
         --timeout $((LIMIT - 25)) >"$W/corpus/$name.json" 2>"$W/corpus/$name.log"
       echo "corpus $name rc=$? $(( $(date +%s) - t0 ))s" >>"$W/summary.txt"
