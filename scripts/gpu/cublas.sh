@@ -50,14 +50,14 @@ if [ -f .cache/cublas/pairs/pairs.json ]; then   # corpus programs calling cuBLA
 fi
 (
   t0=$(date +%s)
-  TORCH_EXTENSIONS_DIR=$W/ext/validate timeout -k 5 $((LIMIT - 50)) python3 examples/cublas/validate_ext.py \
+  TORCH_EXTENSIONS_DIR=$W/ext/validate timeout -k 5 $((LIMIT - 15)) python3 examples/cublas/validate_ext.py \
     "$W/fixtures" --cases 12 $DRY >"$W/logs/validate.log" 2>&1
   echo "validate rc=$? $(( $(date +%s) - t0 ))s" >>"$W/summary.txt"
   if [ "$DEVICE" = cuda ]; then
     SHIM=$(timeout 30 python3 -c 'from dirigo import launch; print(launch.build_shim(source=launch.CUBLAS_SHIM_SOURCE))')
     left=$(( LIMIT - 10 - ($(date +%s) - START) ))
-    [ $left -gt 40 ] && left=40
-    if [ -n "$SHIM" ] && [ $left -gt 5 ]; then
+    [ $left -gt 45 ] && left=45
+    if [ -n "$SHIM" ] && [ $left -gt 20 ]; then
       TORCH_EXTENSIONS_DIR=$W/ext/validate LD_PRELOAD=$SHIM timeout -k 3 $left python3 examples/cublas/validate_ext.py \
         "$W/fixtures_shim" --cases 3 --seed 11 >"$W/logs/validate_shim.log" 2>&1
       echo "validate_shim rc=$? left=${left}s" >>"$W/summary.txt"
