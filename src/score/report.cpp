@@ -27,7 +27,8 @@ nlohmann::json tally_json(const Tally& t) {
 
 nlohmann::json population_json(const Population& p) {
   return {{"mutants", p.mutants},         {"equivalent", p.equivalent}, {"not_run", p.not_run},
-          {"quarantined", p.quarantined}, {"unwitnessed", p.unwitnessed}, {"witnessed", p.witnessed}};
+          {"quarantined", p.quarantined}, {"unwitnessed", p.unwitnessed}, {"witnessed", p.witnessed},
+          {"unwitnessed_nonfinite", p.unwitnessed_nonfinite}};
 }
 
 }  // namespace
@@ -38,10 +39,12 @@ std::string percent(int part, int whole) {
 }
 
 std::string population_table(const Scores& s) {
-  std::string out = header({"family", "mutants", "equivalent", "not run", "quarantined", "unwitnessed", "witnessed"});
+  std::string out = header({"family", "mutants", "equivalent", "not run", "quarantined", "unwitnessed",
+                             "of which stopped at NaN/inf", "witnessed"});
   auto line = [&](const std::string& name, const Population& p) {
     out += row({name, std::to_string(p.mutants), std::to_string(p.equivalent), std::to_string(p.not_run),
-                std::to_string(p.quarantined), std::to_string(p.unwitnessed), std::to_string(p.witnessed)});
+                std::to_string(p.quarantined), std::to_string(p.unwitnessed), std::to_string(p.unwitnessed_nonfinite),
+                std::to_string(p.witnessed)});
   };
   for (const auto& f : s.families) line(f, s.population_by_family.at(f));
   line("**total**", s.population);

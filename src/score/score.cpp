@@ -1,6 +1,7 @@
 #include "score/score.h"
 
 #include <algorithm>
+#include <cmath>
 #include <set>
 
 #include "mutate/rule.h"
@@ -43,8 +44,17 @@ std::vector<std::vector<bool>> witness_sets(const Matrix& matrix, const std::vec
 
 namespace {
 
-void count(Population& pop, Bucket b) {
+bool stopped_where_substrate_compares(const Problem& p, size_t m) {
+  for (size_t i = 0; i < p.inputs.size(); ++i)
+    if (p.runs[m][i].status == Status::Nonfinite && std::isnan(p.runs[m][i].t_eq) && !std::isnan(p.substrate[i].t_eq) &&
+        (p.substrate[i].status == Status::Ok || p.substrate[i].status == Status::Nonfinite))
+      return true;
+  return false;
+}
+
+void count(Population& pop, Bucket b, bool stopped) {
   ++pop.mutants;
+  pop.unwitnessed_nonfinite += b == Bucket::Unwitnessed && stopped;
   switch (b) {
     case Bucket::Equivalent: ++pop.equivalent; break;
     case Bucket::NotRun: ++pop.not_run; break;
@@ -87,9 +97,10 @@ Scores score(const Matrix& matrix, const std::vector<Protocol>& protocols, std::
       const Mutant& mu = prob.mutants[m];
       seen.insert(mu.family);
       Bucket b = classify(prob, m, s.witness_tols);
-      count(s.population, b);
-      count(s.population_by_family[mu.family], b);
-      count(prob_pop, b);
+      bool stopped = b == Bucket::Unwitnessed && stopped_where_substrate_compares(prob, m);
+      count(s.population, b, stopped);
+      count(s.population_by_family[mu.family], b, stopped);
+      count(prob_pop, b, stopped);
       if (b == Bucket::Unwitnessed) ++s.verdicts_unwitnessed[mu.verdict.empty() ? "none" : mu.verdict];
       if (b != Bucket::Witnessed) continue;
       ++s.verdicts_witnessed[mu.verdict.empty() ? "none" : mu.verdict];

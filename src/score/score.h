@@ -33,6 +33,10 @@ struct ProtocolScore {
 // Every mutant lands in exactly one bucket, checked in this order.
 struct Population {
   int mutants = 0, equivalent = 0, not_run = 0, quarantined = 0, unwitnessed = 0, witnessed = 0;
+  // Unwitnessed mutants with a `nonfinite` run (the CPU interpreter stopped at a NaN/inf
+  // intermediate, so no comparison) on an input where the substrate compares fine: likely kills on
+  // a GPU, not witnesses here.
+  int unwitnessed_nonfinite = 0;
 };
 enum class Bucket { Equivalent, NotRun, Quarantined, Unwitnessed, Witnessed };
 Bucket classify(const Problem& p, size_t mutant, const std::vector<double>& witness_tols);

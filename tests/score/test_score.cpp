@@ -160,6 +160,7 @@ TEST(Score, NonfiniteRows) {
   Scores s = score(m, builtin_protocols());
   EXPECT_EQ(s.population.witnessed, 1);
   EXPECT_EQ(s.population.unwitnessed, 2);
+  EXPECT_EQ(s.population.unwitnessed_nonfinite, 1);  // F stopped on input 0, where the substrate compares
   EXPECT_EQ(of(s, "kernelbench_v0").by_family.at("arithmetic").missed, 0);
   EXPECT_EQ(of(s, "kernelbench_v0").inputs_rejecting, 1);
 }
