@@ -61,7 +61,7 @@ def suite(store: str, dirigo: str | None = None, budget: str = "1..5", tol: floa
 
 
 def plot_problems(score: dict, path: Path, highlight=("kernelbench_v0", "kernelbench_fp32", "hardened", "fuzz", "dirigo")) -> None:
-    """Horizontal grouped bars: one row per problem, one bar per protocol (miss rate over witnessed)."""
+    """Dot plot: one row per problem (sorted by the first protocol), one marker per protocol (miss rate)."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -72,21 +72,19 @@ def plot_problems(score: dict, path: Path, highlight=("kernelbench_v0", "kernelb
     problems = [p for p in score["problems"] if witnessed.get(p, 0) > 0]
     first = protocols[0]
     problems.sort(key=lambda p: first["by_problem"].get(p, {}).get("miss_rate", 0.0))
-    height = max(3.0, 0.32 * len(problems) * max(1, len(protocols)) / 2.5 + 1.5)
-    fig, ax = plt.subplots(figsize=(8.5, height))
-    bar = 0.8 / max(1, len(protocols))
+    fig, ax = plt.subplots(figsize=(8.5, max(2.5, 0.3 * len(problems) + 1.2)))
+    markers = "os^Dvx*P"
     for k, proto in enumerate(protocols):
-        ys = [i + k * bar for i in range(len(problems))]
         xs = [100.0 * proto["by_problem"].get(p, {}).get("miss_rate", 0.0) for p in problems]
-        ax.barh(ys, xs, height=bar, label=f'{proto["name"]} ({100.0 * proto["total"]["miss_rate"]:.1f}% overall)')
-    ax.set_yticks([i + 0.4 - bar / 2 for i in range(len(problems))])
+        ax.plot(xs, range(len(problems)), markers[k % len(markers)], alpha=0.8, ms=6,
+                label=f'{proto["name"]} ({100.0 * proto["total"]["miss_rate"]:.1f}% overall)')
+    ax.set_yticks(range(len(problems)))
     ax.set_yticklabels([f"{p} (n={witnessed.get(p, 0)})" for p in problems], fontsize=7)
-    ax.set_xlabel("missed witnessed mutants (%)")
-    ax.set_xlim(0, 100)
-    ax.set_title("Miss rate per problem and protocol")
-    ax.legend(fontsize=7, loc="lower right")
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
+    ax.grid(axis="y", lw=0.3)
+    ax.set_xlim(-2, 102)
+    ax.set_title("Miss rate per problem and protocol (% of witnessed mutants missed)")
+    ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.45 / max(2.5, 0.3 * len(problems) + 1.2)), ncol=3)
+    fig.savefig(path, dpi=120, bbox_inches="tight")
     plt.close(fig)
 
 
