@@ -157,8 +157,9 @@ void Machine::check_shared_epoch() {
         if (++writers > 8) break;
         const Touch* same = nullptr;
         const Touch* cross = nullptr;
+        bool w_atomic = epoch_access_[w.access].atomic;
         for (const auto& t : touches) {
-          if (t.lin == w.lin) continue;
+          if (t.lin == w.lin || (w_atomic && epoch_access_[t.access].atomic)) continue;
           if (t.lin / 32 == w.lin / 32) { if (!same) same = &t; }
           else if (!cross) { cross = &t; break; }
         }
@@ -173,12 +174,17 @@ void Machine::check_shared_epoch() {
       if (byte < init.size() && !init[byte]) {
         for (const auto& t : touches) {
           const auto& a = epoch_access_[t.access];
-          if (a.write) continue;
+          if (a.write && !a.atomic) continue;  // an atomic reads the cell too
           bool own = false;
-          for (const auto& u : touches)
-            if (u.lin == t.lin && epoch_access_[u.access].write && epoch_access_[u.access].seq < a.seq) own = true;
+          for (const auto& u : touches) {
+            const auto& ua = epoch_access_[u.access];
+            if (u.lin == t.lin && ua.write && !ua.atomic && ua.seq < a.seq) own = true;
+          }
           bool other_write = false;
-          for (const auto& u : touches) if (u.lin != t.lin && epoch_access_[u.access].write) other_write = true;
+          for (const auto& u : touches) {
+            const auto& ua = epoch_access_[u.access];
+            if (u.lin != t.lin && ua.write && !(a.atomic && ua.atomic)) other_write = true;
+          }
           if (own || other_write) continue;  // other_write is reported as a race
           std::string key = fmt::format("uninitialized-shared-read@{}", a.where.ptx_line);
           if (reported_.insert(key).second) {

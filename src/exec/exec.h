@@ -125,6 +125,8 @@ struct SharedWrite {
   unsigned bytes = 4;
   uint64_t seq = 0;
   Where where;
+  WriteOp op = WriteOp::Store;  // atomics (atom.shared.*) accumulate onto the cell instead
+  bool is_signed = false;       // integer min/max
 };
 
 struct ExecResult {
@@ -134,6 +136,9 @@ struct ExecResult {
   std::vector<WriteRecord> writes;
   std::vector<Finding> findings;
   std::optional<std::string> unsupported;  // "data-dependent control flow at line 42", ...
+  // Safety checks that could be neither proven nor refuted (too many threads to enumerate, and no
+  // sampled thread violates them): reported as notes, never as findings without a witness thread.
+  std::vector<std::string> undecided;
   std::vector<std::string> idioms;         // math idioms rolled up
   uint64_t steps = 0;
   double ms = 0;

@@ -1,3 +1,4 @@
+#include "exec/interval.h"
 #include "exec/machine.h"
 
 #include <algorithm>
@@ -277,6 +278,12 @@ Expr Machine::as_real(Expr v) {
     return ctx_.real_const_from_double(d);
   }
   if (v->op == Op::Undef) return ctx_.undef(Sort::Real);
+  // a shared cell read through an integer register (CAS loops: `old = *(int*)addr`) and
+  // reinterpreted as a float is the same cell read as a float; the Resolver converts constants
+  bool smem = (v->op == Op::Load || v->op == Op::TensorElem) &&
+              std::find(out_.smem_tensor.begin(), out_.smem_tensor.end(), v->tensor()) != out_.smem_tensor.end();
+  if (smem && ir::bv_width(v->sort) == 32)
+    return ctx_.load(v->tensor(), v->op == Op::Load ? v->arg(0) : ctx_.bv_const(Sort::BV64, uint64_t(v->index())), Sort::Real);
   throw Unsupported("bit reinterpretation of an integer value as a float (no math idiom matched)");
 }
 
@@ -351,7 +358,16 @@ void Machine::finding(const std::string& kind, const ptx::Instruction& in, Bundl
   fd.where = where(in);
   fd.message = std::move(msg);
   if (b.coord) fd.thread = b.coord;
-  else if (where_pred) fd.thread = sat_.witness(where_pred);
+  else if (where_pred) {
+    // A finding needs a thread that commits it; sat() answers "satisfiable" when it cannot enumerate.
+    fd.thread = sat_.witness(where_pred);
+    if (!fd.thread) fd.thread = sample_witness(tv_, where_pred);
+    if (!fd.thread) {
+      out_.undecided.push_back(fmt::format("{} in {} at PTX line {}: {} (too many threads to decide, no sampled "
+                                           "thread violates it)", kind, f_.name, in.loc.ptx_line, fd.message));
+      return;
+    }
+  }
   out_.findings.push_back(std::move(fd));
 }
 

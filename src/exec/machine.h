@@ -45,6 +45,7 @@ struct SharedAccess {
   bool write;
   uint64_t seq;
   Where where;
+  bool atomic = false;  // two atomics on one cell do not race
 };
 
 class Machine {
@@ -103,6 +104,8 @@ class Machine {
   void record_write(Bundle& b, const ptx::Instruction& in, int32_t tensor, ir::Expr index, ir::Expr value, WriteOp op,
                     bool is_signed);
   ir::Expr smem_index(Bundle& b, ir::Expr off);
+  void shared_atomic(Bundle& b, const ptx::Instruction& in, const Addr& a, unsigned bytes, ptx::Type ty, ir::Expr v,
+                     ir::Expr data_guard);
 
   // ---- checks and helpers
   bool sat(ir::Expr e) { return sat_.sat(e); }

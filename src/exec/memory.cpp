@@ -1,7 +1,10 @@
 // Memory instructions: ld/st/atom/red over global (tensor-bound), shared (epoch-versioned),
 // local and param spaces, in symbolic and concrete mode.
+#include <bit>
+
 #include <fmt/format.h>
 
+#include "exec/interval.h"
 #include "exec/machine.h"
 
 namespace dirigo::exec {
@@ -121,6 +124,11 @@ void Machine::check_global_bounds(Bundle& b, const ptx::Instruction& in, const A
     return;
   }
   if (ctx_.bv_bounds(index).hi < extent) return;
+  if (!b.coord) {  // one interval evaluation over the bundle's thread box proves most accesses
+    auto box = box_of(tv_, b.pred);
+    if (!box) return;  // no thread runs this bundle
+    if (auto r = range_over(index, tv_, *box); r && r->hi < extent) return;
+  }
   Expr bad = ctx_.and_(b.pred, ctx_.ule(ctx_.bv_const(Sort::BV64, extent), index));
   if (sat(bad))
     finding("global-out-of-bounds", in, b, bad,
@@ -218,6 +226,8 @@ Expr Machine::load(Bundle& b, const ptx::Instruction& in, const Addr& a, unsigne
       for (const auto& w : b.pending) {
         Expr same = ctx_.eq(w.addr, off);
         if (same->op == Op::ConstBool && !same->bool_value()) continue;
+        if (w.op != WriteOp::Store)
+          unsupported(in, "shared read of a cell this thread updated atomically in the same epoch (before a barrier)");
         if (w.bytes != bytes) unsupported(in, "shared read partially overlapping an own pending write");
         Expr wv = w.value;
         // a constant stored through a .b32 register (st.shared.u32 0) read back as a float, or widths
@@ -327,8 +337,8 @@ void Machine::exec_atom(Bundle& b, const ptx::Instruction& in, Expr guard) {
   // CAS on b32 moves float bits around: keep the operands' own sorts
   Expr v = op == A::Cas ? read_raw(b, in.operands.at(ai + 1), ty) : read(b, in.operands.at(ai + 1), ty);
   bool sgn = ptx::is_signed_int(ty);
+  if (a.space == Space::Shared && !concrete_) return shared_atomic(b, in, a, bytes, ty, v, guard);
   if (a.space == Space::Shared || (concrete_ && a.space == Space::Global)) {
-    if (!concrete_) unsupported(in, "shared-memory atomics");
     // concrete read-modify-write through the ordinary load/store paths
     if (guard) unsupported(in, "data-guarded atomic in concrete mode");
     Expr old = load(b, in, a, bytes, ty, 0);
@@ -344,9 +354,20 @@ void Machine::exec_atom(Bundle& b, const ptx::Instruction& in, Expr guard) {
       case A::Xor: nv = ctx_.bv_xor(old, v); break;
       case A::Inc: nv = ctx_.ite(ctx_.ule(v, old), ctx_.bv_const(old->sort, 0), ctx_.bv_add(old, ctx_.bv_const(old->sort, 1))); break;
       case A::Cas: {
+        // compare and swap bit patterns: a float constant (a CAS loop's fmaxf result) becomes its bits
         Expr nw = read_raw(b, in.operands.at(ai + 2), ty);
-        if (nw->sort != old->sort || v->sort != old->sort) unsupported(in, "atom.cas mixing float and integer values");
-        nv = ctx_.ite(ctx_.eq(old, v), nw, old);
+        unsigned w = std::max(8u, ptx::type_bits(ty));
+        auto bits = [&](Expr e) -> Expr {
+          if (e->op == Op::ConstReal && (w == 32 || w == 64)) {
+            double d = e->rational().get_d();
+            return w == 32 ? ctx_.bv_const(Sort::BV32, std::bit_cast<uint32_t>(float(d)))
+                           : ctx_.bv_const(Sort::BV64, std::bit_cast<uint64_t>(d));
+          }
+          if (!ir::is_bv(e->sort)) unsupported(in, "atom.cas mixing float and integer values");
+          return as_bv(e, w);
+        };
+        Expr ob = bits(old);
+        nv = ctx_.ite(ctx_.eq(ob, bits(v)), bits(nw), ob);  // `old` keeps its sort for the loop's compare
         break;
       }
       default: unsupported(in, "atomic operation");
@@ -499,6 +520,65 @@ void Machine::check_global_reads() {
       }
     }
   }
+}
+
+// atom.shared / red.shared, symbolic: an accumulation onto the cell (SharedWrite::op), resolved
+// after the barrier as base + every contribution of the block (Resolver); the returned old
+// value is a fresh Var. The float CAS loop of atomicMax/Min is recognized as for global memory.
+void Machine::shared_atomic(Bundle& b, const ptx::Instruction& in, const Addr& a, unsigned bytes, Type ty, Expr v,
+                            Expr guard) {
+  using A = ptx::AtomOp;
+  bool is_red = in.op == Opcode::Red;
+  size_t ai = is_red ? 0 : 1;
+  Expr old = ctx_.fresh_var("atom.old", v->sort);
+  WriteOp wop = WriteOp::Other;
+  switch (in.mod.atom) {
+    case A::Add: wop = WriteOp::Add; break;
+    case A::Min: wop = WriteOp::Min; break;
+    case A::Max: wop = WriteOp::Max; break;
+    case A::Cas: {
+      Expr expected = read_raw(b, in.operands.at(ai + 1), ty), nw = read_raw(b, in.operands.at(ai + 2), ty);
+      // `old = *(int*)addr` loads the cell through an integer register: its float view
+      Expr expected_f = expected;
+      if (expected->sort != Sort::Real && (nw->op == Op::Max || nw->op == Op::Min)) {
+        try { expected_f = as_real(expected); } catch (const Unsupported&) {}
+      }
+      if ((nw->op == Op::Max || nw->op == Op::Min) && expected_f->sort == Sort::Real) {
+        std::vector<Expr> rest;
+        bool found = false;
+        for (Expr x : nw->args()) { if (x == expected_f && !found) found = true; else rest.push_back(x); }
+        if (found && !rest.empty()) {
+          wop = nw->op == Op::Max ? WriteOp::Max : WriteOp::Min;
+          v = rest.size() == 1 ? rest[0] : (wop == WriteOp::Max ? ctx_.max(rest) : ctx_.min(rest));
+          old = expected;  // the loop's compare succeeds: it exits after one round
+          // the loop's initial plain read of the cell is part of the atomic idiom, not a race
+          for (auto it = epoch_access_.rbegin(); it != epoch_access_.rend(); ++it)
+            if (!it->write && it->addr == a.expr && it->pred == b.pred) { it->atomic = true; break; }
+          break;
+        }
+      }
+      unsupported(in, "shared atom.cas outside a recognized atomic max/min loop");
+    }
+    default: unsupported(in, "shared-memory atomic operation other than add/min/max");
+  }
+  if (guard) {
+    if (wop != WriteOp::Add) unsupported(in, "data-guarded shared atomic min/max");
+    v = ctx_.ite(guard, v, ptx::is_float(ty) ? ctx_.real_const(0) : ctx_.bv_const(v->sort, 0));
+  }
+  Expr bad = out_.smem_bytes < bytes ? b.pred
+                                     : ctx_.and_(b.pred, ctx_.ult(ctx_.bv_const(Sort::BV64, out_.smem_bytes - bytes), a.expr));
+  if (sat(bad)) {
+    finding("shared-out-of-bounds", in, b, bad, fmt::format("shared atomic outside {} bytes", out_.smem_bytes));
+    return;
+  }
+  undef_sink(b, in, v, "undef-store", "a shared-memory atomic");
+  SharedWrite w{b.pred, a.expr, v, bytes, seq_++, where(in), wop, ptx::is_signed_int(ty)};
+  out_.epoch_writes[epoch_].push_back(w);
+  SharedAccess acc{b.pred, a.expr, bytes, true, w.seq, w.where};
+  acc.atomic = true;
+  epoch_access_.push_back(acc);
+  b.pending.push_back(std::move(w));
+  if (!is_red) write(b, in.operands[0], old);
 }
 
 }  // namespace dirigo::exec

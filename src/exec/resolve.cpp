@@ -1,6 +1,7 @@
 // Results for the check stage: specializing write values to a concrete thread, resolving lazy
 // shared-memory reads, and inverting write records for a concrete output element.
 #include <algorithm>
+#include <cstring>
 #include <functional>
 #include <map>
 #include <unordered_map>
@@ -30,7 +31,13 @@ struct Resolver::Impl {
   const ExecResult& r;
   ThreadVars tv;
   std::unordered_map<int32_t, int> epoch_of;
-  std::map<std::pair<int, uint64_t>, std::unordered_map<uint64_t, std::pair<uint32_t, uint32_t>>> writers;
+  // One shared cell in one epoch of one block: its last plain store and the atomic updates.
+  struct Cell {
+    int32_t plain = -1;
+    uint32_t plain_lin = 0;
+    std::vector<std::pair<uint32_t, uint32_t>> atomics;  // (write, thread), in issue order
+  };
+  std::map<std::pair<int, uint64_t>, std::unordered_map<uint64_t, Cell>> writers;
   std::unordered_map<Expr, Expr> memo;
 
   Impl(ir::Context& c, const ExecResult& res) : ctx(c), r(res), tv(c, res.launch.block, res.launch.grid) {
@@ -47,7 +54,7 @@ struct Resolver::Impl {
     return resolve(s);
   }
 
-  const std::unordered_map<uint64_t, std::pair<uint32_t, uint32_t>>& writer_map(int epoch, uint64_t block) {
+  const std::unordered_map<uint64_t, Cell>& writer_map(int epoch, uint64_t block) {
     auto key = std::make_pair(epoch, block);
     auto it = writers.find(key);
     if (it != writers.end()) return it->second;
@@ -65,12 +72,45 @@ struct Resolver::Impl {
         uint64_t p[6] = {lin % B.x, lin / B.x % B.y, lin / (uint64_t(B.x) * B.y), c.x, c.y, c.z};
         uint64_t out[2];
         prog.eval(p, out);
-        if (out[0]) m[out[1]] = {uint32_t(wi), uint32_t(lin)};
+        if (!out[0]) continue;
+        Cell& cell = m[out[1]];
+        if (ws[wi].op == WriteOp::Store) { cell.plain = int32_t(wi); cell.plain_lin = uint32_t(lin); }
+        else cell.atomics.push_back({uint32_t(wi), uint32_t(lin)});
       }
     }
     return m;
   }
 
+  ThreadCoord thread_of(uint64_t lin, uint64_t block) const {
+    const Dim3& B = r.launch.block;
+    const Dim3& G = r.launch.grid;
+    return {{uint32_t(lin % B.x), uint32_t(lin / B.x % B.y), uint32_t(lin / (uint64_t(B.x) * B.y))},
+            {uint32_t(block % G.x), uint32_t(block / G.x % G.y), uint32_t(block / (uint64_t(G.x) * G.y))}};
+  }
+
+  // A cell stored with one type and read with another: constants (st.shared.u32 0 read back as
+  // a float, nvcc's zero-initialization) convert bit-exactly; anything else is an error.
+  Expr coerce(Expr v, Sort s) {
+    if (v->sort == s) return v;
+    if (v->op == Op::Undef) return ctx.undef(s);
+    if (v->op == Op::ConstBV && s == Sort::Real) {
+      unsigned w = ir::bv_width(v->sort);
+      double d;
+      if (w == 32) { uint32_t b = uint32_t(v->bv_value()); float f; std::memcpy(&f, &b, 4); d = f; }
+      else if (w == 64) { uint64_t b = v->bv_value(); std::memcpy(&d, &b, 8); }
+      else throw std::runtime_error("shared cell read as a float of another width");
+      return ctx.real_const_from_double(d);
+    }
+    if (v->op == Op::ConstBV && ir::is_bv(s)) {
+      unsigned w = ir::bv_width(s);
+      return ctx.bv_const(s, w >= 64 ? v->bv_value() : v->bv_value() & ((uint64_t(1) << w) - 1));
+    }
+    throw std::runtime_error("shared cell stored with one type and read with another");
+  }
+
+  // The cell's value at the start of `epoch`: the last plain store of the latest epoch that has
+  // one, then every atomic update of that and the later epochs folded on (add/min/max commute,
+  // so issue order between threads does not matter).
   Expr resolve_elem(Expr leaf, int epoch) {
     auto it = memo.find(leaf);
     if (it != memo.end()) return it->second;
@@ -78,17 +118,31 @@ struct Resolver::Impl {
     uint64_t sb = std::max<uint64_t>(1, r.smem_bytes);
     uint64_t block = idx / sb, off = idx % sb;
     Expr v = ctx.undef(leaf->sort);
-    const Dim3& B = r.launch.block;
-    const Dim3& G = r.launch.grid;
+    std::vector<std::pair<int, const Cell*>> chain;  // newest first
     for (int j = epoch - 1; j >= 0; --j) {
       const auto& m = writer_map(j, block);
       auto w = m.find(off);
       if (w == m.end()) continue;
-      uint64_t lin = w->second.second;
-      ThreadCoord t{{uint32_t(lin % B.x), uint32_t(lin / B.x % B.y), uint32_t(lin / (uint64_t(B.x) * B.y))},
-                    {uint32_t(block % G.x), uint32_t(block / G.x % G.y), uint32_t(block / (uint64_t(G.x) * G.y))}};
-      v = specialize(r.epoch_writes[j][w->second.first].value, t);
-      break;
+      chain.push_back({j, &w->second});
+      if (w->second.plain >= 0) {
+        v = coerce(specialize(r.epoch_writes[j][w->second.plain].value, thread_of(w->second.plain_lin, block)), leaf->sort);
+        break;
+      }
+    }
+    for (size_t k = chain.size(); k-- > 0;) {
+      auto [j, cell] = chain[k];
+      for (auto [wi, lin] : cell->atomics) {
+        const SharedWrite& sw = r.epoch_writes[j][wi];
+        Expr x = coerce(specialize(sw.value, thread_of(lin, block)), leaf->sort);
+        if (v->op == Op::Undef || x->op == Op::Undef) { v = ctx.undef(leaf->sort); break; }
+        bool real = v->sort == Sort::Real;
+        switch (sw.op) {
+          case WriteOp::Add: v = real ? ctx.add(v, x) : ctx.bv_add(v, x); break;
+          case WriteOp::Max: v = real ? ctx.max(v, x) : ctx.bv_max(v, x, sw.is_signed); break;
+          case WriteOp::Min: v = real ? ctx.min(v, x) : ctx.bv_min(v, x, sw.is_signed); break;
+          default: throw std::runtime_error("unmodeled shared atomic");
+        }
+      }
     }
     memo[leaf] = v;
     return v;
