@@ -1,0 +1,235 @@
+#include "exec/interval.h"
+
+#include <random>
+#include <unordered_map>
+#include <vector>
+
+#include "exec/sat.h"
+
+namespace dirigo::exec {
+
+using ir::Bounds;
+using ir::Expr;
+using ir::Op;
+using u128 = unsigned __int128;
+
+namespace {
+
+uint64_t umax_of(unsigned w) { return w >= 64 ? UINT64_MAX : (uint64_t(1) << w) - 1; }
+
+int var_index(const ThreadVars& tv, Expr v) {
+  auto all = tv.all();
+  for (int i = 0; i < 6; ++i)
+    if (all[i] == v) return i;
+  return -1;
+}
+
+// a + (-c)*(a / c) == a mod c: the remainder idiom nvcc emits for `i - (i / n) * n`, whose two
+// terms an interval rule would otherwise treat as independent.
+std::optional<Bounds> remainder_idiom(Expr add, unsigned w, const std::unordered_map<Expr, Bounds>& r) {
+  if (add->nargs != 2) return std::nullopt;
+  for (int side = 0; side < 2; ++side) {
+    Expr a = add->arg(side), m = add->arg(1 - side);
+    if (m->op != Op::BvMul || m->nargs != 2) continue;
+    Expr k = m->arg(0)->op == Op::ConstBV ? m->arg(0) : m->arg(1);
+    Expr d = k == m->arg(0) ? m->arg(1) : m->arg(0);
+    if (k->op != Op::ConstBV || (d->op != Op::BvUDiv && d->op != Op::BvSDiv) || d->arg(0) != a) continue;
+    Expr c = d->arg(1);
+    if (c->op != Op::ConstBV || c->bv_value() == 0) continue;
+    if (((k->bv_value() + c->bv_value()) & umax_of(w)) != 0) continue;  // k == -c
+    const Bounds& ra = r.at(a);
+    if (d->op == Op::BvSDiv && ra.hi > umax_of(w) / 2) continue;  // signed division of a negative
+    return Bounds{0, std::min(ra.hi, c->bv_value() - 1)};
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+std::optional<ThreadBox> box_of(const ThreadVars& tv, Expr pred) {
+  ThreadBox box;
+  auto all = tv.all();
+  for (int i = 0; i < 6; ++i) box[i] = all[i]->bounds();
+  std::vector<Expr> atoms;
+  if (pred && pred->op == Op::And) atoms.assign(pred->args().begin(), pred->args().end());
+  else if (pred) atoms.push_back(pred);
+  for (Expr a : atoms) {
+    if (a->op == Op::ConstBool && !a->bool_value()) return std::nullopt;
+    if ((a->op != Op::Ult && a->op != Op::Ule && a->op != Op::Eq) || a->nargs != 2) continue;
+    Expr x = a->arg(0), y = a->arg(1);
+    if (x->op == Op::Var && y->op == Op::ConstBV) {
+      int i = var_index(tv, x);
+      if (i < 0) continue;
+      uint64_t c = y->bv_value();
+      if (a->op == Op::Ult) { if (c == 0) return std::nullopt; box[i].hi = std::min(box[i].hi, c - 1); }
+      else if (a->op == Op::Ule) box[i].hi = std::min(box[i].hi, c);
+      else { box[i].lo = std::max(box[i].lo, c); box[i].hi = std::min(box[i].hi, c); }
+    } else if (y->op == Op::Var && x->op == Op::ConstBV) {
+      int i = var_index(tv, y);
+      if (i < 0) continue;
+      uint64_t c = x->bv_value();
+      if (a->op == Op::Ult) { if (c == UINT64_MAX) return std::nullopt; box[i].lo = std::max(box[i].lo, c + 1); }
+      else if (a->op == Op::Ule) box[i].lo = std::max(box[i].lo, c);
+      else { box[i].lo = std::max(box[i].lo, c); box[i].hi = std::min(box[i].hi, c); }
+    }
+    for (auto& b : box)
+      if (b.lo > b.hi) return std::nullopt;
+  }
+  return box;
+}
+
+std::optional<Bounds> range_over(Expr root, const ThreadVars& tv, const ThreadBox& box) {
+  std::unordered_map<Expr, Bounds> r;
+  std::vector<std::pair<Expr, bool>> stack{{root, false}};
+  while (!stack.empty()) {
+    auto [e, expanded] = stack.back();
+    stack.pop_back();
+    if (r.count(e)) continue;
+    if (!ir::is_bv(e->sort)) return std::nullopt;
+    if (!expanded && e->nargs > 0) {
+      stack.push_back({e, true});
+      for (Expr a : e->args())
+        if (!r.count(a)) stack.push_back({a, false});
+      continue;
+    }
+    const unsigned w = ir::bv_width(e->sort);
+    const Bounds full{0, umax_of(w)};
+    auto arg = [&](unsigned i) { return r.at(e->arg(i)); };
+    auto signed_nonneg = [&](unsigned i) {  // operand i is non-negative as a signed value
+      return arg(i).hi <= umax_of(ir::bv_width(e->arg(i)->sort)) / 2;
+    };
+    Bounds out = full;
+    switch (e->op) {
+      case Op::ConstBV: out = {e->bv_value(), e->bv_value()}; break;
+      case Op::Var: {
+        int i = var_index(tv, e);
+        out = i >= 0 ? box[i] : e->bounds();
+        break;
+      }
+      case Op::BvAdd: {
+        if (auto rem = remainder_idiom(e, w, r)) { out = *rem; break; }
+        u128 lo = 0, hi = 0;
+        for (unsigned i = 0; i < e->nargs; ++i) lo += arg(i).lo, hi += arg(i).hi;
+        if (hi <= umax_of(w)) out = {uint64_t(lo), uint64_t(hi)};
+        break;
+      }
+      case Op::BvMul: {
+        u128 lo = 1, hi = 1;
+        bool fits = true;
+        for (unsigned i = 0; i < e->nargs && fits; ++i) {
+          lo *= arg(i).lo;
+          hi *= arg(i).hi;
+          fits = hi <= umax_of(w);
+        }
+        if (fits) out = {uint64_t(lo), uint64_t(hi)};
+        break;
+      }
+      case Op::BvShl:
+        if (e->arg(1)->op == Op::ConstBV && e->arg(1)->bv_value() < w) {
+          unsigned s = unsigned(e->arg(1)->bv_value());
+          if ((u128(arg(0).hi) << s) <= umax_of(w)) out = {arg(0).lo << s, arg(0).hi << s};
+        }
+        break;
+      case Op::BvLShr:
+        if (e->arg(1)->op == Op::ConstBV && e->arg(1)->bv_value() < w)
+          out = {arg(0).lo >> e->arg(1)->bv_value(), arg(0).hi >> e->arg(1)->bv_value()};
+        else out = {0, arg(0).hi};
+        break;
+      case Op::BvAShr:
+        if (signed_nonneg(0) && e->arg(1)->op == Op::ConstBV && e->arg(1)->bv_value() < w)
+          out = {arg(0).lo >> e->arg(1)->bv_value(), arg(0).hi >> e->arg(1)->bv_value()};
+        break;
+      case Op::BvUDiv:
+        if (arg(1).lo > 0) out = {arg(0).lo / arg(1).hi, arg(0).hi / arg(1).lo};
+        break;
+      case Op::BvSDiv:
+        if (arg(1).lo > 0 && signed_nonneg(0) && signed_nonneg(1)) out = {arg(0).lo / arg(1).hi, arg(0).hi / arg(1).lo};
+        break;
+      case Op::BvURem:
+        if (arg(1).lo > 0) out = arg(0).hi < arg(1).lo ? arg(0) : Bounds{0, std::min(arg(0).hi, arg(1).hi - 1)};
+        break;
+      case Op::BvSRem:
+        if (arg(1).lo > 0 && signed_nonneg(0) && signed_nonneg(1))
+          out = arg(0).hi < arg(1).lo ? arg(0) : Bounds{0, std::min(arg(0).hi, arg(1).hi - 1)};
+        break;
+      case Op::BvAnd: {
+        uint64_t hi = UINT64_MAX;
+        for (unsigned i = 0; i < e->nargs; ++i) hi = std::min(hi, arg(i).hi);
+        out = {0, hi};
+        break;
+      }
+      case Op::BvOr: case Op::BvXor: {
+        uint64_t m = 0;
+        for (unsigned i = 0; i < e->nargs; ++i) m |= arg(i).hi;
+        uint64_t p = 1;
+        while (p <= m && p != 0) p <<= 1;
+        out = {0, p == 0 ? UINT64_MAX : p - 1};
+        out.hi = std::min(out.hi, umax_of(w));
+        break;
+      }
+      case Op::BvUMin: case Op::BvUMax: {
+        Bounds b = arg(0);
+        for (unsigned i = 1; i < e->nargs; ++i) {
+          if (e->op == Op::BvUMin) b = {std::min(b.lo, arg(i).lo), std::min(b.hi, arg(i).hi)};
+          else b = {std::max(b.lo, arg(i).lo), std::max(b.hi, arg(i).hi)};
+        }
+        out = b;
+        break;
+      }
+      case Op::BvSMin: case Op::BvSMax: {
+        bool nonneg = true;
+        for (unsigned i = 0; i < e->nargs; ++i) nonneg = nonneg && signed_nonneg(i);
+        if (!nonneg) break;
+        Bounds b = arg(0);
+        for (unsigned i = 1; i < e->nargs; ++i) {
+          if (e->op == Op::BvSMin) b = {std::min(b.lo, arg(i).lo), std::min(b.hi, arg(i).hi)};
+          else b = {std::max(b.lo, arg(i).lo), std::max(b.hi, arg(i).hi)};
+        }
+        out = b;
+        break;
+      }
+      case Op::ZExt: out = arg(0); break;
+      case Op::SExt: if (signed_nonneg(0)) out = arg(0); break;
+      case Op::Trunc: if (arg(0).hi <= umax_of(w)) out = arg(0); break;
+      case Op::Ite: out = {std::min(arg(1).lo, arg(2).lo), std::max(arg(1).hi, arg(2).hi)}; break;
+      default:
+        if (e->nargs == 0) return std::nullopt;  // TensorElem, Undef, other leaves: no range
+        break;                                   // an unknown operation: the full range of its width
+    }
+    r.emplace(e, out);
+  }
+  return r.at(root);
+}
+
+std::optional<ThreadCoord> sample_witness(const ThreadVars& tv, Expr pred, unsigned samples) {
+  std::vector<Expr> vars = tv.all();
+  Expr roots[] = {pred};
+  BvProgram prog(vars, roots);
+  if (!prog.ok()) return std::nullopt;
+  auto box = box_of(tv, pred);
+  if (!box) return std::nullopt;
+  std::mt19937_64 rng(0x5eed);
+  uint64_t point[6], out = 0;
+  auto found = [&] {
+    ThreadCoord c;
+    c.tid = {uint32_t(point[0]), uint32_t(point[1]), uint32_t(point[2])};
+    c.ctaid = {uint32_t(point[3]), uint32_t(point[4]), uint32_t(point[5])};
+    return c;
+  };
+  for (unsigned corner = 0; corner < 64; ++corner) {  // boundary threads violate most often
+    for (int i = 0; i < 6; ++i) point[i] = (corner >> i) & 1 ? (*box)[i].hi : (*box)[i].lo;
+    prog.eval(point, &out);
+    if (out) return found();
+  }
+  for (unsigned s = 0; s < samples; ++s) {
+    for (int i = 0; i < 6; ++i) {
+      const Bounds& b = (*box)[i];
+      point[i] = b.lo + (b.hi == b.lo ? 0 : rng() % (b.hi - b.lo + 1));
+    }
+    prog.eval(point, &out);
+    if (out) return found();
+  }
+  return std::nullopt;
+}
+
+}  // namespace dirigo::exec
