@@ -8,9 +8,12 @@
 #include "ptx/rollup.h"
 
 #include <algorithm>
+#include <cstring>
 #include <functional>
 #include <set>
 #include <unordered_map>
+
+#include <fmt/format.h>
 
 namespace dirigo::ptx {
 namespace {
@@ -58,7 +61,8 @@ bool is_pure_arith(const Instruction& in) {
   switch (in.op) {
     case Opcode::Add: case Opcode::Sub: case Opcode::Mul: case Opcode::Fma: case Opcode::Mad:
     case Opcode::Neg: case Opcode::Abs: case Opcode::Mov: case Opcode::Cvt: case Opcode::Shl:
-    case Opcode::Shr: case Opcode::And: case Opcode::Or: case Opcode::Ex2: case Opcode::Lg2:
+    case Opcode::Shr: case Opcode::And: case Opcode::Or: case Opcode::Xor: case Opcode::Not:
+    case Opcode::Ex2: case Opcode::Lg2:
     case Opcode::Rcp: case Opcode::Setp: case Opcode::Selp: case Opcode::Copysign:
     case Opcode::Min: case Opcode::Max: case Opcode::Div: case Opcode::Sqrt: case Opcode::Rsqrt:
       return true;
@@ -148,12 +152,17 @@ class Matcher {
     return keep;
   }
 
+  bool in_slice_def(const Operand& o, const std::vector<int>& sl) const {
+    int d = def_of(o.name);
+    return std::find(sl.begin(), sl.end(), d) != sl.end();
+  }
   std::multiset<uint64_t> constants(const std::vector<int>& sl) const {
     std::multiset<uint64_t> out;
     for (int i : sl)
       for (const auto& o : f_.body[i].operands)
         if (o.kind == Operand::Kind::Float) out.insert(o.float_bits);
         else if (o.kind == Operand::Kind::Int) out.insert(uint64_t(o.int_value) | kIntTag);
+        else if (auto k = const_bits(o); k && !in_slice_def(o, sl)) out.insert(*k);  // a shared constant register
     return out;
   }
 
@@ -375,6 +384,17 @@ std::vector<RegionTemplate> region_templates(const Function& f) {
                  if (!sc || sc->op != Opcode::Selp || sc->operands.size() != 4) return std::nullopt;
                  return sc->operands[2];
                }});
+  // log2f: the logf shape with the sqrt(2)/2-centred reduction and a log2 polynomial
+  t.push_back({"log2f", ir::Fn::Log2, {uint64_t(-1060439283) | kIntTag, kLog2e, 0x4B000000, 0xFF800000, 0xBF38AA3B},
+               [&f](const Matcher& m, int i) -> std::optional<Operand> {
+                 const auto& a = f.body[i];
+                 if (a.op != Opcode::Selp || a.operands.size() != 4 || m.const_bits(a.operands[1]) != 0xFF800000) return std::nullopt;
+                 const Instruction* p = m.def_instr(a.operands[3]);
+                 if (!p || p->op != Opcode::Setp) return std::nullopt;
+                 const Instruction* sc = m.def_instr(p->operands.at(1));
+                 if (!sc || sc->op != Opcode::Selp || sc->operands.size() != 4) return std::nullopt;
+                 return sc->operands[2];
+               }});
   // log1pf: the final selp keeps -0 for x == -0; x enters through add.rz x, 1
   t.push_back({"log1pf", ir::Fn::Log1p, {uint64_t(-1061158912) | kIntTag, 0x3F317218, 0x3E800000},
                [&f](const Matcher& m, int i) -> std::optional<Operand> {
@@ -394,12 +414,407 @@ std::vector<RegionTemplate> region_templates(const Function& f) {
   return t;
 }
 
+
+// ---- CFG-region idioms: powf and the softplus threshold shape. Their control flow is not a
+// nested if-then: nvcc places special cases out of line (after the kernel's `ret`) and jumps
+// back to a merge label. The region R is everything reachable from the idiom's entry branch up
+// to the merge label, plus the straight-line code before the branch that computes what R reads,
+// stopping at the idiom's inputs. R must be closed: only pure arithmetic and branches inside it,
+// no jump into it from outside, one register (the result) live after it, no other input.
+Operand reg_operand(const std::string& name) {
+  Operand o;
+  o.kind = Operand::Kind::Register;
+  o.name = name;
+  return o;
+}
+
+struct CfgRegion {
+  std::set<int> body;
+  std::string result;
+  int start = 0;  // first instruction of R in flat order
+};
+
+// The definition of `reg` reaching instruction `before` in the straight-line code above it, or
+// -1 when a label or branch comes first (the value then comes from elsewhere).
+int reaching_def(const Function& f, std::unordered_multimap<size_t, std::string>& label_at, int before,
+                 const std::string& reg, int limit) {
+  for (int j = before - 1; j >= std::max(0, before - limit); --j) {
+    if (label_at.count(size_t(j + 1)) && j + 1 != before) return -1;
+    const auto& in = f.body[j];
+    if (in.op == Opcode::Bra || in.op == Opcode::Ret || in.op == Opcode::Exit) return -1;
+    std::vector<std::string> d, s;
+    regs_of(in, d, s);
+    if (std::find(d.begin(), d.end(), reg) != d.end()) return j;
+  }
+  return -1;
+}
+
+std::optional<CfgRegion> cfg_region(const Matcher& m, const Rollup& done, int branch, int merge,
+                                    const std::set<std::string>& inputs) {
+  const Function& f = m.f_;
+  const int n = int(f.body.size());
+  std::unordered_multimap<size_t, std::string> label_at;
+  for (const auto& [name, idx] : f.labels) label_at.emplace(idx, name);
+  auto target_of = [&](const Instruction& in) -> int {
+    auto t = f.labels.find(in.operands.at(0).name);
+    return t == f.labels.end() ? -1 : int(t->second);
+  };
+  // 1. the tail: forward from the entry branch to the merge point
+  CfgRegion r;
+  std::vector<int> stack{branch};
+  std::set<int>& R = r.body;
+  R.insert(branch);
+  while (!stack.empty()) {
+    int i = stack.back();
+    stack.pop_back();
+    const auto& in = f.body[i];
+    if (done.at[i].kind != RolledInstr::Kind::Keep) return std::nullopt;
+    std::vector<int> next;
+    if (in.op == Opcode::Bra) {
+      int t = target_of(in);
+      if (t < 0) return std::nullopt;
+      next.push_back(t);
+      if (in.guard) next.push_back(i + 1);
+    } else if (is_pure_arith(in)) {
+      next.push_back(i + 1);
+    } else {
+      return std::nullopt;  // memory, ret, barrier, ... inside the special cases
+    }
+    for (int t : next) {
+      if (t == merge) continue;
+      if (t >= n) return std::nullopt;
+      if (R.insert(t).second) stack.push_back(t);
+    }
+    if (R.size() > 400) return std::nullopt;
+  }
+  // 2. the straight-line prefix: reaching definitions of what R reads, and of registers R
+  // defines that are live after it (a path through R may leave them as they were)
+  std::set<std::string> defined;
+  auto note_defs = [&](int i) {
+    std::vector<std::string> d, s;
+    regs_of(f.body[i], d, s);
+    defined.insert(d.begin(), d.end());
+  };
+  for (int i : R) note_defs(i);
+  std::vector<std::pair<int, std::string>> want;  // (reader index, register)
+  auto add_reads = [&](int i) {
+    std::vector<std::string> d, s;
+    regs_of(f.body[i], d, s);
+    for (auto& reg : s) if (!inputs.count(reg)) want.push_back({i, reg});
+  };
+  for (int i : R) add_reads(i);
+  auto used_outside = [&](const std::string& reg) {
+    for (int i = 0; i < n; ++i) {
+      if (R.count(i)) continue;
+      std::vector<std::string> d, s;
+      regs_of(f.body[i], d, s);
+      if (std::find(s.begin(), s.end(), reg) != s.end()) return true;
+    }
+    return false;
+  };
+  std::set<std::string> live_out;
+  for (int round = 0; round < 64; ++round) {
+    while (!want.empty()) {
+      auto [reader, reg] = want.back();
+      want.pop_back();
+      int from = reader < branch ? reader : branch;  // tail readers see the prefix's last definition
+      int d = reaching_def(f, label_at, from, reg, 300);
+      if (d < 0) {
+        if (reader >= branch && defined.count(reg)) continue;  // only defined inside R's tail
+        return std::nullopt;  // an input the idiom does not name
+      }
+      if (R.count(d)) continue;
+      // a constant register (one `mov` of an immediate; nvcc hoists and shares these) stays
+      if (m.def_of(reg) == d && m.const_bits(reg_operand(reg))) continue;
+      if (!is_pure_arith(f.body[d]) || f.body[d].guard || done.at[d].kind != RolledInstr::Kind::Keep) {
+        if (reader >= branch && defined.count(reg)) continue;
+        return std::nullopt;
+      }
+      R.insert(d);
+      note_defs(d);
+      add_reads(d);
+    }
+    // registers R defines that are read after it; their prefix definition belongs to R too
+    bool grew = false;
+    for (const auto& reg : defined) {
+      if (live_out.count(reg) || !used_outside(reg)) continue;
+      live_out.insert(reg);
+      if (!inputs.count(reg)) want.push_back({branch, reg});
+      grew = true;
+    }
+    if (!grew && want.empty()) break;
+  }
+  if (live_out.size() != 1) return std::nullopt;
+  r.result = *live_out.begin();
+  r.start = *R.begin();
+  if (r.start > branch) return std::nullopt;
+  // 3. closedness: instructions in [start, merge) outside R may stay only before the branch and
+  // must not touch what R defines or the inputs it reads after them
+  for (int i = r.start; i < merge; ++i) {
+    if (R.count(i)) continue;
+    if (i > branch) return std::nullopt;  // code the branches of R would skip
+    std::vector<std::string> d, s;
+    regs_of(f.body[i], d, s);
+    if (f.body[i].op == Opcode::Bra || f.body[i].op == Opcode::Ret || f.body[i].op == Opcode::Exit) return std::nullopt;
+    for (auto& reg : d)
+      if (inputs.count(reg))
+        for (int j : R) {
+          if (j >= i) break;
+          std::vector<std::string> d2, s2;
+          regs_of(f.body[j], d2, s2);
+          if (std::find(s2.begin(), s2.end(), reg) != s2.end()) return std::nullopt;  // R would see two values of x
+        }
+    for (auto& reg : d) if (defined.count(reg)) return std::nullopt;
+    for (auto& reg : s) if (defined.count(reg)) return std::nullopt;
+  }
+  // no jump from outside into R; out-of-line blocks are not fallen into
+  for (const auto& [name, idx] : f.labels) {
+    if (!R.count(int(idx)) || int(idx) == r.start) continue;
+    for (int i = 0; i < n; ++i)
+      if (!R.count(i) && f.body[i].op == Opcode::Bra && f.body[i].operands.at(0).name == name) return std::nullopt;
+  }
+  for (int i : R) {
+    if (i <= r.start || (i > r.start && i < merge) || R.count(i - 1)) continue;
+    const auto& prev = f.body[i - 1];
+    bool falls = !((prev.op == Opcode::Bra || prev.op == Opcode::Ret || prev.op == Opcode::Exit) && !prev.guard);
+    if (falls) return std::nullopt;
+  }
+  return r;
+}
+
+// Operands of `in` that are float registers or immediates (the multiplicands of mul/fma).
+std::vector<std::string> operand_keys(const Instruction& in, size_t from, size_t to) {
+  std::vector<std::string> out;
+  for (size_t i = from; i < to && i < in.operands.size(); ++i) {
+    const auto& o = in.operands[i];
+    if (o.kind == Operand::Kind::Register) out.push_back(o.name);
+    else if (o.kind == Operand::Kind::Float) out.push_back("#" + std::to_string(o.float_bits));
+  }
+  return out;
+}
+
+struct CfgMatch {
+  std::vector<Operand> args;
+  ir::Fn fn;
+  std::string idiom;
+};
+
+// powf (default lowering). Entry: `@p bra MERGE` with p = (x == 1) or ((x == 1) | (y == 0)).
+// y is the factor of nvcc's exact product log2|x| * y (mul.rn d,hi,y; neg n,d; fma e,hi,y,n;
+// fma g,lo,y,e); the constants of the log2 and exp2 kernels must be present.
+std::optional<CfgMatch> match_powf(const Matcher& m, const Rollup& done, int i, CfgRegion& out) {
+  const Function& f = m.f_;
+  const auto& br = f.body[i];
+  if (br.op != Opcode::Bra || !br.guard || br.guard->negated) return std::nullopt;
+  auto merge_it = f.labels.find(br.operands.at(0).name);
+  if (merge_it == f.labels.end() || int(merge_it->second) <= i) return std::nullopt;
+  const Instruction* g = m.def_instr(reg_operand(br.guard->reg));
+  if (!g) return std::nullopt;
+  std::vector<const Instruction*> tests{g};
+  if (g->op == Opcode::Or && g->operands.size() == 3) tests = {m.def_instr(g->operands[1]), m.def_instr(g->operands[2])};
+  std::optional<Operand> x;
+  for (const Instruction* t : tests)
+    if (t && t->op == Opcode::Setp && t->mod.cmp == CmpOp::Eq && t->operands.size() == 3 && m.const_bits(t->operands[2]) == 0x3F800000)
+      x = t->operands[1];
+  if (!x || x->kind != Operand::Kind::Register) return std::nullopt;
+  // candidates for y: the Dekker product anywhere near
+  for (int j = std::max(0, i - 300); j < std::min(int(f.body.size()), i + 300); ++j) {
+    const auto& mul = f.body[j];
+    if (mul.op != Opcode::Mul || mul.mod.rounding != Rounding::Rn || mul.operands.size() != 3) continue;
+    auto factors = operand_keys(mul, 1, 3);
+    if (factors.size() != 2) continue;
+    // the second fma of the product: multiplicands (lo, y), addend defined by fma(hi, y, -d)
+    std::optional<Operand> y;
+    for (int k = j + 1; k < std::min(int(f.body.size()), j + 16) && !y; ++k) {
+      const auto& fma2 = f.body[k];
+      if (fma2.op != Opcode::Fma || fma2.operands.size() != 4) continue;
+      const Instruction* e = m.def_instr(fma2.operands[3]);
+      if (!e || e->op != Opcode::Fma || operand_keys(*e, 1, 3) != factors) continue;
+      auto k2 = operand_keys(fma2, 1, 3);
+      for (size_t a = 0; a < 2; ++a)
+        if (std::find(k2.begin(), k2.end(), factors[a]) != k2.end()) y = mul.operands[1 + a];
+    }
+    if (!y) continue;
+    std::set<std::string> inputs{x->name};
+    if (y->kind == Operand::Kind::Register) inputs.insert(y->name);
+    auto region = cfg_region(m, done, i, int(merge_it->second), inputs);
+    if (!region) continue;
+    auto consts = m.constants(std::vector<int>(region->body.begin(), region->body.end()));
+    for (uint64_t k : {uint64_t(0x3FB8AA3B), uint64_t(0x32A55E34), uint64_t(0x3AAF85ED), uint64_t(0x391FCB8E),
+                       uint64_t(0x43180000), uint64_t(-1060439283) | kIntTag})
+      if (!consts.count(k)) return std::nullopt;
+    out = *region;
+    if (auto k = m.const_bits(*y); k && y->kind == Operand::Kind::Register) {  // powf(x, 1.5f): the constant itself
+      Operand c;
+      c.kind = Operand::Kind::Float;
+      c.float_bits = *k;
+      c.float_width = 32;
+      float v;
+      uint32_t b32 = uint32_t(*k);
+      std::memcpy(&v, &b32, 4);
+      c.float_value = v;
+      y = c;
+    } else if (y->kind == Operand::Kind::Register && region->body.count(m.def_of(y->name))) {
+      continue;  // y computed inside the idiom: not an input
+    }
+    return CfgMatch{{*x, *y}, ir::Fn::Pow, "powf"};
+  }
+  return std::nullopt;
+}
+
+// softplus with PyTorch's threshold: `x > 20 ? x : log1pf(expf(x))` (or logf(1 + expf(x))),
+// default or fast-math lowering. Entry: `@p bra MERGE` with p = setp.gt x, 20; the result
+// register is x itself on the bypass path (nvcc coalesces the two), or a `mov r, x` before it.
+std::optional<CfgMatch> match_softplus(const Matcher& m, const Rollup& done, int i, CfgRegion& out) {
+  const Function& f = m.f_;
+  const auto& br = f.body[i];
+  if (br.op != Opcode::Bra || !br.guard || br.guard->negated) return std::nullopt;
+  auto merge_it = f.labels.find(br.operands.at(0).name);
+  if (merge_it == f.labels.end() || int(merge_it->second) <= i) return std::nullopt;
+  const Instruction* t = m.def_instr(reg_operand(br.guard->reg));
+  if (!t || t->op != Opcode::Setp || t->mod.cmp != CmpOp::Gt || t->operands.size() != 3 ||
+      m.const_bits(t->operands[2]) != 0x41A00000 || t->operands[1].kind != Operand::Kind::Register)
+    return std::nullopt;
+  Operand x = t->operands[1];
+  auto region = cfg_region(m, done, i, int(merge_it->second), {x.name});
+  if (!region) return std::nullopt;
+  // the bypass path must leave x in the result register
+  if (region->result != x.name) {
+    int d = -1;
+    for (int j = i - 1; j >= region->start; --j) {
+      std::vector<std::string> ds, ss;
+      regs_of(f.body[j], ds, ss);
+      if (std::find(ds.begin(), ds.end(), region->result) != ds.end()) { d = j; break; }
+    }
+    if (d < 0 || f.body[d].op != Opcode::Mov || f.body[d].operands.size() != 2 || f.body[d].operands[1].kind != Operand::Kind::Register ||
+        f.body[d].operands[1].name != x.name)
+      return std::nullopt;
+  }
+  std::vector<int> sl(region->body.begin(), region->body.end());
+  auto consts = m.constants(sl);
+  bool log1p = consts.count(uint64_t(-1061158912) | kIntTag) && consts.count(0x3E800000);
+  bool log = consts.count(uint64_t(-1059760811) | kIntTag);
+  bool fast_log = false;  // __logf: lg2.approx * ln2
+  for (int j : sl) if (has_opcode(f.body[j], Opcode::Lg2, true)) fast_log = true;
+  if (!consts.count(0x3F317218) || !(log1p || log || fast_log)) return std::nullopt;
+  // exp of +x: x * log2e (fast) or fma(x, log2e/128 magic, 0.5) (default), with x itself
+  bool exp_of_x = false;
+  for (int j : sl) {
+    const auto& in = f.body[j];
+    if (in.op != Opcode::Mul && in.op != Opcode::Fma) continue;
+    uint64_t k = in.op == Opcode::Mul ? kLog2e : 0x3BBB989D;
+    auto other = other_operand(m, in, k);
+    if (other && other->name == x.name) exp_of_x = true;
+  }
+  if (!exp_of_x) return std::nullopt;
+  out = *region;
+  return CfgMatch{{x}, ir::Fn::Softplus, "softplus"};
+}
+
+void apply_cfg_idioms(const Function& f, const Matcher& m, Rollup& r) {
+  for (int i = 0; i < int(f.body.size()); ++i) {
+    if (f.body[i].op != Opcode::Bra || r.at[i].kind != RolledInstr::Kind::Keep) continue;
+    CfgRegion region;
+    auto match = match_powf(m, r, i, region);
+    if (!match) match = match_softplus(m, r, i, region);
+    if (!match) continue;
+    int merge = int(f.labels.at(f.body[i].operands.at(0).name));
+    // the pseudo-instruction sits at the last unguarded instruction of R before the merge
+    // point, so straight-line execution from R's start reaches it and then the merge
+    int at = -1;
+    for (int j = merge - 1; j >= region.start && at < 0; --j)
+      if (region.body.count(j) && !f.body[j].guard && f.body[j].op != Opcode::Bra) at = j;
+    if (at < 0) continue;
+    for (int j : region.body) r.at[j].kind = RolledInstr::Kind::Absorbed;
+    auto& a = r.at[at];
+    a.kind = RolledInstr::Kind::Math;
+    a.fn = match->fn;
+    a.dest = region.result;
+    a.args = match->args;
+    a.idiom = match->idiom;
+    r.matched.push_back(match->idiom);
+  }
+}
+
+
+// ---- shapes over rolled idioms: sigmoid = 1 / (1 + exp(-x)) and silu = x / (1 + exp(-x)).
+// nvcc fuses the `+ 1` into the exp idiom's last fma (default) or emits add.f32 s, e, 1.0
+// (fast math); the reciprocal is rcp.rn / rcp.approx or a div with numerator 1.0 (or x).
+void apply_sigmoid_shapes(const Function& f, const Matcher& m, Rollup& r) {
+  auto uses_only = [&](const std::string& reg, int user) {
+    auto it = m.du_.uses.find(reg);
+    return it != m.du_.uses.end() && it->second.size() == 1 && it->second[0] == user;
+  };
+  auto math_exp_at = [&](const std::string& reg) -> int {
+    int d = m.def_of(reg);
+    if (d < 0 || r.at[d].kind != RolledInstr::Kind::Math || r.at[d].fn != ir::Fn::Exp || r.at[d].args.size() != 1) return -1;
+    return d;
+  };
+  for (int i = 0; i < int(f.body.size()); ++i) {
+    const auto& in = f.body[i];
+    if (r.at[i].kind != RolledInstr::Kind::Keep || in.guard || in.mod.types.empty() || in.mod.types[0] != Type::F32) continue;
+    std::optional<Operand> numerator;  // nullopt: 1
+    Operand denom;
+    if (in.op == Opcode::Rcp && in.operands.size() == 2) {
+      denom = in.operands[1];
+    } else if (in.op == Opcode::Div && in.operands.size() == 3) {
+      if (m.const_bits(in.operands[1]) != 0x3F800000) numerator = in.operands[1];
+      denom = in.operands[2];
+    } else {
+      continue;
+    }
+    if (denom.kind != Operand::Kind::Register || !uses_only(denom.name, i)) continue;
+    int e = math_exp_at(denom.name), add = -1;
+    if (e >= 0) {  // exp idiom with a fused + 1
+      if (!r.at[e].addend || m.const_bits(*r.at[e].addend) != 0x3F800000) continue;
+    } else {  // add.f32 s, exp, 1.0
+      add = m.def_of(denom.name);
+      if (add < 0 || f.body[add].op != Opcode::Add || f.body[add].guard || r.at[add].kind != RolledInstr::Kind::Keep) continue;
+      const auto& a = f.body[add];
+      for (int k = 1; k <= 2 && e < 0; ++k)
+        if (a.operands[k].kind == Operand::Kind::Register && m.const_bits(a.operands[3 - k]) == 0x3F800000 &&
+            uses_only(a.operands[k].name, add))
+          e = math_exp_at(a.operands[k].name);
+      if (e < 0 || r.at[e].addend) continue;
+    }
+    const RolledInstr& ex = r.at[e];
+    // sigmoid's argument x with exp(-x): the exp idiom's argument, negated unless it already was
+    Operand x = ex.args[0];
+    bool negate = !ex.negate;
+    if (numerator) {  // silu: the numerator must be that same x
+      if (numerator->kind != Operand::Kind::Register) continue;
+      bool same = false;
+      if (ex.negate) {
+        same = numerator->name == x.name;
+      } else if (const Instruction* ng = m.def_instr(x); ng && ng->op == Opcode::Neg && ng->operands[1].kind == Operand::Kind::Register) {
+        same = ng->operands[1].name == numerator->name;
+        if (same) { x = ng->operands[1]; negate = false; }
+      }
+      if (!same) continue;
+    }
+    std::string exp_idiom = ex.idiom;
+    r.at[e] = RolledInstr{};
+    r.at[e].kind = RolledInstr::Kind::Absorbed;
+    if (add >= 0) r.at[add].kind = RolledInstr::Kind::Absorbed;
+    auto& a = r.at[i];
+    a.kind = RolledInstr::Kind::Math;
+    a.fn = numerator ? ir::Fn::Silu : ir::Fn::Sigmoid;
+    a.dest = in.operands[0].name;
+    a.args = {x};
+    a.negate = negate;
+    a.idiom = std::string(numerator ? "silu" : "sigmoid") + "(" + exp_idiom + ")";
+    auto it = std::find(r.matched.begin(), r.matched.end(), exp_idiom);
+    if (it != r.matched.end()) *it = a.idiom;
+  }
+}
+
 }  // namespace
 
 Rollup rollup(const Function& f) {
   Rollup r;
   r.at.resize(f.body.size());
   Matcher m(f);
+  apply_cfg_idioms(f, m, r);  // first: they contain expf/log1pf-like pieces of their own
   auto tpls = templates(f);
   for (const auto& t : tpls) {
     for (int i = int(f.body.size()) - 1; i >= 0; --i) {
@@ -496,7 +911,55 @@ Rollup rollup(const Function& f) {
     }
   }
   }
+  apply_sigmoid_shapes(f, m, r);
   return r;
+}
+
+std::vector<FloatBitsUse> unmatched_float_bits(const Function& f, const Rollup& r) {
+  std::vector<FloatBitsUse> out;
+  std::set<std::string> tainted;  // registers holding the raw bits of a float (possibly transformed)
+  auto is_float_reg = [&](const std::string& reg) {
+    auto t = f.register_type(reg);
+    return t && is_float(*t);
+  };
+  for (int i = 0; i < int(f.body.size()); ++i) {
+    if (r.at[i].kind != RolledInstr::Kind::Keep) continue;
+    const auto& in = f.body[i];
+    std::vector<std::string> d, s;
+    regs_of(in, d, s);
+    std::string from;
+    for (auto& reg : s) if (tainted.count(reg)) from = reg;
+    if (in.op == Opcode::Mov && in.operands.size() == 2 && in.operands[1].kind == Operand::Kind::Register &&
+        !d.empty()) {
+      const std::string& src = in.operands[1].name;
+      bool src_f = is_float_reg(src), dst_f = is_float_reg(d[0]);
+      if (src_f && !dst_f) { tainted.insert(d[0]); continue; }  // reinterpretation: bits of a float
+      if (!from.empty() && dst_f) {
+        out.push_back({i, in.loc.ptx_line, fmt::format("UNSUPPORTED: kernel {}, PTX line {} ('{}'): integer bits moved back into float register {} (no math idiom matched)",
+                                                       f.name, in.loc.ptx_line, in.text, d[0])});
+        continue;
+      }
+      if (!from.empty()) tainted.insert(d[0]);
+      else for (auto& reg : d) tainted.erase(reg);
+      continue;
+    }
+    if (from.empty()) {
+      for (auto& reg : d) tainted.erase(reg);
+      continue;
+    }
+    if (in.op == Opcode::Selp) {  // a choice between bit patterns is still bits
+      for (auto& reg : d) tainted.insert(reg);
+      continue;
+    }
+    if (in.op == Opcode::St || in.op == Opcode::Cvt) {  // stored or converted as an integer value: exec decides
+      for (auto& reg : d) tainted.erase(reg);
+      continue;
+    }
+    out.push_back({i, in.loc.ptx_line, fmt::format("UNSUPPORTED: kernel {}, PTX line {} ('{}'): integer operation on float bits of {} (no math idiom matched)",
+                                                   f.name, in.loc.ptx_line, in.text, from)});
+    for (auto& reg : d) tainted.insert(reg);
+  }
+  return out;
 }
 
 }  // namespace dirigo::ptx

@@ -40,4 +40,16 @@ struct Rollup {
 // Matches every known idiom in f's body. Pure: f is not modified.
 Rollup rollup(const Function& f);
 
+// Integer work on the bits of a float (mov.b32 %r, %f followed by and/shl/add.s32/setp.s32/...,
+// or such bits moved back into a float register) that no idiom absorbed. Execute refuses these
+// (UNSUPPORTED, never a wrong expression); this finds them statically, one entry per offending
+// instruction: "UNSUPPORTED: kernel K, PTX line N ('and.b32'): integer operation on float bits
+// of %f3 (no math idiom matched)".
+struct FloatBitsUse {
+  int index = 0;     // body index
+  int ptx_line = 0;
+  std::string message;
+};
+std::vector<FloatBitsUse> unmatched_float_bits(const Function& f, const Rollup& r);
+
 }  // namespace dirigo::ptx
