@@ -13,5 +13,7 @@ fi
 # torch==2.13.0 resolves to the CPU build; a bare `torch` would pull the multi-GB CUDA build.
 python3 -m pip install -q --disable-pip-version-check \
   "torch==2.13.0" "numpy" "pytest" "nanobind>=2.4" "scikit-build-core>=0.10" "cmake>=3.26" "ninja" "matplotlib"
+# einops: the KernelBench level-3 Mamba2 references import it (scripts/op-census.py traces them)
+python3 -m pip install -q --disable-pip-version-check "einops==0.8.2"
 # NVRTC for `dirigo mutate` (loaded with dlopen; matches the CUDA 13.0 toolkit's nvcc)
 python3 -m pip install -q --disable-pip-version-check "nvidia-cuda-nvrtc==13.0.88"

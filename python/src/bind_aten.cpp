@@ -8,6 +8,7 @@
 
 #include <nanobind/nanobind.h>
 #include <nanobind/ndarray.h>
+#include <nanobind/stl/pair.h>
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
 
@@ -128,6 +129,10 @@ std::vector<double> aten_eval(const std::string& name, nb::list args, nb::dict k
       case ir::Sort::Bool: out.push_back(v.bits ? 1 : 0); break;
       default: {
         unsigned w = ir::bv_width(v.sort);
+        if (!aten::is_signed_int(call.outputs[output_index].dtype)) {  // uint8: unsigned view
+          out.push_back(static_cast<double>(v.bits));
+          break;
+        }
         int64_t sv = w == 64 ? static_cast<int64_t>(v.bits)
                              : static_cast<int64_t>(v.bits << (64 - w)) >> (64 - w);  // signed view
         out.push_back(static_cast<double>(sv));
@@ -165,6 +170,12 @@ static RegisterBinder reg([](nb::module_& m) {
         nb::arg("output_index"), nb::arg("location"), "The per-element expression at one location: (text, dag size).");
   m.def("aten_supported_ops", &aten::supported_ops, "Canonical names of every ATen overload with semantics.");
   m.def("aten_op_parameters", [](const std::string& n) { return aten::op_parameters(n); }, nb::arg("name"));
+  m.def("aten_resolved_name", [](const std::string& n) { return aten::resolved_name(n); }, nb::arg("name"),
+        "The registered overload a call resolves to (in-place and out= forms map to the functional one); '' if none.");
+  m.def("aten_written_arguments", [](const std::string& n) {
+          auto w = aten::written_arguments(n);
+          return std::make_pair(w.returns, w.names);
+        }, nb::arg("name"), "(returns, names): arguments written in place, outputs returns+k of aten_eval.");
   m.def("aten_canonical_name", [](const std::string& n, const std::string& o) { return aten::canonical_name(n, o); },
         nb::arg("name"), nb::arg("overload") = "");
 });

@@ -1,4 +1,5 @@
 #include <algorithm>
+#include <cmath>
 #include <mutex>
 #include <sstream>
 
@@ -91,10 +92,18 @@ namespace detail {
 // ---------------------------------------------------------------- registry
 
 void Registry::add(std::string key, std::string_view params, Handler fn) {
-  OpDef d{key, {}, std::move(fn)};
+  OpDef d{key, {}, std::move(fn), 0, {}};
   std::istringstream ss{std::string(params)};
   for (std::string p; ss >> p;) d.params.push_back(p);
   defs_[key] = std::move(d);
+}
+
+void Registry::set_writes(const std::string& key, int returns, std::string_view params) {
+  auto it = defs_.find(key);
+  if (it == defs_.end()) throw std::logic_error("aten registry: set_writes before add for " + key);
+  it->second.returns = returns;
+  std::istringstream ss{std::string(params)};
+  for (std::string p; ss >> p;) it->second.writes.push_back(p);
 }
 
 const OpDef* Registry::find(const std::string& key) const {
@@ -128,8 +137,18 @@ static const Registry& registry() {
   return reg;
 }
 
+// out= overload -> functional overload (same parameters and types apart from the written outs).
+static const std::unordered_map<std::string, std::string>& out_overloads() {
+  static const std::unordered_map<std::string, std::string> table = {
+#include "aten/out_overloads.inc"
+  };
+  return table;
+}
+
 // In-place ("relu_") and functional forms share semantics: the result is the
 // value written to the mutated tensor, which the caller lists as the output.
+// out= overloads ("add.out") too: their kwarg-only `out` arguments are never read,
+// the results are the written `out` tensors, listed as the outputs.
 static const OpDef* lookup(const std::string& key) {
   const auto& reg = registry();
   if (const OpDef* d = reg.find(key)) return d;
@@ -139,6 +158,7 @@ static const OpDef* lookup(const std::string& key) {
     base.pop_back();
     if (const OpDef* d = reg.find(base + rest)) return d;
   }
+  if (auto it = out_overloads().find(key); it != out_overloads().end()) return reg.find(it->second);
   return nullptr;
 }
 
@@ -281,7 +301,12 @@ Expr Env::to_real(Expr e, DType from) const {
 
 Expr Env::real_at(const TensorRef& t, std::span<const int64_t> i) const { return to_real(at(t, i), t.dtype); }
 
-Expr Env::num(double d) const { return cx.real_const_from_double(d); }
+Expr Env::num(double d) const {
+  if (!std::isfinite(d))  // masked_fill(~mask, -inf) and the like: the reals have no infinities
+    unsupported("non-finite constant " + std::string(std::isnan(d) ? "nan" : d > 0 ? "inf" : "-inf") +
+                " (elements are modelled as reals)");
+  return cx.real_const_from_double(d);
+}
 
 Expr Env::convert(Expr e, DType from, DType to) const {
   ir::Sort want = elem_sort(to);
@@ -507,6 +532,18 @@ bool is_supported(std::string_view name, std::string_view overload) {
 }
 
 std::vector<std::string> supported_ops() { return detail::registry().keys(); }
+
+std::string resolved_name(std::string_view name, std::string_view overload) {
+  const detail::OpDef* def = detail::lookup(canonical_name(name, overload));
+  return def ? def->key : std::string();
+}
+
+WrittenArguments written_arguments(std::string_view name, std::string_view overload) {
+  std::string key = canonical_name(name, overload);
+  const detail::OpDef* def = detail::lookup(key);
+  if (!def) throw Unsupported(key, "no per-element semantics for this operator");
+  return {def->returns, def->writes};
+}
 
 std::vector<std::string> op_parameters(std::string_view name, std::string_view overload) {
   std::string key = canonical_name(name, overload);

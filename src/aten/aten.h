@@ -40,6 +40,19 @@ ir::Expr element_flat(ir::Context& ctx, const OpCall& call, int output_index, in
 bool is_supported(std::string_view name, std::string_view overload = "");
 // Canonical names of every registered overload, sorted.
 std::vector<std::string> supported_ops();
+// The registered overload a call resolves to ("relu_" -> "relu", "add.out" -> "add.Tensor"); "" if none.
+std::string resolved_name(std::string_view name, std::string_view overload = "");
+
+// Arguments an op writes in place without returning them (native_batch_norm in training mode
+// updates running_mean and running_var), in schema order. Their new values are outputs
+// `returns + k` of element(): describe them in call.outputs after the returned tensors.
+// Ops without such arguments give {returns = 0, names = {}}. Throws Unsupported for unknown ops.
+struct WrittenArguments {
+  int returns = 0;
+  std::vector<std::string> names;
+};
+WrittenArguments written_arguments(std::string_view name, std::string_view overload = "");
+
 // The schema parameter names an overload's handler reads arguments by (positional
 // order, kwarg-only ones last); throws Unsupported for unknown ops.
 std::vector<std::string> op_parameters(std::string_view name, std::string_view overload = "");

@@ -235,6 +235,31 @@ void register_elementwise(Registry& r) {
   r.add("logical_xor", "self other", [](Env& e) {
     return e.cx.not_(e.cx.eq(truth_operand(e, "self"), truth_operand(e, "other")));
   });
+
+  // ---- bitwise ops: on bool tensors they are the logical ones (`~mask` in Mamba2's segsum),
+  // on integers bitvector operations of the output's width; floats have none (PyTorch rejects them).
+  auto bool_result = [](const Env& e) {
+    if (is_floating(e.out_dtype())) e.malformed("bitwise op on a floating-point tensor");
+    return e.out_dtype() == DType::Bool;
+  };
+  r.add("bitwise_not", "self", [bool_result](Env& e) {
+    if (bool_result(e)) return e.cx.not_(truth_operand(e, "self"));
+    return e.cx.bv_not(int_operand(e, "self"));
+  });
+  using BinOp = Expr (ir::Context::*)(Expr, Expr);
+  struct Bitwise { const char* name; BinOp logical; BinOp bits; };
+  for (const Bitwise& b : {Bitwise{"bitwise_and", &ir::Context::and_, &ir::Context::bv_and},
+                           Bitwise{"bitwise_or", &ir::Context::or_, &ir::Context::bv_or},
+                           Bitwise{"bitwise_xor", nullptr, &ir::Context::bv_xor}})
+    for (const char* ov : {".Tensor", ".Scalar"})
+      r.add(std::string(b.name) + ov, "self other", [b, bool_result](Env& e) -> Expr {
+        auto& cx = e.cx;
+        if (bool_result(e)) {
+          Expr x = truth_operand(e, "self"), y = truth_operand(e, "other");
+          return b.logical ? (cx.*b.logical)(x, y) : cx.not_(cx.eq(x, y));
+        }
+        return (cx.*b.bits)(int_operand(e, "self"), int_operand(e, "other"));
+      });
 }
 
 }  // namespace dirigo::aten::detail

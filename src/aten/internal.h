@@ -24,12 +24,17 @@ struct OpDef {
   std::string key;                  // canonical name
   std::vector<std::string> params;  // schema parameter names in order (kwarg-only ones last)
   Handler fn;
+  int returns;                      // with `writes`: how many outputs the op returns
+  std::vector<std::string> writes;  // arguments written in place but not returned (outputs returns+k)
 };
 
 class Registry {
  public:
   // params: space-separated schema names, e.g. "self other alpha".
   void add(std::string key, std::string_view params, Handler fn);
+  // The op also writes these arguments (space-separated names) in place; their new values are
+  // outputs returns+0, returns+1, ... (see aten::written_arguments).
+  void set_writes(const std::string& key, int returns, std::string_view params);
   const OpDef* find(const std::string& key) const;
   std::vector<std::string> keys() const;
  private:

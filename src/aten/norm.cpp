@@ -56,13 +56,32 @@ std::vector<Index> channel_domain(const TensorRef& x, int64_t c, std::optional<i
 
 // Batch norm family. Output 0 is the normalized tensor; outputs 1 and 2 (when
 // the overload has them) are the batch mean and 1/sqrt(var+eps) per channel.
-Expr batch_norm(Env& e, bool training, double eps) {
+// Outputs `returns` and `returns + 1` are the running_mean and running_var the op
+// writes in place: in training mode (1 - momentum)·old + momentum·batch statistic,
+// with the unbiased batch variance (M/(M-1)), as PyTorch updates them; in eval mode
+// they are not written, so their value is the old one.
+Expr batch_norm(Env& e, bool training, double eps, int returns = 3, const char* momentum = "momentum") {
   auto& cx = e.cx;
   const TensorRef& x = e.tensor("input");
   if (x.rank() < 2) e.malformed("batch norm input needs a channel dim");
   e.require_rank(e.out == 0 ? x.rank() : 1);
   int64_t c = e.out == 0 ? e.idx[1] : e.idx[0];
   std::optional<TensorRef> w = e.opt_tensor("weight"), b = e.opt_tensor("bias");
+  if (e.out >= returns && e.out < returns + 2) {
+    const char* which = e.out == returns ? "running_mean" : "running_var";
+    if (!e.given(which)) e.malformed(std::string("batch norm output ") + std::to_string(e.out) + ": no " + which);
+    Expr old = e.real_at(e.tensor(which), Index{c});
+    if (!training) return old;
+    auto dom = channel_domain(x, c, std::nullopt);
+    Stats s = stats(e, x, dom);
+    Expr batch = s.mean;
+    if (e.out == returns + 1) {
+      if (dom.size() < 2) e.unsupported("unbiased running variance of one value per channel (division by zero)");
+      batch = cx.mul(cx.real_const(mpq_class(static_cast<long>(dom.size()), static_cast<long>(dom.size() - 1))), s.var);
+    }
+    Expr m = e.num(e.real(momentum));
+    return cx.add(cx.mul(cx.sub(cx.real_const(1), m), old), cx.mul(m, batch));
+  }
   Expr mean, var;
   if (training) {
     Stats s = stats(e, x, channel_domain(x, c, std::nullopt));
@@ -75,10 +94,11 @@ Expr batch_norm(Env& e, bool training, double eps) {
   }
   switch (e.out) {
     case 0: return normalize(e, e.real_at(x, e.idx), mean, var, eps, w, b, Index{c});
-    case 1: return mean;
-    case 2: return rsqrt(cx, cx.add(var, e.num(eps)));
-    default: e.unsupported("batch norm output " + std::to_string(e.out));
+    case 1: if (returns > 1) return mean; break;
+    case 2: if (returns > 2) return rsqrt(cx, cx.add(var, e.num(eps))); break;
+    default: break;
   }
+  e.unsupported("batch norm output " + std::to_string(e.out));
 }
 
 Expr group_norm(const Env& e, const TensorRef& x, int64_t groups, double eps, bool stats_output) {
@@ -145,15 +165,21 @@ double default_eps(const Env& e) {
 
 void register_norm(Registry& r) {
   const char* bn = "input weight bias running_mean running_var training momentum eps";
-  for (const char* k : {"native_batch_norm", "_native_batch_norm_legit"})
+  for (const char* k : {"native_batch_norm", "_native_batch_norm_legit"}) {
     r.add(k, bn, [](Env& e) { return batch_norm(e, e.flag("training"), e.real("eps")); });
+    r.set_writes(k, 3, "running_mean running_var");
+  }
   // cuDNN's outputs 1 and 2 are the same saved mean and inverse std (output 3 is a workspace)
-  for (const char* k : {"cudnn_batch_norm", "miopen_batch_norm"})
-    r.add(k, "input weight bias running_mean running_var training exponential_average_factor epsilon",
-          [](Env& e) { return batch_norm(e, e.flag("training"), e.real("epsilon")); });
+  r.add("cudnn_batch_norm", "input weight bias running_mean running_var training exponential_average_factor epsilon",
+        [](Env& e) { return batch_norm(e, e.flag("training"), e.real("epsilon"), 4, "exponential_average_factor"); });
+  r.set_writes("cudnn_batch_norm", 4, "running_mean running_var");
+  r.add("miopen_batch_norm", "input weight bias running_mean running_var training exponential_average_factor epsilon",
+        [](Env& e) { return batch_norm(e, e.flag("training"), e.real("epsilon"), 3, "exponential_average_factor"); });
+  r.set_writes("miopen_batch_norm", 3, "running_mean running_var");
   r.add("batch_norm", std::string(bn) + " cudnn_enabled", [](Env& e) {
-    return batch_norm(e, e.flag("training"), e.real("eps"));
+    return batch_norm(e, e.flag("training"), e.real("eps"), 1);
   });
+  r.set_writes("batch_norm", 1, "running_mean running_var");
   r.add("_native_batch_norm_legit_no_training", "input weight bias running_mean running_var momentum eps",
         [](Env& e) { return batch_norm(e, false, e.real("eps")); });
   r.add("_native_batch_norm_legit.no_stats", "input weight bias training momentum eps", [](Env& e) {

@@ -2,6 +2,8 @@
 // PyTorch is tested in tests/python/test_aten_*.py).
 #include <gtest/gtest.h>
 
+#include <limits>
+
 #include "aten/aten.h"
 #include "ir/eval.h"
 
@@ -198,6 +200,81 @@ TEST(AtenNorm, TrainingBatchNormDependsOnTheWholeChannel) {
                 {ref(9, {2, 3, 2}), ref(8, {3}), ref(7, {3})});
   EXPECT_EQ(ir::leaves(at(cx, c, {1, 2, 1})).size(), 4u + 2u);  // 2x2 channel elements + weight + bias
   EXPECT_EQ(ir::leaves(at(cx, c, {1}, 1)).size(), 4u);         // saved mean
+}
+
+// ~mask on a bool tensor is logical not; on an integer tensor a bitvector not of its width.
+TEST(AtenElementwise, BitwiseNotOnBoolAndInt) {
+  Ctx cx;
+  ir::Env env;
+  env.elem = [](int32_t t, int64_t, ir::Sort s) {
+    if (s == ir::Sort::Bool) return ir::Value::of_bool(true);
+    return t == 0 ? ir::Value::of_bv(s, 1) : ir::Value::of_bv(s, 5);  // a true byte / the int32 5
+  };
+  ir::Evaluator ev(env);
+  auto b = call("aten::bitwise_not", {Arg::of(ref(0, {3}, {}, 0, DType::Bool))}, {ref(9, {3}, {}, 0, DType::Bool)});
+  EXPECT_EQ(ev(at(cx, b, {2})).bits, 0u);  // ~true = false
+  auto i = call("aten::bitwise_not", {Arg::of(ref(1, {3}, {}, 0, DType::Int32))}, {ref(8, {3}, {}, 0, DType::Int32)});
+  EXPECT_EQ(ev(at(cx, i, {2})).bits, 0xFFFFFFFAu);  // ~5 = -6 in 32 bits
+  auto f = call("aten::bitwise_not", {Arg::of(ref(2, {3}))}, {ref(7, {3})});
+  EXPECT_THROW(at(cx, f, {0}), std::invalid_argument);
+}
+
+// The reals have no infinities: masked_fill(mask, -inf) is UNSUPPORTED, never a wrong finite value.
+TEST(AtenErrors, NonFiniteConstantIsUnsupported) {
+  Ctx cx;
+  auto c = call("aten::masked_fill", {Arg::of(ref(0, {2})), Arg::of(ref(1, {2}, {}, 0, DType::Bool)),
+                                      Arg::of_real(-std::numeric_limits<double>::infinity())},
+                {ref(9, {2})});
+  c.overload = "Scalar";
+  try {
+    at(cx, c, {0});
+    FAIL() << "expected Unsupported";
+  } catch (const Unsupported& u) {
+    EXPECT_NE(std::string(u.what()).find("non-finite constant -inf"), std::string::npos) << u.what();
+  }
+}
+
+// Training mode writes running_mean/running_var in place: outputs 3 and 4 (after the three returns)
+// are (1 - momentum)·old + momentum·batch statistic, the variance unbiased.
+TEST(AtenNorm, TrainingBatchNormUpdatesRunningStatistics) {
+  Ctx cx;
+  auto args = [](bool training) {
+    return std::vector<Arg>{Arg::of(ref(0, {2, 3, 2})), Arg::none(), Arg::none(), Arg::of(ref(1, {3})),
+                            Arg::of(ref(2, {3})), Arg::of_bool(training), Arg::of_real(0.25), Arg::of_real(1e-5)};
+  };
+  std::vector<TensorRef> outs = {ref(9, {2, 3, 2}), ref(8, {3}), ref(7, {3}), ref(1, {3}), ref(2, {3})};
+  WrittenArguments w = written_arguments("aten::native_batch_norm");
+  EXPECT_EQ(w.returns, 3);
+  EXPECT_EQ(w.names, (std::vector<std::string>{"running_mean", "running_var"}));
+  auto c = call("aten::native_batch_norm", args(true), outs);
+  // channel 1 holds x[0,1,0], x[0,1,1], x[1,1,0], x[1,1,1] = t0 elements 2, 3, 8, 9
+  ir::Env env;
+  env.elem = [](int32_t t, int64_t i, ir::Sort) {
+    static const double x[] = {0, 0, 1, 2, 0, 0, 0, 0, 3, 6, 0, 0}, rm[] = {0, 10, 0}, rv[] = {0, 4, 0};
+    return ir::Value::of_real(t == 0 ? x[i] : t == 1 ? rm[i] : rv[i]);
+  };
+  ir::Evaluator ev(env);
+  EXPECT_DOUBLE_EQ(ev.real(at(cx, c, {1}, 3)), 0.75 * 10 + 0.25 * 3);  // mean of 1, 2, 3, 6 = 3
+  // biased var = 50/4 - 9 = 3.5, unbiased = 3.5 * 4/3
+  EXPECT_DOUBLE_EQ(ev.real(at(cx, c, {1}, 4)), 0.75 * 4 + 0.25 * (3.5 * 4 / 3));
+  auto e = call("aten::native_batch_norm", args(false), outs);
+  EXPECT_EQ(at(cx, e, {1}, 3), cx.elem(1, 1));  // eval mode writes nothing: the old value
+  EXPECT_TRUE(written_arguments("aten::relu").names.empty());
+}
+
+// out= overloads resolve to the functional overload of the same parameter types; `out` is never read.
+TEST(AtenNames, OutOverloadsShareTheFunctionalSemantics) {
+  EXPECT_EQ(resolved_name("aten::add", "out"), "add.Tensor");
+  EXPECT_EQ(resolved_name("aten::sum", "IntList_out"), "sum.dim_IntList");
+  EXPECT_EQ(resolved_name("aten::mm", "out"), "mm");
+  EXPECT_EQ(resolved_name("aten::max", "dim_max"), "max.dim");
+  EXPECT_EQ(resolved_name("aten::relu_"), "relu");
+  EXPECT_EQ(resolved_name("aten::frobnicate", "out"), "");
+  Ctx cx;
+  auto c = call("aten::add", {Arg::of(ref(0, {2, 3})), Arg::of(ref(1, {2, 3}))}, {ref(9, {2, 3})},
+                {{"alpha", Arg::of_int(1)}, {"out", Arg::of(ref(9, {2, 3}))}});
+  c.overload = "out";
+  EXPECT_EQ(at(cx, c, {1, 2}), cx.add(cx.elem(0, 5), cx.elem(1, 5)));
 }
 
 // The two-pass variance sum((x_i - mean)^2) would be O(M^2) nodes after canonicalization

@@ -176,3 +176,31 @@ def test_inplace_overload():
     run_op("aten.add_.Tensor", [x, y], {"alpha": 2}, rng=rng)
     x = rand(rng, 3, 4, noncontig=False)
     run_op("aten.relu_.default", [x], rng=rng)
+
+
+@pytest.mark.parametrize("seed", range(4))
+@pytest.mark.parametrize("dtype", [torch.bool, torch.int32, torch.int64, torch.uint8])
+def test_bitwise_ops(seed, dtype):
+    """~mask (Mamba2's segsum: masked_fill(~tril(ones(T, T, dtype=bool)), -inf)) and &, |, ^ on bool and ints."""
+    rng = seeded("bitwise", seed, str(dtype))
+    shape = rand_shape(rng)
+    if dtype == torch.bool:
+        x = torch.from_numpy(rng.random(shape) < 0.5)
+        y = torch.from_numpy(rng.random(broadcastable(rng, shape)) < 0.5)
+        scalar = bool(rng.integers(0, 2))
+    else:
+        lo, hi = (0, 255) if dtype == torch.uint8 else (-1000, 1000)
+        x = torch.from_numpy(rng.integers(lo, hi, size=shape)).to(dtype)
+        y = torch.from_numpy(rng.integers(lo, hi, size=broadcastable(rng, shape))).to(dtype)
+        scalar = int(rng.integers(0, 100))
+    run_op("aten.bitwise_not.default", [x], rng=rng, n=10)
+    for op in ("bitwise_and", "bitwise_or", "bitwise_xor"):
+        run_op(f"aten.{op}.Tensor", [x, y], rng=rng, n=10)
+        run_op(f"aten.{op}.Scalar", [x, scalar], rng=rng, n=10)
+
+
+def test_masked_fill_with_minus_inf_is_unsupported_not_wrong():
+    x = torch.randn(3, 3, dtype=torch.float64)
+    mask = ~torch.tril(torch.ones(3, 3, dtype=torch.bool))
+    with pytest.raises(NotImplementedError, match="non-finite constant -inf"):
+        run_op("aten.masked_fill.Scalar", [x, mask, float("-inf")])
