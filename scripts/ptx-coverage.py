@@ -271,6 +271,13 @@ def torch_include_flags():
     return [f"-I{d}" for d in incs + [sysconfig.get_paths()["include"], full_stub]]
 
 
+CACHED_ONLY = False  # --cached-only: report what .cache/ptx holds, compile nothing
+
+
+class NotCached(Exception):
+    pass
+
+
 def compile_ptx(tu, variant, timeout=180, extra=()):
     flags = TORCH_FLAGS + VARIANTS[variant] + ["-arch=sm_90a"] + list(extra)
     # The key covers the translation unit and flags, not the stub header: after editing
@@ -282,6 +289,8 @@ def compile_ptx(tu, variant, timeout=180, extra=()):
             return ptx, None, True
         if os.path.exists(err):
             return None, open(err).read(), True
+        if CACHED_ONLY:
+            raise NotCached(key)
         cu = os.path.join(CACHE, key + ".cu")
         with open(cu, "w") as f:
             f.write(tu)
@@ -343,6 +352,52 @@ def compile_source(src, variant, mode="stub"):
     return None, err
 
 
+# ------------------------------------------------------------------ what Execute would refuse
+def exec_opcodes():
+    """Opcode ids (opcodes.def first column) that src/exec mentions anywhere: a superset of what
+    it executes. An opcode it never mentions is certainly refused."""
+    ids = set()
+    exec_dir = os.path.join(ROOT, "src", "exec")
+    for fn in os.listdir(exec_dir):
+        if fn.endswith((".cpp", ".h")):
+            ids |= set(re.findall(r"Opcode::(\w+)", open(os.path.join(exec_dir, fn)).read()))
+    names = dict(re.findall(r'PTX_OP\((\w+),\s*"([^"]+)"', open(os.path.join(ROOT, "src", "ptx", "opcodes.def")).read()))
+    return {names[i] for i in ids if i in names}
+
+
+def refusal_stats(parsed, parse):
+    """Per unit and per program: kernels with integer work on float bits that no idiom absorbed
+    (ptx::unmatched_float_bits) or an opcode src/exec never mentions."""
+    known = exec_opcodes()
+    kernels = refused_bits = refused_op = refused_any = 0
+    ops_missing, idioms = collections.Counter(), collections.Counter()
+    programs_with_refusal, programs_all = set(), set()
+    bits_examples = []
+    for r in parsed:
+        programs_all.add((r[0], r[2]))
+        for k in parse[r[3]].get("kernel_info", []):
+            kernels += 1
+            idioms.update(k["idioms"])
+            missing = sorted(set(k["opcodes"]) - known)
+            ops_missing.update(missing)
+            bad = False
+            if k["float_bits"]:
+                refused_bits += 1
+                bad = True
+                if len(bits_examples) < 12:
+                    bits_examples.append(f"{r[0]} ({r[2]}): {k['float_bits_first']}")
+            if missing:
+                refused_op += 1
+                bad = True
+            if bad:
+                refused_any += 1
+                programs_with_refusal.add((r[0], r[2]))
+    return {"kernels": kernels, "float_bits": refused_bits, "opcode_not_in_exec": refused_op, "any": refused_any,
+            "program_variants": len(programs_all), "program_variants_with_a_refused_kernel": len(programs_with_refusal),
+            "missing_opcodes": ops_missing.most_common(), "idioms": idioms.most_common(),
+            "float_bits_examples": bits_examples}
+
+
 # ------------------------------------------------------------------ driver
 def programs(corpus):
     out = []
@@ -379,8 +434,25 @@ def markdown(s, args):
     L += [f"- {n} × {why}" for why, n in s["no_source"].items()] or ["- none"]
     L += ["", "Compile failures (first nvcc error, numbers and names masked):", ""]
     L += [f"- {n} × `{why}`" for why, n in s["compile_failures"].items()] or ["- none"]
+    if s.get("not_cached"):
+        L += ["", f"**Partial sweep**: {s['not_cached']} compile jobs were not yet in `.cache/ptx` when this report was "
+                  "made (`--cached-only`); they are counted in neither compiled nor failed."]
     L += ["", "Parse failures (grouped by reason):", ""]
     L += [f"- {len(items)} × {why} — e.g. `{items[0]}`" for why, items in s["parse_failures"].items()] or ["- none"]
+    rf = s.get("refusal")
+    if rf:
+        L += ["", "### What Execute would refuse after parsing", "",
+              f"Of {rf['kernels']} kernels in parsed PTX, **{rf['any']}** ({pct(rf['any'], rf['kernels'])}) have something "
+              f"Execute refuses statically: {rf['float_bits']} integer work on float bits that no math idiom absorbed "
+              f"(`ptx::unmatched_float_bits`), {rf['opcode_not_in_exec']} an opcode `src/exec` never mentions. "
+              f"Program × variant pairs with at least one such kernel: {rf['program_variants_with_a_refused_kernel']} "
+              f"of {rf['program_variants']}.", "",
+              "Opcodes src/exec never mentions (kernels using them): " +
+              (", ".join(f"`{o}` {n}" for o, n in rf["missing_opcodes"]) or "none") + ".", "",
+              "Math idioms rolled up (kernels × occurrences): " +
+              (", ".join(f"{i} {n}" for i, n in rf["idioms"]) or "none") + ".", "",
+              "Examples of unmatched float-bit manipulation:", ""]
+        L += [f"- {e}" for e in rf["float_bits_examples"]] or ["- none"]
     return "\n".join(L) + "\n"
 
 
@@ -394,7 +466,13 @@ def main():
     ap.add_argument("--variants", default="default,fast_math")
     ap.add_argument("--parser", default=os.path.join(ROOT, "build-ptx", "tests", "ptx", "ptx_parse"))
     ap.add_argument("--json", default=os.path.join(ROOT, ".cache", "ptx-coverage.json"))
+    ap.add_argument("--cached-only", action="store_true",
+                    help="use only PTX already in .cache/ptx (a partial sweep); uncached units are counted, not compiled")
+    ap.add_argument("--rollup", action="store_true",
+                    help="also count kernels Execute would refuse after parsing (needs a ptx_parse with --rollup)")
     args = ap.parse_args()
+    global CACHED_ONLY
+    CACHED_ONLY = args.cached_only
     os.makedirs(CACHE, exist_ok=True)
     t0 = time.time()
     progs = programs(args.corpus)
@@ -423,7 +501,11 @@ def main():
         futs = {pool.submit(compile_source, s, v, args.mode): (pid, k, v) for pid, k, v, s in jobs}
         for n, fut in enumerate(cf.as_completed(futs), 1):
             pid, k, v = futs[fut]
-            ptx, err = fut.result()
+            try:
+                ptx, err = fut.result()
+            except NotCached:
+                stats["not_cached"] += 1
+                continue
             src = next(s for p2, k2, v2, s in jobs if (p2, k2, v2) == (pid, k, v))
             results.append((pid, k, v, ptx, err, global_count(src)))
             if n % 50 == 0:
@@ -436,7 +518,7 @@ def main():
     # 3. parse
     parse = {}
     if compiled:
-        p = subprocess.run([args.parser, "-"], input="\n".join(sorted({r[3] for r in compiled})),
+        p = subprocess.run([args.parser, *(["--rollup"] if args.rollup else []), "-"], input="\n".join(sorted({r[3] for r in compiled})),
                            capture_output=True, text=True)
         for line in p.stdout.splitlines():
             j = json.loads(line)
@@ -450,7 +532,9 @@ def main():
     by_variant = {v: {"compiled": sum(1 for r in compiled if r[2] == v),
                       "attempted": sum(1 for r in results if r[2] == v),
                       "parsed": sum(1 for r in parsed if r[2] == v)} for v in args.variants.split(",")}
+    refusal = refusal_stats(parsed, parse) if args.rollup else None
     summary = {
+        "not_cached": stats["not_cached"], "refusal": refusal,
         "corpus": args.corpus, "every": args.every, "mode": args.mode, "programs_in_index": len(progs),
         "programs_measured": stats["programs"], "programs_with_cuda_source": stats["programs_with_source"],
         "cuda_sources": stats["sources"], "compile_jobs": len(jobs), "compiled": len(compiled),
