@@ -76,7 +76,7 @@ class ModelNew(nn.Module):
         return fused.linear_relu(x, self.linear.weight, self.linear.bias)
 
 
-batch_size, in_features, out_features = 128, 512, 256
+batch_size, in_features, out_features = 8, 40, 24
 
 
 def get_inputs():
@@ -85,3 +85,13 @@ def get_inputs():
 
 def get_init_inputs():
     return [in_features, out_features]
+
+
+# Host mirror of the launch above, for the kill matrix (dirigo.killmatrix); KernelBench ignores it.
+def dirigo_launches(model, x):
+    rows, in_f = x.shape
+    w, b = model.linear.weight, model.linear.bias
+    out_f = w.shape[0]
+    y = torch.zeros(rows, out_f)
+    grid = ((out_f + 15) // 16, (rows + 15) // 16)
+    return [("linear_relu_kernel", grid, (16, 16), 0, [x, w, b, y, ("s32", rows), ("s32", in_f), ("s32", out_f)])], y

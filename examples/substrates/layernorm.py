@@ -77,7 +77,7 @@ class ModelNew(nn.Module):
         return ext.layernorm(x, self.ln.weight, self.ln.bias, self.ln.eps)
 
 
-batch_size, hidden = 256, 1024
+batch_size, hidden = 4, 300
 
 
 def get_inputs():
@@ -86,3 +86,12 @@ def get_inputs():
 
 def get_init_inputs():
     return [hidden]
+
+
+# Host mirror of the launch above, for the kill matrix (dirigo.killmatrix); KernelBench ignores it.
+def dirigo_launches(model, x):
+    hidden = x.shape[-1]
+    rows = x.numel() // hidden
+    y = torch.zeros_like(x)
+    return [("layernorm_kernel", (rows,), (256,), 0,
+             [x, model.ln.weight, model.ln.bias, y, ("s32", hidden), ("f32", model.ln.eps)])], y

@@ -65,7 +65,7 @@ class ModelNew(nn.Module):
         return ext.min_sum_gelu(x)
 
 
-batch_size, channels, length = 32, 16, 2048
+batch_size, channels, length = 4, 3, 40
 
 
 def get_inputs():
@@ -74,3 +74,10 @@ def get_inputs():
 
 def get_init_inputs():
     return []
+
+
+# Host mirror of the launch above, for the kill matrix (dirigo.killmatrix); KernelBench ignores it.
+def dirigo_launches(model, x):
+    B, C, L = x.shape
+    out = torch.zeros(B, 1)
+    return [("min_sum_gelu_kernel", (B,), (256,), 256 * 4, [x, out, ("s32", C), ("s32", L)])], out

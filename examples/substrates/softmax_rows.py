@@ -78,7 +78,7 @@ class ModelNew(nn.Module):
         return ext.softmax_rows(x)
 
 
-batch_size, dim = 64, 4096
+batch_size, dim = 4, 300
 
 
 def get_inputs():
@@ -87,3 +87,10 @@ def get_inputs():
 
 def get_init_inputs():
     return []
+
+
+# Host mirror of the launch above, for the kill matrix (dirigo.killmatrix); KernelBench ignores it.
+def dirigo_launches(model, x):
+    cols = x.shape[-1]
+    y = torch.zeros_like(x)
+    return [("softmax_kernel", (x.numel() // cols,), (256,), 0, [x, y, ("s32", cols)])], y

@@ -76,7 +76,7 @@ class ModelNew(nn.Module):
         return ext.gemm(a, b)
 
 
-M, K, N = 256, 384, 320
+M, K, N = 40, 36, 48
 
 
 def get_inputs():
@@ -85,3 +85,12 @@ def get_inputs():
 
 def get_init_inputs():
     return []
+
+
+# Host mirror of the launch above, for the kill matrix (dirigo.killmatrix); KernelBench ignores it.
+def dirigo_launches(model, a, b):
+    M, K = a.shape
+    N = b.shape[1]
+    c = torch.zeros(M, N)
+    return [("gemm_kernel", ((N + 31) // 32, (M + 31) // 32), (16, 16), 0,
+             [a, b, c, ("s32", M), ("s32", N), ("s32", K)])], c

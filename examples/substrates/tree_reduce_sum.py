@@ -66,7 +66,7 @@ class ModelNew(nn.Module):
         return ext.row_sum(x)
 
 
-batch_size, dim = 16, 65536
+batch_size, dim = 3, 5000
 
 
 def get_inputs():
@@ -75,3 +75,12 @@ def get_inputs():
 
 def get_init_inputs():
     return []
+
+
+# Host mirror of the launch above, for the kill matrix (dirigo.killmatrix); KernelBench ignores it.
+def dirigo_launches(model, x):
+    cols = x.shape[-1]
+    rows = x.numel() // cols
+    out = torch.zeros(rows)
+    chunk = 4096
+    return [("row_sum_kernel", ((cols + chunk - 1) // chunk, rows), (256,), 0, [x, out, ("s32", cols), ("s32", chunk)])], out

@@ -52,7 +52,7 @@ class ModelNew(nn.Module):
         return ext.row_mean(x)
 
 
-batch_size, dim = 1024, 1030
+batch_size, dim = 20, 103
 
 
 def get_inputs():
@@ -61,3 +61,10 @@ def get_inputs():
 
 def get_init_inputs():
     return []
+
+
+# Host mirror of the launch above, for the kill matrix (dirigo.killmatrix); KernelBench ignores it.
+def dirigo_launches(model, x):
+    rows, cols = x.shape
+    y = torch.zeros(rows)
+    return [("row_mean_kernel", ((rows + 7) // 8,), (256,), 0, [x, y, ("s32", rows), ("s32", cols)])], y
