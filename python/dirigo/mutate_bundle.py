@@ -1,0 +1,227 @@
+"""Trace bundles for mutation substrates without a GPU, and `dirigo check` over their mutants.
+
+A substrate's bundle is assembled as examples/running_example/synthesize.py does: the reference
+`Model` is traced on the CPU by dirigo's tracer; the candidate is the kernel launch plan of the
+substrate's `dirigo_launches` host mirror (inputs and parameters of the reference, fresh output
+buffers from aten::empty, one launch op per kernel) with the substrate's PTX. A mutant's bundle is
+the same bundle with ptx/m0.ptx swapped (one trace serves all mutants).
+
+    python -m dirigo.mutate_bundle build SUBSTRATE.py PTX OUT_DIR
+    python -m dirigo.mutate_bundle check DB WORK [--budget S] [--dirigo PATH] [--limit N]
+        # for each substrate in the kill-matrix store: bundle, `dirigo check` of the original and of
+        # every runnable unique mutant; verdicts into mutant_class (equivalent = VERIFIED, not precision)
+"""
+from __future__ import annotations
+
+import copy
+import hashlib
+import json
+import os
+import re
+import shutil
+import sqlite3
+import subprocess
+import sys
+import tempfile
+import time
+
+from . import killmatrix as km
+
+_PY_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+_EMPTY_SCHEMA = ("empty.memory_format(SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, "
+                 "Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor")
+_TORCH_DTYPE = {"f32": "float32", "f64": "float64", "i32": "int32", "i64": "int64"}
+
+
+def trace_reference(substrate: str, out_dir: str) -> dict:
+    """Traces the substrate's Model on the CPU (load_inline stubbed) and returns the manifest."""
+    from . import trace
+    with tempfile.TemporaryDirectory() as d:
+        ref = os.path.join(d, "ref.py")
+        with open(ref, "w") as f:
+            f.write(f"import sys\nsys.path.insert(0, {_PY_DIR!r})\n"
+                    "from dirigo.killmatrix import load_substrate as _load\n"
+                    f"_ns = _load({os.path.abspath(substrate)!r})\n"
+                    "get_inputs, get_init_inputs = _ns['get_inputs'], _ns['get_init_inputs']\n\n\n"
+                    "class Model(_ns['Model']):\n    pass\n")
+        res = trace.trace(ref, None, out_dir, device="cpu")
+        if res.status != "ok":
+            raise RuntimeError(f"tracing the reference of {substrate} failed: {res.message}")
+    return json.load(open(os.path.join(out_dir, "manifest.json")))
+
+
+def tensor_roles(model, inputs, tensors) -> list[tuple[str, object]]:
+    """Per plan tensor: ("input", i), ("parameter", name) or ("fresh", None), matched by storage."""
+    ptr = {}
+    for i, t in enumerate(inputs):
+        if hasattr(t, "data_ptr"):
+            ptr.setdefault(t.data_ptr(), ("input", i))
+    for name, p in model.named_parameters():
+        ptr.setdefault(p.data_ptr(), ("parameter", name))
+    return [ptr.get(t.data_ptr(), ("fresh", None)) for t in tensors]
+
+
+def synthesize(substrate: str, ref_bundle: dict, ptx: str) -> dict:
+    ns = km.load_substrate(substrate)
+    model, inputs = km.draw(ns, "kernelbench_randn", 0)
+    tensors, plan, out_index = km.launch_plan(ns, model, inputs)
+    roles = tensor_roles(model, inputs, tensors)
+    ref = next(p for p in ref_bundle["programs"] if p["name"] == "ref")
+    ref_inputs = [i for i in ref["inputs"] if i["kind"] == "input"]
+    by_name = {i["name"]: i for i in ref["inputs"]}
+    ref_tensors = {t["id"]: t for t in ref["tensors"]}
+    new = {"name": "new", "role": "candidate", "source": f"{os.path.basename(substrate)} (synthesized: mutate_bundle.py)",
+           "storages": [], "tensors": [], "inputs": [], "outputs": [], "ops": []}
+    for i in ref["inputs"]:
+        j = copy.deepcopy(i)
+        j.pop("data", None)
+        new["inputs"].append(j)
+        new["tensors"].append(copy.deepcopy(ref_tensors[i["tensor"]]))
+    used = {t["storage"] for t in new["tensors"]}
+    new["storages"] = [copy.deepcopy(s) for s in ref["storages"] if s["id"] in used]
+    ids = []
+    for k, ((role, key), t) in enumerate(zip(roles, tensors)):
+        if role == "input":
+            ids.append(ref_inputs[key]["tensor"])
+        elif role == "parameter":
+            if key not in by_name:
+                raise ValueError(f"parameter {key} is not an input of the traced reference")
+            ids.append(by_name[key]["tensor"])
+        else:
+            tid, sid = f"k{k}", f"s_k{k}"
+            shape = list(t.shape)
+            strides, acc = [], 1
+            for dim in reversed(shape):
+                strides.insert(0, acc)
+                acc *= dim
+            dt = {"torch.float32": "float32", "torch.int64": "int64", "torch.int32": "int32"}[str(t.dtype)]
+            new["storages"].append({"id": sid, "nbytes": t.element_size() * max(acc, 1), "device": "cuda"})
+            new["tensors"].append({"id": tid, "storage": sid, "offset": 0, "shape": shape, "strides": strides, "dtype": dt})
+            new["ops"].append({"kind": "aten", "name": "aten::empty", "overload": "memory_format", "schema": _EMPTY_SCHEMA,
+                               "args": [{"list": [{"scalar": d, "type": "int"} for d in shape]}],
+                               "kwargs": {"dtype": {"dtype": dt}}, "outputs": [tid], "mutates": [], "from": "extension"})
+            ids.append(tid)
+    entries = re.findall(r"\.entry\s+([A-Za-z_$][\w$]*)", ptx)
+    for L in plan:
+        entry = L["kernel"] if L["kernel"] in entries else next(
+            (e for e in entries if e.startswith(f"_Z{len(L['kernel'])}{L['kernel']}")), None)
+        if entry is None:
+            raise ValueError(f"no PTX entry for kernel {L['kernel']}")
+        args = [{"tensor": ids[a["tensor"]], "byte_offset": 0} if "tensor" in a else {"scalar": a["scalar"], "type": a["type"]}
+                for a in L["args"]]
+        new["ops"].append({"kind": "launch", "module": "m0", "kernel": entry, "grid": L["grid"], "block": L["block"],
+                           "shared_bytes": L["shared_bytes"], "args": args, "stream": 0, "source_lines": False})
+    out_t = next(t for t in new["tensors"] if t["id"] == ids[out_index])
+    ref_out = ref_tensors[ref["outputs"][0]["tensor"]]
+    if out_t["shape"] != ref_out["shape"]:
+        raise ValueError(f"kernel output shape {out_t['shape']} differs from the reference's {ref_out['shape']}")
+    new["outputs"] = [{"name": "out0", "tensor": ids[out_index]}]
+    b = copy.deepcopy(ref_bundle)
+    b["created_by"] = {"tool": "python/dirigo/mutate_bundle.py",
+                       "note": "reference traced on the CPU; candidate = the substrate's launch plan (dirigo_launches) "
+                               "with NVRTC PTX (no GPU)"}
+    b["modules"] = [{"id": "m0", "path": "ptx/m0.ptx", "sha256": hashlib.sha256(ptx.encode()).hexdigest(),
+                     "source": os.path.basename(substrate), "compile": {"arch": "sm_90", "flags": ["nvrtc"]}}]
+    b["programs"] = [ref, new]
+    b["match"] = {"inputs": [[f"ref.{i['name']}", f"new.{i['name']}"] for i in ref["inputs"]],
+                  "outputs": [["ref.out0", "new.out0"]]}
+    b.pop("trace_notes", None)
+    return b
+
+
+def build(substrate: str, ptx_path: str, out_dir: str) -> str:
+    ptx = open(ptx_path).read()
+    with tempfile.TemporaryDirectory() as d:
+        ref_bundle = trace_reference(substrate, os.path.join(d, "ref"))
+        b = synthesize(substrate, ref_bundle, ptx)
+        shutil.rmtree(out_dir, ignore_errors=True)
+        os.makedirs(os.path.join(out_dir, "ptx"))
+        shutil.copytree(os.path.join(d, "ref", "data"), os.path.join(out_dir, "data"))
+    with open(os.path.join(out_dir, "ptx", "m0.ptx"), "w") as f:
+        f.write(ptx)
+    with open(os.path.join(out_dir, "manifest.json"), "w") as f:
+        json.dump(b, f, indent=1)
+    return out_dir
+
+
+def swap_ptx(bundle_dir: str, ptx: str) -> None:
+    with open(os.path.join(bundle_dir, "ptx", "m0.ptx"), "w") as f:
+        f.write(ptx)
+    path = os.path.join(bundle_dir, "manifest.json")
+    b = json.load(open(path))
+    b["modules"][0]["sha256"] = hashlib.sha256(ptx.encode()).hexdigest()
+    with open(path, "w") as f:
+        json.dump(b, f, indent=1)
+
+
+def run_check(dirigo: str, bundle_dir: str, budget: float) -> tuple[str, str, float]:
+    t0 = time.monotonic()
+    try:
+        p = subprocess.run([dirigo, "check", bundle_dir, "--json", "--budget", str(budget), "--full"],
+                           capture_output=True, text=True, timeout=budget * 4 + 60)
+    except subprocess.TimeoutExpired:
+        return "TIMEOUT", "dirigo check did not finish", time.monotonic() - t0
+    try:
+        r = json.loads(p.stdout)
+        return r.get("outcome", "UNSUPPORTED"), str(r.get("reason", ""))[:500], time.monotonic() - t0
+    except json.JSONDecodeError:
+        return "UNSUPPORTED", (p.stdout + p.stderr).strip()[-500:], time.monotonic() - t0
+
+
+def check_store(db: str, work: str, dirigo: str, budget: float, limit: int, only: list[str] | None = None) -> None:
+    con = sqlite3.connect(db)
+    con.execute("PRAGMA foreign_keys = ON")
+    subs = con.execute("SELECT id, path FROM substrates WHERE status = 'ok' ORDER BY path").fetchall()
+    for sid, path in subs:
+        stem = os.path.splitext(os.path.basename(path))[0]
+        if only and stem not in only:
+            continue
+        mut_dir = os.path.join(work, "mutants", stem)
+        bdir = os.path.join(work, "bundles", stem)
+        try:
+            build(path, os.path.join(mut_dir, "original.ptx"), bdir)
+        except Exception as e:  # noqa: BLE001 - one line per substrate
+            print(f"{stem}: UNSUPPORTED bundle: {type(e).__name__}: {e}", flush=True)
+            continue
+        outcome, reason, secs = run_check(dirigo, bdir, budget)
+        print(f"{stem}: original {outcome} ({secs:.1f} s) {reason[:200]}", flush=True)
+        with con:
+            con.execute("UPDATE substrates SET message = ? WHERE id = ?", (f"dirigo check of the original: {outcome}", sid))
+        rows = con.execute("SELECT m.id, m.family, m.ptx_path FROM mutants m JOIN mutant_class c ON c.mutant_id = m.id "
+                           "WHERE m.substrate_id = ? AND c.runnable = 1 AND c.verdict IS NULL ORDER BY m.ordinal",
+                           (sid,)).fetchall()
+        if limit:
+            rows = rows[:limit]
+        counts: dict[str, int] = {}
+        for mid, family, ptx_path in rows:
+            swap_ptx(bdir, open(ptx_path).read())
+            v, why, secs = run_check(dirigo, bdir, budget)
+            counts[v] = counts.get(v, 0) + 1
+            with con:
+                con.execute("UPDATE mutant_class SET verdict = ?, verdict_reason = ?, check_s = ?, equivalent = ? "
+                            "WHERE mutant_id = ?", (v, why, secs, int(v == "VERIFIED" and family != "precision"), mid))
+        print(f"{stem}: {len(rows)} mutants checked: {counts}", flush=True)
+
+
+def main(argv: list[str]) -> int:
+    if argv[:1] == ["build"] and len(argv) == 4:
+        print(build(argv[1], argv[2], argv[3]))
+        return 0
+    if argv[:1] == ["check"] and len(argv) >= 3:
+        opts = {"--budget": "10", "--dirigo": "build-mut2/dirigo", "--limit": "0", "--only": ""}
+        rest = argv[3:]
+        for k, v in zip(rest[::2], rest[1::2]):
+            if k not in opts:
+                print(f"unknown option {k}", file=sys.stderr)
+                return 64
+            opts[k] = v
+        check_store(argv[1], argv[2], opts["--dirigo"], float(opts["--budget"]), int(opts["--limit"]),
+                    [s for s in opts["--only"].split(",") if s] or None)
+        return 0
+    print(__doc__, file=sys.stderr)
+    return 64
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
