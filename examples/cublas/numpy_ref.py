@@ -129,6 +129,16 @@ def evaluate(op, bufs):
             acc = acc + beta * src[y[0]].astype(np.float64)[iy]
         out[y[0]][iy] = acc
         return out
+    if name == "cublasSger_v2":
+        alpha = _scalar(a, "alpha", src)
+        m, n = a["m"], a["n"]
+        A, x, y = _off(a, "A"), _off(a, "x"), _off(a, "y")
+        if alpha != 0 and m > 0 and n > 0:
+            ia = _matrix(src, A[0], A[1], m, n, a["lda"])
+            xv = src[x[0]].astype(np.float64)[_vector_index(x[1], m, a["incx"])]
+            yv = src[y[0]].astype(np.float64)[_vector_index(y[1], n, a["incy"])]
+            out[A[0]][ia] = src[A[0]].astype(np.float64)[ia] + alpha * np.outer(xv, yv)
+        return out
     if name == "cublasSaxpy_v2":
         alpha = _scalar(a, "alpha", src)
         x, y = _off(a, "x"), _off(a, "y")

@@ -106,6 +106,11 @@ int64_t sgemv(int64_t t, int64_t m, int64_t n, double alpha, double beta, bool d
   Scalars s(alpha, beta, dev, scal);
   return done(cublasSgemv(H(), OP(t), m, n, s.pa, P(A, ao), lda, P(x, xo), incx, s.pb, P(y, yo), incy));
 }
+int64_t sger(int64_t m, int64_t n, double alpha, bool dev, torch::Tensor scal, torch::Tensor x, int64_t xo,
+             int64_t incx, torch::Tensor y, int64_t yo, int64_t incy, torch::Tensor A, int64_t ao, int64_t lda) {
+  Scalars s(alpha, 0.0, dev, scal);
+  return done(cublasSger(H(), m, n, s.pa, P(x, xo), incx, P(y, yo), incy, P(A, ao), lda));
+}
 int64_t saxpy(int64_t n, double alpha, bool dev, torch::Tensor scal, torch::Tensor x, int64_t xo, int64_t incx,
               torch::Tensor y, int64_t yo, int64_t incy) {
   Scalars s(alpha, 0.0, dev, scal);
@@ -177,11 +182,11 @@ int64_t lt_matmul(int64_t ta, int64_t tb, int64_t m, int64_t n, int64_t k, doubl
 }
 """
 
-FUNCS = ["sgemm", "sgemm_sb", "sgemm_batched", "gemm_ex", "gemm_sb_ex", "sgeam", "sgemv", "saxpy", "sscal", "sdot",
-         "lt_matmul"]
+FUNCS = ["sgemm", "sgemm_sb", "sgemm_batched", "gemm_ex", "gemm_sb_ex", "sgeam", "sgemv", "sger", "saxpy", "sscal",
+         "sdot", "lt_matmul"]
 CUBLAS_NAME = {"sgemm": "cublasSgemm_v2", "sgemm_sb": "cublasSgemmStridedBatched", "sgemm_batched": "cublasSgemmBatched",
                "gemm_ex": "cublasGemmEx", "gemm_sb_ex": "cublasGemmStridedBatchedEx", "sgeam": "cublasSgeam",
-               "sgemv": "cublasSgemv_v2", "saxpy": "cublasSaxpy_v2", "sscal": "cublasSscal_v2", "sdot": "cublasSdot_v2",
+               "sgemv": "cublasSgemv_v2", "sger": "cublasSger_v2", "saxpy": "cublasSaxpy_v2", "sscal": "cublasSscal_v2", "sdot": "cublasSdot_v2",
                "lt_matmul": "cublasLtMatmul"}
 EPILOGUES = [1, 2, 4, 6, 32, 36]  # DEFAULT RELU BIAS RELU_BIAS GELU GELU_BIAS
 
@@ -323,6 +328,17 @@ def gen_vector(rng, fn):
                     incx=incx, beta=None if dev else beta, y=_ref("y", 0), incy=incy)
         call = dict(t=t, m=m, n=n, alpha=alpha, beta=beta, dev=dev, A=0, lda=lda, x=1, incx=incx, y=0, incy=incy)
         out, nan = ["y"], ("y",) if beta == 0 and rng.integers(0, 2) else ()
+    elif fn == "sger":
+        m, n = (int(x) for x in rng.integers(1, 20, size=2))
+        lda = m + int(rng.integers(0, 3))
+        incx, incy = _inc(rng), _inc(rng)
+        c.extent("x", _vec_extent(1, m, incx))
+        c.extent("y", _vec_extent(0, n, incy))
+        c.extent("A", _matrix_extent(2, m, n, lda))
+        args.update(m=m, n=n, alpha=None if dev else alpha, x=_ref("x", 1), incx=incx, y=_ref("y", 0), incy=incy,
+                    A=_ref("A", 2), lda=lda)
+        call = dict(m=m, n=n, alpha=alpha, dev=dev, x=1, incx=incx, y=0, incy=incy, A=2, lda=lda)
+        out, nan, beta = ["A"], (), 0.0
     elif fn == "saxpy":
         n = int(rng.integers(1, 40))
         incx, incy = _inc(rng), _inc(rng)
@@ -431,6 +447,9 @@ def invoke(ext, fn, call, bufs):
     elif fn == "sgemv":
         st = ext.sgemv(d["t"], d["m"], d["n"], d["alpha"], d["beta"], d["dev"], scal, g["A"], d["A"], d["lda"],
                        g["x"], d["x"], d["incx"], g["y"], d["y"], d["incy"])
+    elif fn == "sger":
+        st = ext.sger(d["m"], d["n"], d["alpha"], d["dev"], scal, g["x"], d["x"], d["incx"], g["y"], d["y"], d["incy"],
+                      g["A"], d["A"], d["lda"])
     elif fn == "saxpy":
         st = ext.saxpy(d["n"], d["alpha"], d["dev"], scal, g["x"], d["x"], d["incx"], g["y"], d["y"], d["incy"])
     elif fn == "sscal":

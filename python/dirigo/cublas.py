@@ -13,7 +13,7 @@ Semantics live in C++ (src/blas); an entry point the shim records but dirigo doe
 from __future__ import annotations
 
 MODELED = ("cublasSgemm_v2", "cublasSgemmStridedBatched", "cublasSgemmBatched", "cublasGemmEx",
-           "cublasGemmStridedBatchedEx", "cublasSgeam", "cublasSgemv_v2", "cublasSaxpy_v2", "cublasSscal_v2",
+           "cublasGemmStridedBatchedEx", "cublasSgeam", "cublasSgemv_v2", "cublasSger_v2", "cublasSaxpy_v2", "cublasSscal_v2",
            "cublasSdot_v2", "cublasLtMatmul")
 
 

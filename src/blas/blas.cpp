@@ -180,6 +180,20 @@ void parse_gemv(const Args& a, Call& c) {
   if (c.x.inc == 0 || c.y.inc == 0) invalid(c, "incx or incy is 0");
 }
 
+void parse_ger(const Args& a, Call& c) {
+  c.kind = Kind::Ger;
+  c.m = a.integer("m");
+  c.n = a.integer("n");
+  c.alpha = a.scalar("alpha");
+  for (const char* k : {"x", "y", "A"}) a.pointer(k);
+  c.A = {"A", c.m, c.n, a.integer("lda"), 0, false};
+  c.x = {"x", c.m, a.integer("incx")};
+  c.y = {"y", c.n, a.integer("incy")};
+  if (c.m < 0 || c.n < 0) invalid(c, "a negative size");
+  if (c.A.ld < std::max<int64_t>(1, c.m)) invalid(c, fmt::format("lda = {} < {}", c.A.ld, c.m));
+  if (c.x.inc == 0 || c.y.inc == 0) invalid(c, "incx or incy is 0");
+}
+
 void parse_level1(const Args& a, Call& c) {
   int64_t n = a.integer("n");
   if (c.name == "cublasSaxpy_v2") {
@@ -348,6 +362,8 @@ Call parse(const bundle::LibraryOp& op) {
     parse_geam(a, c);
   else if (n == "cublasSgemv_v2")
     parse_gemv(a, c);
+  else if (n == "cublasSger_v2")
+    parse_ger(a, c);
   else if (n == "cublasSaxpy_v2" || n == "cublasSscal_v2" || n == "cublasSdot_v2")
     parse_level1(a, c);
   else if (n == "cublasLtMatmul")
@@ -369,6 +385,7 @@ std::vector<std::string> output_keys(const Call& c) {
     case Kind::Geam: return {"C"};
     case Kind::LtMatmul: return {"D"};
     case Kind::Gemv: return {c.y.key};
+    case Kind::Ger: return {"A"};
     case Kind::Axpy: return {c.y.key};
     case Kind::Scal: return {c.x.key};
     case Kind::Dot: return c.result_key.empty() ? std::vector<std::string>{} : std::vector<std::string>{c.result_key};
@@ -417,6 +434,13 @@ std::vector<Extent> extents(const Call& c) {
       out.push_back(matrix_extent(c.A, 1, false, "A"));
       out.push_back(vector_extent(c.x, false));
       out.push_back(vector_extent(c.y, true));
+      return out;
+    case Kind::Ger:
+      if (c.m == 0 || c.n == 0 || c.alpha.is(0)) return out;
+      scalars();
+      out.push_back(vector_extent(c.x, false));
+      out.push_back(vector_extent(c.y, false));
+      out.push_back(matrix_extent(c.A, 1, true, "A"));
       return out;
     case Kind::Axpy:
     case Kind::Dot:
@@ -511,6 +535,13 @@ std::optional<ir::Expr> element(ir::Context& ctx, const Call& c, const std::stri
         return c.beta.value ? with_y : ctx.ite(ctx.eq(beta, ctx.real_const(0)), acc, with_y);
       }
       return acc;
+    }
+    case Kind::Ger: {
+      if (key != "A" || c.m == 0 || c.n == 0 || c.alpha.is(0)) return std::nullopt;  // alpha 0: quick return
+      auto ij = matrix_index(c.A, off);
+      if (!ij) return std::nullopt;
+      ir::Expr xy = ctx.mul(read(c.x.key, c.x.at(ij->first)), read(c.y.key, c.y.at(ij->second)));
+      return ctx.add(read("A", off), c.alpha.is(1) ? xy : ctx.mul(scalar_expr(ctx, c.alpha, read), xy));
     }
     case Kind::Axpy: {
       if (key != c.y.key || c.alpha.is(0)) return std::nullopt;

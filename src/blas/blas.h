@@ -5,7 +5,7 @@
 // dimension ld at i + j*ld from its pointer (cuBLASLt ORDER_ROW: i*ld + j); op(X) is X or X^T; batch b of a
 // strided call adds b*stride; C := alpha*op(A)op(B) + beta*C reads C's earlier contents, except that
 // beta == 0 does not read C at all (NaN/Inf there do not propagate), and alpha == 0 does not read A, B;
-// vectors with inc < 0 are walked from their last element (reference BLAS); sscal with incx <= 0 does
+// sger A := alpha*x*y^T + A; vectors with inc < 0 are walked from their last element (reference BLAS); sscal with incx <= 0 does
 // nothing; arguments cuBLAS rejects (ld smaller than the rows, negative sizes) make it return
 // CUBLAS_STATUS_INVALID_VALUE without computing anything, so such a call writes nothing.
 //
@@ -33,7 +33,7 @@ class Unsupported : public std::runtime_error {
   explicit Unsupported(const std::string& what) : std::runtime_error("UNSUPPORTED: " + what) {}
 };
 
-enum class Kind : uint8_t { Gemm, Geam, Gemv, Axpy, Scal, Dot, LtMatmul };
+enum class Kind : uint8_t { Gemm, Geam, Gemv, Ger, Axpy, Scal, Dot, LtMatmul };
 
 // alpha / beta: a value known at trace time, or a device scalar read through `ptr_key`.
 struct Scalar {
@@ -75,7 +75,7 @@ struct Call {
   int epilogue = 1;
   std::string bias_key;
   int64_t bias_stride = 0;
-  Vector x, y;                  // gemv (x, y), axpy (x, y), scal (x), dot (x, y)
+  Vector x, y;                  // gemv (x, y), ger (x, y), axpy (x, y), scal (x), dot (x, y)
   std::string result_key;       // dot in device pointer mode
 };
 

@@ -156,6 +156,17 @@ TEST(Sgemv, TransposeWithANegativeIncrement) {
   for (int64_t i = 0; i < 3; ++i) EXPECT_DOUBLE_EQ(out["y"][size_t(i)], fa(0, i) * 100 + fa(1, i) * 1);
 }
 
+TEST(Sger, RankOneUpdateWithLeadingDimension) {
+  // A (2x3, lda 3) += 2 x y^T, y walked backwards
+  Buffers in{{"A", colmajor(2, 3, 3, fa)}, {"x", {1, -1}}, {"y", {1, 2, 3}}};
+  auto out = run(R"({"name":"cublasSger_v2","args":{"m":2,"n":3,"alpha":2,"x":{"tensor":"x"},"incx":1,
+    "y":{"tensor":"y"},"incy":-1,"A":{"tensor":"A"},"lda":3}})", in);
+  double yv[3] = {3, 2, 1}, xv[2] = {1, -1};
+  for (int64_t i = 0; i < 2; ++i)
+    for (int64_t j = 0; j < 3; ++j) EXPECT_DOUBLE_EQ(out["A"][size_t(i + 3 * j)], fa(i, j) + 2 * xv[i] * yv[j]);
+  EXPECT_EQ(out["A"][2], -99);  // padding row untouched
+}
+
 TEST(Saxpy, StridedVectors) {
   Buffers in{{"x", {1, 0, 2, 0, 3}}, {"y", {10, 20, 30}}};
   auto out = run(R"({"name":"cublasSaxpy_v2","args":{"n":3,"alpha":2,"x":{"tensor":"x"},"incx":2,

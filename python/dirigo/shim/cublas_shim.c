@@ -1,7 +1,7 @@
 /* dirigo cuBLAS shim: LD_PRELOAD it (after the launch shim) to record cuBLAS / cuBLASLt calls.
  *
  * Interposes the cuBLAS entry points dirigo models (sgemm, strided/pointer-array batched sgemm, GemmEx,
- * GemmStridedBatchedEx, sgeam, sgemv, saxpy, sscal, sdot, cublasLtMatmul) and a list of others it does
+ * GemmStridedBatchedEx, sgeam, sgemv, sger, saxpy, sscal, sdot, cublasLtMatmul) and a list of others it does
  * not model (recorded by name only, so dirigo can say UNSUPPORTED naming the function). While recording
  * is enabled (dirigo_cublas_set_enabled(1), done by dirigo.launch with the launch shim, off inside ATen
  * ops), each call appends one JSON line with every argument: handle state (pointer mode, math mode,
@@ -458,6 +458,30 @@ cublasStatus_t cublasSgemv_v2(cublasHandle_t h, cublasOperation_t t, int m, int 
   return s;
 }
 
+typedef cublasStatus_t (*sger_fn)(cublasHandle_t, int, int, const float *, const float *, int, const float *, int,
+                                  float *, int);
+cublasStatus_t cublasSger_v2(cublasHandle_t h, int m, int n, const float *alpha, const float *x, int incx,
+                             const float *y, int incy, float *A, int lda) {
+  REAL(sger_fn, "cublasSger_v2", CUBLAS_LIBS);
+  ENTER();
+  if (record_this) {
+    sbuf b = {0};
+    int dev = begin(&b, "cublasSger_v2", h);
+    put(&b, ",\"m\":%d,\"n\":%d", m, n);
+    put_scalar(&b, "alpha", alpha, dev, CUDA_R_32F);
+    put_ptr(&b, "x", x);
+    put(&b, ",\"incx\":%d", incx);
+    put_ptr(&b, "y", y);
+    put(&b, ",\"incy\":%d", incy);
+    put_ptr(&b, "A", A);
+    put(&b, ",\"lda\":%d", lda);
+    finish(&b, "\"A\"");
+  }
+  cublasStatus_t s = real(h, m, n, alpha, x, incx, y, incy, A, lda);
+  LEAVE();
+  return s;
+}
+
 typedef cublasStatus_t (*saxpy_fn)(cublasHandle_t, int, const float *, const float *, int, float *, int);
 cublasStatus_t cublasSaxpy_v2(cublasHandle_t h, int n, const float *alpha, const float *x, int incx, float *y,
                               int incy) {
@@ -642,7 +666,6 @@ UNMODELED(cublasSgemv_v2_64, CUBLAS_LIBS)
 UNMODELED(cublasSgemvBatched, CUBLAS_LIBS)
 UNMODELED(cublasSgemvStridedBatched, CUBLAS_LIBS)
 UNMODELED(cublasDgemv_v2, CUBLAS_LIBS)
-UNMODELED(cublasSger_v2, CUBLAS_LIBS)
 UNMODELED(cublasSsymm_v2, CUBLAS_LIBS)
 UNMODELED(cublasSsyrk_v2, CUBLAS_LIBS)
 UNMODELED(cublasStrsm_v2, CUBLAS_LIBS)
