@@ -35,7 +35,8 @@ int run_score(ScoreOptions o) {
     std::cout << "Mutants (witness tolerances:";
     for (double t : s.witness_tols) std::cout << " " << t;
     std::cout << ")\n\n" << score::population_table(s) << "\nMiss rate by family (missed/witnessed)\n\n"
-              << score::family_table(s) << "\nMiss rate by problem\n\n" << score::problem_table(s);
+              << score::family_table(s) << "\n" << score::verdict_lines(s) << "\nMiss rate by problem\n\n"
+              << score::problem_table(s);
     return 0;
   } catch (const std::exception& e) {
     std::cerr << "dirigo score: " << e.what() << "\n";

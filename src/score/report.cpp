@@ -54,7 +54,7 @@ std::string population_table(const Scores& s) {
 std::string family_table(const Scores& s) {
   std::vector<std::string> cols{"protocol"};
   for (const auto& f : s.families) cols.push_back(f);
-  cols.insert(cols.end(), {"total", "false rejections"});
+  cols.insert(cols.end(), {"total", "checked mutants only", "false rejections"});
   std::string out = header(cols);
   for (const auto& ps : s.protocols) {
     std::vector<std::string> cells{ps.protocol.name};
@@ -63,6 +63,7 @@ std::string family_table(const Scores& s) {
       cells.push_back(it == ps.by_family.end() ? "–" : percent(it->second.missed, it->second.witnessed));
     }
     cells.push_back("**" + percent(ps.total.missed, ps.total.witnessed) + "**");
+    cells.push_back(ps.protocol.dirigo ? percent(ps.checked.missed, ps.checked.witnessed) : "–");
     cells.push_back(ps.protocol.dirigo ? "–"
                                        : fmt::format("{} of {} inputs ({} problems)", ps.inputs_rejecting,
                                                      ps.inputs_selected, ps.problems_rejecting));
@@ -84,6 +85,15 @@ std::string problem_table(const Scores& s) {
     out += row(cells);
   }
   return out;
+}
+
+std::string verdict_lines(const Scores& s) {
+  auto line = [](const char* what, const std::map<std::string, int>& counts) {
+    std::vector<std::string> parts;
+    for (const auto& [v, n] : counts) parts.push_back(fmt::format("{} {}", v, n));
+    return fmt::format("dirigo check verdicts on {} mutants: {}\n", what, parts.empty() ? "–" : join(parts, ", "));
+  };
+  return line("witnessed", s.verdicts_witnessed) + line("unwitnessed", s.verdicts_unwitnessed);
 }
 
 std::string suite_table(const SuiteReport& r) {
@@ -126,6 +136,7 @@ nlohmann::json to_json(const Scores& s) {
                      {"description", ps.protocol.description},
                      {"dirigo", ps.protocol.dirigo},
                      {"total", tally_json(ps.total)},
+                     {"checked", tally_json(ps.checked)},
                      {"inputs_selected", ps.inputs_selected},
                      {"inputs_rejecting", ps.inputs_rejecting},
                      {"problems_rejecting", ps.problems_rejecting},

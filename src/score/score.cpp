@@ -111,6 +111,10 @@ Scores score(const Matrix& matrix, const std::vector<Protocol>& protocols, std::
           ++t->witnessed;
           t->missed += missed;
         }
+        if (ps.protocol.dirigo && !mu.verdict.empty()) {
+          ++ps.checked.witnessed;
+          ps.checked.missed += missed;
+        }
       }
     }
     if (progress) progress(pi + 1, matrix.problems.size());

@@ -23,6 +23,7 @@ struct Tally {
 struct ProtocolScore {
   Protocol protocol;
   Tally total;
+  Tally checked;  // verdict protocols: over the witnessed mutants that `dirigo check` ran on (verdict not NULL)
   std::map<std::string, Tally> by_family, by_problem;
   int inputs_selected = 0;     // over every problem, before the gate
   int inputs_rejecting = 0;    // of those, inputs on which the correct substrate fails (false rejections)

@@ -208,6 +208,9 @@ TEST(Score, DirigoVerdictProtocol) {
   EXPECT_EQ(s.population.witnessed, 4);
   EXPECT_EQ(of(s, "dirigo").total.missed, 3);
   EXPECT_EQ(of(s, "dirigo_suspect").total.missed, 2);
+  EXPECT_EQ(of(s, "dirigo").checked.witnessed, 3);  // the mutant without a verdict is left out
+  EXPECT_EQ(of(s, "dirigo").checked.missed, 2);
+  EXPECT_EQ(of(s, "kernelbench_v0").checked.witnessed, 0);
   EXPECT_EQ(s.verdicts_unwitnessed.at("BUG"), 1);
   EXPECT_EQ(s.verdicts_witnessed.at("none"), 1);
 }
