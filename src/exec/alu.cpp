@@ -1,10 +1,13 @@
 // Register-to-register instruction semantics: integers on bitvectors of the declared width,
 // floats on reals, predicates on Bool. Shared by the symbolic and the concrete mode.
 #include <bit>
+#include <cmath>
+#include <cstring>
 
 #include <fmt/format.h>
 
 #include "exec/machine.h"
+#include "ir/eval.h"
 
 namespace dirigo::exec {
 
@@ -59,6 +62,12 @@ void Machine::exec_alu(Bundle& b, const ptx::Instruction& in) {
       if (src.kind == Operand::Kind::Vector || dst.kind == Operand::Kind::Vector) {
         // pack/unpack of constants only (half2 packing of data is not modeled)
         if (dst.kind == Operand::Kind::Vector) {
+          Expr raw = read_raw(b, src, ty);
+          if (packed_.count(raw) && dst.elements.size() == 2) {  // mov.b32 {%rs1, %rs2}, %r: the two halves
+            write(b, dst.elements[0], packed_.at(raw).first);
+            write(b, dst.elements[1], packed_.at(raw).second);
+            return;
+          }
           Expr v = read(b, src, ty);
           if (v->op != Op::ConstBV) unsupported(in, "unpacking a non-constant register");
           unsigned part = ptx::type_bits(ty) / unsigned(dst.elements.size());
@@ -67,6 +76,17 @@ void Machine::exec_alu(Bundle& b, const ptx::Instruction& in) {
           return;
         }
         unsigned part = ptx::type_bits(ty) / unsigned(src.elements.size());
+        if (part == 16 && src.elements.size() == 2) {  // mov.b32 %r, {%rs1, %rs2} of float halves: packed
+          Expr lo = read_raw(b, src.elements[0], Type::None), hi = read_raw(b, src.elements[1], Type::None);
+          if (lo->sort == Sort::Real || hi->sort == Sort::Real) {
+            auto half = [&](Expr e) {
+              if (e->sort == Sort::Real) return e;
+              if (e->op == Op::ConstBV && e->bv_value() == 0) return ctx_.real_const(0);  // +0 in f16 and bf16
+              unsupported(in, "packing a float half with integer bits");
+            };
+            return write(b, dst, pack_half2(half(lo), half(hi)));
+          }
+        }
         uint64_t bits = 0;
         for (size_t i = 0; i < src.elements.size(); ++i) {
           Expr e = read_raw(b, src.elements[i], Type::None);
@@ -101,7 +121,7 @@ void Machine::exec_alu(Bundle& b, const ptx::Instruction& in) {
     }
     default: break;
   }
-  if (ty == Type::F16x2 || ty == Type::BF16x2) unsupported(in, "packed half2 arithmetic");
+  if (ty == Type::F16x2 || ty == Type::BF16x2) return exec_packed(b, in, ty);
   if (ptx::is_float(ty)) return exec_float(b, in, ty);
   return exec_int(b, in, ty);
 }
@@ -327,6 +347,12 @@ void Machine::exec_float(Bundle& b, const ptx::Instruction& in, Type ty) {
 void Machine::exec_cvt(Bundle& b, const ptx::Instruction& in) {
   if (in.mod.types.size() != 2) unsupported(in, "cvt without two types");
   Type dt = in.mod.types[0], st = in.mod.types[1];
+  if ((dt == Type::F16x2 || dt == Type::BF16x2) && st == Type::F32 && in.operands.size() == 3) {
+    // cvt.rn.f16x2.f32 d, a, b: a goes to the upper half, b to the lower (rounding: identity on reals)
+    Expr hi = read(b, in.operands[1], st), lo = read(b, in.operands[2], st);
+    if (in.mod.sat) unsupported(in, "saturating packed conversion");
+    return write(b, in.operands[0], pack_half2(lo, hi));
+  }
   if (dt == Type::F16x2 || st == Type::F16x2 || dt == Type::BF16x2 || st == Type::BF16x2) unsupported(in, "packed half2 conversion");
   Expr v = read(b, in.operands.at(1), st);
   Expr r;
@@ -434,6 +460,67 @@ void Machine::exec_setp(Bundle& b, const ptx::Instruction& in) {
   } else {
     write(b, ops[0], r);
   }
+}
+
+Expr Machine::pack_half2(Expr lo, Expr hi) {
+  Expr m = ctx_.fresh_var("half2", Sort::BV32);
+  packed_[m] = {lo, hi};
+  return m;
+}
+
+std::pair<Expr, Expr> Machine::unpack_half2(const ptx::Instruction& in, Expr v, bool bf16) {
+  auto it = packed_.find(v);
+  if (it != packed_.end()) return it->second;
+  if (v->op == Op::Undef) return {ctx_.undef(Sort::Real), ctx_.undef(Sort::Real)};
+  if (v->op == Op::ConstBV) {  // an immediate: two f16 (or bf16) bit patterns
+    auto half = [&](uint64_t h) {
+      double d;
+      if (bf16) { uint32_t f = uint32_t(h) << 16; float x; std::memcpy(&x, &f, 4); d = x; }
+      else {
+        uint32_t s = (h >> 15) & 1, e = (h >> 10) & 31, m = h & 1023;
+        if (e == 31) unsupported(in, "packed half2 constant is infinite or NaN");
+        d = e == 0 ? std::ldexp(double(m), -24) : std::ldexp(double(m | 1024), int(e) - 25);
+        if (s) d = -d;
+      }
+      if (!std::isfinite(d)) unsupported(in, "packed bf16x2 constant is infinite or NaN");
+      return ctx_.real_const_from_double(d);
+    };
+    return {half(v->bv_value() & 0xffff), half((v->bv_value() >> 16) & 0xffff)};
+  }
+  unsupported(in, "packed half2 value of unknown layout (not produced by a half2 load, cvt or mov)");
+}
+
+// add/sub/mul/fma/neg/abs/min/max on .f16x2 / .bf16x2: the float semantics per half
+void Machine::exec_packed(Bundle& b, const ptx::Instruction& in, Type ty) {
+  const auto& ops = in.operands;
+  bool bf = ty == Type::BF16x2;
+  std::vector<std::pair<Expr, Expr>> x;
+  for (size_t i = 1; i < ops.size(); ++i) x.push_back(unpack_half2(in, read_raw(b, ops[i], Type::B32), bf));
+  auto lane = [&](bool hi) {
+    auto a = [&](size_t i) { return hi ? x.at(i).second : x.at(i).first; };
+    Expr r;
+    switch (in.op) {
+      case Opcode::Add: r = ctx_.add(a(0), a(1)); break;
+      case Opcode::Sub: r = ctx_.sub(a(0), a(1)); break;
+      case Opcode::Mul: r = ctx_.mul(a(0), a(1)); break;
+      case Opcode::Fma: r = ctx_.add(ctx_.mul(a(0), a(1)), a(2)); break;
+      case Opcode::Neg: r = ctx_.neg(a(0)); break;
+      case Opcode::Abs: r = ctx_.abs(a(0)); break;
+      case Opcode::Min: r = ctx_.min(a(0), a(1)); break;
+      case Opcode::Max: r = ctx_.max(a(0), a(1)); break;
+      default: unsupported(in, fmt::format("packed half2 instruction '{}'", ptx::opcode_name(in.op)));
+    }
+    if (in.mod.sat) r = ctx_.min(ctx_.max(r, ctx_.real_const(0)), ctx_.real_const(1));
+    return r;
+  };
+  Expr lo = lane(false), hi = lane(true);
+  if (concrete_) {  // keep halves as constants (named functions are folded by write() otherwise)
+    ir::Evaluator ev(ir::Env{});
+    auto fold = [&](Expr e) { return e->is_const() || e->has_undef() || e->has_data() ? e : ctx_.real_const_from_double(ev.real(e)); };
+    lo = fold(lo);
+    hi = fold(hi);
+  }
+  write(b, ops[0], pack_half2(lo, hi));
 }
 
 }  // namespace dirigo::exec

@@ -288,6 +288,7 @@ Expr Machine::as_real(Expr v) {
 }
 
 Expr Machine::as_bv(Expr v, unsigned width) {
+  if (packed_.count(v)) throw Unsupported("integer operation on a packed half2 value (bit manipulation of halves)");
   if (v->sort == Sort::Real) {
     if (v->op == Op::Undef) return ctx_.undef(ir::bv_sort(width));
     throw Unsupported("integer operation on a float value (bit manipulation on floats, no math idiom matched)");
@@ -323,7 +324,7 @@ void Machine::write(Bundle& b, const Operand& o, Expr v) {
   if (size_t(s) >= b.regs.size()) b.regs.resize(slot_types_.size(), nullptr);
   Type t = slot_types_[s];
   // registers keep the sort of what was stored, narrowed/widened for integer registers
-  if (t != Type::None && t != Type::Pred && !ptx::is_float(t) && ir::is_bv(v->sort)) {
+  if (t != Type::None && t != Type::Pred && !ptx::is_float(t) && ir::is_bv(v->sort) && !packed_.count(v)) {
     unsigned w = std::max(8u, ptx::type_bits(t));
     if (w <= 64) v = as_bv(v, w);
   }

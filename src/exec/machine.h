@@ -107,6 +107,13 @@ class Machine {
   void shared_atomic(Bundle& b, const ptx::Instruction& in, const Addr& a, unsigned bytes, ptx::Type ty, ir::Expr v,
                      ir::Expr data_guard);
 
+  // ---- packed half2 / bf16x2 (alu.cpp): a packed register holds a marker Var whose two
+  // halves (Reals) live in packed_; integer operations on a marker are UNSUPPORTED
+  ir::Expr pack_half2(ir::Expr lo, ir::Expr hi);
+  std::pair<ir::Expr, ir::Expr> unpack_half2(const ptx::Instruction& in, ir::Expr v, bool bf16);
+  void exec_packed(Bundle& b, const ptx::Instruction& in, ptx::Type ty);
+  std::unordered_map<ir::Expr, std::pair<ir::Expr, ir::Expr>> packed_;
+
   // ---- checks and helpers
   bool sat(ir::Expr e) { return sat_.sat(e); }
   ir::Expr tighten(ir::Expr pred);

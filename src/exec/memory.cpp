@@ -185,6 +185,13 @@ Expr Machine::load(Bundle& b, const ptx::Instruction& in, const Addr& a, unsigne
     }
     case Space::Global: {
       const auto& p = launch_.params[a.param];
+      if (bytes == 4 && dtype_bytes(p.dtype) == 2 && dtype_is_float(p.dtype)) {
+        // a 32-bit access to a half/bf16 tensor: two elements, one packed half2 register
+        Addr lo = a, hi = a;
+        lo.expr = ctx_.bv_add(a.expr, ctx_.bv_const(Sort::BV64, uint64_t(k) * 4));
+        hi.expr = ctx_.bv_add(lo.expr, ctx_.bv_const(Sort::BV64, 2));
+        return pack_half2(load(b, in, lo, 2, Type::F16, 0), load(b, in, hi, 2, Type::F16, 0));
+      }
       Expr idx = element_index(b, in, a, bytes, k);
       check_global_bounds(b, in, a, idx);
       Sort s = dtype_sort(p.dtype);
@@ -259,6 +266,15 @@ void Machine::store(Bundle& b, const ptx::Instruction& in, const Addr& a, unsign
     }
     case Space::Global: {
       const auto& p = launch_.params[a.param];
+      if (bytes == 4 && dtype_bytes(p.dtype) == 2 && dtype_is_float(p.dtype)) {
+        auto [vl, vh] = unpack_half2(in, v, p.dtype == DType::BF16);
+        Addr lo = a, hi = a;
+        lo.expr = ctx_.bv_add(a.expr, ctx_.bv_const(Sort::BV64, uint64_t(k) * 4));
+        hi.expr = ctx_.bv_add(lo.expr, ctx_.bv_const(Sort::BV64, 2));
+        store(b, in, lo, 2, Type::F16, vl, 0, guard);
+        store(b, in, hi, 2, Type::F16, vh, 0, guard);
+        return;
+      }
       Expr idx = element_index(b, in, a, bytes, k);
       check_global_bounds(b, in, a, idx);
       if (dtype_is_float(p.dtype)) v = as_real(v);
