@@ -260,6 +260,9 @@ class Search {
         own_cand->execute_all();
         ctx = own_ctx.get(), ref = own_ref.get(), cand = own_cand.get();
       }
+      auto deadline = t0_ + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(opt_.budget_s));
+      ref->set_deadline(deadline);
+      cand->set_deadline(deadline);
       smt::Solver& solver = smt::thread_solver();
       uint64_t calls0 = solver.stats().solver_calls;
       while (auto job = take()) {
@@ -318,6 +321,10 @@ class Search {
       slot.kind = Slot::Kind::Unsupported;
       slot.message = u.what();
       return slot;
+    } catch (const OutOfTime& t) {  // undecided: the budget ended while expanding this location
+      lr.verdict = smt::Verdict::Timeout;
+      lr.reason = t.what();
+      return slot;
     }
     lr.ref_nodes = ir::dag_size(ea);
     lr.cand_nodes = ir::dag_size(eb);
@@ -325,7 +332,7 @@ class Search {
     lr.ref_expr = ir::to_string(ctx, ea, popt);
     lr.cand_expr = ir::to_string(ctx, eb, popt);
     std::optional<PairKey> key;
-    if (opt_.full && ea != eb) {
+    if (opt_.full && opt_.dedup && ea != eb) {
       key = renamed_pair_key(ea, eb);
       std::lock_guard lock(mu_);
       if (auto it = decided_.find(*key); it != decided_.end()) {
@@ -434,7 +441,10 @@ class Search {
 
 }  // namespace
 
-Report check_bundle(const bundle::Bundle& b, const Options& opt) {
+Report check_bundle(const bundle::Bundle& b, const Options& user_opt) {
+  Options opt = user_opt;  // Execute's own time limit never outlasts the check's budget
+  if (double budget_ms = opt.budget_s * 1000; budget_ms > 0 && (opt.exec.max_ms == 0 || opt.exec.max_ms > budget_ms))
+    opt.exec.max_ms = budget_ms;
   Report r;
   auto t0 = Clock::now();
   auto finish = [&](Outcome o, std::string reason) {
@@ -467,11 +477,16 @@ Report check_bundle(const bundle::Bundle& b, const Options& opt) {
       ref.execute_all();
       cand.execute_all();
     } catch (const Unsupported& u) {
-      return finish(Outcome::Unsupported, u.what());
+      // Execute stopping at its time limit is the budget running out, not a missing feature.
+      bool out_of_time = std::string_view(u.what()).find("time limit (") != std::string_view::npos;
+      return finish(out_of_time ? Outcome::Timeout : Outcome::Unsupported, u.what());
     }
     r.kernels = ref.launches().size() + cand.launches().size();
-    for (const auto* low : {&ref, &cand})
+    for (const auto* low : {&ref, &cand}) {
       for (auto& f : low->findings()) r.findings.push_back(f);
+      for (const auto& L : low->launches())  // safety checks Execute could neither prove nor refute
+        for (const auto& u : L.result->undecided) r.notes.push_back("undecided safety check: " + u);
+    }
     r.lower_seconds = since(t0);
     if (!r.findings.empty()) {
       r.evidence = "execute-safety";

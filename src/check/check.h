@@ -37,6 +37,7 @@ struct Options {
   exec::ExecOptions exec;
   bool progress = false;         // progress line on stderr for runs longer than a second
   size_t jobs = 1;               // location workers (threads); the verdict does not depend on it
+  bool dedup = true;             // --full: decide queries identical up to leaf renaming once
 };
 
 // Why a location was chosen (paper §4.3).

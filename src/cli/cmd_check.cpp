@@ -20,7 +20,7 @@ namespace {
 struct CheckArgs {
   std::vector<std::string> inputs;  // BUNDLE, or REF.py NEW.py
   std::string device, keep, witness_out, replay_device, ref_file, new_file;
-  bool no_replay = false;
+  bool no_replay = false, no_dedup = false;
   double trace_timeout = 300;
   double budget = 30;
   uint64_t seed = 0;
@@ -104,6 +104,7 @@ dirigo::cli::Register reg({"check", "check a trace bundle: BUG / SUSPECT / CHECK
   sub.add_option("--witness-out", a->witness_out, "write the witness of the differing location here (dirigo-witness JSON, docs/check.md)");
   sub.add_option("--ref-file", a->ref_file, "BUNDLE: the reference program it was traced from (named in the witness)");
   sub.add_option("--new-file", a->new_file, "BUNDLE: the candidate program it was traced from (named in the witness)");
+  sub.add_flag("--no-dedup", a->no_dedup, "--full: solve every location, even queries identical up to renaming");
   sub.add_flag("--no-replay", a->no_replay, "REF.py NEW.py: do not replay the witness on the real programs");
   sub.add_option("--replay-device", a->replay_device, "replay on cpu or cuda (default: cuda when a GPU is present)");
   sub.add_flag("-v,--verbose", a->verbose, "list every location checked");
@@ -115,6 +116,7 @@ dirigo::cli::Register reg({"check", "check a trace bundle: BUG / SUSPECT / CHECK
     opt.min_locations = a->min_locations;
     opt.max_locations = a->max_locations;
     opt.jobs = std::max<size_t>(1, a->jobs);
+    opt.dedup = !a->no_dedup;
     opt.trim_prefix = !a->no_trim;
     opt.progress = !a->json && isatty(2);
     if (a->atol >= 0 || a->rtol >= 0)
