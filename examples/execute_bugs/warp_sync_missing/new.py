@@ -1,4 +1,4 @@
-# Expected verdict: BUG shared-race — the last 32 steps of the reduction are "warp-synchronous"
+# Expected verdict: BUG warp-sync-race — the last 32 steps of the reduction are "warp-synchronous"
 # (volatile shared memory, no __syncwarp()): since Volta the lanes of a warp are not guaranteed to run
 # in lockstep, so lane 0 may read sdata[16] before lane 16 has written it.
 import torch
