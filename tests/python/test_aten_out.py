@@ -185,3 +185,39 @@ if __name__ == "__main__":
     if sys.argv[1:] == ["--regenerate"]:
         root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
         print(write_table(os.path.join(root, "src", "aten", "out_overloads.inc")), "out= overloads")
+
+
+REF_SRC = """
+import torch
+import torch.nn as nn
+class Model(nn.Module):
+    def forward(self, x, y):
+        return torch.sigmoid(x + y).sum(dim=1)
+def get_inputs():
+    return [torch.randn(8, 6), torch.randn(8, 6)]
+def get_init_inputs():
+    return []
+"""
+NEW_SRC = """
+import torch
+import torch.nn as nn
+class ModelNew(nn.Module):
+    def forward(self, x, y):
+        buf = torch.empty_like(x)
+        torch.add(x, y, out=buf)
+        torch.{act}(buf, out=buf)
+        out = torch.empty(x.shape[0])
+        torch.sum(buf, dim=1, out=out)
+        return out
+"""
+
+
+@pytest.mark.parametrize("act,want", [("sigmoid", ("CHECKED", "VERIFIED")), ("tanh", ("BUG",))])
+def test_out_overloads_end_to_end(tmp_path, act, want):
+    """Traced on the CPU (the tracer records add.out / sigmoid.out / sum.IntList_out with `mutates`),
+    then checked: out= programs lower through the functional semantics."""
+    import dirigo
+    (tmp_path / "ref.py").write_text(REF_SRC)
+    (tmp_path / "new.py").write_text(NEW_SRC.format(act=act))
+    v = dirigo.check(str(tmp_path / "ref.py"), str(tmp_path / "new.py"), budget_s=20, device="cpu")
+    assert v.outcome in want, (v.outcome, v.reason)
