@@ -107,14 +107,25 @@ def reason_group(reason: str, width: int = 90) -> str:
     return s[:width] + ("…" if len(s) > width else "")
 
 
+def explanation(r: dict) -> str:
+    """What to group a result by: the trace message for untraced pairs; for a search that ran out of
+    time, the most common reason its locations stayed undecided; else the verdict's reason."""
+    if outcome_of(r) == NOT_TRACED:
+        return r.get("trace_message", "")
+    reason = r.get("reason") or ""
+    lr = r.get("location_reasons") or {}
+    if outcome_of(r) == "TIMEOUT" and lr and re.match(r"\d+ locations decided equal", reason):
+        return "search: " + max(lr.items(), key=lambda kv: kv[1])[0]
+    return reason
+
+
 def group_reasons(results: list[dict], outcome: str) -> list[tuple[str, int, list]]:
     """[(group, count, [k, ...])] for results with this outcome, most frequent first."""
     groups: dict[str, list] = collections.defaultdict(list)
     for r in results:
         if outcome_of(r) != outcome:
             continue
-        text = r.get("trace_message", "") if outcome == NOT_TRACED else r.get("reason", "")
-        groups[reason_group(text)].append(r.get("k"))
+        groups[reason_group(explanation(r))].append(r.get("k"))
     return sorted(((g, len(ks), sorted(ks, key=lambda k: (k is None, k))) for g, ks in groups.items()),
                   key=lambda t: (-t[1], t[0]))
 

@@ -137,3 +137,17 @@ def test_find_trace_results_and_bundles(tmp_path):
     entries, bundles = ce.find_trace_results(str(tmp_path / "call1"))
     assert [e["k"] for e in entries] == [3, 5]
     assert bundles == {3: str(d / "bundles" / "003")}
+
+
+def test_timeout_grouped_by_why_locations_stayed_undecided():
+    rs = [R(0, "correct", "TIMEOUT", reason="0 locations decided equal, 2 undecided within 20.0 s (at least 5 needed)",
+            location_reasons={"z3: timeout": 2}),
+          R(1, "correct", "TIMEOUT", reason="1 locations decided equal, 1 undecided within 20.0 s (at least 5 needed)",
+            location_reasons={"z3: timeout": 1, "other": 1}),
+          R(2, "correct", "TIMEOUT", reason="0 locations decided equal, 1 undecided within 20.0 s (at least 5 needed)",
+            location_reasons={"building the location's expression ran past the budget": 1}),
+          R(3, "correct", "TIMEOUT", reason="UNSUPPORTED: kernel K: time limit (20000 ms) reached")]
+    g = {text: ks for text, _, ks in ce.group_reasons(rs, "TIMEOUT")}
+    assert g["search: z3: timeout"] == [0, 1]
+    assert g["search: building the location's expression ran past the budget"] == [2]
+    assert any("time limit" in t for t in g)
