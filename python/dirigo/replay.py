@@ -271,6 +271,9 @@ def carry_back(progs: _Programs, trimmed: list[dict], bound: float, steps: int =
                 m[0][tuple(index)] = True
                 m[1][tuple(index)] = value
     constants = {tid: t for tid, t in rec.constants}
+    ops = rec.ops
+    rec.alive.clear()  # the recorder keeps every tensor of the forward alive: not needed any more
+    rec.entries.clear()
     need = {}
     for k, l in enumerate(trimmed):
         need.setdefault(int(l["op"]), []).append(k)
@@ -282,7 +285,7 @@ def carry_back(progs: _Programs, trimmed: list[dict], bound: float, steps: int =
             env[tid] = variables[tid] * 1 if tid in variables else t.detach().clone()  # non-leaf: in-place ok
         got = [None] * len(trimmed)
         for k in range(last + 1):
-            op = rec.ops[k]
+            op = ops[k]
             if op["kind"] != "aten":
                 raise ReplayError(f"op {k} before the last trimmed op is a {op['kind']}")
             ns, _, name = op["name"].partition("::")
