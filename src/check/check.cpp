@@ -540,14 +540,14 @@ Report check_bundle(const bundle::Bundle& b, const Options& user_opt) {
                                 r.outputs[l.loc.output].ref_name, index_str(l.loc.index)));
     }
     size_t undecided = r.checked - r.equal;
+    if (opt.full && r.checked > 0 && int64_t(r.checked) < r.total_locations && r.search_seconds >= opt.budget_s) {
+      double rate = r.checked / std::max(r.search_seconds, 1e-9);
+      r.projected_full_seconds = double(r.total_locations - int64_t(r.checked)) / rate;
+    }
     if (r.checked < opt.min_locations || (undecided && r.equal < opt.min_locations))
       return finish(Outcome::Timeout, fmt::format("{} locations decided equal, {} undecided within {:.1f} s (at least {} needed)",
                                                   r.equal, undecided, opt.budget_s, opt.min_locations));
     if (int64_t(r.equal) == r.total_locations) return finish(Outcome::Verified, "");
-    if (opt.full && r.search_seconds >= opt.budget_s) {
-      double rate = r.checked / std::max(r.search_seconds, 1e-9);
-      r.projected_full_seconds = double(r.total_locations - int64_t(r.checked)) / rate;
-    }
     return finish(Outcome::Checked, undecided ? fmt::format("{} locations undecided", undecided) : "");
   } catch (const program::MergeError& e) {
     return finish(Outcome::Unsupported, std::string("UNSUPPORTED: merge: ") + e.what());

@@ -122,6 +122,11 @@ ir::Expr Lowering::storage_element(ValueId v, int64_t j) {
 }
 
 ir::Expr Lowering::compute(ValueId v, int64_t j) {
+  if (++computes_since_clock_ >= 4096) {
+    computes_since_clock_ = 0;
+    if (std::chrono::steady_clock::now() > deadline_)
+      throw OutOfTime("building the location's expression ran past the budget");
+  }
   int shared = reference_ ? merged_.shared_input_of_ref(v) : merged_.shared_input_of_cand(v);
   if (shared >= 0) {
     const auto& si = merged_.inputs[size_t(shared)];

@@ -10,6 +10,9 @@
 // memoized per (value, element): neighbouring locations share most of the work.
 #pragma once
 
+#include <chrono>
+#include <stdexcept>
+
 #include <cstdint>
 #include <memory>
 #include <span>
@@ -58,6 +61,12 @@ struct LaunchInfo {
   std::unordered_map<int32_t, program::ValueId> after;
 };
 
+// Thrown when building one location's expression runs past the check's deadline (a location of a
+// today's-shape program can depend on ~10^9 input elements; the budget must still hold).
+struct OutOfTime : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
 class Lowering {
  public:
   Lowering(ir::Context& ctx, const bundle::Bundle& b, const program::Merged& m, bool reference,
@@ -72,6 +81,7 @@ class Lowering {
   // Executes every launch of the (trimmed) program up front: safety findings and
   // UNSUPPORTED reasons surface before any location is checked.
   void execute_all();
+  void set_deadline(std::chrono::steady_clock::time_point t) { deadline_ = t; }
   const std::vector<LaunchInfo>& launches() const { return launches_; }
   std::vector<exec::Finding> findings() const;
   const program::SsaProgram& program() const { return prog_; }
@@ -87,6 +97,8 @@ class Lowering {
   LaunchInfo& launch(size_t op_index);
   int32_t value_tensor(program::ValueId v);
 
+  std::chrono::steady_clock::time_point deadline_ = std::chrono::steady_clock::time_point::max();
+  uint32_t computes_since_clock_ = 0;
   ir::Context& ctx_;
   const bundle::Bundle& bundle_;
   const program::Merged& merged_;

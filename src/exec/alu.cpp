@@ -293,7 +293,46 @@ void Machine::exec_int(Bundle& b, const ptx::Instruction& in, Type ty) {
   write(b, ops[0], r);
 }
 
+// `d = d + x`, `d = x + d`, `d = d - x`, `d = fma(a, b, d)` on a float register: append the term to
+// the register's pending sum (Bundle::sums) instead of building a new n-ary node each iteration.
+bool Machine::accumulate(Bundle& b, const ptx::Instruction& in, Type ty) {
+  const auto& ops = in.operands;
+  if (concrete_ || in.mod.sat || (ty != Type::F32 && ty != Type::F64) || ops.empty() ||
+      ops[0].kind != Operand::Kind::Register)
+    return false;
+  auto is_dst = [&](size_t i) {
+    return ops.size() > i && ops[i].kind == Operand::Kind::Register && !ops[i].negated && ops[i].name == ops[0].name;
+  };
+  int acc = -1;  // operand index of the accumulator
+  if ((in.op == Opcode::Add && ops.size() == 3) || (in.op == Opcode::Sub && ops.size() == 3)) acc = is_dst(1) ? 1 : -1;
+  if (in.op == Opcode::Add && acc < 0 && is_dst(2)) acc = 2;
+  if ((in.op == Opcode::Fma || in.op == Opcode::Mad) && ops.size() == 4 && is_dst(3)) acc = 3;
+  if (acc < 0) return false;
+  Expr ninf = ctx_.var("-inf", Sort::Real), pinf = ctx_.var("+inf", Sort::Real);
+  auto arg = [&](size_t i) {
+    Expr x = read(b, ops.at(i), ty);
+    if (x == ninf || x == pinf) unsupported(in, "arithmetic on an infinite value");
+    return x;
+  };
+  Expr term;
+  if (in.op == Opcode::Add) term = arg(acc == 1 ? 2 : 1);
+  else if (in.op == Opcode::Sub) term = ctx_.neg(arg(2));
+  else term = ctx_.mul(arg(1), arg(2));
+  int s = slot(ops[0].name);
+  auto it = b.sums.find(s);
+  if (it == b.sums.end()) {
+    Expr cur = arg(size_t(acc));
+    std::vector<Expr> start;
+    if (cur->op == Op::Add) start.assign(cur->args().begin(), cur->args().end());
+    else start.push_back(cur);
+    it = b.sums.emplace(s, std::move(start)).first;
+  }
+  it->second.push_back(term);
+  return true;
+}
+
 void Machine::exec_float(Bundle& b, const ptx::Instruction& in, Type ty) {
+  if (accumulate(b, in, ty)) return;
   const auto& ops = in.operands;
   Expr ninf = ctx_.var("-inf", Sort::Real), pinf = ctx_.var("+inf", Sort::Real);
   bool is_minmax = in.op == Opcode::Min || in.op == Opcode::Max;

@@ -201,6 +201,64 @@ std::optional<Bounds> range_over(Expr root, const ThreadVars& tv, const ThreadBo
   return r.at(root);
 }
 
+std::optional<Bounds> RangeCache::range(Expr e, Expr pred) {
+  const unsigned w = ir::is_bv(e->sort) ? ir::bv_width(e->sort) : 0;
+  if (w == 0) return std::nullopt;
+  if (e->op == Op::BvLShr && e->arg(1)->op == Op::ConstBV && e->arg(1)->bv_value() < w) {
+    auto r = range(e->arg(0), pred);
+    if (!r) return std::nullopt;
+    unsigned k = unsigned(e->arg(1)->bv_value());
+    return Bounds{r->lo >> k, r->hi >> k};
+  }
+  if (e->op == Op::BvAdd && e->nargs >= 2 && e->arg(0)->op == Op::ConstBV) {  // constants sort first
+    uint64_t c = e->arg(0)->bv_value();
+    std::vector<Expr> rest(e->args().begin() + 1, e->args().end());
+    Expr r_e = rest.size() == 1 ? rest[0] : nullptr;
+    if (!r_e) return enumerate(e, pred);
+    auto r = range(r_e, pred);
+    if (!r || u128(r->hi) + c > umax_of(w)) return enumerate(e, pred);
+    return Bounds{r->lo + c, r->hi + c};
+  }
+  if (e->op == Op::BvMul && e->nargs == 2 && e->arg(0)->op == Op::ConstBV) {
+    uint64_t c = e->arg(0)->bv_value();
+    auto r = range(e->arg(1), pred);
+    if (!r || u128(r->hi) * c > umax_of(w)) return enumerate(e, pred);
+    return Bounds{r->lo * c, r->hi * c};
+  }
+  if (e->op == Op::ZExt) return range(e->arg(0), pred);
+  return enumerate(e, pred);
+}
+
+std::optional<Bounds> RangeCache::enumerate(Expr e, Expr pred) {
+  auto& by_e = memo_[pred];
+  if (auto it = by_e.find(e); it != by_e.end()) return it->second;
+  std::optional<Bounds> result;
+  auto box = box_of(tv_, pred);
+  std::vector<Expr> vars = tv_.all();
+  Expr roots[] = {pred, e};
+  BvProgram prog(vars, roots);
+  long double points = 1;
+  if (box)
+    for (const auto& b : *box) points *= (long double)(b.hi - b.lo + 1);
+  if (box && prog.ok() && points <= (long double)max_points_) {
+    uint64_t p[6], out[2];
+    for (int i = 0; i < 6; ++i) p[i] = (*box)[i].lo;
+    Bounds r{UINT64_MAX, 0};
+    bool any = false;
+    for (;;) {
+      prog.eval(p, out);
+      if (out[0]) { r.lo = std::min(r.lo, out[1]); r.hi = std::max(r.hi, out[1]); any = true; }
+      int i = 0;
+      while (i < 6 && p[i] == (*box)[i].hi) { p[i] = (*box)[i].lo; ++i; }
+      if (i == 6) break;
+      ++p[i];
+    }
+    result = any ? r : Bounds{0, 0};  // no thread: any range is vacuous
+  }
+  by_e.emplace(e, result);
+  return result;
+}
+
 std::optional<ThreadCoord> sample_witness(const ThreadVars& tv, Expr pred, unsigned samples) {
   std::vector<Expr> vars = tv.all();
   Expr roots[] = {pred};

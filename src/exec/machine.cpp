@@ -38,7 +38,7 @@ double bits_to_double(uint64_t bits, unsigned width) {
 Machine::Machine(ir::Context& ctx, const ptx::Module& m, const ptx::Function& f, const Launch& launch,
                  const ExecOptions& opt, ExecResult& out, const ConcreteMemory* concrete)
     : ctx_(ctx), m_(m), f_(f), launch_(launch), opt_(opt), out_(out), tv_(ctx, launch.block, launch.grid),
-      sat_(ctx, tv_, opt.max_enumeration), rollup_(ptx::rollup(f)), concrete_(concrete != nullptr) {
+      sat_(ctx, tv_, opt.max_enumeration), ranges_(tv_, opt.max_enumeration), rollup_(ptx::rollup(f)), concrete_(concrete != nullptr) {
   if (concrete) mem_ = *concrete;
   out_.idioms = rollup_.matched;
   if (launch.params.size() != f.params.size())
@@ -247,6 +247,7 @@ Expr Machine::read_raw(Bundle& b, const Operand& o, Type ty) {
       } else {
         int s = slot(o.name);
         if (size_t(s) >= b.regs.size()) b.regs.resize(slot_types_.size(), nullptr);
+        if (auto it = b.sums.find(s); it != b.sums.end()) b.regs[s] = ctx_.add(it->second);  // materialize
         v = b.regs[s];
         if (!v) v = ctx_.undef(sort_of(slot_types_[s] == Type::None ? ty : slot_types_[s]));
       }
@@ -322,6 +323,7 @@ void Machine::write(Bundle& b, const Operand& o, Expr v) {
   }
   int s = slot(o.name);
   if (size_t(s) >= b.regs.size()) b.regs.resize(slot_types_.size(), nullptr);
+  b.sums.erase(s);
   Type t = slot_types_[s];
   // registers keep the sort of what was stored, narrowed/widened for integer registers
   if (t != Type::None && t != Type::Pred && !ptx::is_float(t) && ir::is_bv(v->sort) && !packed_.count(v)) {

@@ -12,6 +12,7 @@
 #include <unordered_map>
 
 #include "exec/exec.h"
+#include "exec/interval.h"
 #include "exec/sat.h"
 #include "ptx/rollup.h"
 
@@ -37,6 +38,10 @@ struct Bundle {
   std::vector<SharedWrite> pending;       // own shared stores in the current epoch (forwarding)
   struct GlobalStore { int32_t tensor; ir::Expr index, value; };
   std::vector<GlobalStore> own_global;    // own global stores (read-after-write forwarding)
+  // Float accumulators (`acc += x` / `acc = fma(a, b, acc)` in a loop): register slot -> the terms
+  // of its sum, kept as a list and turned into one n-ary node only when something else reads the
+  // register. Building the sum one term at a time would copy it every iteration: O(n^2) nodes.
+  std::unordered_map<int, std::vector<ir::Expr>> sums;
 };
 
 struct SharedAccess {
@@ -69,6 +74,7 @@ class Machine {
 
   // ---- values
   ir::Expr read(Bundle& b, const ptx::Operand& o, ptx::Type ty);
+  bool accumulate(Bundle& b, const ptx::Instruction& in, ptx::Type ty);  // the lazy `acc += x` path
   ir::Expr read_raw(Bundle& b, const ptx::Operand& o, ptx::Type ty);
   ir::Expr special(Bundle& b, const std::string& name);
   void write(Bundle& b, const ptx::Operand& o, ir::Expr v);
@@ -140,6 +146,7 @@ class Machine {
   ExecResult& out_;
   ThreadVars tv_;
   ThreadSat sat_;
+  RangeCache ranges_;  // exact index ranges for bounds checks, one enumeration per loop-invariant part
   ptx::Rollup rollup_;
   bool concrete_ = false;
   ConcreteMemory mem_;

@@ -128,6 +128,7 @@ void Machine::check_global_bounds(Bundle& b, const ptx::Instruction& in, const A
     auto box = box_of(tv_, b.pred);
     if (!box) return;  // no thread runs this bundle
     if (auto r = range_over(index, tv_, *box); r && r->hi < extent) return;
+    if (auto r = ranges_.range(index, b.pred); r && r->hi < extent) return;
   }
   Expr bad = ctx_.and_(b.pred, ctx_.ule(ctx_.bv_const(Sort::BV64, extent), index));
   if (sat(bad))
@@ -170,7 +171,8 @@ Expr Machine::load(Bundle& b, const ptx::Instruction& in, const Addr& a, unsigne
       const auto& p = launch_.params[a.param];
       if (a.expr->bv_value() != 0 || k != 0) unsupported(in, "by-value struct parameter");
       if (p.kind == ParamBinding::Kind::Tensor) {
-        Expr v = ctx_.var("&" + std::string(ctx_.tensor_name(p.tensor)), Sort::BV64);
+        // a bound tensor's address: never null, below the 48-bit virtual address space
+        Expr v = ctx_.var("&" + std::string(ctx_.tensor_name(p.tensor)), Sort::BV64, ir::Bounds{4096, uint64_t(1) << 48});
         ptr_param_[v] = a.param;
         return ctx_.bv_add(v, ctx_.bv_const(Sort::BV64, p.byte_offset));
       }

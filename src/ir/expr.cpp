@@ -1491,6 +1491,10 @@ struct Context::Impl {
       if ((strict ? x.hi < y.lo : x.hi <= y.lo) && apply(Rule::CmpCanon)) return mk_bool(true);
       if ((strict ? x.lo >= y.hi : x.lo > y.hi) && apply(Rule::CmpCanon)) return mk_bool(false);
     }
+    if (op == Op::Eq && is_bv(s) && on(Rule::CmpCanon) && !a->has_undef() && !b->has_undef()) {
+      Bounds x = bounds(a), y = bounds(b);  // disjoint ranges never meet (a non-null pointer vs 0)
+      if ((x.hi < y.lo || y.hi < x.lo) && apply(Rule::CmpCanon)) return mk_bool(false);
+    }
     if (op == Op::Eq && (s == Sort::Real || is_bv(s)) && !a->has_undef() && !b->has_undef() &&
         on(Rule::CmpCanon)) {
       // a + ca == b + cb  ->  a == b + (cb - ca), the constant-free sides ordered canonically

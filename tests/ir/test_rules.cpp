@@ -223,6 +223,8 @@ TEST_F(Rules, CmpCanon) {
   check(Rule::CmpCanon, [&] { return c.lt(x, c.add(x, r(1))); }, c.bool_const(true));
   check(Rule::CmpCanon, [&] { return c.ult(tid, bv(1024)); }, c.bool_const(true));  // bounds decide
   check(Rule::CmpCanon, [&] { return c.eq(c.bv_add(a, bv(1)), a); }, c.bool_const(false));
+  check(Rule::CmpCanon, [&] { return c.eq(tid, bv(5000)); }, c.bool_const(false));  // outside tid's bounds
+  EXPECT_NE(c.eq(tid, bv(5)), c.bool_const(false));                                  // inside: no fold
   // constants move to one side: a + 3 == b + 5 and b + 2 == a are the same node
   Expr e1 = c.eq(c.bv_add(a, bv(3)), c.bv_add(b, bv(5)));
   EXPECT_EQ(e1, c.eq(c.bv_add(b, bv(2)), a));
