@@ -67,7 +67,14 @@ def export(db: str, work: str, jobs_dir: str) -> dict:
             continue
         dst = os.path.join(jobs_dir, stem)
         shutil.rmtree(dst, ignore_errors=True)
-        shutil.copytree(in_dir, os.path.join(dst, "inputs"))
+        # inputs travel as float32 (every substrate tensor holds fp32 values or small integers): half the bytes
+        os.makedirs(os.path.join(dst, "inputs"))
+        for name in os.listdir(in_dir):
+            src = os.path.join(in_dir, name)
+            if name.endswith(".in"):
+                np.fromfile(src, dtype="<f8").astype("<f4").tofile(os.path.join(dst, "inputs", name + "32"))
+            else:
+                shutil.copy(src, os.path.join(dst, "inputs", name))
         os.makedirs(os.path.join(dst, "ptx"))
         shutil.copy(os.path.join(mut_dir, "original.ptx"), os.path.join(dst, "ptx", "original.ptx"))
         programs = [{"ordinal": 0, "ptx": f"{stem}/ptx/original.ptx"}]
@@ -146,7 +153,8 @@ def _load_job(jobs_dir: str, index: int):
 
 def _input_data(jobs_dir, job, spec, k):
     d = os.path.join(jobs_dir, job["inputs"])
-    all_vals = np.fromfile(os.path.join(d, f"{k}.in"), dtype="<f8")
+    f32 = os.path.join(d, f"{k}.in32")
+    all_vals = np.fromfile(f32, dtype="<f4") if os.path.exists(f32) else np.fromfile(os.path.join(d, f"{k}.in"), dtype="<f8")
     tensors, at = [], 0
     for t in spec["tensors"]:
         tensors.append(all_vals[at:at + t["numel"]].astype(NP_DTYPE[t["dtype"]]))
@@ -179,7 +187,8 @@ def worker(jobs_dir: str, index: int, start_program: int, start_input: int, out_
         ptx = open(os.path.join(jobs_dir, prog["ptx"]), "rb").read()
         first = start_input if p == start_program else 0
         try:
-            module = _ck(cu.cuModuleLoadData(ptx + b"\0"))
+            image = np.frombuffer(ptx + b"\0", dtype=np.uint8)
+            module = _ck(cu.cuModuleLoadData(image.ctypes.data))
             funcs = []
             for L in spec["launches"]:
                 entry = find_entry(ptx.decode(errors="replace"), L["kernel"])
@@ -283,17 +292,18 @@ def _drive_substrate(jobs_dir, index, n_inputs, out_path, deadline, hang_s, log)
             if inp >= n_inputs:
                 program, inp = program + 1, 0
         if killed == "timeout" and program < n_programs:
+            # a hung program hangs again on the next input: its remaining inputs are not run
             spec = json.load(open(os.path.join(jobs_dir, job["inputs"], "spec.json")))
-            item = spec["inputs"][inp]
             with open(part, "a") as f:
-                f.write(json.dumps({"substrate": job["substrate"], "problem": job["problem"],
-                                    "ordinal": job["programs"][program]["ordinal"], "input": item["name"],
-                                    "input_index": item["index"], "status": "timeout",
-                                    "detail": f"no progress for {hang_s} s", "ms": hang_s * 1e3}) + "\n")
-            done_lines += 1
-            inp += 1
-            if inp >= n_inputs:
-                program, inp = program + 1, 0
+                for item in spec["inputs"][inp:]:
+                    f.write(json.dumps({"substrate": job["substrate"], "problem": job["problem"],
+                                        "ordinal": job["programs"][program]["ordinal"], "input": item["name"],
+                                        "input_index": item["index"], "status": "timeout",
+                                        "detail": f"no progress for {hang_s} s" if item["index"] == inp else
+                                        "not run: the program hung on an earlier input",
+                                        "ms": hang_s * 1e3 if item["index"] == inp else 0}) + "\n")
+                    done_lines += 1
+            program, inp = program + 1, 0
         if killed == "deadline":
             log(f"{job['problem']}: deadline at program {program}/{n_programs}")
             break
