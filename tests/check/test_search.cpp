@@ -88,3 +88,15 @@ TEST(Dedup, KeyIsInvariantUnderRenamingOnly) {
   EXPECT_NE(renamed_pair_key(ctx.add(x0, one), x0), renamed_pair_key(ctx.add(x0, ctx.real_const(2)), x0));
   EXPECT_NE(renamed_pair_key(ctx.add(x0, one), x0), renamed_pair_key(x0, ctx.add(x0, one)));
 }
+
+TEST(Full, BudgetEndsWithAProjectionForTheRest) {
+  check::Options opt;
+  opt.full = true;
+  opt.budget_s = 0.02;
+  opt.min_locations = 1;
+  auto r = check::check_path(example("bundle-fixed"), opt);
+  ASSERT_LT(int64_t(r.checked), r.total_locations) << "the whole output fit in the budget";
+  EXPECT_EQ(r.outcome, check::Outcome::Checked) << r.reason;
+  EXPECT_GT(r.projected_full_seconds, 0);
+  EXPECT_NE(check::to_text(r).find("would take about"), std::string::npos);
+}
