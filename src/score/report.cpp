@@ -65,8 +65,11 @@ std::string family_table(const Scores& s) {
     cells.push_back("**" + percent(ps.total.missed, ps.total.witnessed) + "**");
     cells.push_back(ps.protocol.dirigo ? percent(ps.checked.missed, ps.checked.witnessed) : "–");
     cells.push_back(ps.protocol.dirigo ? "–"
-                                       : fmt::format("{} of {} inputs ({} problems)", ps.inputs_rejecting,
-                                                     ps.inputs_selected, ps.problems_rejecting));
+                                       : fmt::format("{} of {} inputs ({} problems){}", ps.inputs_rejecting,
+                                                     ps.inputs_selected, ps.problems_rejecting,
+                                                     ps.inputs_uncompared
+                                                         ? fmt::format("; {} not compared", ps.inputs_uncompared)
+                                                         : ""));
     out += row(cells);
   }
   return out;
@@ -139,6 +142,7 @@ nlohmann::json to_json(const Scores& s) {
                      {"checked", tally_json(ps.checked)},
                      {"inputs_selected", ps.inputs_selected},
                      {"inputs_rejecting", ps.inputs_rejecting},
+                     {"inputs_uncompared", ps.inputs_uncompared},
                      {"problems_rejecting", ps.problems_rejecting},
                      {"problems_without_inputs", ps.problems_without_inputs}};
     if (!ps.protocol.dirigo) p["tol"] = ps.protocol.tol;

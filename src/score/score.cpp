@@ -85,8 +85,10 @@ Scores score(const Matrix& matrix, const std::vector<Protocol>& protocols, std::
       if (ps.protocol.dirigo) continue;
       int rejecting = 0;
       auto selected = selected_inputs(ps.protocol, prob);
-      for (size_t i : selected)
-        if (!valid_input(prob, i, ps.protocol.tol, ps.protocol.fp32_reference)) ++rejecting;
+      for (size_t i : selected) {
+        if (fails(ps.protocol, prob.substrate[i])) ++rejecting;
+        else if (!valid_input(prob, i, ps.protocol.tol, ps.protocol.fp32_reference)) ++ps.inputs_uncompared;
+      }
       ps.inputs_selected += static_cast<int>(selected.size());
       ps.inputs_rejecting += rejecting;
       ps.problems_rejecting += rejecting > 0;

@@ -27,6 +27,7 @@ struct ProtocolScore {
   std::map<std::string, Tally> by_family, by_problem;
   int inputs_selected = 0;     // over every problem, before the gate
   int inputs_rejecting = 0;    // of those, inputs on which the correct substrate fails (false rejections)
+  int inputs_uncompared = 0;   // ... on which the substrate has no comparison (not run, crash, stopped at NaN)
   int problems_rejecting = 0;  // problems where it rejects the correct substrate on some input
   int problems_without_inputs = 0;  // problems where nothing is left to run after the gate
 };

@@ -162,7 +162,8 @@ TEST(Score, NonfiniteRows) {
   EXPECT_EQ(s.population.unwitnessed, 2);
   EXPECT_EQ(s.population.unwitnessed_nonfinite, 1);  // F stopped on input 0, where the substrate compares
   EXPECT_EQ(of(s, "kernelbench_v0").by_family.at("arithmetic").missed, 0);
-  EXPECT_EQ(of(s, "kernelbench_v0").inputs_rejecting, 1);
+  EXPECT_EQ(of(s, "kernelbench_v0").inputs_rejecting, 0);  // no comparison is no false rejection
+  EXPECT_EQ(of(s, "kernelbench_v0").inputs_uncompared, 1);
 }
 
 // Draws come in seed order (rows inserted out of order), the first 5 only; selectors by
