@@ -125,7 +125,9 @@ class Matcher {
   // Instructions of the slice whose results are also used outside it (nvcc shares common
   // sub-expressions such as x*x), plus everything inside the slice they depend on: these stay
   // and execute normally; the rest of the slice is absorbed.
-  std::set<int> escaping(const std::vector<int>& sl, int anchor) const {
+  // Users already rolled into another idiom (Math or Absorbed) do not read registers any more:
+  // two idioms sharing one exp (tanh as (e-1)/(e+1)) absorb the shared part with the second.
+  std::set<int> escaping(const std::vector<int>& sl, int anchor, const Rollup& done) const {
     std::set<int> in(sl.begin(), sl.end()), keep;
     std::vector<int> stack;
     for (int i : sl) {
@@ -136,7 +138,7 @@ class Matcher {
         auto it = du_.uses.find(r);
         if (it == du_.uses.end()) continue;
         for (int u : it->second)
-          if (!in.count(u) && keep.insert(i).second) stack.push_back(i);
+          if (!in.count(u) && done.at[u].kind == RolledInstr::Kind::Keep && keep.insert(i).second) stack.push_back(i);
       }
     }
     while (!stack.empty()) {
@@ -198,7 +200,8 @@ std::optional<Operand> other_operand(const Matcher& m, const Instruction& in, ui
 
 // Searches the slice-to-be for the instruction that multiplies/fmas by `k` and returns its
 // other operand: a bounded backward walk over definitions from `start`.
-std::optional<Operand> find_operand_with_const(const Matcher& m, int start, uint64_t k, Opcode op) {
+std::optional<Operand> find_operand_with_const(const Matcher& m, int start, uint64_t k, Opcode op,
+                                               const std::string& skip = "") {
   std::vector<int> stack{start};
   std::set<int> seen{start};
   while (!stack.empty() && seen.size() < 64) {
@@ -209,7 +212,7 @@ std::optional<Operand> find_operand_with_const(const Matcher& m, int start, uint
       if (auto x = other_operand(m, in, k)) return x;
     for (size_t j = 1; j < in.operands.size(); ++j) {
       const auto& o = in.operands[j];
-      if (o.kind != Operand::Kind::Register) continue;
+      if (o.kind != Operand::Kind::Register || (i == start && o.name == skip)) continue;
       int d = m.def_of(o.name);
       if (d >= 0 && d < i && seen.insert(d).second) stack.push_back(d);
     }
@@ -231,7 +234,11 @@ std::vector<Template> templates(const Function& f) {
                    if (d && has_opcode(*d, Opcode::Ex2, true)) scales_ex2 = true;
                  }
                  if (!scales_ex2) return std::nullopt;
-                 return find_operand_with_const(m, index_of(a), 0x3BBB989D, Opcode::Fma);
+                 // not through an fma anchor's addend: in an unrolled `sum += expf(..)` it is the
+                 // previous expf, whose x is not this one's
+                 std::string addend = a.op == Opcode::Fma && a.operands.size() == 4 && a.operands[3].kind == Operand::Kind::Register
+                                          ? a.operands[3].name : "";
+                 return find_operand_with_const(m, index_of(a), 0x3BBB989D, Opcode::Fma, addend);
                },
                [](const Instruction& in) {
                  return (in.op == Opcode::Mul || in.op == Opcode::Fma) && !in.mod.types.empty() && in.mod.types[0] == Type::F32;
@@ -833,7 +840,7 @@ Rollup rollup(const Function& f) {
       auto consts = m.constants(sl);
       // constants may also sit in `mov` instructions inside the slice (counted above as operands)
       if (!std::all_of(t.required.begin(), t.required.end(), [&](uint64_t k) { return consts.count(k) > 0; })) continue;
-      auto keep = m.escaping(sl, i);
+      auto keep = m.escaping(sl, i, r);
       for (int j : sl)
         if (j != i && !keep.count(j)) r.at[j].kind = RolledInstr::Kind::Absorbed;
       auto& a = r.at[i];
@@ -917,7 +924,9 @@ Rollup rollup(const Function& f) {
 
 std::vector<FloatBitsUse> unmatched_float_bits(const Function& f, const Rollup& r) {
   std::vector<FloatBitsUse> out;
-  std::set<std::string> tainted;  // registers holding the raw bits of a float (possibly transformed)
+  // raw: registers holding a float's bits only moved around (mov.b32 %r, %f; shfl; selp; ld/st):
+  // exec keeps the value. worked: bits transformed by integer arithmetic.
+  std::set<std::string> raw, worked;
   auto is_float_reg = [&](const std::string& reg) {
     auto t = f.register_type(reg);
     return t && is_float(*t);
@@ -927,37 +936,46 @@ std::vector<FloatBitsUse> unmatched_float_bits(const Function& f, const Rollup& 
     const auto& in = f.body[i];
     std::vector<std::string> d, s;
     regs_of(in, d, s);
-    std::string from;
-    for (auto& reg : s) if (tainted.count(reg)) from = reg;
-    if (in.op == Opcode::Mov && in.operands.size() == 2 && in.operands[1].kind == Operand::Kind::Register &&
-        !d.empty()) {
-      const std::string& src = in.operands[1].name;
-      bool src_f = is_float_reg(src), dst_f = is_float_reg(d[0]);
-      if (src_f && !dst_f) { tainted.insert(d[0]); continue; }  // reinterpretation: bits of a float
-      if (!from.empty() && dst_f) {
-        out.push_back({i, in.loc.ptx_line, fmt::format("UNSUPPORTED: kernel {}, PTX line {} ('{}'): integer bits moved back into float register {} (no math idiom matched)",
+    std::string from_raw, from_worked;
+    for (auto& reg : s) {
+      if (raw.count(reg)) from_raw = reg;
+      if (worked.count(reg)) from_worked = reg;
+    }
+    auto set_dests = [&](bool is_raw, bool is_worked) {
+      for (auto& reg : d) {
+        raw.erase(reg);
+        worked.erase(reg);
+        if (is_raw) raw.insert(reg);
+        if (is_worked) worked.insert(reg);
+      }
+    };
+    bool moves = in.op == Opcode::Mov || in.op == Opcode::Shfl || in.op == Opcode::Selp;
+    if (in.op == Opcode::Mov && in.operands.size() == 2 && in.operands[1].kind == Operand::Kind::Register && !d.empty()) {
+      bool src_f = is_float_reg(in.operands[1].name), dst_f = is_float_reg(d[0]);
+      if (src_f && !dst_f) { set_dests(true, false); continue; }  // reinterpretation: the bits of a float
+      if (dst_f && !from_worked.empty()) {
+        out.push_back({i, in.loc.ptx_line, fmt::format("UNSUPPORTED: kernel {}, PTX line {} ('{}'): integer-computed bits moved into float register {} (no math idiom matched)",
                                                        f.name, in.loc.ptx_line, in.text, d[0])});
+        set_dests(false, false);
         continue;
       }
-      if (!from.empty()) tainted.insert(d[0]);
-      else for (auto& reg : d) tainted.erase(reg);
+      if (dst_f) { set_dests(false, false); continue; }  // raw bits back into a float: the value itself
+    }
+    if (moves) { set_dests(!from_raw.empty(), !from_worked.empty()); continue; }
+    if (from_raw.empty() && from_worked.empty()) { set_dests(false, false); continue; }
+    if (in.op == Opcode::Setp && from_worked.empty() && (in.mod.cmp == CmpOp::Eq || in.mod.cmp == CmpOp::Ne)) {
+      set_dests(false, false);  // bit equality (the CAS loop of a float atomicMax): exec compares values
       continue;
     }
-    if (from.empty()) {
-      for (auto& reg : d) tainted.erase(reg);
+    if (in.op == Opcode::St || in.op == Opcode::Cvt || in.op == Opcode::Atom || in.op == Opcode::Red) {
+      set_dests(false, false);  // stored or converted as a value: exec decides
       continue;
     }
-    if (in.op == Opcode::Selp) {  // a choice between bit patterns is still bits
-      for (auto& reg : d) tainted.insert(reg);
-      continue;
-    }
-    if (in.op == Opcode::St || in.op == Opcode::Cvt) {  // stored or converted as an integer value: exec decides
-      for (auto& reg : d) tainted.erase(reg);
-      continue;
-    }
-    out.push_back({i, in.loc.ptx_line, fmt::format("UNSUPPORTED: kernel {}, PTX line {} ('{}'): integer operation on float bits of {} (no math idiom matched)",
-                                                   f.name, in.loc.ptx_line, in.text, from)});
-    for (auto& reg : d) tainted.insert(reg);
+    const std::string& from = from_raw.empty() ? from_worked : from_raw;
+    if (!from_raw.empty())  // the first integer operation on a float's bits (later ones follow from it)
+      out.push_back({i, in.loc.ptx_line, fmt::format("UNSUPPORTED: kernel {}, PTX line {} ('{}'): integer operation on float bits of {} (no math idiom matched)",
+                                                     f.name, in.loc.ptx_line, in.text, from)});
+    set_dests(false, true);
   }
   return out;
 }

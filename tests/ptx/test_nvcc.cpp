@@ -34,7 +34,7 @@ const std::map<std::string, std::vector<std::string>> kKernels = {
     {"hopper", {"cluster_exchange", "fp8_roundtrip", "block_barrier", "warp_intrinsics"}},
     {"mathfns", {"m_powf", "m_powf_const", "m_powf_intrinsic", "m_exp2f", "m_log2f", "m_sqrtf", "m_rsqrtf", "m_fdividef",
                  "m_div", "m_rcp", "m_expf", "m_logf", "m_tanhf", "m_sigmoid", "m_sigmoid_intrinsic", "m_silu",
-                 "m_not_silu", "m_softplus", "m_softplus_logf", "m_bits"}},
+                 "m_not_silu", "m_softplus", "m_softplus_logf", "m_bits", "m_sum_exp", "m_tanh_via_exp"}},
 };
 
 TEST(NvccOutput, EveryFileParsesAndInlines) {

@@ -101,6 +101,8 @@ const std::map<std::string, std::pair<Names, Names>> kExpected = {
     {"m_softplus", {{"softplus"}, {"softplus"}}},
     {"m_softplus_logf", {{"softplus"}, {"softplus"}}},
     {"m_bits", {{}, {}}},
+    {"m_sum_exp", {{"expf", "expf", "expf", "expf"}, {"__expf", "__expf", "__expf", "__expf"}}},
+    {"m_tanh_via_exp", {{"expf", "expf"}, {"__expf"}}},
 };
 
 TEST(RollupMath, EveryKernelOfEveryVariantRollsUpAsExpected) {
