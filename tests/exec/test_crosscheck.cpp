@@ -226,7 +226,8 @@ TEST(CrossCheck, ActivationsRollUp) {
   cross_check(h, *m, "activations", "y", ref);
   auto r = execute(h.ctx, *m, "activations", h.launch);
   EXPECT_NE(std::find(r.idioms.begin(), r.idioms.end(), "tanhf"), r.idioms.end());
-  EXPECT_NE(std::find(r.idioms.begin(), r.idioms.end(), "expf"), r.idioms.end());
+  // expf, alone or inside the sigmoid shape the rollup builds over it ("sigmoid(expf)")
+  EXPECT_TRUE(std::any_of(r.idioms.begin(), r.idioms.end(), [](const std::string& i) { return i.find("expf") != std::string::npos; }));
 }
 
 TEST(CrossCheck, ActivationsFastMath) {

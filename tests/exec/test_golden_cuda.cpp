@@ -13,6 +13,7 @@
 // marked source line (when compiled with -lineinfo), the thread, and for two-access kinds the
 // other access and the other thread.
 #include <algorithm>
+#include <cstdio>
 #include <regex>
 #include <set>
 
@@ -246,6 +247,8 @@ TEST_P(GoldenCuda, Verdict) {
   bind(h, g, 7);
   auto r = execute(h.ctx, *m, g.kernel, h.launch);
   std::string listing = to_text(h.ctx, r);
+  std::printf("[ exec ] %s: %s, execute %.1f ms, %llu steps, %zu bundles\n", g.stem.c_str(), g.expect.c_str(), r.ms,
+              (unsigned long long)r.steps, r.bundles.size());
 
   if (g.expect == "UNSUPPORTED") {
     ASSERT_TRUE(r.unsupported) << listing;
