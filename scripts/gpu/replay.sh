@@ -55,7 +55,8 @@ replay_one() {  # $1 = witness file; skipped when too little of the slice is lef
   TORCH_EXTENSIONS_DIR=$W/ext/$name timeout -k 5 $t python3 -m dirigo.replay "$1" --json --device "$DEVICE" \
     >"$W/replay/$name.json.tmp" 2>"$W/replay/$name.err"
   rc=$?
-  mv "$W/replay/$name.json.tmp" "$W/replay/$name.json"
+  # user code (load_inline builds) may print to stdout too: the answer is the last JSON line
+  grep '^{' "$W/replay/$name.json.tmp" | tail -1 >"$W/replay/$name.json"; rm -f "$W/replay/$name.json.tmp"
   [ -s "$W/replay/$name.json" ] || echo "{\"status\": \"error\", \"message\": \"no answer (exit $rc after ${t}s limit)\"}" >"$W/replay/$name.json"
   echo "$name rc=$rc $(( $(date +%s) - t0 ))s" >>"$LOG"
   rm -rf "$W/ext/$name"
