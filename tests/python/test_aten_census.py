@@ -109,7 +109,11 @@ def sweep(root: str, jobs: int, timeout: float) -> list[dict]:
         return dict(json.loads(p.stdout.strip().splitlines()[-1]), program=rel)
 
     with ThreadPoolExecutor(jobs) as ex:
-        return list(ex.map(one, bundles))
+        results = []
+        for r in ex.map(one, bundles):
+            print(json.dumps(r), file=sys.stderr, flush=True)  # progress, one line per program
+            results.append(r)
+        return results
 
 
 def test_converter_lowers_a_traced_program(tmp_path):
@@ -141,12 +145,14 @@ def main(argv: list[str]) -> int:
         return _child(argv[1])
     import argparse
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("root", nargs="?", default=os.path.join(ROOT, ".cache", "census-bundles"))
+    ap.add_argument("roots", nargs="*", default=[os.path.join(ROOT, ".cache", "census-bundles")])
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--timeout", type=float, default=120.0)
     ap.add_argument("--json", help="write the per-program results here")
     a = ap.parse_args(argv)
-    res = sweep(a.root, a.jobs, a.timeout)
+    res = [dict(r, program=os.path.join(os.path.relpath(root, os.path.join(ROOT, ".cache", "census-bundles"))
+                                         if "census-bundles" in root else "", r["program"]))
+           for root in a.roots for r in sweep(root, a.jobs, a.timeout)]
     if a.json:
         json.dump(res, open(a.json, "w"), indent=1)
     by_level: dict = {}
