@@ -44,19 +44,24 @@ def run(binary: str, args: list[str]) -> str:
     return proc.stdout
 
 
-def score(store: str, dirigo: str | None = None, source: str = "auto", protocols: str | None = None) -> dict:
+def score(store: str, dirigo: str | None = None, source: str = "auto", protocols: str | None = None,
+          only: str | None = None) -> dict:
     """`dirigo score --json` as a dict: population, protocols with miss rates by family and problem."""
     args = ["score", "--store", store, "--source", source, "-q", "--json"]
     if protocols:
         args += ["--protocols", protocols]
+    if only:
+        args += ["--only", only]
     return json.loads(run(find_dirigo(dirigo), args))
 
 
 def suite(store: str, dirigo: str | None = None, budget: str = "1..5", tol: float = 1e-2, seed: int = 0,
-          source: str = "auto") -> dict:
+          source: str = "auto", only: str | None = None) -> dict:
     """`dirigo suite --json` as a dict: greedy suites per problem, detection per budget (full pool, held out)."""
     args = ["suite", "--store", store, "--source", source, "-q", "--json", "--budget", budget, "--tol", repr(tol),
             "--seed", str(seed)]
+    if only:
+        args += ["--only", only]
     return json.loads(run(find_dirigo(dirigo), args))
 
 
@@ -122,16 +127,17 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--tol", default="1e-2", help="the suites' tolerance")
     ap.add_argument("--seed", default="0", help="seed of the held-out split")
     ap.add_argument("--source", default="auto")
+    ap.add_argument("--only", help="only these protocols (comma-separated; they set the witness tolerances)")
     args = ap.parse_args(argv)
 
     binary = find_dirigo(args.dirigo)
-    common = ["--store", args.store, "--source", args.source, "-q"]
+    common = ["--store", args.store, "--source", args.source, "-q"] + (["--only", args.only] if args.only else [])
     suite_args = ["suite", *common, "--budget", args.budget, "--tol", args.tol, "--seed", args.seed]
     out = Path(args.out_dir)
     out.mkdir(parents=True, exist_ok=True)
     problems_png, suite_png = out / f"{args.prefix}-problems.png", out / f"{args.prefix}-suite.png"
-    plot_problems(score(args.store, binary, args.source), problems_png)
-    plot_suite(suite(args.store, binary, args.budget, float(args.tol), int(args.seed), args.source), suite_png)
+    plot_problems(score(args.store, binary, args.source, only=args.only), problems_png)
+    plot_suite(suite(args.store, binary, args.budget, float(args.tol), int(args.seed), args.source, args.only), suite_png)
     text = (
         "### Protocol scores\n\n" + run(binary, ["score", *common]) + "\n### Suite synthesis\n\n" + run(binary, suite_args)
         + f"\n![miss rate per problem]({problems_png.name})\n\n![suite synthesis]({suite_png.name})\n"
