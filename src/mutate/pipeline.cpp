@@ -131,6 +131,7 @@ SubstrateResult run_pipeline(const Substrate& s, const PipelineOptions& opt, Com
         res.message = truncate(r.log, 4000);
       }
       unit_images[u] = normalize_ptx(r.ptx) + "\n//host\n" + originals[u].host_text;
+      res.original_ptx.push_back(r.ptx);
     }
   }
   auto image_of = [&](size_t unit, const std::string& mutated_image) {
@@ -201,6 +202,9 @@ SubstrateResult run_pipeline(const Substrate& s, const PipelineOptions& opt, Com
     fs::path dir = fs::path(opt.out_dir) / stem_of(s.path);
     fs::create_directories(dir);
     std::string ext = fs::path(s.path).extension().string();
+    for (size_t u = 0; u < res.original_ptx.size(); ++u)
+      std::ofstream(dir / fmt::format("original{}.ptx", u == 0 ? "" : std::to_string(u)), std::ios::binary)
+          << res.original_ptx[u];
     for (auto& r : res.mutants) {
       std::string base = fmt::format("m{:04d}_{}", r.ordinal, r.rule);
       r.source_path = (dir / (base + ext)).string();

@@ -51,6 +51,7 @@ struct SubstrateResult {
   std::string message;
   std::string image_hash;     // of the original
   double compile_ms = 0;      // of the original (all units)
+  std::vector<std::string> original_ptx;  // per unit, when compiled
   std::vector<MutantRecord> mutants;
   std::map<std::string, FamilyCounts> by_family() const;
 };

@@ -3,6 +3,7 @@
 #include <sqlite3.h>
 
 #include <stdexcept>
+#include <type_traits>
 
 namespace dirigo::mutate {
 namespace {
@@ -24,12 +25,20 @@ CREATE TABLE IF NOT EXISTS mutants(
 CREATE INDEX IF NOT EXISTS mutants_image ON mutants(image_hash);
 CREATE TABLE IF NOT EXISTS inputs(
   id INTEGER PRIMARY KEY, substrate_id INTEGER NOT NULL REFERENCES substrates(id) ON DELETE CASCADE,
-  name TEXT NOT NULL, generator TEXT, spec_json TEXT, valid INTEGER, UNIQUE(substrate_id, name));
+  name TEXT NOT NULL, problem TEXT, distribution TEXT, seed INTEGER, family TEXT, spec_json TEXT,
+  UNIQUE(substrate_id, name));
 CREATE TABLE IF NOT EXISTS protocols(name TEXT PRIMARY KEY, description TEXT);
 CREATE TABLE IF NOT EXISTS runs(
-  id INTEGER PRIMARY KEY, mutant_id INTEGER REFERENCES mutants(id) ON DELETE CASCADE,
-  input_id INTEGER NOT NULL REFERENCES inputs(id) ON DELETE CASCADE, protocol TEXT, outcome TEXT NOT NULL,
-  max_abs_err REAL, max_rel_err REAL, ms REAL, detail TEXT);
+  id INTEGER PRIMARY KEY, substrate_id INTEGER NOT NULL REFERENCES substrates(id) ON DELETE CASCADE,
+  mutant_id INTEGER REFERENCES mutants(id) ON DELETE CASCADE,
+  input_id INTEGER NOT NULL REFERENCES inputs(id) ON DELETE CASCADE, source TEXT NOT NULL, status TEXT NOT NULL,
+  t_eq REAL, t_eq32 REAL, max_abs REAL, nonfinite_mismatch INTEGER, ms REAL, detail TEXT);
+CREATE INDEX IF NOT EXISTS runs_mutant ON runs(mutant_id, input_id);
+CREATE INDEX IF NOT EXISTS runs_substrate ON runs(substrate_id, source);
+CREATE TABLE IF NOT EXISTS mutant_class(
+  mutant_id INTEGER PRIMARY KEY REFERENCES mutants(id) ON DELETE CASCADE,
+  substrate_id INTEGER NOT NULL REFERENCES substrates(id) ON DELETE CASCADE,
+  runnable INTEGER NOT NULL, reason TEXT, verdict TEXT, verdict_reason TEXT, check_s REAL, equivalent INTEGER DEFAULT 0);
 CREATE TABLE IF NOT EXISTS kills(
   mutant_id INTEGER NOT NULL REFERENCES mutants(id) ON DELETE CASCADE,
   input_id INTEGER NOT NULL REFERENCES inputs(id) ON DELETE CASCADE,
@@ -73,6 +82,11 @@ Store::Store(const std::string& path) {
     throw std::runtime_error("cannot open results store " + path + ": " + msg);
   }
   sqlite3_busy_timeout(db_, 10000);
+  exec("PRAGMA foreign_keys = ON");
+  // Stores written before the kill matrix existed have placeholder inputs/runs tables (never filled).
+  if (!query("SELECT 1 FROM sqlite_master WHERE name = 'runs'").empty() &&
+      query("SELECT 1 FROM pragma_table_info('runs') WHERE name = 't_eq'").empty())
+    exec("DROP TABLE IF EXISTS kills; DROP TABLE IF EXISTS runs; DROP TABLE IF EXISTS inputs;");
   exec(kSchema);
 }
 
@@ -155,6 +169,26 @@ int Store::put_result(const SubstrateResult& r) {
     exec("ROLLBACK");
     throw;
   }
+}
+
+void Store::begin() { exec("BEGIN"); }
+void Store::commit() { exec("COMMIT"); }
+void Store::rollback() { exec("ROLLBACK"); }
+
+long long Store::run(const std::string& sql, const std::vector<SqlValue>& values) {
+  Stmt st(db_, sql);
+  for (size_t i = 0; i < values.size(); ++i) {
+    int k = static_cast<int>(i) + 1;
+    std::visit([&](const auto& v) {
+      using T = std::decay_t<decltype(v)>;
+      if constexpr (std::is_same_v<T, std::monostate>) st.null(k);
+      else if constexpr (std::is_same_v<T, long long>) st.integer(k, v);
+      else if constexpr (std::is_same_v<T, double>) st.real(k, v);
+      else st.text(k, v);
+    }, values[i]);
+  }
+  st.done(db_);
+  return static_cast<long long>(sqlite3_last_insert_rowid(db_));
 }
 
 std::vector<std::vector<std::string>> Store::query(const std::string& sql) {

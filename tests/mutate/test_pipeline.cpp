@@ -244,7 +244,10 @@ TEST(Store, RoundTripAndReplace) {
     st.put_result(r);  // same path again: replaced, not doubled
     EXPECT_EQ(std::stoi(st.query("SELECT COUNT(*) FROM mutants")[0][0]), static_cast<int>(r.mutants.size()));
     // the kill-matrix tables exist and reference mutants
-    st.query("INSERT INTO inputs(substrate_id, name, generator) VALUES(1, 'randn', 'official')");
+    st.query("INSERT INTO inputs(substrate_id, name, distribution, seed, family) "
+             "VALUES((SELECT MAX(id) FROM substrates), 'kernelbench_randn/0', 'kernelbench_randn', 0, 'kernelbench')");
+    // foreign keys are enforced: an input of a substrate that does not exist is refused
+    EXPECT_THROW(st.query("INSERT INTO inputs(substrate_id, name) VALUES(999, 'x')"), std::runtime_error);
     EXPECT_THROW(st.query("SELECT nope FROM mutants"), std::runtime_error);
   }
   std::filesystem::remove(path);
@@ -345,7 +348,7 @@ TEST(Substrates, AllRulesGenerateWellFormedMutants) {
     PipelineOptions opt;
     opt.compile = false;
     auto r = run_pipeline(s, opt, nullptr);
-    EXPECT_GT(r.mutants.size(), 50u) << e.path();
+    EXPECT_GT(r.mutants.size(), 20u) << e.path();  // the smallest elementwise substrates have ~45 sites
     for (const auto& m : r.mutants) {
       ++per_family[m.family];
       Substrate again = substrate_from_text(s.path, m.file_text);
