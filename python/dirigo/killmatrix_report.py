@@ -1,0 +1,96 @@
+"""Counts tables of the kill-matrix store (docs/mutation.md): per family and per substrate,
+generated / non-compiling / duplicate / unique / host (not run) / quarantined / equivalent /
+witnessed, for the substrates that have runs from SOURCE.
+
+    python -m dirigo.killmatrix_report DB [--source cpu|gpu] [--tol 1e-2]
+
+witnessed = some input on which the substrate itself is accepted (status ok, t_eq <= tol: the
+validity gate) and the mutant is rejected (status ok and t_eq > tol, or a non-finite mismatch).
+quarantined = a crash or timeout on some input (never counted as witnessed).
+"""
+from __future__ import annotations
+
+import sqlite3
+import sys
+
+FAMILIES = ("arithmetic", "indexing", "semantic", "boundary", "synchronization", "precision")
+COLS = ("generated", "non-compiling", "duplicate", "unique", "host", "quarantined", "equivalent", "witnessed")
+
+
+def counts(db: str, source: str = "cpu", tol: float = 1e-2):
+    con = sqlite3.connect(db)
+    subs = [r[0] for r in con.execute("SELECT DISTINCT substrate_id FROM runs WHERE source = ?", (source,))]
+    if not subs:
+        return {}, {}
+    q = ",".join(str(s) for s in subs)
+    witnessed = {r[0] for r in con.execute(f"""
+        SELECT DISTINCT r.mutant_id FROM runs r JOIN runs s ON s.input_id = r.input_id AND s.mutant_id IS NULL
+          AND s.source = r.source AND s.status = 'ok' AND s.t_eq <= ?
+        WHERE r.source = ? AND r.mutant_id IS NOT NULL AND r.status = 'ok'
+          AND (r.t_eq > ? OR r.nonfinite_mismatch > 0) AND r.substrate_id IN ({q})""", (tol, source, tol))}
+    quarantined = {r[0] for r in con.execute(
+        f"SELECT DISTINCT mutant_id FROM runs WHERE source = ? AND status IN ('crash', 'timeout') "
+        f"AND mutant_id IS NOT NULL AND substrate_id IN ({q})", (source,))}
+    by_fam: dict = {}
+    by_sub: dict = {}
+    rows = con.execute(f"""
+        SELECT m.id, m.family, m.status, m.duplicate_of, s.path, c.runnable, c.equivalent
+        FROM mutants m JOIN substrates s ON s.id = m.substrate_id LEFT JOIN mutant_class c ON c.mutant_id = m.id
+        WHERE m.substrate_id IN ({q})""")
+    for mid, fam, status, dup, path, runnable, equivalent in rows:
+        name = path.rsplit("/", 1)[-1]
+        for table, key in ((by_fam, fam), (by_sub, name)):
+            c = table.setdefault(key, dict.fromkeys(COLS, 0))
+            c["generated"] += 1
+            if status == "non-compiling":
+                c["non-compiling"] += 1
+            elif status == "duplicate":
+                c["duplicate"] += 1
+            elif status == "unique":
+                c["unique"] += 1
+                if runnable == 0:
+                    c["host"] += 1
+                elif equivalent:
+                    c["equivalent"] += 1
+                elif mid in quarantined:
+                    c["quarantined"] += 1
+                elif mid in witnessed:
+                    c["witnessed"] += 1
+    return by_fam, by_sub
+
+
+def table(rows: dict, order=None) -> str:
+    keys = [k for k in (order or sorted(rows)) if k in rows]
+    out = ["| | " + " | ".join(COLS) + " |", "|---|" + "---:|" * len(COLS)]
+    total = dict.fromkeys(COLS, 0)
+    for k in keys:
+        out.append(f"| {k} | " + " | ".join(str(rows[k][c]) for c in COLS) + " |")
+        for c in COLS:
+            total[c] += rows[k][c]
+    out.append("| **total** | " + " | ".join(f"**{total[c]}**" for c in COLS) + " |")
+    return "\n".join(out)
+
+
+def main(argv: list[str]) -> int:
+    if not argv:
+        print(__doc__, file=sys.stderr)
+        return 64
+    source, tol = "cpu", 1e-2
+    rest = argv[1:]
+    for k, v in zip(rest[::2], rest[1::2]):
+        if k == "--source":
+            source = v
+        elif k == "--tol":
+            tol = float(v)
+        else:
+            print(f"unknown option {k}", file=sys.stderr)
+            return 64
+    fam, sub = counts(argv[0], source, tol)
+    print(table(fam, FAMILIES))
+    print()
+    print(table(sub))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
