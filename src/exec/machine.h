@@ -10,6 +10,7 @@
 #include <map>
 #include <set>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "exec/exec.h"
 #include "exec/interval.h"
@@ -146,6 +147,7 @@ class Machine {
   ExecResult& out_;
   ThreadVars tv_;
   ThreadSat sat_;
+  std::unordered_set<uint64_t> checked_epochs_;  // shared-access patterns already race-checked
   RangeCache ranges_;  // exact index ranges for bounds checks, one enumeration per loop-invariant part
   ptx::Rollup rollup_;
   bool concrete_ = false;
