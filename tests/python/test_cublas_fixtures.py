@@ -134,3 +134,28 @@ def test_traced_cublas_candidates_get_the_expected_verdict(name):
     assert report["outcome"] in BUNDLES[name], report
     if report["outcome"] == "BUG":
         assert report["evidence"] == "fp32-evaluation"
+
+
+@pytest.mark.skipif(not FIXTURES, reason="no real-cuBLAS fixtures yet (scripts/gpu/cublas.sh)")
+@needs_blas
+def test_lt_gelu_epilogue_is_the_tanh_form():
+    """cuBLASLt's GELU epilogue is the tanh approximation: dirigo's equation is within fp32 noise of cuBLAS,
+    while the erf form would be ~5e-4 off on these cases (so the fixtures can tell the two apart)."""
+    import math
+    path = os.path.join(EX, "fixtures", "lt_matmul.npz")
+    seen = 0
+    for i, e, bins, bouts in cases(path):
+        if not e["op"]["args"]["epilogue"] & 32:
+            continue
+        got, want = dirigo_eval(e["op"], bins)["D"], bouts["D"]
+        m = ~np.isnan(want)
+        assert np.abs(got - want)[m].max() < 2e-5, f"case {i}"
+        orig = numpy_ref.gelu_tanh
+        try:
+            numpy_ref.gelu_tanh = np.vectorize(lambda x: 0.5 * x * (1 + math.erf(x / math.sqrt(2))))
+            erf_form = numpy_ref.evaluate(e["op"], bins)["D"]
+        finally:
+            numpy_ref.gelu_tanh = orig
+        assert np.abs(erf_form - want)[m].max() > 1e-4, f"case {i}: the fixture cannot tell erf from tanh"
+        seen += 1
+    assert seen > 0
