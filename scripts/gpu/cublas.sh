@@ -4,9 +4,8 @@
 # randomized shapes, transposes, leading dimensions, strides and alpha/beta and saves inputs/outputs as
 # fixtures (fixtures/<fn>.npz); a second, shorter pass runs with the cuBLAS shim preloaded so the shim's
 # records of the real calls are saved too (fixtures_shim/); (2) traces our own cuBLAS candidates
-# examples/cublas/<name>/{ref.py,new.py} into bundles; (3) at lower priority, traces the dev-corpus level-2
-# programs that call cuBLAS (.cache/cublas/pairs, carried; their bundles stay in .cache, git-ignored).
-# Everything comes back as $1/cublas.tar.gz.
+# examples/cublas/<name>/{ref.py,new.py} into bundles. Everything comes back as $1/cublas.tar.gz.
+# (The dev-corpus cuBLAS callers starved at nice 19 in call 2: they have their own job, cublas_corpus.sh.)
 # Usage on the GPU machine, from the repo root:  bash scripts/gpu/cublas.sh OUTDIR [SECONDS] [--dry-run]
 # --dry-run (no GPU): the numpy reference runs the generated cases and the traces run on the CPU (the CUDA
 # candidates then end UNSUPPORTED); for testing the script.
@@ -15,7 +14,7 @@ OUT=$1; LIMIT=${2:-225}; DEVICE=cuda; DRY=
 [ "${3:-}" = "--dry-run" ] && DEVICE=cpu && DRY=--dry-run
 START=$(date +%s)
 W=$(mktemp -d /tmp/dirigo-cublas.XXXXXX)
-mkdir -p "$W/fixtures" "$W/fixtures_shim" "$W/bundles" "$W/results" "$W/logs" "$W/ext" "$W/corpus"
+mkdir -p "$W/fixtures" "$W/fixtures_shim" "$W/bundles" "$W/results" "$W/logs" "$W/ext"
 export PYTHONPATH=$PWD/python PYTHONUNBUFFERED=1 MAX_JOBS=2
 LOG=$W/cublas.log
 { echo "device=$DEVICE limit=${LIMIT}s start=$(date -u +%FT%TZ) commit=$(git rev-parse --short HEAD 2>/dev/null)"
@@ -35,19 +34,6 @@ for name in gemm_ok gemm_rowmajor_args gemm_colmajor_out lt_bias_gelu; do
     echo "trace $name rc=$? $(( $(date +%s) - t0 ))s" >>"$W/summary.txt"
   ) &
 done
-if [ -f .cache/cublas/pairs/pairs.json ]; then   # corpus programs calling cuBLAS: niced, no data
-  cp .cache/cublas/pairs/pairs.json "$W/corpus/"
-  for d in .cache/cublas/pairs/*/; do
-    d=${d%/}; name=$(basename "$d")
-    (
-      t0=$(date +%s)
-      TORCH_EXTENSIONS_DIR=$W/ext/c_$name nice -n 19 timeout -k 5 $((LIMIT - 10)) python3 -m dirigo.trace \
-        "$d/ref.py" "$d/new.py" --out "$W/corpus/$name" --device $DEVICE --json --no-data \
-        --timeout $((LIMIT - 25)) >"$W/corpus/$name.json" 2>"$W/corpus/$name.log"
-      echo "corpus $name rc=$? $(( $(date +%s) - t0 ))s" >>"$W/summary.txt"
-    ) &
-  done
-fi
 (
   t0=$(date +%s)
   TORCH_EXTENSIONS_DIR=$W/ext/validate timeout -k 5 $((LIMIT - 15)) python3 examples/cublas/validate_ext.py \
@@ -68,5 +54,5 @@ wait
 echo "all done after $(( $(date +%s) - START ))s" >>"$LOG"
 sort "$W/summary.txt" >>"$LOG"
 rm -rf "$W/ext"
-tar czf "$OUT/cublas.tar.gz" -C "$W" fixtures fixtures_shim bundles results logs corpus summary.txt cublas.log
+tar czf "$OUT/cublas.tar.gz" -C "$W" fixtures fixtures_shim bundles results logs summary.txt cublas.log
 ls -la "$OUT"; tail -20 "$LOG"
