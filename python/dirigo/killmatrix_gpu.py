@@ -181,6 +181,7 @@ def worker(jobs_dir: str, index: int, start_program: int, start_input: int, out_
     ctx = _ck(cu.cuDevicePrimaryCtxRetain(dev))
     _ck(cu.cuCtxSetCurrent(ctx))
     stream = _ck(cu.cuStreamCreate(0))
+    open(out_path + ".ready", "w").close()  # the parent's hang clock starts here, not at process start
     data = {}
     for p in range(start_program, len(job["programs"])):
         prog = job["programs"][p]
@@ -253,6 +254,14 @@ def plan(jobs_dir: str) -> list[tuple[int, int, int]]:
     return out
 
 
+_STARTED: dict = {}
+
+
+def last_size_time(proc) -> float:
+    """When the worker process was started (for its start-up allowance)."""
+    return _STARTED.setdefault(proc.pid, time.time())
+
+
 def _drive_substrate(jobs_dir, index, n_inputs, out_path, deadline, hang_s, log):
     """Restarts workers until every (program, input) of the substrate has a row or time is up."""
     part = f"{out_path}.{index}"
@@ -264,6 +273,9 @@ def _drive_substrate(jobs_dir, index, n_inputs, out_path, deadline, hang_s, log)
     restarts = 0
     while program < n_programs and time.time() < deadline:
         cmd = [sys.executable, os.path.abspath(__file__), "worker", jobs_dir, str(index), str(program), str(inp), part]
+        ready = part + ".ready"
+        if os.path.exists(ready):
+            os.remove(ready)
         proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
         last_size, last_change = os.path.getsize(part), time.time()
         killed = None
@@ -272,6 +284,9 @@ def _drive_substrate(jobs_dir, index, n_inputs, out_path, deadline, hang_s, log)
             size = os.path.getsize(part)
             if size != last_size:
                 last_size, last_change = size, time.time()
+            if not os.path.exists(ready):
+                # start-up (imports, cuInit) on a busy host is not a hang; 60 s is
+                last_change = time.time() if time.time() - last_size_time(proc) < 60 else last_change
             if time.time() - last_change > hang_s:
                 killed = "timeout"
             elif time.time() > deadline:
