@@ -400,6 +400,10 @@ def replay(witness: dict, ref: str | None = None, new: str | None = None, device
             elif kind == "input":
                 _set_element(progs.input_tensor(name), leaf["index"], value)
                 fixed.append((name, leaf["index"], value))
+            elif kind in ("parameter", "buffer") and leaf.get("program") == "candidate":
+                if name not in new_state:  # the candidate's own state, no reference counterpart
+                    raise ReplayError(f"the candidate has no {kind} {name!r}")
+                _set_element(new_state[name], leaf["index"], value)
             elif kind in ("parameter", "buffer"):
                 if name not in ref_state:
                     raise ReplayError(f"the reference has no {kind} {name!r}")
@@ -414,6 +418,8 @@ def replay(witness: dict, ref: str | None = None, new: str | None = None, device
         # mirror the reference's (possibly changed) parameters and buffers into the candidate
         mirrored = set()
         for name, t in ref_state.items():
+            if witness.get("inputs") and name not in pairs:
+                continue  # a reference-only parameter: the candidate has no counterpart
             cname = pairs.get(name, name)
             c = new_state.get(cname)
             if c is None or c.shape != t.shape:

@@ -114,6 +114,24 @@ WitnessLeaf describe_leaf(const ir::Context& ctx, const program::Merged& m, int3
   w.program = name.substr(0, name.find(':'));
   w.index = {index};
   w.value = value;
+  // "ref:s3@v0": version 0 of a storage only one program reads. When it is one of that
+  // program's inputs (e.g. a parameter no candidate parameter matched), name it, so a replay
+  // can set it in that program alone.
+  int storage = -1, version = -1;
+  if (std::sscanf(name.c_str() + w.program.size() + 1, "s%d@v%d", &storage, &version) == 2 && version == 0) {
+    bool is_ref = w.program == "ref";
+    const program::SsaProgram& prog = is_ref ? m.ref : m.cand;
+    for (const auto& in : prog.inputs) {
+      if (in.view.value != storage) continue;
+      int64_t l = logical_of_storage(in.view, index);
+      if (l < 0) continue;
+      w.kind = std::string(bundle::input_kind_name(in.kind));
+      w.input = in.name;
+      w.index = unravel(in.view.shape, l);
+      w.program = is_ref ? "reference" : "candidate";
+      break;
+    }
+  }
   return w;
 }
 

@@ -44,7 +44,7 @@ json leaf_json(const WitnessLeaf& w, bool with_value) {
     x["shape"] = w.shape;
     if (!w.aten.empty()) x["aten"] = w.aten;
   }
-  if (w.kind == "external") x["program"] = w.program;
+  if (!w.program.empty()) x["program"] = w.program;
   return x;
 }
 }  // namespace

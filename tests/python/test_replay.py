@@ -179,3 +179,17 @@ def test_difference_within_tolerance_everywhere_is_suspect(tmp_path):
     assert v.outcome == "SUSPECT", (v.outcome, v.reason)
     assert v.replay["status"] == "replayed" and not v.replay["exceeds"]
     assert "replaying the witness" in v.reason
+
+
+@needs_core
+def test_parameter_only_the_reference_has_is_set_in_the_reference(tmp_path):
+    # The candidate drops the Linear's bias: that bias is a reference-only parameter (an input no
+    # candidate input matches). Its traced values are small; the witness makes it large.
+    (tmp_path / "ref.py").write_text(PREFIX_REF.replace("torch.exp(x).sum(dim=1)", "self.lin(x)").replace(
+        "super().__init__()", "super().__init__()\n        self.lin = torch.nn.Linear(4, 4)"))
+    (tmp_path / "new.py").write_text(PREFIX_NEW.replace("torch.exp(x).sum(dim=0)", "self.lin(x)").replace(
+        "super().__init__()", "super().__init__()\n        self.lin = torch.nn.Linear(4, 4, bias=False)"))
+    v = dirigo.check(str(tmp_path / "ref.py"), str(tmp_path / "new.py"), budget_s=20, device="cpu")
+    ref_only = [l for l in v.witness["leaves"] if l.get("program") == "reference"]
+    assert ref_only and ref_only[0]["input"] == "lin.bias" and ref_only[0]["kind"] == "parameter", v.witness["leaves"]
+    assert v.outcome == "BUG" and v.evidence == "replay-cpu", (v.outcome, v.reason, v.replay)
