@@ -180,7 +180,7 @@ def distribution_line(name: str, values: list[float]) -> str:
 def find_trace_results(gpu_dir: str) -> tuple[list[dict], dict[int, str]]:
     """results.json entries of the trace sweep, and k -> bundle directory, found anywhere under gpu_dir."""
     entries: dict[int, dict] = {}
-    for path in sorted(glob.glob(os.path.join(gpu_dir, "**", "results.json"), recursive=True)):
+    for path in sorted(glob.glob(os.path.join(gpu_dir, "**", "results*.json"), recursive=True)):
         try:
             data = json.load(open(path))
         except (OSError, json.JSONDecodeError):
