@@ -126,7 +126,8 @@ std::string to_text(const ir::Context& ctx, const ExecResult& r, size_t max_writ
     os << fmt::format("BUG {} in {} at PTX line {}{}: {}", f.kind, f.kernel, f.where.ptx_line,
                       f.where.source.empty() ? "" : " (" + f.where.source + ")", f.message);
     if (f.thread) os << " [" << f.thread->str() << "]";
-    if (f.other.ptx_line) os << fmt::format(" conflicting with PTX line {}", f.other.ptx_line);
+    if (f.other.ptx_line)
+      os << fmt::format(" conflicting with PTX line {}{}", f.other.ptx_line, f.other.source.empty() ? "" : " (" + f.other.source + ")");
     if (f.other_thread) os << " [" << f.other_thread->str() << "]";
     os << "\n";
   }
