@@ -464,15 +464,23 @@ Expr sum_of(const Env& e, const TensorRef& in, const std::vector<Index>& domain)
 
 Expr arg_extreme(ir::Context& cx, std::span<const Expr> vals, std::span<const int64_t> positions, bool is_max) {
   if (vals.empty()) throw std::invalid_argument("arg_extreme over an empty set");
-  // Torch returns the first position of the extreme value: switch only on a strict improvement
-  // over the extreme of the prefix.
-  Expr best_pos = cx.bv_const(ir::Sort::BV64, static_cast<uint64_t>(positions[0]));
-  for (size_t j = 1; j < vals.size(); ++j) {
-    Expr prefix = is_max ? cx.max(vals.subspan(0, j)) : cx.min(vals.subspan(0, j));
-    Expr better = is_max ? cx.lt(prefix, vals[j]) : cx.lt(vals[j], prefix);
-    best_pos = cx.ite(better, cx.bv_const(ir::Sort::BV64, static_cast<uint64_t>(positions[j])), best_pos);
+  // Torch returns the first position of the extreme value: the smallest position whose value
+  // equals the extreme. Built as a balanced tree of unsigned minima (depth log n, size n); a
+  // chain of prefix extrema was O(n^2) nodes and n deep.
+  Expr extreme = is_max ? cx.max(vals) : cx.min(vals);
+  const Expr none = cx.bv_const(ir::Sort::BV64, UINT64_MAX);
+  std::vector<Expr> level;
+  level.reserve(vals.size());
+  for (size_t j = 0; j < vals.size(); ++j)
+    level.push_back(cx.ite(cx.eq(vals[j], extreme), cx.bv_const(ir::Sort::BV64, static_cast<uint64_t>(positions[j])), none));
+  while (level.size() > 1) {
+    std::vector<Expr> next;
+    next.reserve((level.size() + 1) / 2);
+    for (size_t i = 0; i < level.size(); i += 2)
+      next.push_back(i + 1 < level.size() ? cx.bv_min(level[i], level[i + 1], false) : level[i]);
+    level = std::move(next);
   }
-  return best_pos;
+  return level[0];
 }
 
 Expr inverse_count(const Env& e, size_t n) {

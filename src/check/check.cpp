@@ -562,10 +562,12 @@ Report check_bundle(const bundle::Bundle& b, const Options& user_opt) {
       double rate = r.checked / std::max(r.search_seconds, 1e-9);
       r.projected_full_seconds = double(r.total_locations - int64_t(r.checked)) / rate;
     }
+    // every location proven equal is VERIFIED however few there are; otherwise at least
+    // min_locations must be decided before anything but BUG is said
+    if (int64_t(r.equal) == r.total_locations) return finish(Outcome::Verified, "");
     if (r.checked < opt.min_locations || (undecided && r.equal < opt.min_locations))
       return finish(Outcome::Timeout, fmt::format("{} locations decided equal, {} undecided within {:.1f} s (at least {} needed)",
                                                   r.equal, undecided, opt.budget_s, opt.min_locations));
-    if (int64_t(r.equal) == r.total_locations) return finish(Outcome::Verified, "");
     return finish(Outcome::Checked, undecided ? fmt::format("{} locations undecided", undecided) : "");
   } catch (const program::MergeError& e) {
     return finish(Outcome::Unsupported, std::string("UNSUPPORTED: merge: ") + e.what());

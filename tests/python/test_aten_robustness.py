@@ -58,3 +58,15 @@ def test_random_calls_never_crash(seed):
                        timeout=300)
     last = r.stderr.strip().splitlines()[-3:] if r.stderr else []
     assert r.returncode == 0 and r.stdout.strip() == "done", f"rc={r.returncode}; last calls:\n" + "\n".join(last)
+
+
+def test_argmax_over_a_long_dimension_stays_shallow():
+    """max.dim's indices over 4096 values: a balanced tree of n nodes (it was an n-deep chain of
+    prefix maxima, O(n^2) nodes, and crashed)."""
+    from dirigo import _core
+    n = 4096
+    x = {"tensor": 0, "shape": [2, n], "strides": [n, 1], "offset": 0, "dtype": "float32"}
+    outs = [{"tensor": 1, "shape": [2], "strides": [1], "offset": 0, "dtype": "float32"},
+            {"tensor": 2, "shape": [2], "strides": [1], "offset": 0, "dtype": "int64"}]
+    nodes = _core.aten_expr("aten.max.dim", [x, 1, False], {}, outs, 1, [1])[1]
+    assert nodes < 8 * n
