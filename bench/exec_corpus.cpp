@@ -17,6 +17,7 @@
 
 #include "bundle/io.h"
 #include "exec/exec.h"
+#include "check/lower.h"
 #include "ptx/inline.h"
 #include "ptx/parser.h"
 
@@ -25,21 +26,7 @@ namespace {
 using namespace dirigo;
 using json = nlohmann::json;
 
-exec::DType exec_dtype(bundle::DType d) {
-  switch (d) {
-    case bundle::DType::Float64: return exec::DType::F64;
-    case bundle::DType::Float32: return exec::DType::F32;
-    case bundle::DType::Float16: return exec::DType::F16;
-    case bundle::DType::BFloat16: return exec::DType::BF16;
-    case bundle::DType::Int64: return exec::DType::I64;
-    case bundle::DType::Int32: return exec::DType::I32;
-    case bundle::DType::Int16: return exec::DType::I16;
-    case bundle::DType::Int8: return exec::DType::I8;
-    case bundle::DType::UInt8: return exec::DType::U8;
-    case bundle::DType::Bool: return exec::DType::Bool;
-  }
-  return exec::DType::F32;
-}
+using check::exec_dtype;
 
 double seconds_since(std::chrono::steady_clock::time_point t) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();

@@ -20,8 +20,6 @@ struct ParsedModule {
   ptx::Module module;
 };
 
-namespace {
-
 exec::DType exec_dtype(bundle::DType d) {
   switch (d) {
     case bundle::DType::Float64: return exec::DType::F64;
@@ -37,6 +35,8 @@ exec::DType exec_dtype(bundle::DType d) {
   }
   return exec::DType::F32;
 }
+
+namespace {
 
 ir::Sort sort_of(bundle::DType d) { return aten::elem_sort(aten::parse_dtype(bundle::dtype_name(d))); }
 

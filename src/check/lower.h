@@ -67,6 +67,9 @@ struct OutOfTime : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+// The executor's element type for a bundle dtype (also used by bench/exec_corpus).
+exec::DType exec_dtype(bundle::DType d);
+
 class Lowering {
  public:
   Lowering(ir::Context& ctx, const bundle::Bundle& b, const program::Merged& m, bool reference,
