@@ -95,6 +95,12 @@ void invalid(Call& c, std::string why) {
   }
 }
 
+// A column-major matrix needs ld >= max(1, rows), as cuBLAS itself checks (CUBLAS_STATUS_INVALID_VALUE).
+void require_leading_dimensions(Call& c) {
+  for (auto [m, name] : {std::pair{&c.A, "lda"}, {&c.B, "ldb"}, {&c.C, "ldc"}})
+    if (m->ld < std::max<int64_t>(1, m->rows)) invalid(c, fmt::format("{} = {} < {}", name, m->ld, m->rows));
+}
+
 void require_f32(const Args& a, const std::string& name, std::initializer_list<const char*> keys) {
   for (const char* k : keys)
     if (a.has(k) && a.integer(k) != 0)  // CUDA_R_32F
@@ -137,9 +143,7 @@ void parse_gemm(const Args& a, Call& c) {
   require_f32(a, c.name, {"Atype", "Btype", "Ctype"});
   compute_type(a, c);
   if (c.m < 0 || c.n < 0 || c.k < 0 || c.batch < 0) invalid(c, "a negative size");
-  if (c.A.ld < std::max<int64_t>(1, c.A.rows)) invalid(c, fmt::format("lda = {} < {}", c.A.ld, c.A.rows));
-  if (c.B.ld < std::max<int64_t>(1, c.B.rows)) invalid(c, fmt::format("ldb = {} < {}", c.B.ld, c.B.rows));
-  if (c.C.ld < std::max<int64_t>(1, c.C.rows)) invalid(c, fmt::format("ldc = {} < {}", c.C.ld, c.C.rows));
+  require_leading_dimensions(c);
 }
 
 void parse_geam(const Args& a, Call& c) {
@@ -158,9 +162,7 @@ void parse_geam(const Args& a, Call& c) {
   c.C = {"C", c.m, c.n, a.integer("ldc"), 0, false};
   c.D = c.C;
   if (c.m < 0 || c.n < 0) invalid(c, "a negative size");
-  if (c.A.ld < std::max<int64_t>(1, c.A.rows)) invalid(c, fmt::format("lda = {} < {}", c.A.ld, c.A.rows));
-  if (c.B.ld < std::max<int64_t>(1, c.B.rows)) invalid(c, fmt::format("ldb = {} < {}", c.B.ld, c.B.rows));
-  if (c.C.ld < std::max<int64_t>(1, c.C.rows)) invalid(c, fmt::format("ldc = {} < {}", c.C.ld, c.C.rows));
+  require_leading_dimensions(c);
 }
 
 void parse_gemv(const Args& a, Call& c) {
