@@ -12,6 +12,12 @@ Everything it writes is derived from corpus programs and stays under .cache/ (gi
         folds GPU replays of those witnesses into the verdicts (final_outcome)
     python3 scripts/corpus-eval.py table [--results .cache/eval/results.json]
         prints the markdown tables of docs/evaluation.md
+    python3 scripts/corpus-eval.py pick --out .cache/sweep3 --start 80 --mismatch 28 --correct 12
+        copies more level-2 candidate + reference pairs (none already in --exclude pairs.json files) to
+        --out, numbered from --start, with their pairs.json (the `trace-sweep.py pick` layout)
+    python3 scripts/corpus-eval.py trace --sweep .cache/sweep3 --limit 490 --jobs 12    (on the GPU machine)
+        traces them with trace-sweep.py's own per-pair tracer (--no-data), inside one wall-clock limit:
+        each pair's timeout is cut to the time left, pairs that cannot finish are recorded as skipped
 
 The statistics (outcome table, recall, percentiles, reason groups) are plain functions over lists
 of result dicts, tested in tests/python/test_corpus_eval.py.
@@ -22,10 +28,13 @@ import argparse
 import collections
 import concurrent.futures as cf
 import glob
+import importlib.util
 import json
 import math
 import os
+import random
 import re
+import shutil
 import subprocess
 import sys
 import time
@@ -177,8 +186,21 @@ def distribution_line(name: str, values: list[float]) -> str:
 # inputs
 
 
-def find_trace_results(gpu_dir: str) -> tuple[list[dict], dict[int, str]]:
-    """results.json entries of the trace sweep, and k -> bundle directory, found anywhere under gpu_dir."""
+def find_trace_results(gpu_dirs: str | list[str]) -> tuple[list[dict], dict[int, str]]:
+    """results.json entries of the trace sweep, and k -> bundle directory, found anywhere under the
+    gpu_dirs; a later directory's entry and bundle for the same k replace an earlier one's (a re-trace)."""
+    if isinstance(gpu_dirs, str):
+        gpu_dirs = [gpu_dirs]
+    entries: dict[int, dict] = {}
+    bundles: dict[int, str] = {}
+    for gpu_dir in gpu_dirs:
+        e, b = _find_trace_results_in(gpu_dir)
+        entries.update(e)
+        bundles.update(b)
+    return [entries[k] for k in sorted(entries)], bundles
+
+
+def _find_trace_results_in(gpu_dir: str) -> tuple[dict[int, dict], dict[int, str]]:
     entries: dict[int, dict] = {}
     for path in sorted(glob.glob(os.path.join(gpu_dir, "**", "results*.json"), recursive=True)):
         try:
@@ -196,7 +218,7 @@ def find_trace_results(gpu_dir: str) -> tuple[list[dict], dict[int, str]]:
         m = re.fullmatch(r"(\d{3})", os.path.basename(d))
         if m:
             bundles[int(m.group(1))] = d
-    return [entries[k] for k in sorted(entries)], bundles
+    return entries, bundles
 
 
 def run_check(dirigo: str, bundle: str, budget: float, seed: int, extra: list[str]) -> dict:
@@ -261,14 +283,17 @@ def summarize_report(rep: dict) -> dict:
 
 
 def cmd_run(a) -> int:
-    pairs = {p["k"]: p for p in json.load(open(os.path.join(a.sweep, "pairs.json")))}
+    pairs, pair_dir = {}, {}
+    for sweep in a.sweep:  # several sweeps (numbered apart: pick --start) evaluate together
+        for p in json.load(open(os.path.join(sweep, "pairs.json"))):
+            pairs[p["k"]], pair_dir[p["k"]] = p, sweep
     trace, bundles = find_trace_results(a.gpu_dir)
     if a.bundles:  # explicit bundle dirs (development: examples/)
         trace = [{"k": i, "status": "ok", "seconds": None} for i in range(len(a.bundles))]
         bundles = dict(enumerate(a.bundles))
         pairs = {i: {"k": i, "label": "example", "problem": os.path.basename(b.rstrip("/"))} for i, b in enumerate(a.bundles)}
     if not trace:
-        print(f"no results.json under {a.gpu_dir}", file=sys.stderr)
+        print(f"no results.json under {' '.join(a.gpu_dir)}", file=sys.stderr)
         return 1
     if a.only:
         trace = [t for t in trace if t["k"] in set(a.only)]
@@ -299,7 +324,7 @@ def cmd_run(a) -> int:
         # the witness names the program copies the sweep traced, so that the GPU replay can run them
         files = ["--witness-out", wfile]
         for flag, suffix in (("--ref-file", "ref"), ("--new-file", "new")):
-            prog = os.path.join(a.sweep, f"{k:03d}_{suffix}.py")
+            prog = os.path.join(pair_dir.get(k, a.sweep[0]), f"{k:03d}_{suffix}.py")
             if os.path.exists(prog):
                 files += [flag, prog]
         rep = run_check(a.dirigo, b, a.budget, a.seed, files + (a.extra or []))
@@ -385,6 +410,89 @@ def cmd_fold(a) -> int:
     json.dump(results, open(a.results, "w"), indent=1)
     return cmd_table(a)
 
+def _trace_sweep_module(sweep_dir: str):
+    """scripts/trace-sweep.py as a module, working in sweep_dir instead of .cache/sweep."""
+    spec = importlib.util.spec_from_file_location("trace_sweep", os.path.join(ROOT, "scripts", "trace-sweep.py"))
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    mod.SWEEP = os.path.abspath(sweep_dir)
+    return mod
+
+
+def choose_pairs(entries: list[dict], quota: dict[str, int], exclude: set[str], seed: int) -> list[dict]:
+    """`quota[label]` entries per label, none whose file is in `exclude`, in a seeded random order,
+    preferring problems not chosen yet (a second pass allows repeats when the quota is not met)."""
+    pool = [e for e in entries if e["file"] not in exclude and e["label"] in quota]
+    random.Random(seed).shuffle(pool)
+    chosen: list[dict] = []
+    problems: set[int] = set()
+    for distinct in (True, False):
+        for e in pool:
+            n = sum(c["label"] == e["label"] for c in chosen)
+            if n >= quota[e["label"]] or e in chosen or (distinct and e["problem_id"] in problems):
+                continue
+            chosen.append(e)
+            problems.add(e["problem_id"])
+    # the incorrect ones first: when the GPU slice ends early, they are the ones that matter
+    return sorted(chosen, key=lambda e: (e["label"] != INCORRECT_LABELS[0], pool.index(e)))
+
+
+def cmd_pick(a) -> int:
+    ts = _trace_sweep_module(a.out)
+    entries = []
+    for run in ("technoabsurdist_runs", "yenhao_runs"):
+        for e in json.load(open(os.path.join(ts.CORPUS, "dev", run, "index.json"))):
+            if e["level"] == a.level:
+                entries.append(dict(e, root=run, file=os.path.join("dev", run, e["file"])))
+    exclude = {p["candidate"] for path in a.exclude for p in json.load(open(path))}
+    quota = {INCORRECT_LABELS[0]: a.mismatch, "correct": a.correct}
+    os.makedirs(a.out, exist_ok=True)
+    chosen = []
+    for e in choose_pairs(entries, quota, exclude, a.seed):
+        cand = os.path.join(ts.CORPUS, e["file"])
+        ref = ts.pick_reference(e["level"], e["problem_id"], open(cand).read())
+        if ref is None:
+            continue
+        k = a.start + len(chosen)
+        shutil.copy(cand, os.path.join(a.out, f"{k:03d}_new.py"))
+        shutil.copy(ref, os.path.join(a.out, f"{k:03d}_ref.py"))
+        chosen.append({"k": k, "label": e["label"], "level": e["level"], "problem": e["problem_id"],
+                       "candidate": e["file"], "reference": os.path.relpath(ref, ts.CORPUS)})
+    json.dump(chosen, open(os.path.join(a.out, "pairs.json"), "w"), indent=1)
+    print(f"picked {len(chosen)} pairs into {a.out}: "
+          + ", ".join(f"{n} {l}" for l, n in collections.Counter(c["label"] for c in chosen).items()))
+    return 0
+
+
+def cmd_trace(a) -> int:
+    """GPU side: trace every pair of a.sweep with trace-sweep.py's tracer inside a.limit seconds."""
+    ts = _trace_sweep_module(a.sweep)
+    deadline = time.monotonic() + a.limit
+    pairs = json.load(open(os.path.join(a.sweep, "pairs.json")))
+    res_path = os.path.join(a.sweep, a.results)
+
+    def one(p: dict) -> dict:
+        left = deadline - time.monotonic()
+        if left < a.min_left:
+            return dict(p, status="skipped", seconds=0.0, message=f"not started: {left:.0f} s of the slice left")
+        # the tracer stops itself at `timeout` (trace-sweep would kill it only 60 s later); 25 s are left
+        # for it to write the bundle and for the summary
+        timeout = min(a.timeout, left - 25)
+        try:
+            return ts._trace_pair(p, timeout)
+        except Exception as e:  # noqa: BLE001 - a pair's failure is a result, the sweep goes on
+            return dict(p, status="error", seconds=round(timeout, 1), message=f"{type(e).__name__}: {e}"[:300])
+
+    results = []
+    with cf.ThreadPoolExecutor(a.jobs) as pool:
+        for r in cf.as_completed([pool.submit(one, p) for p in pairs]):
+            results.append(r.result())
+            r = results[-1]
+            print(f"{r['k']:03d} {r['status']:12s} {r.get('seconds') or 0:6.1f}s {str(r.get('message', ''))[:160]}", flush=True)
+            json.dump(results, open(res_path + ".tmp", "w"), indent=1)
+            os.replace(res_path + ".tmp", res_path)  # partial results survive a kill
+    return ts.cmd_summary(argparse.Namespace(results=res_path))
+
 
 def cmd_table(a) -> int:
     results = json.load(open(a.results))
@@ -427,8 +535,10 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = ap.add_subparsers(dest="cmd", required=True)
     r = sub.add_parser("run")
-    r.add_argument("--gpu-dir", default=os.path.join(CACHE, "gpu-results", "call1"))
-    r.add_argument("--sweep", default=os.path.join(CACHE, "sweep"))
+    r.add_argument("--gpu-dir", nargs="+", default=[os.path.join(CACHE, "gpu-results", "call1")],
+                   help="where the trace sweep's results*.json and bundles are; later ones replace earlier ones")
+    r.add_argument("--sweep", nargs="+", default=[os.path.join(CACHE, "sweep")],
+                   help="directories with pairs.json and the NNN_ref.py / NNN_new.py program copies")
     r.add_argument("--out", default=os.path.join(CACHE, "eval"))
     r.add_argument("--dirigo", default=os.path.join(ROOT, "build-eval", "dirigo"))
     r.add_argument("--budget", type=float, default=20)
@@ -443,8 +553,24 @@ def main() -> int:
     f.add_argument("--replay", default=os.path.join(CACHE, "gpu-results", "call2", "replay"))
     t = sub.add_parser("table")
     t.add_argument("--results", default=os.path.join(CACHE, "eval", "results.json"))
+    pk = sub.add_parser("pick")
+    pk.add_argument("--out", default=os.path.join(CACHE, "sweep3"))
+    pk.add_argument("--start", type=int, default=80, help="number of the first pair (after the earlier sweeps')")
+    pk.add_argument("--mismatch", type=int, default=28)
+    pk.add_argument("--correct", type=int, default=12)
+    pk.add_argument("--level", type=int, default=2)
+    pk.add_argument("--seed", type=int, default=3)
+    pk.add_argument("--exclude", nargs="*", default=[os.path.join(CACHE, "sweep", "pairs.json")])
+    tr = sub.add_parser("trace")
+    tr.add_argument("--sweep", default=os.path.join(CACHE, "sweep3"))
+    tr.add_argument("--limit", type=float, default=490, help="wall-clock seconds for the whole sweep")
+    tr.add_argument("--jobs", type=int, default=12)
+    tr.add_argument("--timeout", type=float, default=400, help="most seconds for one pair")
+    tr.add_argument("--min-left", type=float, default=130,
+                    help="do not start a pair with less time left (a build alone takes ~100 s beside others)")
+    tr.add_argument("--results", default="results3.json")
     a = ap.parse_args()
-    return {"run": cmd_run, "fold": cmd_fold, "table": cmd_table}[a.cmd](a)
+    return {"run": cmd_run, "fold": cmd_fold, "table": cmd_table, "pick": cmd_pick, "trace": cmd_trace}[a.cmd](a)
 
 
 if __name__ == "__main__":
