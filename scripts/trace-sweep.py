@@ -6,6 +6,9 @@ the others do not. Two steps, because the corpus is not on the GPU machine:
         copies the chosen candidate + reference pairs to .cache/sweep/ (git-ignored: corpus data)
     python3 scripts/trace-sweep.py run [--jobs 8] [--timeout 300]      (on the GPU machine)
         traces every pair with `python -m dirigo.trace REF NEW --device cuda`, writes .cache/sweep/results.json
+    python3 scripts/trace-sweep.py run --pairs 16 27 --bundles DIR --results R.json   (re-trace some pairs)
+    python3 scripts/trace-sweep.py constants DIR...     the pairs whose bundles (under DIR/<k>/) captured a
+        constant tensor (`"constant": true` inputs), one k per line: what scripts/gpu/retrace.sh re-traces
     python3 scripts/trace-sweep.py summary
 """
 from __future__ import annotations
@@ -71,14 +74,14 @@ def cmd_pick(a) -> int:
     return 0
 
 
-def _trace_pair(p: dict, timeout: float) -> dict:
+def _trace_pair(p: dict, timeout: float, bundles: str | None = None, device: str = "cuda") -> dict:
     k = p["k"]
-    out = os.path.join(SWEEP, "bundles", f"{k:03d}")
+    out = os.path.join(bundles or os.path.join(SWEEP, "bundles"), f"{k:03d}")
     env = dict(os.environ, PYTHONPATH=os.path.join(ROOT, "python"),
                TORCH_EXTENSIONS_DIR=os.path.join(SWEEP, "ext", f"{k:03d}"))
     t0 = time.monotonic()
     proc = subprocess.run([sys.executable, "-m", "dirigo.trace", os.path.join(SWEEP, f"{k:03d}_ref.py"),
-                           os.path.join(SWEEP, f"{k:03d}_new.py"), "--out", out, "--device", "cuda",
+                           os.path.join(SWEEP, f"{k:03d}_new.py"), "--out", out, "--device", device,
                            "--timeout", str(timeout), "--no-data", "--json"],
                           capture_output=True, text=True, env=env, timeout=timeout + 60)
     res = dict(p, seconds=round(time.monotonic() - t0, 1), exit=proc.returncode)
@@ -101,16 +104,32 @@ def cmd_run(a) -> int:
     done = set()
     for path in a.skip or []:  # results.json files of earlier runs: pairs traced there are not traced again
         done |= {r["k"] for r in json.load(open(path))}
-    pairs = [p for p in pairs if p["k"] not in done]
+    pairs = [p for p in pairs if p["k"] not in done and (not a.pairs or p["k"] in a.pairs)]
+    if a.pairs and len(pairs) != len(set(a.pairs)):
+        print(f"warning: --pairs names {sorted(set(a.pairs) - {p['k'] for p in pairs})} not in pairs.json (or skipped)")
     results = []
     with cf.ThreadPoolExecutor(a.jobs) as pool:
-        futures = [pool.submit(_trace_pair, p, a.timeout) for p in pairs]
+        futures = [pool.submit(_trace_pair, p, a.timeout, a.bundles, a.device) for p in pairs]
         for f in cf.as_completed(futures):
             r = f.result()
             results.append(r)
             print(f"{r['k']:03d} {r['status']:12s} {r['seconds']:6.1f}s {r.get('message', '')[:160]}", flush=True)
             json.dump(results, open(a.results or os.path.join(SWEEP, "results.json"), "w"), indent=1)  # partial results survive
     return cmd_summary(a)
+
+
+def cmd_constants(a) -> int:
+    """Pairs whose bundle has an input marked constant (a tensor captured from outside forward)."""
+    ks = set()
+    for root in a.dirs:
+        for name in sorted(os.listdir(root)):
+            path = os.path.join(root, name, "manifest.json")
+            if name.isdigit() and os.path.exists(path):
+                m = json.load(open(path))
+                if any(i.get("constant") for prog in m["programs"] for i in prog["inputs"]):
+                    ks.add(int(name))
+    print("\n".join(str(k) for k in sorted(ks)))
+    return 0
 
 
 def cmd_summary(a) -> int:
@@ -146,10 +165,15 @@ def main() -> int:
     r.add_argument("--timeout", type=float, default=300)
     r.add_argument("--results")
     r.add_argument("--skip", nargs="*", help="results.json of earlier runs whose pairs are skipped")
+    r.add_argument("--pairs", type=int, nargs="*", help="trace only these pair numbers k")
+    r.add_argument("--bundles", help="write bundles to DIR/<k> (default .cache/sweep/bundles)")
+    r.add_argument("--device", default="cuda", choices=["cuda", "cpu"], help="cpu: a dry run of the plumbing")
+    c = sub.add_parser("constants")
+    c.add_argument("dirs", nargs="+")
     s = sub.add_parser("summary")
     s.add_argument("--results")
     a = ap.parse_args()
-    return {"pick": cmd_pick, "run": cmd_run, "summary": cmd_summary}[a.cmd](a)
+    return {"pick": cmd_pick, "run": cmd_run, "summary": cmd_summary, "constants": cmd_constants}[a.cmd](a)
 
 
 if __name__ == "__main__":

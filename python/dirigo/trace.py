@@ -31,6 +31,11 @@ from . import bundle as bundle_mod
 DEFAULT_TOLERANCE = 1e-2  # KernelBench v0: torch.allclose(atol=1e-2, rtol=1e-2)
 DEFAULT_TIMEOUT_S = 120.0
 REAL_LIMIT_BYTES = 256 << 20  # auto mode re-traces on real tensors below this many bytes of storages
+# Captured constants (torch.tensor(0.5) in forward, tensor attributes that are no buffers) always carry their
+# values in the bundle, whatever --no-data or the size limit says: without them check would have to treat
+# the constant as a free input. Above this size the value is not stored and the input says why
+# ("data_missing"); check then refuses the program instead of guessing.
+CONST_DATA_LIMIT = 1 << 20
 
 # exit codes of the CLI
 EXIT_OK, EXIT_USAGE, EXIT_UNSUPPORTED, EXIT_PROGRAM_ERROR = 0, 1, 2, 3
@@ -143,7 +148,7 @@ class Recorder:
         self.tensors.append({"id": tid, "storage": st["id"], "offset": meta[1], "shape": list(meta[2]),
                              "strides": list(meta[3]), "dtype": dtype_name(meta[4])})
         if entry is None and first_seen_as_arg:
-            self.constants.append((tid, t))
+            self.constants.append((tid, t, _constant_bytes(t)))  # value at first use (forward may change it)
         self.entries[id(t)] = _TensorEntry(tid, meta)
         self.alive.append(t)
         return tid
@@ -321,6 +326,21 @@ def _tensor_bytes(t) -> bytes:
     return t.view(torch.uint8).numpy().tobytes()  # x86/ARM hosts are little-endian
 
 
+def _constant_bytes(t) -> bytes | str:
+    """The elements of a captured constant as stored in data/ files, or why they cannot be had."""
+    import torch
+    from torch.utils._python_dispatch import _disable_current_modes
+    from torch._subclasses.fake_tensor import FakeTensor
+    nbytes = t.numel() * t.element_size()
+    if nbytes > CONST_DATA_LIMIT:
+        return f"a captured constant of {nbytes} bytes (values are kept up to {CONST_DATA_LIMIT} bytes)"
+    with _disable_current_modes():  # called from inside the dispatch modes: copy out on the real tensor
+        src = getattr(t, "constant", None) if isinstance(t, FakeTensor) else t
+        if src is None or isinstance(src, FakeTensor) or src.device.type == "meta":
+            return "the constant's values are unknown (created on fake/meta tensors)"
+        return _tensor_bytes(src)
+
+
 def _trace_once(call, module, inputs, input_names, device, capture_values: bool,
                 capture_limit: int = REAL_LIMIT_BYTES):
     """One traced forward. With capture_values, input/parameter bytes are taken before the call (forward
@@ -359,17 +379,22 @@ def _trace_once(call, module, inputs, input_names, device, capture_values: bool,
             hook.detach()
     rec.register_outputs(result)
     registered = {i["tensor"] for i in rec.inputs}
-    for tid, t in rec.constants:
+    for tid, t, value in rec.constants:
         if tid not in registered:
             nm = f"const{len(rec.inputs)}"
-            rec.inputs.append({"name": nm, "tensor": tid, "kind": "buffer", "constant": True})
-            if capture_values:
-                values[nm] = _tensor_bytes(t)
+            inp = {"name": nm, "tensor": tid, "kind": "buffer", "constant": True}
+            if isinstance(value, bytes):
+                values[nm] = value
+                inp["sha256"] = hashlib.sha256(value).hexdigest()
+            else:
+                inp["data_missing"] = value
+            rec.inputs.append(inp)
     if capture_values:
         for o in rec.outputs:
             values[o["name"]] = _tensor_bytes(_lookup(rec, o["tensor"]))
         for inp in rec.inputs:
-            inp["sha256"] = hashlib.sha256(values[inp["name"]]).hexdigest()
+            if inp["name"] in values:
+                inp["sha256"] = hashlib.sha256(values[inp["name"]]).hexdigest()
     return rec, values
 
 
@@ -552,7 +577,7 @@ def _trace_program(spec, loaded, get_inputs, get_init_inputs, attempt, device) -
             prog = rec.program(spec["name"], spec["role"], os.path.basename(spec["file"]))
             data = {}
             if k == 0 and values and spec.get("data_dir"):
-                data = _write_data(spec, prog, values)
+                data = _write_data(spec, prog, values, capture_values=attempt == "real")
             traces.append((prog, None, data))
             del rec, inputs  # free this run's tensors before the next (GPU memory)
             if device == "cuda":
@@ -575,14 +600,17 @@ def _trace_program(spec, loaded, get_inputs, get_init_inputs, attempt, device) -
             "kind": loaded.kind}
 
 
-def _write_data(spec, prog, values: dict) -> dict:
-    """Write the traced input values and the outputs to data/<program>.<name>.bin (up to a size limit)."""
-    if sum(len(v) for v in values.values()) > spec.get("max_data_bytes", REAL_LIMIT_BYTES):
-        return {}
+def _write_data(spec, prog, values: dict, capture_values: bool = True) -> dict:
+    """Write the traced input values and the outputs to data/<program>.<name>.bin (up to a size limit, and
+    only unless --no-data); captured constants are always written (their size is capped when recorded)."""
+    constants = {e["name"] for e in prog["inputs"] if e.get("constant")}
+    keep_all = (capture_values and spec.get("write_values", True) and
+                sum(len(v) for k, v in values.items() if k not in constants)
+                <= spec.get("max_data_bytes", REAL_LIMIT_BYTES))
     written = {}
     for e in prog["inputs"] + prog["outputs"]:
         body = values.get(e["name"])
-        if body is None:
+        if body is None or not (keep_all or e["name"] in constants):
             continue
         rel = f"data/{prog['name']}.{e['name']}.bin"
         path = os.path.join(spec["data_dir"], os.path.basename(rel))
@@ -768,7 +796,7 @@ def _trace(ref, new, out, *, device, timeout, mode, atol, rtol, seeds, init_seed
     deadline = time.monotonic() + timeout
     for s in specs:
         s.update(device=device, mode=mode, seeds=seeds, init_seed=init_seed, real_limit_bytes=real_limit_bytes,
-                 data_dir=data_dir if write_data else None, shim=shim)
+                 data_dir=data_dir, write_values=write_data, shim=shim)  # constants' values are always written
         procs.append((s,) + _spawn(s, workdir))
     results = {}
     for s, proc, rpath in procs:
@@ -843,7 +871,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seed", type=int, default=None, help="init seed (KernelBench: 42)")
     ap.add_argument("--input-seeds", type=int, nargs=2, default=None, metavar=("S1", "S2"))
     ap.add_argument("--functional", help="functional form paired with a .cu candidate (default: REF)")
-    ap.add_argument("--no-data", action="store_true", help="do not write data/ with traced values")
+    ap.add_argument("--no-data", action="store_true",
+                    help="do not write data/ with traced values (captured constants are still written)")
     ap.add_argument("--json", action="store_true", help="print the result as JSON")
     a = ap.parse_args(argv)
     r = trace(a.ref, a.new, a.out, device=a.device, timeout=a.timeout, mode=a.mode, atol=a.atol, rtol=a.rtol,

@@ -308,3 +308,33 @@ class ModelNew(nn.Module):
         ("aten::add", "python"), ("aten::relu", "extension"), ("aten::mul", "extension")]
     assert new_p["extensions"][0]["name"] == "dirigo_test_twice_relu"
     assert "twice_relu" in new_p["extensions"][0]["cpp_sources"][0]
+
+
+CONSTANTS = """
+BIG = torch.arange(300000, dtype=torch.float32)   # 1.2 MB: over the limit for stored constants
+
+class Model(nn.Module):
+    def forward(self, x):
+        y = torch.min(x, torch.tensor(0.5))
+        return y + BIG[:8]
+"""
+
+
+@pytest.mark.parametrize("inputs,no_data", [("[torch.rand(2, 3, 8, 8)]", True),       # real tensors, --no-data
+                                            ("[torch.rand(4096, 3, 4096, 8)]", False)])  # fake tensors (1.5 GiB)
+def test_captured_constants_keep_their_values(tmp_path, inputs, no_data):
+    # a captured constant's value is part of the program: stored even with --no-data or on fake tensors;
+    # one over the size limit says why it has no data (check then refuses it)
+    ref = write_program(tmp_path, "consts.py", CONSTANTS, inputs=inputs)
+    r, out = run(tmp_path, ref, write_data=not no_data)
+    assert r.status == "ok", r.message
+    m, files = manifest(out)
+    prog = m["programs"][0]
+    consts = [i for i in prog["inputs"] if i.get("constant")]
+    small = next(i for i in consts if tensor(prog, i["tensor"])["shape"] == [])
+    assert np.fromfile(os.path.join(out, small["data"]), dtype=np.float32).tolist() == [0.5]
+    assert "data_missing" not in small
+    big = next(i for i in consts if tensor(prog, i["tensor"])["shape"] == [300000])
+    assert "data" not in big and "1200000 bytes" in big["data_missing"]
+    # no input, parameter or output values: --no-data / fake tensors
+    assert os.listdir(os.path.join(out, "data")) == [os.path.basename(small["data"])]
