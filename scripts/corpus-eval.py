@@ -10,6 +10,9 @@ Everything it writes is derived from corpus programs and stays under .cache/ (gi
         .cache/eval/results.json and a witness file .cache/eval/witnesses/NNN.json per BUG/SUSPECT
     python3 scripts/corpus-eval.py fold [--replay .cache/gpu-results/call2/replay]
         folds GPU replays of those witnesses into the verdicts (final_outcome)
+    python3 scripts/corpus-eval.py stage .cache/eval-s3:s3 .cache/eval-s3b:s3b [--to .cache/replay-b/witnesses]
+        copies the witnesses of BUG (fp32 evidence) and SUSPECT results as NNN-<tag>.json for scripts/gpu/replay.sh;
+        `fold --replay DIR --tag s3b` then folds only the replays of that run's witnesses
     python3 scripts/corpus-eval.py table [--results .cache/eval/results.json]
         prints the markdown tables of docs/evaluation.md
     python3 scripts/corpus-eval.py pick --out .cache/sweep3 --start 80 --mismatch 28 --correct 12
@@ -346,10 +349,13 @@ def cmd_run(a) -> int:
     return cmd_table(argparse.Namespace(results=res_path))
 
 
-def load_replays(replay_dir: str) -> dict[int, dict]:
-    """k -> replay result, from any *.json under replay_dir named NNN*.json or holding a list of {k: ...}."""
+def load_replays(replay_dir: str, tag: str | None = None) -> dict[int, dict]:
+    """k -> replay result, from any *.json under replay_dir named NNN*.json or holding a list of {k: ...}.
+    With a tag, only files named NNN-<tag>.json (witnesses of one evaluation run, staged by `stage`)."""
     out: dict[int, dict] = {}
     for path in sorted(glob.glob(os.path.join(replay_dir, "**", "*.json"), recursive=True)):
+        if tag is not None and not re.fullmatch(rf"\d{{3}}-{re.escape(tag)}\.json", os.path.basename(path)):
+            continue
         try:
             data = json.load(open(path))
         except (OSError, json.JSONDecodeError):
@@ -404,7 +410,7 @@ def fold(results: list[dict], replays: dict[int, dict]) -> list[dict]:
 
 def cmd_fold(a) -> int:
     results = json.load(open(a.results))
-    replays = load_replays(a.replay)
+    replays = load_replays(a.replay, a.tag)
     print(f"{len(replays)} replay results under {a.replay}")
     fold(results, replays)
     json.dump(results, open(a.results, "w"), indent=1)
@@ -494,6 +500,35 @@ def cmd_trace(a) -> int:
     return ts.cmd_summary(argparse.Namespace(results=res_path))
 
 
+def stage_witnesses(runs: list[tuple[str, str]], dest: str) -> list[str]:
+    """Copy the witness of every BUG without Execute evidence and every SUSPECT of each run (results dir,
+    tag) to dest/NNN-<tag>.json, for a GPU replay; returns the files written."""
+    import shutil
+    os.makedirs(dest, exist_ok=True)
+    written = []
+    for run_dir, tag in runs:
+        path = os.path.join(run_dir, "results.json")
+        if not os.path.exists(path):
+            continue
+        for r in json.load(open(path)):
+            w = r.get("witness_file")
+            if r.get("outcome") not in ("BUG", "SUSPECT") or r.get("evidence") == "execute-safety" or not w:
+                continue
+            w = w if os.path.isabs(w) else os.path.join(ROOT, w)
+            if os.path.exists(w):
+                out = os.path.join(dest, f"{r['k']:03d}-{tag}.json")
+                shutil.copy(w, out)
+                written.append(out)
+    return written
+
+
+def cmd_stage(a) -> int:
+    runs = [tuple(x.rsplit(":", 1)) if ":" in x else (x, os.path.basename(x.rstrip("/"))) for x in a.runs]
+    files = stage_witnesses(runs, a.to)
+    print(f"staged {len(files)} witnesses into {a.to}: " + " ".join(os.path.basename(f) for f in files))
+    return 0
+
+
 def cmd_table(a) -> int:
     results = json.load(open(a.results))
     print(markdown_outcome_table(results))
@@ -551,6 +586,10 @@ def main() -> int:
     f = sub.add_parser("fold")
     f.add_argument("--results", default=os.path.join(CACHE, "eval", "results.json"))
     f.add_argument("--replay", default=os.path.join(CACHE, "gpu-results", "call2", "replay"))
+    f.add_argument("--tag", help="use only replays of witnesses staged with this tag (NNN-<tag>.json)")
+    st = sub.add_parser("stage", help="copy BUG (no Execute evidence) and SUSPECT witnesses for a GPU replay")
+    st.add_argument("runs", nargs="+", help="evaluation dirs (with results.json), each optionally DIR:TAG")
+    st.add_argument("--to", default=os.path.join(CACHE, "replay-b", "witnesses"))
     t = sub.add_parser("table")
     t.add_argument("--results", default=os.path.join(CACHE, "eval", "results.json"))
     pk = sub.add_parser("pick")
@@ -570,7 +609,8 @@ def main() -> int:
                     help="do not start a pair with less time left (a build alone takes ~100 s beside others)")
     tr.add_argument("--results", default="results3.json")
     a = ap.parse_args()
-    return {"run": cmd_run, "fold": cmd_fold, "table": cmd_table, "pick": cmd_pick, "trace": cmd_trace}[a.cmd](a)
+    return {"run": cmd_run, "fold": cmd_fold, "table": cmd_table, "pick": cmd_pick, "trace": cmd_trace,
+            "stage": cmd_stage}[a.cmd](a)
 
 
 if __name__ == "__main__":

@@ -151,3 +151,49 @@ def test_timeout_grouped_by_why_locations_stayed_undecided():
     assert g["search: z3: timeout"] == [0, 1]
     assert g["search: building the location's expression ran past the budget"] == [2]
     assert any("time limit" in t for t in g)
+
+
+def test_find_trace_results_later_dir_replaces_a_pair(tmp_path):
+    import json
+    for name, status in (("old", "error"), ("retrace", "ok")):
+        d = tmp_path / name
+        (d / "bundles" / "016").mkdir(parents=True)
+        (d / "bundles" / "016" / "manifest.json").write_text("{}")
+        (d / "results.json").write_text(json.dumps([{"k": 16, "status": status}] +
+                                                   ([{"k": 2, "status": "ok"}] if name == "old" else [])))
+    entries, bundles = ce.find_trace_results([str(tmp_path / "old"), str(tmp_path / "retrace")])
+    assert [(e["k"], e["status"]) for e in entries] == [(2, "ok"), (16, "ok")]
+    assert bundles[16] == str(tmp_path / "retrace" / "bundles" / "016")
+
+
+def test_choose_pairs_meets_quotas_excludes_and_prefers_new_problems():
+    entries = [dict(file=f"f{i}", label="output_mismatch" if i % 3 else "correct", problem_id=i % 5)
+               for i in range(30)]
+    got = ce.choose_pairs(entries, {"output_mismatch": 6, "correct": 3}, {"f1", "f2"}, seed=7)
+    labels = [e["label"] for e in got]
+    assert labels == ["output_mismatch"] * 6 + ["correct"] * 3  # the incorrect ones first
+    assert not {"f1", "f2"} & {e["file"] for e in got}
+    assert len({e["file"] for e in got}) == 9
+    assert len({e["problem_id"] for e in got}) == 5  # every problem before any repeats
+    assert got == ce.choose_pairs(entries, {"output_mismatch": 6, "correct": 3}, {"f1", "f2"}, seed=7)
+
+
+def test_stage_witnesses_and_fold_by_tag(tmp_path):
+    import json
+    run = tmp_path / "eval-x"
+    (run / "witnesses").mkdir(parents=True)
+    rs = [R(1, "output_mismatch", "BUG", evidence="fp32-evaluation", witness_file=str(run / "witnesses" / "001.json")),
+          R(2, "correct", "SUSPECT", evidence="", witness_file=str(run / "witnesses" / "002.json")),
+          R(3, "correct", "BUG", evidence="execute-safety", witness_file=None),
+          R(4, "correct", "CHECKED", witness_file=None)]
+    for k in (1, 2):
+        (run / "witnesses" / f"{k:03d}.json").write_text(json.dumps({"k": k}))
+    (run / "results.json").write_text(json.dumps(rs))
+    files = ce.stage_witnesses([(str(run), "x")], str(tmp_path / "staged"))
+    assert sorted(os.path.basename(f) for f in files) == ["001-x.json", "002-x.json"]
+    rep = tmp_path / "replay"
+    rep.mkdir()
+    (rep / "001-x.json").write_text(json.dumps({"status": "replayed", "exceeds": True}))
+    (rep / "002-old.json").write_text(json.dumps({"status": "replayed", "exceeds": True}))
+    assert list(ce.load_replays(str(rep), "x")) == [1]
+    assert sorted(ce.load_replays(str(rep))) == [1, 2]
