@@ -1,12 +1,18 @@
 """Witness replay (docs/check.md): run both real programs at a witness and observe the difference.
 
     python -m dirigo.replay WITNESS.json [--ref REF.py --new NEW.py] [--device cpu|cuda] [--json]
+    python -m dirigo.replay W1.json W2.json ... [--out-dir DIR] [--json]     (several witnesses)
+    python -m dirigo.replay --list-groups W1.json W2.json ...                 (one line per program pair)
 
 A witness (format `dirigo-witness`, written by `dirigo check --witness-out`) gives values for the
 input elements one output location depends on. Replay rebuilds the inputs KernelBench's first trial
 uses, writes the witness values into them, carries values stated over results of the trimmed common
 prefix back to program inputs by gradient descent through the reference's recorded ATen ops, runs
 both programs and compares them at the location against atol + rtol*|ref|.
+
+Several witnesses of the same pair of programs (same files, seeds and device) share one load of the
+programs — one extension build, one model construction: every input, parameter and buffer is saved after
+loading and put back before each further witness.
 
 Loading executes user code: like the tracer, the CLI runs this module in a child process.
 """
@@ -110,6 +116,26 @@ class _Programs:
         self.inputs = [x.to(device) if isinstance(x, torch.Tensor) else x for x in inputs]
         self.input_names = load.forward_arg_names(self.ref_module, len(self.inputs))
         self.device = device
+
+    def _tensors(self) -> list:
+        import torch
+        seen, out = set(), []
+        for t in [*self.inputs, *self.state("ref").values(), *self.state("new").values()]:
+            if isinstance(t, torch.Tensor) and id(t) not in seen:
+                seen.add(id(t))
+                out.append(t)
+        return out
+
+    def snapshot(self) -> None:
+        """Remember the value of every input, parameter and buffer (a witness changes them in place, and a
+        forward in training mode updates running statistics), so that restore() can undo a replay."""
+        self._saved = [(t, t.detach().clone()) for t in self._tensors()]
+
+    def restore(self) -> None:
+        import torch
+        with torch.no_grad():
+            for t, saved in self._saved:
+                t.copy_(saved)
 
     def state(self, which: str) -> dict:
         import torch
@@ -367,101 +393,182 @@ def _exceeds(a: float, b: float, atol: float, rtol: float) -> bool:
     return abs(a - b) > _allowed(a, atol, rtol)
 
 
+def _programs_of(witness: dict, ref: str | None, new: str | None, device: str | None) -> tuple:
+    """(ref, new, device, init_seed, input_seed) a witness is replayed with: the key under which
+    witnesses share one load of the programs. Raises ReplayError for a witness that cannot be replayed."""
+    validate(witness)
+    ref = ref or witness.get("ref")
+    new = new or witness.get("new")
+    if not ref or not new:
+        raise ReplayError("no program files: the witness names none (a bundle-only check) and none were given")
+    ref, new = resolve_program(str(ref)), resolve_program(str(new))
+    import torch
+    if device is None:
+        device = "cuda" if torch.cuda.is_available() else "cpu"
+    if device == "cuda" and not torch.cuda.is_available():
+        raise ReplayError("--device cuda but this machine has no usable GPU")
+    return ref, new, device, int(witness.get("init_seed", 42)), witness.get("input_seed")
+
+
+def _failure(e: BaseException, programs: tuple = ()) -> dict:
+    """A result for an exception: ReplayError -> unsupported, anything else (user code) -> error, naming
+    the program line it came from."""
+    if isinstance(e, ReplayError):
+        return {"status": "unsupported", "message": str(e)}
+    tb = traceback.extract_tb(e.__traceback__)
+    where = next((f" ({os.path.basename(f.filename)}:{f.lineno})" for f in reversed(tb)
+                  if f.filename in programs), "")
+    return {"status": "error", "message": f"{type(e).__name__}: {e}{where}"}
+
+
+def _replay_on(progs: _Programs, witness: dict, steps: int) -> dict:
+    """Replay one witness on loaded programs (left changed: the caller restores them)."""
+    import torch
+    res = {}
+    tol = witness.get("tolerance") or {}
+    atol, rtol = float(tol.get("atol", 1e-2)), float(tol.get("rtol", 1e-2))
+    bound = float(tol.get("bound", 10))
+    pairs = {p["input"]: p.get("candidate_input", p["input"]) for p in witness.get("inputs", [])}
+    ref_state, new_state = progs.state("ref"), progs.state("new")
+    trimmed, fixed, notes = [], [], []
+    for leaf in witness["leaves"]:
+        kind, name, value = leaf["kind"], leaf["input"], _float(leaf["value"])
+        if kind == "trimmed":
+            trimmed.append(leaf)
+        elif kind == "input":
+            _set_element(progs.input_tensor(name), leaf["index"], value)
+            fixed.append((name, leaf["index"], value))
+        elif kind in ("parameter", "buffer") and leaf.get("program") == "candidate":
+            if name not in new_state:  # the candidate's own state, no reference counterpart
+                raise ReplayError(f"the candidate has no {kind} {name!r}")
+            _set_element(new_state[name], leaf["index"], value)
+        elif kind in ("parameter", "buffer"):
+            if name not in ref_state:
+                raise ReplayError(f"the reference has no {kind} {name!r}")
+            _set_element(ref_state[name], leaf["index"], value)
+            fixed.append((name, leaf["index"], value))
+        else:
+            notes.append(f"{name}{leaf['index']} is read by one program only: left at its traced value")
+    res["carried_back"] = None
+    if trimmed:
+        with contextlib.redirect_stdout(sys.stderr):
+            res["carried_back"] = carry_back(progs, trimmed, bound, steps, fixed=fixed)
+    # mirror the reference's (possibly changed) parameters and buffers into the candidate
+    mirrored = set()
+    for name, t in ref_state.items():
+        if witness.get("inputs") and name not in pairs:
+            continue  # a reference-only parameter: the candidate has no counterpart
+        cname = pairs.get(name, name)
+        c = new_state.get(cname)
+        if c is None or c.shape != t.shape:
+            continue
+        if not torch.equal(c.detach(), t.detach()):
+            with torch.no_grad():
+                c.copy_(t.detach())
+            mirrored.add(cname)
+    if mirrored:
+        notes.append(f"candidate state set from the reference's: {sorted(mirrored)}")
+    with contextlib.redirect_stdout(sys.stderr):
+        ref_outs, new_outs = progs.run()
+    k = int(witness["output"].get("index", 0))
+    if k >= len(ref_outs) or k >= len(new_outs):
+        raise ReplayError(f"output {k}: the reference returns {len(ref_outs)} tensors, the candidate "
+                          f"{len(new_outs)}")
+    ro, no = ref_outs[k], new_outs[k]
+    if ro.shape != no.shape:
+        raise ReplayError(f"output {k} has shape {list(ro.shape)} in the reference, {list(no.shape)} in the "
+                          f"candidate")
+    loc = tuple(int(i) for i in witness["location"])
+    a, b = float(ro[loc]), float(no[loc])
+    diff = abs(a - b) if math.isfinite(a) and math.isfinite(b) else math.inf
+    whole = (ro.double() - no.double()).abs()
+    res.update(status="replayed", evidence=f"replay-{'gpu' if progs.device == 'cuda' else 'cpu'}",
+               reference=_json_float(a), candidate=_json_float(b), difference=_json_float(diff),
+               allowed=_allowed(a, atol, rtol), exceeds=_exceeds(a, b, atol, rtol),
+               output_max_difference=_json_float(float(whole.nan_to_num(math.inf).max()) if whole.numel() else 0.0))
+    sym = witness.get("symbolic") or {}
+    if "reference" in sym and witness.get("leaves_complete") and not trimmed:
+        res["symbolic_reference"] = sym["reference"]
+    if notes:
+        res["notes"] = notes
+    return res
+
+
+def replay_many(witnesses: list, ref: str | None = None, new: str | None = None, device: str | None = None,
+                steps: int = 300, on_result=None) -> list[dict]:
+    """Replay several witnesses; those of the same programs (files, seeds, device) share one load of the
+    programs, restored to their loaded values before each further witness. Results in input order;
+    on_result(i, result) is called as each one is ready. Never raises for program failures.
+
+    Per result: "seconds" = the witness's own replay; "load_seconds" = loading (building) its programs,
+    shared by "shared_by" witnesses."""
+    results: list = [None] * len(witnesses)
+    groups: dict[tuple, list[int]] = {}
+
+    def done(i: int, res: dict) -> None:
+        results[i] = {"format": RESULT_FORMAT, "version": 1, **res}
+        if on_result:
+            on_result(i, results[i])
+
+    for i, w in enumerate(witnesses):
+        try:
+            groups.setdefault(_programs_of(w, ref, new, device), []).append(i)
+        except BaseException as e:  # noqa: BLE001 - a bad witness is an answer, the others go on
+            done(i, {**_failure(e), "seconds": 0.0})
+    for key, members in groups.items():
+        t0 = time.monotonic()
+        progs, failure = None, None
+        try:
+            with contextlib.redirect_stdout(sys.stderr):  # programs print; stdout carries the result
+                progs = _Programs(*key[:3], key[3], key[4])
+            if len(members) > 1:
+                progs.snapshot()
+        except BaseException as e:  # noqa: BLE001 - user code
+            failure = _failure(e, key[:2])
+        load_s = round(time.monotonic() - t0, 3)
+        for n, i in enumerate(members):
+            t1 = time.monotonic()
+            shared = {"device": key[2], "load_seconds": load_s, "shared_by": len(members)}
+            if failure:
+                done(i, {**failure, **shared, "seconds": 0.0})
+                continue
+            try:
+                if n:
+                    progs.restore()
+                res = _replay_on(progs, witnesses[i], steps)
+            except BaseException as e:  # noqa: BLE001 - user code
+                res = _failure(e, key[:2])
+            done(i, {**res, **shared, "seconds": round(time.monotonic() - t1, 3)})
+        del progs
+        if key[2] == "cuda":
+            import torch
+            torch.cuda.empty_cache()
+    return results
+
+
 def replay(witness: dict, ref: str | None = None, new: str | None = None, device: str | None = None,
            steps: int = 300) -> dict:
-    """Replay one witness; never raises for program failures (status "error"/"unsupported" instead)."""
-    t0 = time.monotonic()
-    res = {"format": RESULT_FORMAT, "version": 1, "status": "error"}
-    try:
-        validate(witness)
-        ref = ref or witness.get("ref")
-        new = new or witness.get("new")
-        if not ref or not new:
-            raise ReplayError("no program files: the witness names none (a bundle-only check) and none were given")
-        ref, new = resolve_program(ref), resolve_program(new)
-        import torch
-        if device is None:
-            device = "cuda" if torch.cuda.is_available() else "cpu"
-        if device == "cuda" and not torch.cuda.is_available():
-            raise ReplayError("--device cuda but this machine has no usable GPU")
-        res["device"] = device
-        tol = witness.get("tolerance") or {}
-        atol, rtol = float(tol.get("atol", 1e-2)), float(tol.get("rtol", 1e-2))
-        bound = float(tol.get("bound", 10))
-        with contextlib.redirect_stdout(sys.stderr):  # programs print; stdout carries the result
-            progs = _Programs(ref, new, device, int(witness.get("init_seed", 42)), witness.get("input_seed"))
-        pairs = {p["input"]: p.get("candidate_input", p["input"]) for p in witness.get("inputs", [])}
-        ref_state, new_state = progs.state("ref"), progs.state("new")
-        trimmed, fixed, notes = [], [], []
-        for leaf in witness["leaves"]:
-            kind, name, value = leaf["kind"], leaf["input"], _float(leaf["value"])
-            if kind == "trimmed":
-                trimmed.append(leaf)
-            elif kind == "input":
-                _set_element(progs.input_tensor(name), leaf["index"], value)
-                fixed.append((name, leaf["index"], value))
-            elif kind in ("parameter", "buffer") and leaf.get("program") == "candidate":
-                if name not in new_state:  # the candidate's own state, no reference counterpart
-                    raise ReplayError(f"the candidate has no {kind} {name!r}")
-                _set_element(new_state[name], leaf["index"], value)
-            elif kind in ("parameter", "buffer"):
-                if name not in ref_state:
-                    raise ReplayError(f"the reference has no {kind} {name!r}")
-                _set_element(ref_state[name], leaf["index"], value)
-                fixed.append((name, leaf["index"], value))
-            else:
-                notes.append(f"{name}{leaf['index']} is read by one program only: left at its traced value")
-        res["carried_back"] = None
-        if trimmed:
-            with contextlib.redirect_stdout(sys.stderr):
-                res["carried_back"] = carry_back(progs, trimmed, bound, steps, fixed=fixed)
-        # mirror the reference's (possibly changed) parameters and buffers into the candidate
-        mirrored = set()
-        for name, t in ref_state.items():
-            if witness.get("inputs") and name not in pairs:
-                continue  # a reference-only parameter: the candidate has no counterpart
-            cname = pairs.get(name, name)
-            c = new_state.get(cname)
-            if c is None or c.shape != t.shape:
-                continue
-            if not torch.equal(c.detach(), t.detach()):
-                with torch.no_grad():
-                    c.copy_(t.detach())
-                mirrored.add(cname)
-        if mirrored:
-            notes.append(f"candidate state set from the reference's: {sorted(mirrored)}")
-        with contextlib.redirect_stdout(sys.stderr):
-            ref_outs, new_outs = progs.run()
-        k = int(witness["output"].get("index", 0))
-        if k >= len(ref_outs) or k >= len(new_outs):
-            raise ReplayError(f"output {k}: the reference returns {len(ref_outs)} tensors, the candidate "
-                              f"{len(new_outs)}")
-        ro, no = ref_outs[k], new_outs[k]
-        if ro.shape != no.shape:
-            raise ReplayError(f"output {k} has shape {list(ro.shape)} in the reference, {list(no.shape)} in the "
-                              f"candidate")
-        loc = tuple(int(i) for i in witness["location"])
-        a, b = float(ro[loc]), float(no[loc])
-        diff = abs(a - b) if math.isfinite(a) and math.isfinite(b) else math.inf
-        whole = (ro.double() - no.double()).abs()
-        res.update(status="replayed", evidence=f"replay-{'gpu' if device == 'cuda' else 'cpu'}",
-                   reference=_json_float(a), candidate=_json_float(b), difference=_json_float(diff),
-                   allowed=_allowed(a, atol, rtol), exceeds=_exceeds(a, b, atol, rtol),
-                   output_max_difference=_json_float(float(whole.nan_to_num(math.inf).max()) if whole.numel() else 0.0))
-        sym = witness.get("symbolic") or {}
-        if "reference" in sym and witness.get("leaves_complete") and not trimmed:
-            res["symbolic_reference"] = sym["reference"]
-        if notes:
-            res["notes"] = notes
-    except ReplayError as e:
-        res.update(status="unsupported", message=str(e))
-    except BaseException as e:  # noqa: BLE001 - user code
-        tb = traceback.extract_tb(e.__traceback__)
-        where = next((f" ({os.path.basename(f.filename)}:{f.lineno})" for f in reversed(tb)
-                      if f.filename in (ref, new)), "")
-        res.update(status="error", message=f"{type(e).__name__}: {e}{where}")
-    res["seconds"] = round(time.monotonic() - t0, 3)
+    """Replay one witness; never raises for program failures (status "error"/"unsupported" instead).
+    "seconds" counts loading the programs too."""
+    res = replay_many([witness], ref, new, device, steps)[0]
+    res["seconds"] = round(res["seconds"] + res.get("load_seconds", 0.0), 3)
     return res
+
+
+def group_files(paths: list[str]) -> list[list[str]]:
+    """Witness files grouped by the programs they replay (files and seeds), in first-seen order; a file
+    that cannot be read or names no programs is a group of its own (its replay will say why)."""
+    groups: dict = {}
+    for path in paths:
+        try:
+            with open(path) as fh:
+                w = json.load(fh)
+            key = (resolve_program(str(w["ref"])), resolve_program(str(w["new"])), w.get("init_seed", 42),
+                   w.get("input_seed"))
+        except (OSError, ValueError, KeyError, TypeError):
+            key = ("unreadable", path)
+        groups.setdefault(key, []).append(path)
+    return list(groups.values())
 
 
 def exit_status(res: dict) -> int:
@@ -485,26 +592,65 @@ def to_text(res: dict) -> str:
     return s
 
 
+def _read_witness(path: str):
+    try:
+        with open(path) as fh:
+            return json.load(fh)
+    except (OSError, json.JSONDecodeError) as e:
+        return e
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m dirigo.replay", description=__doc__.split("\n")[0])
-    ap.add_argument("witness", help="a dirigo-witness JSON file (dirigo check --witness-out)")
+    ap.add_argument("witness", nargs="+", help="dirigo-witness JSON files (dirigo check --witness-out)")
     ap.add_argument("--ref", help="reference program (default: the witness's)")
     ap.add_argument("--new", help="candidate program (default: the witness's)")
     ap.add_argument("--device", choices=["cpu", "cuda"], help="default: cuda when available")
     ap.add_argument("--steps", type=int, default=300, help="Adam steps for the prefix carry-back")
-    ap.add_argument("--json", action="store_true")
+    ap.add_argument("--json", action="store_true", help="one dirigo-replay JSON line per witness")
+    ap.add_argument("--out-dir", help="also write each answer to DIR/<witness file name> as soon as it is ready")
+    ap.add_argument("--list-groups", action="store_true",
+                    help="print the witness files grouped by the programs they replay, one group a line; replay nothing")
     a = ap.parse_args(argv)
-    try:
-        with open(a.witness) as fh:
-            w = json.load(fh)
-    except (OSError, json.JSONDecodeError) as e:
-        res = {"format": RESULT_FORMAT, "version": 1, "status": "unsupported",
-               "message": f"{a.witness}: cannot read the witness: {e}"}
-    else:
-        res = replay(w, a.ref, a.new, a.device, a.steps)
-    sys.stdout.write(json.dumps(res, allow_nan=False) + "\n" if a.json else to_text(res))
-    sys.stdout.flush()
-    return exit_status(res)
+    if a.list_groups:
+        for g in group_files(a.witness):
+            print(" ".join(g))
+        return 0
+    loaded = [_read_witness(p) for p in a.witness]
+    readable = [i for i, w in enumerate(loaded) if not isinstance(w, Exception)]
+    if a.out_dir:
+        os.makedirs(a.out_dir, exist_ok=True)
+    several = len(a.witness) > 1
+
+    def emit(i: int, res: dict) -> None:
+        if several:
+            res = {"witness": a.witness[i], **res}
+        if a.out_dir:
+            tmp = os.path.join(a.out_dir, os.path.basename(a.witness[i]) + ".tmp")
+            with open(tmp, "w") as fh:
+                json.dump(res, fh, allow_nan=False)
+            os.replace(tmp, os.path.join(a.out_dir, os.path.basename(a.witness[i])))
+        text = json.dumps(res, allow_nan=False) + "\n" if a.json else (
+            f"{a.witness[i]}: " if several else "") + to_text(res)
+        sys.stdout.write(text)
+        sys.stdout.flush()
+
+    answers: dict[int, dict] = {}
+    for i, w in enumerate(loaded):
+        if isinstance(w, Exception):
+            answers[i] = {"format": RESULT_FORMAT, "version": 1, "status": "unsupported",
+                          "message": f"{a.witness[i]}: cannot read the witness: {w}"}
+            emit(i, answers[i])
+
+    def ready(j: int, res: dict) -> None:
+        if not several:  # as replay(): one witness counts its load too
+            res["seconds"] = round(res["seconds"] + res.get("load_seconds", 0.0), 3)
+        answers[readable[j]] = res
+        emit(readable[j], res)
+
+    replay_many([loaded[i] for i in readable], a.ref, a.new, a.device, a.steps, on_result=ready)
+    # several witnesses: the worst answer (impossible > not reproduced > reproduced)
+    return max(exit_status(answers[i]) for i in range(len(a.witness)))
 
 
 if __name__ == "__main__":

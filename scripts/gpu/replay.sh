@@ -1,42 +1,48 @@
 #!/bin/bash
-# GPU call 2 (check helper, issue 5 item 5): replays every witness file .cache/eval/witnesses/*.json
-# (dirigo-witness JSON, docs/check.md; written by the eval helper, naming the corpus program copies under
-# .cache/sweep/) on the GPU with `python -m dirigo.replay`, a few at a time, each with its own
-# TORCH_EXTENSIONS_DIR and a timeout, and writes $1/replay.tar.gz: replay/<name>.json (the dirigo-replay
-# answer), replay/<name>.err (the programs' stderr), replay/summary.json, replay/log.txt.
+# GPU replay of dirigo witnesses (docs/check.md, docs/evaluation.md): every witness file in $WITNESS_DIR
+# (dirigo-witness JSON written by `dirigo check --witness-out`, naming the corpus program copies under
+# .cache/sweep*/) is replayed on the GPU with `python -m dirigo.replay`. Witnesses of the same pair of
+# programs are replayed by ONE process with one load (one extension build) of the programs; several such
+# processes run at once, each with its own TORCH_EXTENSIONS_DIR and a timeout cut to what is left of the
+# slice. Writes $1/replay.tar.gz: replay/<witness name>.json (the dirigo-replay answer), replay/<group>.err
+# (the programs' stderr), replay/summary.json, replay/log.txt — also when parts fail.
 # Usage from the repo root:  bash scripts/gpu/replay.sh OUTDIR [SECONDS] [--dry-run]
 # --dry-run (no GPU): replays on the CPU (CUDA programs then answer "unsupported"); for testing the script.
 set -u
 OUT=${1:?usage: replay.sh OUTDIR [SECONDS] [--dry-run]}; LIMIT=${2:-285}; DEVICE=cuda
 [ "${3:-}" = "--dry-run" ] && DEVICE=cpu
-PAR=${REPLAY_PAR:-6}          # concurrent replays (each may compile an extension: ~60-75 s of one core)
-PER=${REPLAY_TIMEOUT:-200}    # seconds per witness
-WDIR=${WITNESS_DIR:-.cache/eval/witnesses}
+PAR=${REPLAY_PAR:-8}          # concurrent program pairs (each may compile an extension: ~60-100 s of one core)
+PER=${REPLAY_TIMEOUT:-260}    # most seconds for one pair's process (all its witnesses)
+WDIR=${WITNESS_DIR:-.cache/replay-b/witnesses}
 START=$(date +%s)
 W=$(mktemp -d /tmp/dirigo-replay.XXXXXX)
-mkdir -p "$W/replay" "$W/ext"
+mkdir -p "$W/replay" "$W/ext" "$W/groups"
 LOG=$W/replay/log.txt
 export PYTHONPATH=$PWD/python PYTHONUNBUFFERED=1 MAX_JOBS=2 START LIMIT PER W DEVICE LOG
 finish() {  # always leave a tarball, whatever happened
-  python3 - "$W/replay" <<'PY' >>"$LOG" 2>&1
+  python3 - "$W/replay" "$W/groups" <<'PY' >>"$LOG" 2>&1
 import json, os, sys
-d = sys.argv[1]
+d, groups = sys.argv[1], sys.argv[2]
 rows = {}
-for f in sorted(os.listdir(d)):
-    if f.endswith(".json") and f != "summary.json":
+for g in sorted(os.listdir(groups)):  # every witness gets an answer, also those whose process was killed
+    for path in open(os.path.join(groups, g)).read().split():
+        name = os.path.basename(path)[:-5]
+        f = os.path.join(d, name + ".json")
         try:
-            rows[f[:-5]] = json.load(open(os.path.join(d, f)))
-        except Exception as e:  # a replay killed mid-write
-            rows[f[:-5]] = {"status": "error", "message": f"no answer: {e}"}
+            rows[name] = json.load(open(f))
+        except Exception:
+            rows[name] = {"status": "error", "message": f"no answer: the replay of group {g} ended before this witness"}
+            json.dump(rows[name], open(f, "w"))
 count = {}
 for r in rows.values():
     k = r.get("status", "?") + ("/reproduced" if r.get("exceeds") else "/not-reproduced" if r.get("status") == "replayed" else "")
     count[k] = count.get(k, 0) + 1
 json.dump({"counts": count, "replays": {k: {x: v.get(x) for x in ("status", "exceeds", "reference", "candidate",
-           "difference", "allowed", "evidence", "message", "seconds")} for k, v in rows.items()}},
-          open(os.path.join(d, "summary.json"), "w"), indent=1)
+           "difference", "allowed", "evidence", "message", "seconds", "load_seconds", "shared_by")}
+           for k, v in rows.items()}}, open(os.path.join(d, "summary.json"), "w"), indent=1)
 print("summary:", count)
 PY
+  echo "done after $(( $(date +%s) - START ))s" >>"$LOG"
   tar czf "$OUT/replay.tar.gz" -C "$W" replay
 }
 trap finish EXIT
@@ -45,22 +51,23 @@ trap finish EXIT
   python3 -c 'import torch,sys; print(sys.version.split()[0], torch.__version__, torch.cuda.is_available())' 2>&1
   echo "witnesses: $(ls $WDIR/*.json 2>/dev/null | wc -l) in $WDIR"
 } >"$LOG" 2>&1
+# one line per pair of programs: the witness files that replay them
+n=0
+timeout 60 python3 -m dirigo.replay --list-groups $(ls "$WDIR"/*.json 2>/dev/null) 2>>"$LOG" | while read -r line; do
+  n=$((n + 1)); echo "$line" >"$W/groups/g$(printf %03d $n)"
+done
+echo "groups: $(ls $W/groups | wc -l)" >>"$LOG"
 
-replay_one() {  # $1 = witness file; skipped when too little of the slice is left to finish it
-  name=$(basename "$1" .json)
-  left=$(( START + LIMIT - 15 - $(date +%s) ))
-  if [ $left -lt 20 ]; then echo "$name skipped: ${left}s left" >>"$LOG"; return; fi
+replay_group() {  # $1 = group file; skipped when too little of the slice is left to finish it
+  g=$(basename "$1")
+  left=$(( START + LIMIT - 20 - $(date +%s) ))
+  if [ $left -lt 30 ]; then echo "$g skipped: ${left}s left" >>"$LOG"; return; fi
   t=$(( left < PER ? left : PER ))
   t0=$(date +%s)
-  TORCH_EXTENSIONS_DIR=$W/ext/$name timeout -k 5 $t python3 -m dirigo.replay "$1" --json --device "$DEVICE" \
-    >"$W/replay/$name.json.tmp" 2>"$W/replay/$name.err"
-  rc=$?
-  # user code (load_inline builds) may print to stdout too: the answer is the last JSON line
-  grep '^{' "$W/replay/$name.json.tmp" | tail -1 >"$W/replay/$name.json"; rm -f "$W/replay/$name.json.tmp"
-  [ -s "$W/replay/$name.json" ] || echo "{\"status\": \"error\", \"message\": \"no answer (exit $rc after ${t}s limit)\"}" >"$W/replay/$name.json"
-  echo "$name rc=$rc $(( $(date +%s) - t0 ))s" >>"$LOG"
-  rm -rf "$W/ext/$name"
+  TORCH_EXTENSIONS_DIR=$W/ext/$g timeout -k 5 $t python3 -m dirigo.replay $(cat "$1") --json --device "$DEVICE" \
+    --out-dir "$W/replay" >/dev/null 2>"$W/replay/$g.err"
+  echo "$g rc=$? $(( $(date +%s) - t0 ))s: $(for f in $(cat "$1"); do basename $f; done | tr '\n' ' ')" >>"$LOG"
+  rm -rf "$W/ext/$g"
 }
-export -f replay_one
-ls "$WDIR"/*.json 2>/dev/null | xargs -r -P "$PAR" -I{} bash -c 'replay_one "$@"' _ {}
-echo "done after $(( $(date +%s) - START ))s" >>"$LOG"
+export -f replay_group
+ls "$W"/groups/* 2>/dev/null | xargs -r -P "$PAR" -I{} bash -c 'replay_group "$@"' _ {}
