@@ -2,7 +2,7 @@
 `dirigo killmatrix` prepared on the CPU (same launch plans, same binaries), compared with the same
 fp64/fp32 PyTorch references. Rows have the store's `runs` columns (docs/mutation.md), source = gpu.
 
-    python killmatrix_gpu.py export DB WORK JOBS_DIR    # CPU: jobs.json + PTX + input binaries
+    python killmatrix_gpu.py export DB WORK JOBS_DIR [--full]   # CPU: jobs.json + PTX + input binaries
     python killmatrix_gpu.py run JOBS_DIR OUT.jsonl [--deadline S] [--parallel N] [--dry-run]
     python killmatrix_gpu.py import DB OUT.jsonl         # CPU: rows into the store (source = gpu)
 
@@ -54,8 +54,11 @@ def find_entry(ptx: str, kernel: str) -> str | None:
 
 # ---------------------------------------------------------------- export / import (CPU side)
 
-def export(db: str, work: str, jobs_dir: str) -> dict:
-    """jobs.json lists, per substrate, the original and every runnable unique mutant (by ordinal)."""
+def export(db: str, work: str, jobs_dir: str, full: bool = False) -> dict:
+    """jobs.json lists, per substrate, the original and every unique mutant (by ordinal) with a plan:
+    device mutants (their PTX) and host-side ones (the original's PTX + `launches`). Substrates whose
+    device mutants all have GPU rows in the store get only the original and host mutants (unless
+    `full`), and go last."""
     con = sqlite3.connect(db)
     os.makedirs(jobs_dir, exist_ok=True)
     jobs = []
@@ -78,15 +81,35 @@ def export(db: str, work: str, jobs_dir: str) -> dict:
         os.makedirs(os.path.join(dst, "ptx"))
         shutil.copy(os.path.join(mut_dir, "original.ptx"), os.path.join(dst, "ptx", "original.ptx"))
         programs = [{"ordinal": 0, "ptx": f"{stem}/ptx/original.ptx"}]
-        rows = con.execute("SELECT m.ordinal, m.ptx_path FROM mutants m JOIN mutant_class c ON c.mutant_id = m.id "
-                           "WHERE m.substrate_id = ? AND m.status = 'unique' AND c.runnable = 1 ORDER BY m.ordinal", (sid,))
-        for ordinal, ptx_path in rows:
+        rows = con.execute("SELECT m.ordinal, m.ptx_path, m.source_path, c.runnable FROM mutants m "
+                           "JOIN mutant_class c ON c.mutant_id = m.id "
+                           "WHERE m.substrate_id = ? AND m.status = 'unique' ORDER BY m.ordinal", (sid,)).fetchall()
+        for ordinal, ptx_path, src_path, runnable in rows:
+            if not runnable:
+                # a host-side mutant: the original's PTX with the launch plan derived by killmatrix_host.py
+                plan_path = os.path.splitext(src_path or "")[0] + ".launch.json"
+                if os.path.exists(plan_path):
+                    programs.append({"ordinal": ordinal, "ptx": f"{stem}/ptx/original.ptx",
+                                     "launches": json.load(open(plan_path))["launches"]})
+                continue
             if not ptx_path or not os.path.exists(ptx_path):
                 continue
             name = os.path.basename(ptx_path)
             shutil.copy(ptx_path, os.path.join(dst, "ptx", name))
             programs.append({"ordinal": ordinal, "ptx": f"{stem}/ptx/{name}"})
-        jobs.append({"substrate": path, "problem": stem, "inputs": f"{stem}/inputs", "programs": programs})
+        # substrates with fewer GPU rows than planned go first: a deadline then cuts the ones already measured
+        n_inputs = len(json.load(open(os.path.join(in_dir, "spec.json")))["inputs"])
+        device_planned = sum("launches" not in p for p in programs) * n_inputs
+        have = con.execute("SELECT COUNT(*) FROM runs WHERE substrate_id = ? AND source = 'gpu'", (sid,)).fetchone()[0]
+        original_ok = con.execute("SELECT COUNT(*) FROM runs WHERE substrate_id = ? AND source = 'gpu' AND mutant_id IS NULL "
+                                  "AND status = 'ok'", (sid,)).fetchone()[0]
+        complete = have >= device_planned and original_ok > 0
+        if complete and not full:
+            # device mutants measured already (import keeps rows per program): the original and host mutants only
+            programs = [p for p in programs if p["ordinal"] == 0 or "launches" in p]
+        jobs.append({"substrate": path, "problem": stem, "inputs": f"{stem}/inputs", "programs": programs,
+                     "gpu_rows_before": have, "_order": (complete, have, stem)})
+    jobs.sort(key=lambda j: j.pop("_order"))
     with open(os.path.join(jobs_dir, "jobs.json"), "w") as f:
         json.dump({"substrates": jobs}, f, indent=1)
     return {"substrates": len(jobs), "programs": sum(len(j["programs"]) for j in jobs)}
@@ -109,9 +132,6 @@ def import_rows(db: str, jsonl: str) -> dict:
             if sid is None:
                 counts["skipped"] += 1
                 continue
-            if sid not in seen_sub:
-                con.execute("DELETE FROM runs WHERE substrate_id = ? AND source = 'gpu'", (sid,))
-                seen_sub.add(sid)
             inp = con.execute("SELECT id FROM inputs WHERE substrate_id = ? AND name = ?", (sid, r["input"])).fetchone()
             mid = None
             if r["ordinal"]:
@@ -120,6 +140,10 @@ def import_rows(db: str, jsonl: str) -> dict:
             if inp is None or mid == -1:
                 counts["skipped"] += 1
                 continue
+            # a program's rows from this file replace its earlier GPU rows (a partial run keeps the rest)
+            if (sid, mid) not in seen_sub:
+                con.execute("DELETE FROM runs WHERE substrate_id = ? AND source = 'gpu' AND mutant_id IS ?", (sid, mid))
+                seen_sub.add((sid, mid))
             ok = r["status"] == "ok"
             con.execute("INSERT INTO runs(substrate_id, mutant_id, input_id, source, status, t_eq, t_eq32, max_abs, "
                         "nonfinite_mismatch, ms, detail) VALUES(?,?,?,?,?,?,?,?,?,?,?)",
@@ -190,8 +214,9 @@ def worker(jobs_dir: str, index: int, start_program: int, start_input: int, out_
         try:
             image = np.frombuffer(ptx + b"\0", dtype=np.uint8)
             module = _ck(cu.cuModuleLoadData(image.ctypes.data))
+            launches = prog.get("launches") or spec["launches"]
             funcs = []
-            for L in spec["launches"]:
+            for L in launches:
                 entry = find_entry(ptx.decode(errors="replace"), L["kernel"])
                 if entry is None:
                     raise KeyError(f"no PTX entry for kernel {L['kernel']}")
@@ -214,7 +239,7 @@ def worker(jobs_dir: str, index: int, start_program: int, start_input: int, out_
                     dptr = _ck(cu.cuMemAlloc(max(h.nbytes, 4)))
                     ptrs.append(dptr)
                     _ck(cu.cuMemcpyHtoD(dptr, h.ctypes.data, h.nbytes))
-                for L, fn in zip(spec["launches"], funcs):
+                for L, fn in zip(launches, funcs):
                     vals = [np.array([int(ptrs[a["tensor"]])], dtype=np.uint64) if "tensor" in a
                             else np.array([a["scalar"]], dtype=SCALAR[a["type"]]) for a in L["args"]]
                     argv = np.array([v.ctypes.data for v in vals], dtype=np.uint64)
@@ -384,8 +409,8 @@ def run(jobs_dir: str, out_path: str, deadline_s: float, parallel: int, hang_s: 
 def main(argv: list[str]) -> int:
     if argv[:1] == ["worker"] and len(argv) == 6:
         return worker(argv[1], int(argv[2]), int(argv[3]), int(argv[4]), argv[5])
-    if argv[:1] == ["export"] and len(argv) == 4:
-        print(export(argv[1], argv[2], argv[3]))
+    if argv[:1] == ["export"] and len(argv) in (4, 5):
+        print(export(argv[1], argv[2], argv[3], full=argv[4:] == ["--full"]))
         return 0
     if argv[:1] == ["import"] and len(argv) == 3:
         print(import_rows(argv[1], argv[2]))

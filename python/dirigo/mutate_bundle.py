@@ -7,7 +7,8 @@ buffers from aten::empty, one launch op per kernel) with the substrate's PTX. A 
 the same bundle with ptx/m0.ptx swapped (one trace serves all mutants).
 
     python -m dirigo.mutate_bundle build SUBSTRATE.py PTX OUT_DIR
-    python -m dirigo.mutate_bundle check DB WORK [--budget S] [--dirigo PATH] [--limit N]
+    python -m dirigo.mutate_bundle check DB WORK [--budget S] [--dirigo PATH] [--limit N] [--only A,B]
+                                             [--jobs 1] [--log verdicts.jsonl] [--deadline S] [--hard S]
         # for each substrate in the kill-matrix store: bundle, `dirigo check` of the original and of
         # every runnable unique mutant; verdicts into mutant_class (equivalent = VERIFIED, not precision)
 """
@@ -155,13 +156,14 @@ def swap_ptx(bundle_dir: str, ptx: str) -> None:
         json.dump(b, f, indent=1)
 
 
-def run_check(dirigo: str, bundle_dir: str, budget: float) -> tuple[str, str, float]:
+def run_check(dirigo: str, bundle_dir: str, budget: float, jobs: int = 1, hard_s: float = 0) -> tuple[str, str, float]:
+    """`dirigo check BUNDLE --full --jobs N`: (outcome, reason, wall seconds)."""
     t0 = time.monotonic()
     try:
-        p = subprocess.run([dirigo, "check", bundle_dir, "--json", "--budget", str(budget), "--full"],
-                           capture_output=True, text=True, timeout=budget * 4 + 60)
+        p = subprocess.run([dirigo, "check", bundle_dir, "--json", "--budget", str(budget), "--full", "--jobs", str(jobs)],
+                           capture_output=True, text=True, timeout=hard_s or budget * 4 + 60)
     except subprocess.TimeoutExpired:
-        return "TIMEOUT", "dirigo check did not finish", time.monotonic() - t0
+        return "TIMEOUT", f"dirigo check did not finish in {hard_s or budget * 4 + 60:.0f} s (killed)", time.monotonic() - t0
     try:
         r = json.loads(p.stdout)
         return r.get("outcome", "UNSUPPORTED"), str(r.get("reason", ""))[:500], time.monotonic() - t0
@@ -169,39 +171,108 @@ def run_check(dirigo: str, bundle_dir: str, budget: float) -> tuple[str, str, fl
         return "UNSUPPORTED", (p.stdout + p.stderr).strip()[-500:], time.monotonic() - t0
 
 
-def check_store(db: str, work: str, dirigo: str, budget: float, limit: int, only: list[str] | None = None) -> None:
-    con = sqlite3.connect(db)
+def cached_bundle(path: str, ptx_path: str, bdir: str) -> str:
+    """The substrate's bundle, rebuilt only when the substrate or its PTX changed (tracing takes ~30 s)."""
+    key = hashlib.sha256(open(path, "rb").read() + open(ptx_path, "rb").read()).hexdigest()
+    stamp = os.path.join(bdir, ".source_sha256")
+    if not (os.path.exists(stamp) and open(stamp).read() == key):
+        build(path, ptx_path, bdir)
+        with open(stamp, "w") as f:
+            f.write(key)
+    return bdir
+
+
+def set_launch(bundle_dir: str, launches: list[dict] | None) -> None:
+    """Replaces grid/block/shared_bytes of the candidate's launch ops (a host-side mutant's plan), or
+    restores them from the pristine copy when `launches` is None."""
+    path = os.path.join(bundle_dir, "manifest.json")
+    pristine = os.path.join(bundle_dir, "manifest.orig.json")
+    if not os.path.exists(pristine):
+        shutil.copy(path, pristine)
+    b = json.load(open(pristine))
+    if launches is not None:
+        ops = [o for o in next(p for p in b["programs"] if p["name"] == "new")["ops"] if o["kind"] == "launch"]
+        if len(ops) != len(launches):
+            raise ValueError(f"{len(launches)} launches in the mutant plan, {len(ops)} in the bundle")
+        for op, L in zip(ops, launches):
+            op["grid"], op["block"], op["shared_bytes"] = list(L["grid"]), list(L["block"]), L["shared_bytes"]
+    with open(path, "w") as f:
+        json.dump(b, f, indent=1)
+
+
+def check_store(db: str, work: str, dirigo: str, budget: float, limit: int, only: list[str] | None = None,
+                jobs: int = 1, log_path: str | None = None, deadline_s: float = 0, hard_s: float = 0) -> None:
+    """Verdicts of `dirigo check` on every unique mutant without one (device mutants: PTX swapped;
+    host mutants with a derived plan (`.launch.json` beside the mutant): launch parameters swapped).
+    First every substrate's bundle and the check of its original; then the mutants round-robin over
+    the substrates (so a deadline leaves every substrate partly covered, not some fully and others not
+    at all). Each verdict is committed at once (and appended to `log_path`), so a run resumes."""
+    started = time.monotonic()
+    con = sqlite3.connect(db, timeout=120)
     con.execute("PRAGMA foreign_keys = ON")
-    subs = con.execute("SELECT id, path FROM substrates WHERE status = 'ok' ORDER BY path").fetchall()
-    for sid, path in subs:
+    log = open(log_path, "a") if log_path else None
+    queues, bundles = [], {}
+    for sid, path in con.execute("SELECT id, path FROM substrates WHERE status = 'ok' ORDER BY path").fetchall():
         stem = os.path.splitext(os.path.basename(path))[0]
         if only and stem not in only:
             continue
         mut_dir = os.path.join(work, "mutants", stem)
         bdir = os.path.join(work, "bundles", stem)
+        orig_ptx = os.path.join(mut_dir, "original.ptx")
         try:
-            build(path, os.path.join(mut_dir, "original.ptx"), bdir)
+            cached_bundle(path, orig_ptx, bdir)
+            swap_ptx(bdir, open(orig_ptx).read())
+            set_launch(bdir, None)
         except Exception as e:  # noqa: BLE001 - one line per substrate
             print(f"{stem}: UNSUPPORTED bundle: {type(e).__name__}: {e}", flush=True)
             continue
-        outcome, reason, secs = run_check(dirigo, bdir, budget)
+        outcome, reason, secs = run_check(dirigo, bdir, budget, jobs, hard_s)
         print(f"{stem}: original {outcome} ({secs:.1f} s) {reason[:200]}", flush=True)
         with con:
-            con.execute("UPDATE substrates SET message = ? WHERE id = ?", (f"dirigo check of the original: {outcome}", sid))
-        rows = con.execute("SELECT m.id, m.family, m.ptx_path FROM mutants m JOIN mutant_class c ON c.mutant_id = m.id "
-                           "WHERE m.substrate_id = ? AND c.runnable = 1 AND c.verdict IS NULL ORDER BY m.ordinal",
-                           (sid,)).fetchall()
-        if limit:
-            rows = rows[:limit]
-        counts: dict[str, int] = {}
-        for mid, family, ptx_path in rows:
-            swap_ptx(bdir, open(ptx_path).read())
-            v, why, secs = run_check(dirigo, bdir, budget)
+            con.execute("UPDATE substrates SET message = ? WHERE id = ?",
+                        (f"dirigo check of the original: {outcome} ({secs:.1f} s, budget {budget} s)", sid))
+        rows = con.execute("SELECT m.id, m.ordinal, m.rule, m.family, m.ptx_path, m.source_path, c.runnable "
+                           "FROM mutants m JOIN mutant_class c ON c.mutant_id = m.id "
+                           "WHERE m.substrate_id = ? AND c.verdict IS NULL ORDER BY m.ordinal", (sid,)).fetchall()
+        rows = [r for r in rows if r[6] or os.path.exists(os.path.splitext(r[5] or "")[0] + ".launch.json")]
+        queues.append((stem, rows[:limit] if limit else rows))
+        bundles[stem] = (bdir, orig_ptx)
+    counts: dict[str, int] = {}
+    done = 0
+    while any(q for _, q in queues):
+        for stem, q in queues:
+            if not q:
+                continue
+            if deadline_s and time.monotonic() - started > deadline_s:
+                print(f"deadline: {done} mutants checked, {sum(len(q) for _, q in queues)} left unchecked", flush=True)
+                return
+            mid, ordinal, rule, family, ptx_path, src_path, runnable = q.pop(0)
+            bdir, orig_ptx = bundles[stem]
+            try:
+                if not runnable:
+                    swap_ptx(bdir, open(orig_ptx).read())
+                    set_launch(bdir, json.load(open(os.path.splitext(src_path)[0] + ".launch.json"))["launches"])
+                else:
+                    set_launch(bdir, None)
+                    swap_ptx(bdir, open(ptx_path).read())
+                v, why, secs = run_check(dirigo, bdir, budget, jobs, hard_s)
+            except Exception as e:  # noqa: BLE001 - recorded as the verdict's reason
+                v, why, secs = "UNSUPPORTED", f"mutant bundle: {type(e).__name__}: {e}", 0.0
             counts[v] = counts.get(v, 0) + 1
+            done += 1
             with con:
                 con.execute("UPDATE mutant_class SET verdict = ?, verdict_reason = ?, check_s = ?, equivalent = ? "
                             "WHERE mutant_id = ?", (v, why, secs, int(v == "VERIFIED" and family != "precision"), mid))
-        print(f"{stem}: {len(rows)} mutants checked: {counts}", flush=True)
+            if log:
+                log.write(json.dumps({"substrate": stem, "ordinal": ordinal, "rule": rule, "family": family,
+                                      "verdict": v, "seconds": round(secs, 3), "reason": why[:200]}) + "\n")
+                log.flush()
+            if done % 50 == 0:
+                print(f"[{time.monotonic() - started:.0f} s] {done} mutants: {counts}", flush=True)
+    for bdir, orig_ptx in bundles.values():
+        set_launch(bdir, None)
+        swap_ptx(bdir, open(orig_ptx).read())
+    print(f"all {done} mutants checked: {counts}", flush=True)
 
 
 def main(argv: list[str]) -> int:
@@ -209,7 +280,8 @@ def main(argv: list[str]) -> int:
         print(build(argv[1], argv[2], argv[3]))
         return 0
     if argv[:1] == ["check"] and len(argv) >= 3:
-        opts = {"--budget": "10", "--dirigo": "build-mut2/dirigo", "--limit": "0", "--only": ""}
+        opts = {"--budget": "10", "--dirigo": "build-mutate/dirigo", "--limit": "0", "--only": "", "--jobs": "1",
+                "--log": "", "--deadline": "0", "--hard": "0"}
         rest = argv[3:]
         for k, v in zip(rest[::2], rest[1::2]):
             if k not in opts:
@@ -217,7 +289,8 @@ def main(argv: list[str]) -> int:
                 return 64
             opts[k] = v
         check_store(argv[1], argv[2], opts["--dirigo"], float(opts["--budget"]), int(opts["--limit"]),
-                    [s for s in opts["--only"].split(",") if s] or None)
+                    [s for s in opts["--only"].split(",") if s] or None, int(opts["--jobs"]), opts["--log"] or None,
+                    float(opts["--deadline"]), float(opts["--hard"]))
         return 0
     print(__doc__, file=sys.stderr)
     return 64
