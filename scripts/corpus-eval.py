@@ -529,11 +529,30 @@ def cmd_stage(a) -> int:
     return 0
 
 
+def cmd_merge(a) -> int:
+    """Results of several runs (e.g. two processes over different pairs) into one results.json; a later
+    file's result for the same pair replaces an earlier one's."""
+    merged: dict = {}
+    for path in a.inputs:
+        for r in json.load(open(path)):
+            merged[r["k"]] = r
+    os.makedirs(os.path.dirname(os.path.abspath(a.out)), exist_ok=True)
+    json.dump([merged[k] for k in sorted(merged)], open(a.out, "w"), indent=1)
+    print(f"merged {len(merged)} results into {a.out}")
+    return 0
+
+
 def cmd_table(a) -> int:
     results = json.load(open(a.results))
     print(markdown_outcome_table(results))
     f, s = recall(results)
     print(f"\nrecall on KernelBench-incorrect, supported: {f}/{s}" + (f" = {100 * f / s:.1f}%" if s else ""))
+    if getattr(a, "not_function", None):  # "k reason" lines: incorrect pairs that compute the same real function
+        skip = {int(ln.split()[0]) for ln in open(a.not_function) if ln.strip() and not ln.startswith("#")}
+        f2, s2 = recall([r for r in results if r["k"] not in skip])
+        print(f"recall on KernelBench-incorrect, supported, that compute a different real function "
+              f"(without {len(skip & {r['k'] for r in results})} init-/rounding-only pairs): {f2}/{s2}"
+              + (f" = {100 * f2 / s2:.1f}%" if s2 else ""))
     for o in ("UNSUPPORTED", "TIMEOUT", "SUSPECT", "CRASH", NOT_TRACED):
         g = group_reasons(results, o)
         if g:
@@ -587,11 +606,16 @@ def main() -> int:
     f.add_argument("--results", default=os.path.join(CACHE, "eval", "results.json"))
     f.add_argument("--replay", default=os.path.join(CACHE, "gpu-results", "call2", "replay"))
     f.add_argument("--tag", help="use only replays of witnesses staged with this tag (NNN-<tag>.json)")
+    mg = sub.add_parser("merge", help="several results.json into one (later ones win for the same pair)")
+    mg.add_argument("inputs", nargs="+")
+    mg.add_argument("--out", required=True)
     st = sub.add_parser("stage", help="copy BUG (no Execute evidence) and SUSPECT witnesses for a GPU replay")
     st.add_argument("runs", nargs="+", help="evaluation dirs (with results.json), each optionally DIR:TAG")
     st.add_argument("--to", default=os.path.join(CACHE, "replay-b", "witnesses"))
     t = sub.add_parser("table")
     t.add_argument("--results", default=os.path.join(CACHE, "eval", "results.json"))
+    t.add_argument("--not-function", help="file of 'k reason' lines: incorrect pairs whose error is not a "
+                   "different real function (init-only, rounding-only); a second recall leaves them out")
     pk = sub.add_parser("pick")
     pk.add_argument("--out", default=os.path.join(CACHE, "sweep3"))
     pk.add_argument("--start", type=int, default=80, help="number of the first pair (after the earlier sweeps')")
@@ -610,7 +634,7 @@ def main() -> int:
     tr.add_argument("--results", default="results3.json")
     a = ap.parse_args()
     return {"run": cmd_run, "fold": cmd_fold, "table": cmd_table, "pick": cmd_pick, "trace": cmd_trace,
-            "stage": cmd_stage}[a.cmd](a)
+            "stage": cmd_stage, "merge": cmd_merge}[a.cmd](a)
 
 
 if __name__ == "__main__":

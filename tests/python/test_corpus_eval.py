@@ -197,3 +197,20 @@ def test_stage_witnesses_and_fold_by_tag(tmp_path):
     (rep / "002-old.json").write_text(json.dumps({"status": "replayed", "exceeds": True}))
     assert list(ce.load_replays(str(rep), "x")) == [1]
     assert sorted(ce.load_replays(str(rep))) == [1, 2]
+
+
+def test_merge_and_recall_without_same_function_pairs(tmp_path, capsys):
+    import argparse
+    import json
+    a, b = tmp_path / "a.json", tmp_path / "b.json"
+    a.write_text(json.dumps([R(1, "output_mismatch", "TIMEOUT"), R(2, "output_mismatch", "BUG")]))
+    b.write_text(json.dumps([R(1, "output_mismatch", "SUSPECT"), R(3, "output_mismatch", "CHECKED")]))
+    out = tmp_path / "m" / "results.json"
+    ce.cmd_merge(argparse.Namespace(inputs=[str(a), str(b)], out=str(out)))
+    merged = json.load(open(out))
+    assert [(r["k"], r["outcome"]) for r in merged] == [(1, "SUSPECT"), (2, "BUG"), (3, "CHECKED")]
+    nf = tmp_path / "nf.txt"
+    nf.write_text("# comment\n3 rounding-only\n")
+    ce.cmd_table(argparse.Namespace(results=str(out), not_function=str(nf)))
+    text = capsys.readouterr().out
+    assert "supported: 2/3" in text and "(without 1 init-/rounding-only pairs): 2/2 = 100.0%" in text
