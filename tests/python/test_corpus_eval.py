@@ -203,7 +203,7 @@ def test_merge_and_recall_without_same_function_pairs(tmp_path, capsys):
     import argparse
     import json
     a, b = tmp_path / "a.json", tmp_path / "b.json"
-    a.write_text(json.dumps([R(1, "output_mismatch", "TIMEOUT"), R(2, "output_mismatch", "BUG")]))
+    a.write_text(json.dumps([R(1, "output_mismatch", "TIMEOUT"), R(2, "output_mismatch", "BUG", time_to_bug={})]))
     b.write_text(json.dumps([R(1, "output_mismatch", "SUSPECT"), R(3, "output_mismatch", "CHECKED")]))
     out = tmp_path / "m" / "results.json"
     ce.cmd_merge(argparse.Namespace(inputs=[str(a), str(b)], out=str(out)))
