@@ -14,6 +14,8 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+
+import pytest
 import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -60,7 +62,8 @@ def corner_locations(shape: list[int]) -> list[list[int]]:
     return [list(x) for x in dict.fromkeys(tuple(x) for x in locs)]
 
 
-def lower_program(prog: dict) -> dict:
+def lower_program(prog: dict, progress=None) -> dict:
+    """`progress` (a file): one line '# op <i> <name>' before each op, so a timeout or crash names its op."""
     from dirigo import _core
     tensors = {t["id"]: t for t in prog["tensors"]}
     storage_key: dict = {}
@@ -69,6 +72,8 @@ def lower_program(prog: dict) -> dict:
         if op.get("kind", "aten") != "aten" or op["name"] in METADATA_OPS:
             continue
         name = f"{op['name']}.{op['overload']}"
+        if progress is not None:
+            print(f"# op {i} {name}", file=progress, flush=True)
         args = [convert_arg(a, tensors, storage_key) for a in op["args"]]
         kwargs = {k: convert_arg(v, tensors, storage_key) for k, v in op.get("kwargs", {}).items()}
         outs = [convert_arg({"tensor": o}, tensors, storage_key) for o in op["outputs"]]
@@ -85,28 +90,50 @@ def lower_program(prog: dict) -> dict:
 def _child(path: str) -> int:
     import resource
     resource.setrlimit(resource.RLIMIT_AS, (6 << 30, 6 << 30))
+    cpu = int(os.environ.get("DIRIGO_LOWER_CPU_S", "0"))
+    if cpu:  # CPU time, not wall time: on a shared machine the wall clock measures the other users
+        resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu + 5))
     prog = json.load(open(os.path.join(path, "manifest.json")))["programs"][0]
-    print(json.dumps(lower_program(prog)))
+    res = lower_program(prog, progress=sys.stderr)
+    ru = resource.getrusage(resource.RUSAGE_SELF)
+    print(json.dumps(dict(res, seconds=round(ru.ru_utime + ru.ru_stime, 1))))  # CPU seconds
     return 0
+
+
+def _last_op(stderr) -> dict:
+    """The op a child was lowering when it stopped, from its progress lines."""
+    if isinstance(stderr, bytes):
+        stderr = stderr.decode(errors="replace")
+    ops = [ln.split() for ln in (stderr or "").splitlines() if ln.startswith("# op ")]
+    return {"op": int(ops[-1][2]), "name": ops[-1][3]} if ops else {}
+
+
+def lower_bundle(b: str, timeout: float, cpu_s: int = 0) -> dict:
+    """Lower one bundle's first program in a child process (wall-time limit `timeout`, CPU-time limit
+    `cpu_s` when given, 6 GiB address space). `seconds` is the child's CPU time."""
+    env = dict(os.environ, PYTHONPATH=os.environ.get("DIRIGO_PYTHONPATH", os.path.join(ROOT, "python")),
+               DIRIGO_LOWER_CPU_S=str(int(cpu_s)))
+    try:
+        p = subprocess.run([sys.executable, os.path.abspath(__file__), "--child", b], capture_output=True, text=True,
+                           timeout=timeout, env=env)
+    except subprocess.TimeoutExpired as e:
+        return dict(_last_op(e.stderr), status="timeout", reason=f"over {timeout:g} s of wall time",
+                    seconds=round(timeout, 1))
+    if cpu_s and p.returncode in (-24, -9):  # SIGXCPU, or SIGKILL at the hard limit
+        return dict(_last_op(p.stderr), status="timeout", reason=f"over {cpu_s:g} s of CPU time", seconds=cpu_s)
+    if p.returncode != 0 or not p.stdout.strip():
+        tail = [ln for ln in p.stderr.strip().splitlines() if not ln.startswith("# op ")] or ["?"]
+        return dict(_last_op(p.stderr), status="crashed", reason=f"exit {p.returncode}: {tail[-1]}"[:300])
+    return json.loads(p.stdout.strip().splitlines()[-1])
 
 
 def sweep(root: str, jobs: int, timeout: float) -> list[dict]:
     from concurrent.futures import ThreadPoolExecutor
     bundles = sorted(os.path.dirname(os.path.join(d, f)) for d, _, fs in os.walk(root) for f in fs
                      if f == "manifest.json")
-    env = dict(os.environ, PYTHONPATH=os.path.join(ROOT, "python"))
 
     def one(b):
-        rel = os.path.relpath(b, root)
-        try:
-            p = subprocess.run([sys.executable, __file__, "--child", b], capture_output=True, text=True,
-                               timeout=timeout, env=env)
-        except subprocess.TimeoutExpired:
-            return {"program": rel, "status": "timeout", "reason": f"over {timeout:g} s"}
-        if p.returncode != 0 or not p.stdout.strip():
-            tail = (p.stderr.strip().splitlines() or ["?"])[-1]
-            return {"program": rel, "status": "crashed", "reason": f"exit {p.returncode}: {tail}"[:300]}
-        return dict(json.loads(p.stdout.strip().splitlines()[-1]), program=rel)
+        return dict(lower_bundle(b, timeout), program=os.path.relpath(b, root))
 
     with ThreadPoolExecutor(jobs) as ex:
         results = []
@@ -138,6 +165,35 @@ def test_converter_lowers_a_traced_program(tmp_path):
     prog["ops"][0] = dict(prog["ops"][0], name="aten::frobnicate")
     bad = lower_program(prog)
     assert bad["status"] == "failed" and bad["op"] == 0 and "frobnicate" in bad["reason"]
+
+
+CORPUS = "/work/shared/corpus"
+# A fixed sample of the census (the full sweep is `scripts/op-census.py --lower`, minutes to hours): one
+# program per family that matters, at today's shapes, plus the dropout program that must stay unsupported.
+SAMPLE = ["kernelbench/level1/1_Square_matrix_multiplication_", "kernelbench/level1/23_Softmax",
+          "kernelbench/level1/42_Max_Pooling_2D", "kernelbench/level1/95_CrossEntropyLoss",
+          "kernelbench/level2/12_Gemm_Multiply_LeakyReLU", "kernelbench/level2/31_Conv2d_Min_Add_Multiply",
+          "kernelbench/level2/36_ConvTranspose2d_Min_Sum_GELU_Add",
+          "kernelbench-v0/level2/66_Matmul_Dropout_Mean_Softmax"]
+RANDOM_BY_DESIGN = {"kernelbench-v0/level2/66_Matmul_Dropout_Mean_Softmax"}
+
+
+@pytest.mark.skipif(not os.path.isdir(CORPUS), reason="needs the KernelBench corpus")
+@pytest.mark.parametrize("name", SAMPLE)
+def test_census_sample_lowers(name):
+    from dirigo import trace
+    from dirigo.load import INIT_SEED, kernelbench_trial_seeds
+    path = os.path.join(CORPUS, name + ".py")
+    spec = {"name": "ref", "role": "reference", "file": path, "ref_file": path, "device": "cpu", "mode": "fake",
+            "seeds": kernelbench_trial_seeds(INIT_SEED, 2), "init_seed": INIT_SEED, "real_limit_bytes": 0,
+            "data_dir": None}
+    r = trace.run_worker(spec)
+    assert r["status"] == "ok", r.get("message")
+    res = lower_program(r["program"])
+    if name in RANDOM_BY_DESIGN:
+        assert res["status"] == "failed" and "nondeterministic" in res["reason"], res
+    else:
+        assert res["status"] == "lowered", res
 
 
 def main(argv: list[str]) -> int:
