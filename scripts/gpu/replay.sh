@@ -46,6 +46,7 @@ PY
   tar czf "$OUT/replay.tar.gz" -C "$W" replay
 }
 trap finish EXIT
+trap 'echo "killed (TERM) after $(( $(date +%s) - START ))s" >>"$LOG"; exit 143' TERM  # the call's timeout: still pack
 { echo "device=$DEVICE limit=${LIMIT}s par=$PAR per=${PER}s start=$(date -u +%FT%TZ) commit=$(git rev-parse --short HEAD 2>/dev/null)"
   nvidia-smi -L 2>&1 | head -2; nproc
   python3 -c 'import torch,sys; print(sys.version.split()[0], torch.__version__, torch.cuda.is_available())' 2>&1
@@ -70,4 +71,6 @@ replay_group() {  # $1 = group file; skipped when too little of the slice is lef
   rm -rf "$W/ext/$g"
 }
 export -f replay_group
-ls "$W"/groups/* 2>/dev/null | xargs -r -P "$PAR" -I{} bash -c 'replay_group "$@"' _ {}
+# in the background, so that a TERM (the call's own timeout) runs the trap at once
+ls "$W"/groups/* 2>/dev/null | xargs -r -P "$PAR" -I{} bash -c 'replay_group "$@"' _ {} &
+wait $!
