@@ -7,15 +7,23 @@
 #   python3 scripts/trace-sweep.py constants .cache/gpu-results/call1/bundles .cache/gpu-results/call2/sweep2/bundles \
 #       > .cache/sweep/retrace-pairs.txt
 # Usage: bash scripts/gpu/retrace.sh OUT [--dry-run]   (--dry-run: same plumbing on the CPU; CUDA candidates
-# then end UNSUPPORTED "needs a GPU"). Writes OUT/retrace.tar.gz (bundles, results.json, log) even on failure.
+# then end UNSUPPORTED "needs a GPU"). Writes OUT/retrace.tar.gz (bundles, results.json, log) even when the
+# call's own timeout TERMs it. RETRACE_LIMIT (default 480 s) bounds the work inside the call's slice.
 set -u
 OUT=$1; DRY=${2:-}
-LIMIT=${RETRACE_LIMIT:-540}
-export PYTHONPATH=$PWD/python PYTHONUNBUFFERED=1
+LIMIT=${RETRACE_LIMIT:-480}
+export PYTHONPATH=$PWD/python PYTHONUNBUFFERED=1 MAX_JOBS=${MAX_JOBS:-2}
 W=.cache/sweep/retrace
 rm -rf "$W"; mkdir -p "$W/bundles"
+LOG=$W/retrace.log
 DEV=cuda; [ "$DRY" = --dry-run ] && DEV=cpu
-{
+finish() {  # always leave a tarball
+  date -u >> "$LOG"
+  tar czf "$OUT/retrace.tar.gz" -C "$W" .
+  ls -la "$OUT"
+}
+trap finish EXIT
+work() {
   date -u; nvidia-smi -L 2>&1 | head -2; echo "cores: $(nproc)"
   if [ $DEV = cuda ]; then timeout 120 python3 -c 'from dirigo import launch; print("shim:", launch.build_shim())'; fi
   PAIRS=$(tr '\n' ' ' < .cache/sweep/retrace-pairs.txt)
@@ -37,9 +45,8 @@ for k in sorted(os.listdir(root)):
             if i.get("constant"):
                 print(k, p["name"], i["name"], "data:", i.get("data"), "missing:", i.get("data_missing"))
 PY
-  date -u
-} > "$W/retrace.log" 2>&1
-cp "$W/retrace.log" "$OUT/" 2>/dev/null
-tar czf "$OUT/retrace.tar.gz" -C "$W" .
-rm -f "$OUT/retrace.log"
-ls -la "$OUT"
+}
+work >> "$LOG" 2>&1 &  # in the background, so that a TERM runs the trap at once
+WORK=$!
+trap 'echo "killed (TERM)" >> "$LOG"; pkill -TERM -P $WORK; kill $WORK; exit 143' TERM
+wait $WORK
