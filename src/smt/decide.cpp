@@ -13,6 +13,7 @@
 #include <fmt/format.h>
 #include <z3++.h>
 
+#include "smt/falsify.h"
 #include "smt/translate.h"
 
 namespace dirigo::smt {
@@ -29,7 +30,7 @@ std::string_view verdict_name(Verdict v) {
 }
 
 std::string_view stage_name(Stage s) {
-  static constexpr std::string_view n[] = {"canonical", "axioms", "cut-points", "cache", "solver", "error"};
+  static constexpr std::string_view n[] = {"canonical", "axioms", "cut-points", "cache", "solver", "sampling", "error"};
   return n[static_cast<size_t>(s)];
 }
 
@@ -540,6 +541,17 @@ Decision Solver::decide(ir::Context& ctx, Expr a, Expr b, const DecideOptions& o
     Normalizer norm(ctx, opt.axioms);
     na = norm(na), nb = norm(nb);
     if (na == nb) { ++stats_.equal_axioms; return done(Verdict::Equal, Stage::Axioms); }
+    if (opt.falsify_points > 0) {  // random points: most real inequivalences show at any input
+      FalsifyOptions fo{.points = opt.falsify_points, .seed = opt.random_seed,
+                        .bound = opt.tolerance ? opt.tolerance->bound : 10, .tolerance = opt.tolerance,
+                        .confirm_rtol = opt.confirm_rtol, .confirm_atol = opt.confirm_atol,
+                        .assumptions = &opt.assumptions};
+      if (auto w = falsify(a, b, fo); w && (w->exceeds_tolerance || !opt.tolerance)) {
+        ++stats_.differ_sampled;
+        d.witness = std::move(*w);
+        return done(Verdict::Differ, Stage::Sampling);
+      }
+    }
     Query q = reduce(ctx, na, nb, opt.cut_points, opt.tolerance.has_value());
     d.cuts = q.num_cuts;
     d.query_nodes = q.real ? ir::dag_size(q.diff) : ir::dag_size(q.qa) + ir::dag_size(q.qb);

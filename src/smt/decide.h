@@ -35,7 +35,8 @@ enum class Verdict : uint8_t { Equal, Differ, Unknown, Timeout };
 std::string_view verdict_name(Verdict v);
 
 // Where the decision was made.
-enum class Stage : uint8_t { Canonical, Axioms, CutPoints, Cache, Solver, Error };
+// Sampling: random-point falsification (smt/falsify.h) found a witness before Z3 was asked.
+enum class Stage : uint8_t { Canonical, Axioms, CutPoints, Cache, Solver, Sampling, Error };
 std::string_view stage_name(Stage s);
 
 // A value for one leaf of the original expressions.
@@ -72,7 +73,10 @@ struct DecideOptions {
   unsigned random_seed = 42;
   unsigned max_refinements = 8;      // rounds of spurious-witness refinement
   uint64_t max_uncut_nodes = 200000; // re-add cut definitions after a spurious witness only below this size
-  std::optional<Tolerance> tolerance;  // ask for a witness beyond tolerance first, plain query as fallback
+  std::optional<Tolerance> tolerance;
+  // Evaluate both sides at this many pseudo-random points (seeded by random_seed) before Z3: a
+  // point beyond tolerance (or beyond fp64 noise without one) is a Differ witness at Stage::Sampling.
+  unsigned falsify_points = 8;  // ask for a witness beyond tolerance first, plain query as fallback
   // A witness must differ by more than fp64 noise to be confirmed.
   double confirm_rtol = 1e-9, confirm_atol = 1e-12;
   bool use_cache = true;
@@ -107,6 +111,7 @@ struct SatResult {
 struct SolverStats {
   uint64_t decisions = 0;
   uint64_t equal_canonical = 0, equal_axioms = 0, equal_cut = 0;
+  uint64_t differ_sampled = 0;  // witnesses found by random points, without Z3
   uint64_t solver_calls = 0;   // decisions that reached Z3
   uint64_t solver_checks = 0;  // z3 check() calls
   uint64_t sat = 0, unsat = 0, unknown = 0, timeouts = 0;

@@ -20,7 +20,9 @@ namespace {
 struct DecideTest : ::testing::Test {
   ir::Context ctx;
   smt::Solver solver;
-  smt::DecideOptions opt;
+  // These tests are about canonical forms, cut points and Z3: random-point falsification
+  // (test_falsify.cpp, DecideSampling below) would answer most Differ queries before Z3.
+  smt::DecideOptions opt = [] { smt::DecideOptions o; o.falsify_points = 0; return o; }();
   Expr x = ctx.var("x", Sort::Real);
   Expr y = ctx.var("y", Sort::Real);
   Expr z = ctx.var("z", Sort::Real);
@@ -448,6 +450,7 @@ TEST(DecideBudget, OversizedQueryIsUnknown) {
   smt::Solver solver;
   smt::DecideOptions opt;
   opt.max_query_nodes = 3;
+  opt.falsify_points = 0;  // the query-size limit is what is tested
   Expr x = ctx.var("x", Sort::Real), y = ctx.var("y", Sort::Real);
   smt::Decision d = solver.decide(ctx, ctx.mul(x, y), ctx.add(x, y), opt);
   EXPECT_EQ(d.verdict, Verdict::Unknown);
@@ -603,4 +606,26 @@ TEST(DecideWatchdog, InterruptsZ3AndTheSolverRecovers) {
   smt::Decision e = solver.decide(ctx, ctx.max(ctx.mul(x, x), ctx.real_const(0)), ctx.mul(x, x));
   EXPECT_EQ(e.verdict, Verdict::Equal) << e.reason;
   EXPECT_TRUE(e.solver_called);
+}
+
+TEST(DecideSampling, ADroppedTermIsFoundWithoutZ3AndEqualityStillNeedsAProof) {
+  ir::Context ctx;
+  smt::Solver solver;
+  smt::DecideOptions opt;
+  opt.tolerance = smt::Tolerance{};
+  int32_t x = ctx.tensor("in:x"), w = ctx.tensor("in:w"), bias = ctx.tensor("in:b");
+  Expr dot = ctx.real_const(0);
+  for (int i = 0; i < 72; ++i) dot = ctx.add(dot, ctx.mul(ctx.elem(x, i), ctx.elem(w, i)));
+  smt::Decision d = solver.decide(ctx, ctx.add(dot, ctx.elem(bias, 0)), dot, opt);
+  EXPECT_EQ(d.verdict, Verdict::Differ);
+  EXPECT_EQ(d.stage, smt::Stage::Sampling);
+  EXPECT_FALSE(d.solver_called);
+  ASSERT_TRUE(d.witness);
+  EXPECT_TRUE(d.witness->exceeds_tolerance);
+  // equal but not canonically so: the points agree and Z3 gives the proof
+  Expr u = ctx.elem(x, 0), v = ctx.elem(x, 1);
+  Expr t = ctx.call(Fn::Tanh, u), s = ctx.sub(ctx.mul(ctx.real_const(2), ctx.call(Fn::Sigmoid, ctx.mul(ctx.real_const(2), u))), ctx.real_const(1));
+  smt::Decision e = solver.decide(ctx, ctx.add(t, v), ctx.add(s, v), opt);
+  EXPECT_NE(e.verdict, Verdict::Differ);
+  EXPECT_NE(e.stage, smt::Stage::Sampling);
 }

@@ -1,0 +1,81 @@
+#include "smt/falsify.h"
+
+#include <cmath>
+#include <map>
+#include <string>
+
+namespace dirigo::smt {
+namespace {
+
+// splitmix64: a leaf's value is a pure function of (seed, point, leaf), so every read of one leaf
+// during an evaluation sees the same value, with no table of leaves built up front (Load leaves
+// are only known once their index is evaluated).
+uint64_t mix(uint64_t x) {
+  x += 0x9e3779b97f4a7c15ULL;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+  return x ^ (x >> 31);
+}
+
+ir::Value sample(uint64_t h, ir::Sort sort, double bound) {
+  if (sort == ir::Sort::Real) return ir::Value::of_real((double(h >> 11) * 0x1.0p-53 * 2 - 1) * bound);
+  if (sort == ir::Sort::Bool) return ir::Value::of_bool(h & 1);
+  return ir::Value::of_bv(sort, h % 16);  // integer data (indices, labels): small non-negative values
+}
+
+}  // namespace
+
+std::optional<Witness> falsify(ir::Expr a, ir::Expr b, const FalsifyOptions& opt) {
+  std::optional<Witness> below_tolerance;
+  for (unsigned p = 0; p < opt.points; ++p) {
+    double bound = p % 2 ? 1.0 : opt.bound;
+    uint64_t base = mix(opt.seed * 1000003 + p);
+    std::map<std::pair<int32_t, int64_t>, LeafValue> elems;  // what this evaluation read, in a stable order
+    std::map<std::string, LeafValue> vars;
+    ir::Env env;
+    env.elem = [&](int32_t t, int64_t i, ir::Sort s) {
+      ir::Value v = sample(mix(base ^ mix(uint64_t(t) << 40 ^ uint64_t(i))), s, bound);
+      elems.try_emplace({t, i}, LeafValue{LeafValue::Kind::Elem, t, i, {}, v});
+      return v;
+    };
+    env.var = [&](std::string_view name, ir::Sort s) {
+      ir::Value v = sample(mix(base ^ std::hash<std::string_view>()(name)), s, bound);
+      vars.try_emplace(std::string(name), LeafValue{LeafValue::Kind::Var, -1, 0, std::string(name), v});
+      return v;
+    };
+    Witness w;
+    try {
+      ir::Evaluator ev(env, ir::Precision::F64);
+      w.a = ev(a);
+      w.b = ev(b);
+      if (w.a.undef || w.b.undef) continue;
+      bool holds = true;
+      if (opt.assumptions)
+        for (ir::Expr c : *opt.assumptions) {
+          ir::Value v = ev(c);
+          holds = holds && !v.undef && v.bits;
+        }
+      if (!holds) continue;
+    } catch (const std::exception&) {
+      continue;  // a point the expressions cannot be evaluated at (e.g. an index out of every tensor)
+    }
+    if (!values_differ(w.a, w.b, opt.confirm_rtol, opt.confirm_atol)) continue;
+    // A witness lists every Var and element leaf of both sides (decide.h), also those this point's
+    // evaluation never read (an ite arm not taken): with the value they would have had.
+    for (ir::Expr e : {a, b})
+      for (ir::Expr l : ir::leaves(e)) {
+        if (l->op == ir::Op::Var) env.var(l->name(), l->sort);
+        else if (l->op == ir::Op::TensorElem) env.elem(l->tensor(), l->index(), l->sort);
+      }
+    for (auto& [k, l] : elems) w.leaves.push_back(std::move(l));
+    for (auto& [k, l] : vars) w.leaves.push_back(std::move(l));
+    if (opt.tolerance && w.a.sort == ir::Sort::Real)
+      w.exceeds_tolerance =
+          std::fabs(w.a.real - w.b.real) > opt.tolerance->atol + opt.tolerance->rtol * std::fabs(w.b.real);
+    if (!opt.tolerance || w.exceeds_tolerance) return w;
+    if (!below_tolerance) below_tolerance = std::move(w);
+  }
+  return below_tolerance;
+}
+
+}  // namespace dirigo::smt

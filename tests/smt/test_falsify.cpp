@@ -1,0 +1,90 @@
+#include <gtest/gtest.h>
+
+#include "ir/eval.h"
+#include "smt/falsify.h"
+
+using namespace dirigo;
+using ir::Expr;
+using ir::Sort;
+
+namespace {
+
+struct FalsifyTest : ::testing::Test {
+  ir::Context ctx;
+  int32_t x = ctx.tensor("in:x"), w = ctx.tensor("in:w"), bias = ctx.tensor("in:b");
+  // a row of a GEMM with 72 products, as in a conv location: bilinear in free inputs and weights
+  Expr dot(int n) {
+    Expr s = ctx.real_const(0);
+    for (int i = 0; i < n; ++i) s = ctx.add(s, ctx.mul(ctx.elem(x, i), ctx.elem(w, i)));
+    return s;
+  }
+  // the witness re-evaluates to the values it carries, through Witness::env (unlisted leaves are 0)
+  void expect_replays(const smt::Witness& wit, Expr a, Expr b) {
+    ir::Evaluator ev(wit.env());
+    EXPECT_EQ(ev(a).real, wit.a.real);
+    EXPECT_EQ(ev(b).real, wit.b.real);
+  }
+};
+
+TEST_F(FalsifyTest, DroppedBiasIsFoundBeyondTolerance) {
+  Expr ref = ctx.add(dot(72), ctx.elem(bias, 3)), cand = dot(72);
+  smt::FalsifyOptions opt;
+  opt.tolerance = smt::Tolerance{};
+  auto wit = smt::falsify(ref, cand, opt);
+  ASSERT_TRUE(wit);
+  EXPECT_TRUE(wit->exceeds_tolerance);
+  EXPECT_EQ(wit->leaves.size(), 145u);  // 72 x, 72 w and the bias: every leaf read is listed
+  expect_replays(*wit, ref, cand);
+}
+
+TEST_F(FalsifyTest, EqualFunctionsInAnotherFormGiveNoWitness) {
+  Expr u = ctx.elem(x, 0), v = ctx.elem(x, 1);
+  Expr a = ctx.mul(ctx.add(u, v), ctx.sub(u, v)), b = ctx.sub(ctx.mul(u, u), ctx.mul(v, v));
+  EXPECT_FALSE(smt::falsify(a, b));
+  Expr t = ctx.call(ir::Fn::Tanh, u);
+  Expr via_sigmoid = ctx.sub(ctx.mul(ctx.real_const(2), ctx.call(ir::Fn::Sigmoid, ctx.mul(ctx.real_const(2), u))),
+                             ctx.real_const(1));
+  EXPECT_FALSE(smt::falsify(t, via_sigmoid));  // tanh(u) = 2 sigmoid(2u) - 1
+}
+
+TEST_F(FalsifyTest, RoundingOnlyDifferenceIsReturnedBelowTolerance) {
+  Expr u = ctx.elem(x, 0);
+  Expr a = ctx.mul(u, ctx.real_const_from_double(0.2)), b = ctx.mul(u, ctx.real_const_from_double(double(0.2f)));
+  smt::FalsifyOptions opt;
+  opt.tolerance = smt::Tolerance{};
+  auto wit = smt::falsify(a, b, opt);
+  ASSERT_TRUE(wit);  // differs beyond fp64 noise (3e-9 relative) ...
+  EXPECT_FALSE(wit->exceeds_tolerance);  // ... but never beyond KernelBench's tolerance
+  opt.tolerance.reset();
+  EXPECT_TRUE(smt::falsify(a, b, opt));
+}
+
+TEST_F(FalsifyTest, SymbolicLoadsReadTheSampledElements) {
+  int32_t idx = ctx.tensor("in:idx");
+  Expr i = ctx.elem(idx, 0, Sort::BV64);
+  Expr a = ctx.load(x, i), b = ctx.load(x, ctx.bv_add(i, ctx.bv_const(Sort::BV64, 1)));
+  auto wit = smt::falsify(a, b);
+  ASSERT_TRUE(wit);
+  expect_replays(*wit, a, b);
+}
+
+TEST_F(FalsifyTest, UndefinedValuesAndViolatedAssumptionsGiveNoWitness) {
+  Expr u = ctx.elem(x, 0);
+  EXPECT_FALSE(smt::falsify(ctx.add(u, ctx.undef(Sort::Real)), u));
+  std::vector<Expr> never{ctx.lt(u, u)};
+  smt::FalsifyOptions opt;
+  opt.assumptions = &never;
+  EXPECT_FALSE(smt::falsify(u, ctx.add(u, ctx.real_const(1)), opt));
+}
+
+TEST_F(FalsifyTest, SameSeedSamePoint) {
+  Expr ref = ctx.add(dot(4), ctx.elem(bias, 0)), cand = dot(4);
+  auto w1 = smt::falsify(ref, cand), w2 = smt::falsify(ref, cand);
+  ASSERT_TRUE(w1 && w2);
+  EXPECT_EQ(w1->a.real, w2->a.real);
+  smt::FalsifyOptions other;
+  other.seed = 2;
+  EXPECT_NE(smt::falsify(ref, cand, other)->a.real, w1->a.real);
+}
+
+}  // namespace
