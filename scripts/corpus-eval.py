@@ -556,9 +556,12 @@ def cmd_table(a) -> int:
     for o in ("UNSUPPORTED", "TIMEOUT", "SUSPECT", "CRASH", NOT_TRACED):
         g = group_reasons(results, o)
         if g:
-            print(f"\n{o} reasons:")
+            label = {r.get("k"): r.get("label") for r in results}
+            print(f"\n{o} reasons:\n\n| count | of them KernelBench-incorrect | reason | pairs (incorrect in bold) |\n|---|---|---|---|")
             for text, n, ks in g:
-                print(f"  {n:3d}  {text}   (pairs {', '.join(f'{k:03d}' for k in ks)})")
+                bad = [k for k in ks if label.get(k) in INCORRECT_LABELS]
+                pairs = ", ".join(f"**{k:03d}**" if k in bad else f"{k:03d}" for k in ks)
+                print(f"| {n} | {len(bad)} | {text.replace('|', '/')} | {pairs} |")
     bugs = [r for r in results if outcome_of(r) == "BUG"]
     print("\n| time to BUG (s) | n | median | p90 | max |\n|---|---|---|---|---|")
     print(distribution_line("search only", [r["time_to_bug"].get("search") for r in bugs]))
