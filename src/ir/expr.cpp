@@ -78,7 +78,7 @@ std::string_view rule_name(Rule r) {
       "DivToRecip", "MinMaxFlatten", "MinMaxSortDedup", "MinMaxConst", "IteConstCond", "IteSameArms",
       "IteNegCond", "IteToMinMax", "BoolSimplify", "CmpCanon", "BvAffine", "BvExtMerge",
       "BvSignedToUnsigned", "BvExtPush", "BvTruncPush", "BvBitFold", "BvDivRemConst", "BvDivModRecombine", "LoadFold",
-      "AbsCanon"};
+      "AbsCanon", "MinMaxFloatLimit", "MulDistributeMinMax"};
   static_assert(std::size(n) == static_cast<size_t>(Rule::Count_));
   return n[static_cast<unsigned>(r)];
 }
@@ -782,6 +782,19 @@ struct Context::Impl {
         return add_n(s, prods);
       }
     }
+    if (s == Sort::Real && !is_one(c) && c->rational() > 0) {
+      auto mm = std::find_if(atoms.begin(), atoms.end(), [](Expr a) { return a->op == Op::Min || a->op == Op::Max; });
+      if (mm != atoms.end() && apply(Rule::MulDistributeMinMax)) {
+        std::vector<Expr> scaled;
+        scaled.reserve((*mm)->nargs);
+        for (Expr a : (*mm)->args()) {
+          Expr pt[] = {c, a};
+          scaled.push_back(mul_n(s, pt));
+        }
+        *mm = minmax_n((*mm)->op, s, scaled);
+        return mul_n(s, atoms);
+      }
+    }
     bool keep_one = nconst > 0 && !on(Rule::MulIdentity);
     if (is_one(c) && !keep_one && atoms.size() == 1) {
       if (nconst) apply(Rule::MulIdentity);
@@ -807,6 +820,11 @@ struct Context::Impl {
       return x < y ? -1 : x > y;
     }
     return a->u < b->u ? -1 : a->u > b->u;
+  }
+  // A real constant no finite float passes: >= FLT_MAX for a min, <= -FLT_MAX for a max.
+  static bool float_limit(bool mn, Expr c) {
+    static const mpq_class flt_max(mpz_class("340282346638528859811704183484516925440"));
+    return mn ? c->rational() >= flt_max : c->rational() <= -flt_max;
   }
   Expr minmax_n(Op op, Sort s, std::span<const Expr> xs) {
     check_sorts(xs, s, op_name(op));
@@ -861,6 +879,8 @@ struct Context::Impl {
       atoms.erase(std::unique(atoms.begin(), atoms.end()), atoms.end());
       if (changed || before != atoms.size()) apply(Rule::MinMaxSortDedup);
     }
+    if (best && s == Sort::Real && !atoms.empty() && float_limit(mn, best) && apply(Rule::MinMaxFloatLimit))
+      best = nullptr;
     if (best) atoms.insert(atoms.begin(), best);
     if (atoms.size() == 1) return atoms[0];
     return raw(op, s, atoms);

@@ -163,6 +163,10 @@ enum class Rule : uint8_t {
   BvDivModRecombine,  // k*c*(x/c) + k*(x%c) -> k*x, also k*2^s*(x>>s) + k*(x & (2^s-1)) -> k*x
   LoadFold,           // Load(T, const) -> T[const]
   AbsCanon,           // abs(abs a) -> abs a ; abs(c*a) -> |c|*abs(a)
+  MinMaxFloatLimit,   // real min(FLT_MAX, x...) -> min(x...) ; max(-FLT_MAX, x...) -> max(x...): every finite
+                      // float lies within +-FLT_MAX (a kernel's `m = FLT_MAX; m = fminf(m, v)` reduction start)
+  MulDistributeMinMax,// c*max(a,b)*y -> max(c*a, c*b)*y (likewise min) for a constant c > 0, into the first
+                      // min/max factor: relu(v)/2 and max(0, v/2) are one node
   Count_
 };
 std::string_view rule_name(Rule r);

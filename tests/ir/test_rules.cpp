@@ -184,6 +184,28 @@ TEST_F(Rules, MinMaxConst) {
   untouched(Rule::MinMaxConst, [&] { return c.min(r(3), x); });
 }
 
+TEST_F(Rules, MinMaxFloatLimit) {
+  // a kernel's `m = FLT_MAX; m = fminf(m, v)` against torch's min over the same values
+  Expr flt_max = c.real_const(mpq_class(mpz_class("340282346638528859811704183484516925440")));
+  check(Rule::MinMaxFloatLimit, [&] { return c.min(std::vector<Expr>{flt_max, x, y}); }, c.min(x, y));
+  check(Rule::MinMaxFloatLimit, [&] { return c.max(c.neg(flt_max), x); }, x);
+  untouched(Rule::MinMaxFloatLimit, [&] { return c.min(c.real_const(mpq_class(mpz_class("340282346638528859811704183484516925439"))), x); });
+  untouched(Rule::MinMaxFloatLimit, [&] { return c.max(flt_max, x); });  // max(FLT_MAX, x) is FLT_MAX, not x
+  EXPECT_EQ(c.min(flt_max, r(3)), r(3));  // constants alone still fold
+}
+
+TEST_F(Rules, MulDistributeMinMax) {
+  // relu(x + y) / 2 and max(0, x/2 + y/2) are one node
+  Expr want = c.max(r(0), c.add(c.mul(q(1, 2), x), c.mul(q(1, 2), y)));
+  check(Rule::MulDistributeMinMax, [&] { return c.mul(q(1, 2), c.max(r(0), c.add(x, y))); }, want);
+  // with another factor: the scale goes into the min, whichever way the product was grouped
+  Expr grouped = c.mul(z, c.min(c.mul(r(3), x), c.mul(r(3), y)));
+  check(Rule::MulDistributeMinMax, [&] { return c.mul(c.mul(r(3), z), c.min(x, y)); }, grouped);
+  EXPECT_EQ(c.mul(z, c.mul(r(3), c.min(x, y))), grouped);
+  untouched(Rule::MulDistributeMinMax, [&] { return c.mul(r(-2), c.max(x, y)); });  // negative: would swap min/max
+  untouched(Rule::MulDistributeMinMax, [&] { return c.mul(z, c.max(x, y)); });      // no constant
+}
+
 TEST_F(Rules, IteConstCond) {
   check(Rule::IteConstCond, [&] { return c.ite(c.bool_const(true), x, y); }, x);
   untouched(Rule::IteConstCond, [&] { return c.ite(p, x, y); });
