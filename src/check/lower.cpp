@@ -1,6 +1,7 @@
 #include "check/lower.h"
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 
 #include <fmt/format.h>
@@ -48,6 +49,33 @@ aten::TensorRef aten_ref(const View& v, int32_t tensor_id) {
   t.offset = v.offset;
   t.dtype = aten::parse_dtype(bundle::dtype_name(v.dtype));
   return t;
+}
+
+
+// A captured constant (torch.tensor(0.5) in forward) is part of the program, not a free input: its
+// recorded value is the literal. Without recorded values the program cannot be checked.
+ir::Expr constant_element(ir::Context& ctx, const bundle::Bundle& b, const std::string& program,
+                          const program::SsaInput& in, int64_t j) {
+  const bundle::Program* bp = b.find_program(program);
+  const bundle::Input* bi = nullptr;
+  if (bp)
+    for (const auto& x : bp->inputs)
+      if (x.name == in.name) bi = &x;
+  if (!bi || bi->constant_values.empty())
+    throw Unsupported(fmt::format("{}: captured constant {} has no recorded values{}", program, in.name,
+                                  bi && bi->data.empty() ? " (the bundle has no data file for it)" : ""));
+  int64_t l = logical_of_storage(in.view, j);
+  if (l < 0 || size_t(l) >= bi->constant_values.size())
+    throw Unsupported(fmt::format("{}: element {} of captured constant {}'s storage is outside the constant",
+                                  program, j, in.name));
+  double x = bi->constant_values[size_t(l)];
+  ir::Sort s = sort_of(in.view.dtype);
+  if (s == ir::Sort::Real) {
+    if (!std::isfinite(x))
+      throw Unsupported(fmt::format("{}: captured constant {} holds the non-finite value {}", program, in.name, x));
+    return ctx.real_const_from_double(x);
+  }
+  return ctx.bv_const(s, uint64_t(int64_t(x)));  // integers and bools (as 0/1 bytes), exact below 2^53
 }
 
 }  // namespace
@@ -140,7 +168,10 @@ ir::Expr Lowering::compute(ValueId v, int64_t j) {
   auto leaf = [&] {
     bundle::DType d = bundle::DType::Float32;
     for (const auto& in : prog_.inputs)
-      if (prog_.value(in.view.value).storage == val.storage) d = in.view.dtype;
+      if (prog_.value(in.view.value).storage == val.storage) {
+        if (in.constant) return constant_element(ctx_, bundle_, prog_.name, in, j);
+        d = in.view.dtype;
+      }
     return ctx_.elem(value_tensor(v), j, sort_of(d));
   };
   if (val.producer < 0) return leaf();
@@ -292,6 +323,47 @@ ir::Expr Lowering::from_aten(const program::SsaOp& op, const program::Write& w, 
       throw Unsupported(fmt::format("aten op {}.{}: {}", a.name, a.overload, e2.what()));
     }
     return project_leaves(e);
+  }
+  // Arguments written in place without being returned (training-mode batch norm's running_mean/var):
+  // aten gives their new values as outputs returns+k, after the returned tensors.
+  aten::WrittenArguments wa;
+  std::vector<std::string> params;
+  try {
+    wa = aten::written_arguments(a.name, a.overload);
+    if (!wa.names.empty()) params = aten::op_parameters(a.name, a.overload);
+  } catch (const aten::Unsupported&) {  // no semantics: reported below if this element was written
+  }
+  for (size_t k = 0; k < wa.names.size(); ++k) {
+    auto p = std::find(params.begin(), params.end(), wa.names[k]) - params.begin();
+    std::string path = size_t(p) < a.args.size() ? fmt::format("args[{}]", p) : "kwargs." + wa.names[k];
+    auto rd = reads.find(path);
+    if (rd == reads.end()) continue;  // None (no running statistics)
+    View written = rd->second->view;
+    if (prog_.value(written.value).storage != prog_.value(v).storage) continue;
+    written.value = v;
+    int64_t l = logical_of_storage(written, j);
+    if (l < 0) continue;
+    aten::OpCall call;
+    call.name = a.name;
+    call.overload = a.overload;
+    for (size_t i = 0; i < a.args.size(); ++i)
+      call.args.push_back(convert_arg(a.args[i], fmt::format("args[{}]", i), reads, tensor_of));
+    for (const auto& [kw, x] : a.kwargs) call.kwargs.emplace_back(kw, convert_arg(x, "kwargs." + kw, reads, tensor_of));
+    for (const auto& out : op.results) call.outputs.push_back(aten_ref(out, value_tensor(out.value)));
+    for (size_t q = 0; q < wa.names.size(); ++q) {  // every written argument, in order, as outputs
+      auto pq = std::find(params.begin(), params.end(), wa.names[q]) - params.begin();
+      std::string pp = size_t(pq) < a.args.size() ? fmt::format("args[{}]", pq) : "kwargs." + wa.names[q];
+      auto rq = reads.find(pp);
+      View wq = q == k || rq == reads.end() ? written : rq->second->view;
+      call.outputs.push_back(aten_ref(wq, value_tensor(wq.value)));
+    }
+    try {
+      return project_leaves(aten::element(ctx_, call, wa.returns + int(k), unravel(written.shape, l)));
+    } catch (const aten::Unsupported& u) {
+      throw Unsupported(fmt::format("aten op {} ({})", u.op(), u.reason()));
+    } catch (const std::invalid_argument& e2) {
+      throw Unsupported(fmt::format("aten op {}.{}: {}", a.name, a.overload, e2.what()));
+    }
   }
   for (const auto& region : w.regions)
     if (logical_of_storage(region, j) >= 0)
