@@ -175,6 +175,9 @@ struct Input {
   std::string data;
   std::string sha256;
   bool constant = false;  // a tensor the program captured from outside (tracer: "const<i>" buffers)
+  // A constant's recorded elements (row-major), loaded by read_bundle from `data`: the constant is
+  // part of the program, so check uses them as literals. Empty for other inputs and without data.
+  std::vector<double> constant_values;
   friend bool operator==(const Input&, const Input&) = default;
 };
 struct Output {

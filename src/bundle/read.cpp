@@ -10,6 +10,7 @@
 
 #include "bundle/detail.h"
 #include "bundle/io.h"
+#include "bundle/data.h"
 
 namespace dirigo::bundle {
 namespace detail {
@@ -596,6 +597,16 @@ Bundle read_bundle(const FileSource& files) {
   }
   for (auto& i : validate(b)) issues.push_back(std::move(i));
   if (!issues.empty()) throw BundleError(std::move(issues));
+  for (auto& prog : b.programs) {  // captured constants are tiny (the tracer caps them): load their values
+    auto tensors = prog.tensor_index();
+    for (auto& in : prog.inputs) {
+      if (!in.constant || in.data.empty()) continue;
+      const Tensor& t = prog.tensors[tensors.at(in.tensor)];
+      int64_t n = 1;
+      for (int64_t s : t.shape) n *= s;
+      in.constant_values = read_values(files, in.data, t.dtype, n);
+    }
+  }
   return b;
 }
 
