@@ -101,6 +101,14 @@ class _TensorEntry:
     meta: tuple  # (storage key, offset, shape, strides, dtype)
 
 
+# Ops that write arguments in place although their schema does not say so (no `(a!)`): in training mode
+# the batch norm kernels update running_mean/running_var. Recorded in `mutates` like any declared write, so
+# the bundle's storage versions are right for whatever reads the statistics afterwards.
+UNDECLARED_WRITES = {"aten::native_batch_norm": ("training", ("running_mean", "running_var")),
+                     "aten::cudnn_batch_norm": ("training", ("running_mean", "running_var")),
+                     "aten::miopen_batch_norm": ("training", ("running_mean", "running_var"))}
+
+
 class Recorder:
     """Records ATen operations (as a TorchDispatchMode; see `mode()`), tensors, storages and aliasing.
 
@@ -214,6 +222,7 @@ class Recorder:
         op_name = schema.name
         where = f"{op_name}.{schema.overload_name or 'default'}"
         pos, kw, written = [], {}, []
+        bound = {}
         arg_i = 0
         for a in schema.arguments:
             if not a.kwarg_only and arg_i < len(args):
@@ -232,6 +241,10 @@ class Recorder:
                 pos.append(enc)
             if a.alias_info is not None and a.alias_info.is_write:
                 written.extend(x for x in tree_leaves(v) if isinstance(x, torch.Tensor))
+            bound[a.name] = v
+        hidden = UNDECLARED_WRITES.get(op_name)
+        if hidden and bound.get(hidden[0]) is True:
+            written.extend(bound[n] for n in hidden[1] if isinstance(bound.get(n), torch.Tensor))
         result = run()
         outs = [self.tensor_id(t, first_seen_as_arg=False)
                 for t in tree_leaves(result) if isinstance(t, torch.Tensor)]

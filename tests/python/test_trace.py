@@ -338,3 +338,49 @@ def test_captured_constants_keep_their_values(tmp_path, inputs, no_data):
     assert "data" not in big and "1200000 bytes" in big["data_missing"]
     # no input, parameter or output values: --no-data / fake tensors
     assert os.listdir(os.path.join(out, "data")) == [os.path.basename(small["data"])]
+
+
+def test_check_refuses_a_constant_without_values(tmp_path):
+    # a captured constant over the size limit has no data: check must refuse it by name, never treat it
+    # as a free input (which would make any difference from the candidate look like a bug)
+    from dirigo import _core
+    if _core is None or not hasattr(_core, "check_bundle"):
+        pytest.skip("needs the C++ core")
+    import dirigo
+    ref = write_program(tmp_path, "ref.py", """
+BIG = torch.arange(300000, dtype=torch.float32)
+
+class Model(nn.Module):
+    def forward(self, x):
+        return x + BIG[:8]
+""", inputs="[torch.rand(4, 8)]")
+    new = write_program(tmp_path, "new.py", """
+class ModelNew(nn.Module):
+    def forward(self, x):
+        return x + torch.arange(8, dtype=torch.float32)
+""", inputs="[torch.rand(4, 8)]")
+    v = dirigo.check(ref, new, budget_s=20, device="cpu")
+    assert v.outcome == "UNSUPPORTED", (v.outcome, v.reason)
+    assert "captured constant" in v.reason and "no recorded values" in v.reason
+
+
+@pytest.mark.parametrize("train", [True, False])
+def test_batch_norm_running_statistics_are_recorded_as_written(tmp_path, train):
+    # native_batch_norm's schema has no (a!) on running_mean/var, but in training mode it updates them
+    ref = write_program(tmp_path, "bn.py", f"""
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.bn = nn.BatchNorm2d(3)
+        self.bn.train({train})
+
+    def forward(self, x):
+        return self.bn(x)
+""")
+    r, out = run(tmp_path, ref)
+    assert r.status == "ok", r.message
+    m, _ = manifest(out)
+    prog = m["programs"][0]
+    bn = next(op for op in prog["ops"] if op["name"] == "aten::native_batch_norm")
+    stats = {by_name(prog, "bn.running_mean")["tensor"], by_name(prog, "bn.running_var")["tensor"]}
+    assert set(bn["mutates"]) == (stats if train else set())
