@@ -1,8 +1,9 @@
 """Counts tables of the kill-matrix store (docs/mutation.md): per family and per substrate,
-generated / non-compiling / duplicate / unique / host (not run) / quarantined / equivalent /
-witnessed, for the substrates that have runs from SOURCE.
+generated / non-compiling / duplicate / unique / not run / quarantined / equivalent / witnessed /
+dirigo checked / dirigo BUG, for the substrates that have runs from SOURCE (auto: a substrate's GPU
+rows when its original has some, else its CPU rows).
 
-    python -m dirigo.killmatrix_report DB [--source cpu|gpu] [--tol 1e-2]
+    python -m dirigo.killmatrix_report DB [--source auto|cpu|gpu] [--tol 1e-2]
 
 witnessed = some input on which the substrate itself is accepted (status ok, t_eq <= tol: the
 validity gate) and the mutant is rejected (status ok and t_eq > tol, or a non-finite mismatch).
@@ -14,30 +15,48 @@ import sqlite3
 import sys
 
 FAMILIES = ("arithmetic", "indexing", "semantic", "boundary", "synchronization", "precision")
-COLS = ("generated", "non-compiling", "duplicate", "unique", "host", "quarantined", "equivalent", "witnessed")
+COLS = ("generated", "non-compiling", "duplicate", "unique", "not run", "quarantined", "equivalent", "witnessed",
+        "dirigo checked", "dirigo BUG")
 
 
-def counts(db: str, source: str = "cpu", tol: float = 1e-2):
+def sources(con, source: str) -> dict:
+    """substrate id -> the source its rows come from (auto: gpu where the original has GPU rows)."""
+    have: dict = {}
+    for sid, src in con.execute("SELECT DISTINCT substrate_id, source FROM runs WHERE mutant_id IS NULL"):
+        have.setdefault(sid, set()).add(src)
+    if source == "auto":
+        return {sid: ("gpu" if "gpu" in s else "cpu") for sid, s in have.items()}
+    return {sid: source for sid, s in have.items() if source in s}
+
+
+def counts(db: str, source: str = "auto", tol: float = 1e-2):
+    """Per family and per substrate. not run = no run of the mutant in the substrate's source (a host
+    mutant without a plan, a program the GPU runner's deadline cut); dirigo checked = a verdict of
+    `dirigo check` other than NULL; dirigo BUG = of the witnessed, those dirigo calls BUG."""
     con = sqlite3.connect(db)
-    subs = [r[0] for r in con.execute("SELECT DISTINCT substrate_id FROM runs WHERE source = ?", (source,))]
-    if not subs:
+    src_of = sources(con, source)
+    if not src_of:
         return {}, {}
-    q = ",".join(str(s) for s in subs)
-    witnessed = {r[0] for r in con.execute(f"""
-        SELECT DISTINCT r.mutant_id FROM runs r JOIN runs s ON s.input_id = r.input_id AND s.mutant_id IS NULL
-          AND s.source = r.source AND s.status = 'ok' AND s.t_eq <= ?
-        WHERE r.source = ? AND r.mutant_id IS NOT NULL AND r.status = 'ok'
-          AND (r.t_eq > ? OR r.nonfinite_mismatch > 0) AND r.substrate_id IN ({q})""", (tol, source, tol))}
-    quarantined = {r[0] for r in con.execute(
-        f"SELECT DISTINCT mutant_id FROM runs WHERE source = ? AND status IN ('crash', 'timeout') "
-        f"AND mutant_id IS NOT NULL AND substrate_id IN ({q})", (source,))}
+    witnessed, quarantined, ran = set(), set(), set()
+    for sid, src in src_of.items():
+        witnessed |= {r[0] for r in con.execute("""
+            SELECT DISTINCT r.mutant_id FROM runs r JOIN runs s ON s.input_id = r.input_id AND s.mutant_id IS NULL
+              AND s.source = r.source AND s.status = 'ok' AND s.t_eq <= ?
+            WHERE r.source = ? AND r.mutant_id IS NOT NULL AND r.status = 'ok'
+              AND (r.t_eq > ? OR r.nonfinite_mismatch > 0) AND r.substrate_id = ?""", (tol, src, tol, sid))}
+        quarantined |= {r[0] for r in con.execute(
+            "SELECT DISTINCT mutant_id FROM runs WHERE source = ? AND status IN ('crash', 'timeout') "
+            "AND mutant_id IS NOT NULL AND substrate_id = ?", (src, sid))}
+        ran |= {r[0] for r in con.execute("SELECT DISTINCT mutant_id FROM runs WHERE source = ? AND substrate_id = ? "
+                                          "AND mutant_id IS NOT NULL", (src, sid))}
+    q = ",".join(str(s) for s in src_of)
     by_fam: dict = {}
     by_sub: dict = {}
     rows = con.execute(f"""
-        SELECT m.id, m.family, m.status, m.duplicate_of, s.path, c.runnable, c.equivalent
+        SELECT m.id, m.family, m.status, s.path, c.equivalent, c.verdict
         FROM mutants m JOIN substrates s ON s.id = m.substrate_id LEFT JOIN mutant_class c ON c.mutant_id = m.id
         WHERE m.substrate_id IN ({q})""")
-    for mid, fam, status, dup, path, runnable, equivalent in rows:
+    for mid, fam, status, path, equivalent, verdict in rows:
         name = path.rsplit("/", 1)[-1]
         for table, key in ((by_fam, fam), (by_sub, name)):
             c = table.setdefault(key, dict.fromkeys(COLS, 0))
@@ -48,14 +67,16 @@ def counts(db: str, source: str = "cpu", tol: float = 1e-2):
                 c["duplicate"] += 1
             elif status == "unique":
                 c["unique"] += 1
-                if runnable == 0:
-                    c["host"] += 1
-                elif equivalent:
+                c["dirigo checked"] += verdict is not None
+                if equivalent:
                     c["equivalent"] += 1
+                elif mid not in ran:
+                    c["not run"] += 1
                 elif mid in quarantined:
                     c["quarantined"] += 1
                 elif mid in witnessed:
                     c["witnessed"] += 1
+                    c["dirigo BUG"] += verdict == "BUG"
     return by_fam, by_sub
 
 
@@ -75,7 +96,7 @@ def main(argv: list[str]) -> int:
     if not argv:
         print(__doc__, file=sys.stderr)
         return 64
-    source, tol = "cpu", 1e-2
+    source, tol = "auto", 1e-2
     rest = argv[1:]
     for k, v in zip(rest[::2], rest[1::2]):
         if k == "--source":

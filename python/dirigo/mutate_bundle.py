@@ -200,8 +200,22 @@ def set_launch(bundle_dir: str, launches: list[dict] | None) -> None:
         json.dump(b, f, indent=1)
 
 
+SUBSTRATE_CHECK = ("CREATE TABLE IF NOT EXISTS substrate_check(substrate_id INTEGER PRIMARY KEY REFERENCES "
+                   "substrates(id) ON DELETE CASCADE, verdict TEXT, reason TEXT, check_s REAL, budget REAL)")
+
+
+def record_substrate(con, sid: int, outcome: str, reason: str, secs: float, budget: float) -> None:
+    """`dirigo check` on the correct substrate: the verdict protocols' gate in `dirigo score`."""
+    with con:
+        con.execute(SUBSTRATE_CHECK)
+        con.execute("INSERT OR REPLACE INTO substrate_check VALUES(?,?,?,?,?)", (sid, outcome, reason[:500], secs, budget))
+        con.execute("UPDATE substrates SET message = ? WHERE id = ?",
+                    (f"dirigo check of the original: {outcome} ({secs:.1f} s, budget {budget} s)", sid))
+
+
 def check_store(db: str, work: str, dirigo: str, budget: float, limit: int, only: list[str] | None = None,
-                jobs: int = 1, log_path: str | None = None, deadline_s: float = 0, hard_s: float = 0) -> None:
+                jobs: int = 1, log_path: str | None = None, deadline_s: float = 0, hard_s: float = 0,
+                recheck: bool = False) -> None:
     """Verdicts of `dirigo check` on every unique mutant without one (device mutants: PTX swapped;
     host mutants with a derived plan (`.launch.json` beside the mutant): launch parameters swapped).
     First every substrate's bundle and the check of its original; then the mutants round-robin over
@@ -226,15 +240,21 @@ def check_store(db: str, work: str, dirigo: str, budget: float, limit: int, only
         except Exception as e:  # noqa: BLE001 - one line per substrate
             print(f"{stem}: UNSUPPORTED bundle: {type(e).__name__}: {e}", flush=True)
             continue
-        outcome, reason, secs = run_check(dirigo, bdir, budget, jobs, hard_s)
-        print(f"{stem}: original {outcome} ({secs:.1f} s) {reason[:200]}", flush=True)
-        with con:
-            con.execute("UPDATE substrates SET message = ? WHERE id = ?",
-                        (f"dirigo check of the original: {outcome} ({secs:.1f} s, budget {budget} s)", sid))
+        con.execute(SUBSTRATE_CHECK)
+        known = con.execute("SELECT verdict FROM substrate_check WHERE substrate_id = ?", (sid,)).fetchone()
+        if known and not recheck:
+            print(f"{stem}: original {known[0]} (recorded)", flush=True)
+        else:
+            outcome, reason, secs = run_check(dirigo, bdir, budget, jobs, hard_s)
+            print(f"{stem}: original {outcome} ({secs:.1f} s) {reason[:200]}", flush=True)
+            record_substrate(con, sid, outcome, reason, secs, budget)
         rows = con.execute("SELECT m.id, m.ordinal, m.rule, m.family, m.ptx_path, m.source_path, c.runnable "
                            "FROM mutants m JOIN mutant_class c ON c.mutant_id = m.id "
                            "WHERE m.substrate_id = ? AND c.verdict IS NULL ORDER BY m.ordinal", (sid,)).fetchall()
         rows = [r for r in rows if r[6] or os.path.exists(os.path.splitext(r[5] or "")[0] + ".launch.json")]
+        # a fixed pseudo-random order (rules are registered family by family): a deadline leaves a sample
+        # of every family checked, not the first families only
+        rows.sort(key=lambda r: hashlib.sha256(f"{stem}/{r[1]}".encode()).hexdigest())
         queues.append((stem, rows[:limit] if limit else rows))
         bundles[stem] = (bdir, orig_ptx)
     counts: dict[str, int] = {}

@@ -10,7 +10,10 @@
 #include <atomic>
 #include <chrono>
 #include <filesystem>
+#include <fstream>
 #include <iostream>
+#include <optional>
+#include <sstream>
 #include <mutex>
 #include <thread>
 
@@ -34,6 +37,8 @@ struct KillOptions {
   int jobs = 2;
   double max_ms = 3000;
   bool quiet = false, no_run = false;
+  bool reuse = false;      // substrate, mutants and inputs from the store and WORK (no prep, no compile)
+  bool host_only = false;  // with --reuse: the original and the host-side mutants only
 };
 
 // `python3 -m dirigo.killmatrix prep SUBSTRATE DIR` with this tree's package; its output goes to stderr.
@@ -59,7 +64,16 @@ struct Program {
   long long mutant_id = 0;  // 0: the substrate itself (stored as NULL)
   std::string ptx;
   std::vector<mutate::RunMetrics> runs;
+  std::optional<mutate::KmSpec> spec;  // a host-side mutant: the substrate's spec with its launch plan
 };
+
+std::string read_text(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw std::runtime_error("cannot read " + path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
 
 class Progress {
  public:
@@ -88,6 +102,54 @@ class Progress {
   std::mutex mu_;
   std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now(), last_{};
 };
+
+int run_programs(const KillOptions& o, const std::string& path, int sid, const mutate::KmSpec& spec,
+                 const std::vector<mutate::KmData>& data, const std::vector<long long>& input_id,
+                 std::vector<Program>& programs, mutate::Store& store);
+
+// --reuse: the substrate as the store and WORK hold it (a prepared matrix whose runs are missing or
+// stale); host-side mutants run with the plan killmatrix_host.py derived (`<mutant>.launch.json`).
+int reuse_substrate(const KillOptions& o, const std::string& path, mutate::Store& store) {
+  std::string stem = fs::path(path).stem().string();
+  std::string in_dir = (fs::path(o.work) / "inputs" / stem).string();
+  auto sub = store.query(fmt::format("SELECT id FROM substrates WHERE path = '{}' AND status = 'ok'", path));
+  if (sub.empty()) {
+    std::cout << fmt::format("UNSUPPORTED: {}: not in the store (run without --reuse first)\n", path);
+    return 4;
+  }
+  int sid = std::stoi(sub[0][0]);
+  mutate::KmSpec spec = mutate::read_spec(in_dir);
+  std::vector<mutate::KmData> data;
+  std::vector<long long> input_id;
+  for (const auto& in : spec.inputs) {
+    data.push_back(mutate::read_input(spec, in.index));
+    auto row = store.query(fmt::format("SELECT id FROM inputs WHERE substrate_id = {} AND name = '{}'", sid, in.name));
+    if (row.empty()) throw std::runtime_error("input " + in.name + " of " + path + " is not in the store");
+    input_id.push_back(std::stoll(row[0][0]));
+  }
+  std::vector<Program> programs;
+  programs.push_back({0, read_text((fs::path(o.work) / "mutants" / stem / "original.ptx").string()), {}, {}});
+  int host_without_plan = 0;
+  for (const auto& row : store.query(fmt::format(
+           "SELECT m.id, c.runnable, m.ptx_path, m.source_path FROM mutants m JOIN mutant_class c ON c.mutant_id = m.id "
+           "WHERE m.substrate_id = {} AND m.status = 'unique' ORDER BY m.ordinal", sid))) {
+    bool host = row[1] == "0";
+    if (host) {
+      auto plan = fs::path(row[3]).replace_extension(".launch.json").string();
+      if (!fs::exists(plan)) {
+        ++host_without_plan;
+        continue;
+      }
+      Program p{std::stoll(row[0]), programs[0].ptx, {}, spec};
+      p.spec->launches = mutate::read_launches(plan, spec);
+      programs.push_back(std::move(p));
+    } else if (!o.host_only) {
+      programs.push_back({std::stoll(row[0]), read_text(row[2]), {}, {}});
+    }
+  }
+  if (host_without_plan) std::cout << fmt::format("{}: {} host mutants without a launch plan (not run)\n", path, host_without_plan);
+  return run_programs(o, path, sid, spec, data, input_id, programs, store);
+}
 
 int run_substrate(const KillOptions& o, const std::string& path, mutate::Store& store, mutate::Compiler& compiler) {
   std::string stem = fs::path(path).stem().string();
@@ -140,6 +202,13 @@ int run_substrate(const KillOptions& o, const std::string& path, mutate::Store& 
     std::cout << fmt::format("{}: {} programs x {} inputs prepared (not run)\n", path, programs.size(), data.size());
     return 0;
   }
+  return run_programs(o, path, sid, spec, data, input_id, programs, store);
+}
+
+int run_programs(const KillOptions& o, const std::string& path, int sid, const mutate::KmSpec& spec,
+                 const std::vector<mutate::KmData>& data, const std::vector<long long>& input_id,
+                 std::vector<Program>& programs, mutate::Store& store) {
+  std::string stem = fs::path(path).stem().string();
 
   Progress bar(stem, programs.size() * data.size(), !o.quiet);
   std::atomic<size_t> next{0};
@@ -163,7 +232,7 @@ int run_substrate(const KillOptions& o, const std::string& path, mutate::Store& 
           m.detail = "not run: timed out on an earlier input";
           prog.runs.push_back(m);
         } else if (module) {
-          prog.runs.push_back(mutate::run_cpu(*module, spec, d, eo));
+          prog.runs.push_back(mutate::run_cpu(*module, prog.spec ? *prog.spec : spec, d, eo));
         } else {
           mutate::RunMetrics m;
           m.detail = "PTX: " + parse_error;
@@ -178,7 +247,11 @@ int run_substrate(const KillOptions& o, const std::string& path, mutate::Store& 
   for (auto& t : threads) t.join();
 
   store.begin();
-  store.run(fmt::format("DELETE FROM runs WHERE substrate_id = {} AND source = 'cpu'", sid));
+  // the programs run now replace their earlier CPU rows (a --host-only run keeps the device mutants')
+  for (const auto& prog : programs)
+    store.run(prog.mutant_id ? fmt::format("DELETE FROM runs WHERE substrate_id = {} AND source = 'cpu' AND mutant_id = {}",
+                                           sid, prog.mutant_id)
+                             : fmt::format("DELETE FROM runs WHERE substrate_id = {} AND source = 'cpu' AND mutant_id IS NULL", sid));
   std::map<std::string, int> status_count;
   for (const auto& prog : programs)
     for (size_t k = 0; k < prog.runs.size(); ++k) {
@@ -220,7 +293,7 @@ int run_killmatrix(const KillOptions& o) {
   int status = 0;
   for (const auto& path : o.substrates) {
     try {
-      status = std::max(status, run_substrate(o, path, store, *compiler));
+      status = std::max(status, o.reuse ? reuse_substrate(o, path, store) : run_substrate(o, path, store, *compiler));
     } catch (const std::exception& e) {
       std::cout << fmt::format("UNSUPPORTED: {}: {}\n", path, e.what());
       status = 4;
@@ -242,6 +315,10 @@ Register reg({"killmatrix", "CPU kill matrix: substrate and mutants on every inp
                 sub.add_option("--max-ms", o->max_ms, "wall-clock limit of one run in ms (timeout beyond; default 3000)");
                 sub.add_flag("-q,--quiet", o->quiet, "no progress bar");
                 sub.add_flag("--no-run", o->no_run, "prepare inputs, mutants and the store only (for the GPU export)");
+                sub.add_flag("--reuse", o->reuse,
+                             "run what the store and --work hold (no input drawing, no compiling); host-side mutants "
+                             "with a plan from python -m dirigo.killmatrix_host run too");
+                sub.add_flag("--host-only", o->host_only, "with --reuse: only the original and the host-side mutants");
                 return [o] { return run_killmatrix(*o); };
               }});
 

@@ -23,11 +23,32 @@ exec::DType dtype_of(const std::string& s) {
   throw std::runtime_error("kill-matrix spec: unknown tensor dtype '" + s + "'");
 }
 
-exec::Dim3 dim3_of(const nlohmann::json& j) {
+exec::Dim3 dim3_of(const nlohmann::json& j, bool allow_zero = false) {
   if (!j.is_array() || j.size() != 3) throw std::runtime_error("kill-matrix spec: grid/block must be [x, y, z]");
   exec::Dim3 d{j[0].get<uint32_t>(), j[1].get<uint32_t>(), j[2].get<uint32_t>()};
-  if (d.count() == 0) throw std::runtime_error("kill-matrix spec: launch dimension 0");
+  if (d.count() == 0 && !allow_zero) throw std::runtime_error("kill-matrix spec: launch dimension 0");
   return d;
+}
+
+KmLaunch launch_of(const nlohmann::json& l, size_t n_tensors, bool allow_zero = false) {
+  KmLaunch L;
+  L.kernel = l.at("kernel").get<std::string>();
+  L.grid = dim3_of(l.at("grid"), allow_zero);
+  L.block = dim3_of(l.at("block"), allow_zero);
+  L.shared_bytes = l.at("shared_bytes").get<uint64_t>();
+  for (const auto& a : l.at("args")) {
+    KmArg A;
+    if (a.contains("tensor")) {
+      A.tensor = a["tensor"].get<int>();
+      if (A.tensor < 0 || size_t(A.tensor) >= n_tensors)
+        throw std::runtime_error(fmt::format("tensor argument {} out of range", A.tensor));
+    } else {
+      A.type = a.at("type").get<std::string>();
+      A.value = a.at("scalar").get<double>();
+    }
+    L.args.push_back(std::move(A));
+  }
+  return L;
 }
 
 std::vector<double> read_doubles(const std::string& path, size_t n) {
@@ -70,26 +91,7 @@ KmSpec read_spec(const std::string& dir) {
     s.substrate = j.at("substrate").get<std::string>();
     s.problem = j.at("problem").get<std::string>();
     for (const auto& t : j.at("tensors")) s.tensors.push_back({t.at("numel").get<int64_t>(), dtype_of(t.at("dtype"))});
-    for (const auto& l : j.at("launches")) {
-      KmLaunch L;
-      L.kernel = l.at("kernel").get<std::string>();
-      L.grid = dim3_of(l.at("grid"));
-      L.block = dim3_of(l.at("block"));
-      L.shared_bytes = l.at("shared_bytes").get<uint64_t>();
-      for (const auto& a : l.at("args")) {
-        KmArg A;
-        if (a.contains("tensor")) {
-          A.tensor = a["tensor"].get<int>();
-          if (A.tensor < 0 || size_t(A.tensor) >= s.tensors.size())
-            throw std::runtime_error(fmt::format("tensor argument {} out of range", A.tensor));
-        } else {
-          A.type = a.at("type").get<std::string>();
-          A.value = a.at("scalar").get<double>();
-        }
-        L.args.push_back(std::move(A));
-      }
-      s.launches.push_back(std::move(L));
-    }
+    for (const auto& l : j.at("launches")) s.launches.push_back(launch_of(l, s.tensors.size()));
     s.output = j.at("output").get<int>();
     s.output_numel = j.at("output_numel").get<int64_t>();
     if (s.output < 0 || size_t(s.output) >= s.tensors.size() || s.tensors[s.output].numel != s.output_numel)
@@ -104,6 +106,21 @@ KmSpec read_spec(const std::string& dir) {
     throw std::runtime_error("kill-matrix spec " + dir + "/spec.json: " + e.what());
   }
   return s;
+}
+
+std::vector<KmLaunch> read_launches(const std::string& path, const KmSpec& spec) {
+  std::ifstream in(path);
+  if (!in) throw std::runtime_error("launch plan: cannot read " + path);
+  try {
+    auto j = nlohmann::json::parse(in);
+    std::vector<KmLaunch> out;
+    for (const auto& l : j.at("launches")) out.push_back(launch_of(l, spec.tensors.size(), true));
+    if (out.size() != spec.launches.size())
+      throw std::runtime_error(fmt::format("{} launches, the substrate's plan has {}", out.size(), spec.launches.size()));
+    return out;
+  } catch (const std::exception& e) {
+    throw std::runtime_error("launch plan " + path + ": " + e.what());
+  }
 }
 
 KmData read_input(const KmSpec& spec, int k) {
@@ -189,6 +206,11 @@ RunMetrics run_cpu(const ptx::Module& module, const KmSpec& spec, const KmData& 
   }
   std::vector<std::string> schedule_findings;
   for (const auto& L : spec.launches) {
+    if (L.grid.count() == 0 || L.block.count() == 0) {  // a host mutant's plan (grid floor 0, ...)
+      fail.detail = "launch of " + L.kernel + " with a zero dimension (CUDA rejects it: invalid configuration)";
+      fail.ms = elapsed();
+      return fail;
+    }
     std::string entry = find_entry(entries, L.kernel);
     if (entry.empty()) {
       fail.detail = "no PTX entry for kernel " + L.kernel;

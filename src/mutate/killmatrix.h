@@ -54,6 +54,10 @@ struct KmData {
 
 // Reads DIR/spec.json; throws std::runtime_error naming what is wrong.
 KmSpec read_spec(const std::string& dir);
+// Reads a host-side mutant's launch plan (python/dirigo/killmatrix_host.py: {"launches": [...]}, one
+// per launch of the spec, same arguments). A dimension may be 0 (a launch CUDA rejects); throws
+// std::runtime_error naming the file on anything malformed.
+std::vector<KmLaunch> read_launches(const std::string& path, const KmSpec& spec);
 // Reads the binaries of input `k`; throws on a missing or short file.
 KmData read_input(const KmSpec& spec, int k);
 

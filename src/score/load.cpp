@@ -140,6 +140,11 @@ Matrix load_matrix(const std::string& path, const LoadOptions& o) {
     mutant_at[mu.id] = {it->second, p.mutants.size()};
     p.mutants.push_back(std::move(mu));
   });
+  if (db.has_table("substrate_check"))
+    db.each("SELECT substrate_id, verdict FROM substrate_check", [&](sqlite3_stmt* st) {
+      auto it = problem_of.find(sqlite3_column_int64(st, 0));
+      if (it != problem_of.end()) m.problems[it->second].substrate_verdict = text(st, 1);
+    });
   for (auto& p : m.problems) {
     p.substrate.assign(p.inputs.size(), Outcome{});
     p.runs.assign(p.mutants.size(), std::vector<Outcome>(p.inputs.size()));

@@ -41,6 +41,9 @@ struct Problem {
   std::vector<Outcome> substrate;          // [input]
   std::vector<Mutant> mutants;
   std::vector<std::vector<Outcome>> runs;  // [mutant][input]
+  // `dirigo check` on the correct substrate (table substrate_check; "" = not checked). A verdict
+  // protocol that rejects it (BUG for `dirigo`) says nothing about the problem's mutants: its gate.
+  std::string substrate_verdict;
 };
 
 struct Matrix {

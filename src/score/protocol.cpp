@@ -163,8 +163,13 @@ std::vector<size_t> admitted_inputs(const Protocol& p, const Problem& problem) {
   return out;
 }
 
+bool rejects_substrate(const Protocol& p, const Problem& problem) {
+  return p.dirigo && std::find(p.verdicts.begin(), p.verdicts.end(), problem.substrate_verdict) != p.verdicts.end();
+}
+
 bool detects(const Protocol& p, const Problem& problem, size_t m, const std::vector<size_t>& admitted) {
   if (p.dirigo) {
+    if (rejects_substrate(p, problem)) return false;  // the gate: it rejects the correct program too
     const std::string& v = problem.mutants.at(m).verdict;
     return std::find(p.verdicts.begin(), p.verdicts.end(), v) != p.verdicts.end();
   }

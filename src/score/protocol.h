@@ -41,6 +41,10 @@ std::vector<Protocol> parse_protocols(const std::string& json_text);  // throws 
 // Picks `names` (comma list) out of `all`, in the given order; throws on an unknown name.
 std::vector<Protocol> select_protocols(const std::vector<Protocol>& all, const std::string& names);
 
+// A verdict protocol's gate: true when `dirigo check` on the correct substrate already gives one of
+// the protocol's rejecting verdicts (then no mutant of the problem counts as detected).
+bool rejects_substrate(const Protocol& p, const Problem& problem);
+
 // The protocol's inputs on a problem in draw order, before the gate.
 std::vector<size_t> selected_inputs(const Protocol& p, const Problem& problem);
 // The validity gate: the correct substrate ran on the input and passes at tol.

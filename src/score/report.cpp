@@ -64,7 +64,7 @@ std::string family_table(const Scores& s) {
     }
     cells.push_back("**" + percent(ps.total.missed, ps.total.witnessed) + "**");
     cells.push_back(ps.protocol.dirigo ? percent(ps.checked.missed, ps.checked.witnessed) : "–");
-    cells.push_back(ps.protocol.dirigo ? "–"
+    cells.push_back(ps.protocol.dirigo ? fmt::format("{} of {} substrates", ps.problems_rejecting, ps.substrates_checked)
                                        : fmt::format("{} of {} inputs ({} problems){}", ps.inputs_rejecting,
                                                      ps.inputs_selected, ps.problems_rejecting,
                                                      ps.inputs_uncompared
@@ -144,7 +144,8 @@ nlohmann::json to_json(const Scores& s) {
                      {"inputs_rejecting", ps.inputs_rejecting},
                      {"inputs_uncompared", ps.inputs_uncompared},
                      {"problems_rejecting", ps.problems_rejecting},
-                     {"problems_without_inputs", ps.problems_without_inputs}};
+                     {"problems_without_inputs", ps.problems_without_inputs},
+                     {"substrates_checked", ps.substrates_checked}};
     if (!ps.protocol.dirigo) p["tol"] = ps.protocol.tol;
     p["by_family"] = nlohmann::json::object();
     p["by_problem"] = nlohmann::json::object();

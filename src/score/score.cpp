@@ -82,7 +82,11 @@ Scores score(const Matrix& matrix, const std::vector<Protocol>& protocols, std::
     std::vector<std::vector<size_t>> admitted;
     for (auto& ps : s.protocols) {
       admitted.push_back(ps.protocol.dirigo ? std::vector<size_t>{} : admitted_inputs(ps.protocol, prob));
-      if (ps.protocol.dirigo) continue;
+      if (ps.protocol.dirigo) {
+        ps.substrates_checked += !prob.substrate_verdict.empty();
+        ps.problems_rejecting += rejects_substrate(ps.protocol, prob);
+        continue;
+      }
       int rejecting = 0;
       auto selected = selected_inputs(ps.protocol, prob);
       for (size_t i : selected) {

@@ -30,6 +30,7 @@ struct ProtocolScore {
   int inputs_uncompared = 0;   // ... on which the substrate has no comparison (not run, crash, stopped at NaN)
   int problems_rejecting = 0;  // problems where it rejects the correct substrate on some input
   int problems_without_inputs = 0;  // problems where nothing is left to run after the gate
+  int substrates_checked = 0;  // verdict protocols: problems whose substrate has a `dirigo check` verdict
 };
 
 // Every mutant lands in exactly one bucket, checked in this order.

@@ -135,6 +135,46 @@ TEST(KillMatrix, RunsCompiledKernelAndMutantConcretely) {
   fs::remove_all(d);
 }
 
+// A host-side mutant's plan (killmatrix_host.py): same launches, other grid/block/shared; a zero
+// dimension is allowed in the file (CUDA rejects the launch: a crash row, not a spec error).
+TEST(KillMatrix, HostMutantLaunchPlan) {
+  auto d = temp_dir("host");
+  std::ofstream(d / "spec.json") << kSpec;
+  auto spec = read_spec(d.string());
+  const std::string plan = (d / "m0007_launch-grid-minus1.launch.json").string();
+  std::ofstream(plan) << R"({"launches": [{"kernel": "double_it", "grid": [2, 1, 1], "block": [4, 1, 1],
+    "shared_bytes": 0, "args": [{"tensor": 0}, {"tensor": 1}, {"scalar": 10, "type": "s32"}]}]})";
+  auto launches = read_launches(plan, spec);
+  ASSERT_EQ(launches.size(), 1u);
+  EXPECT_EQ(launches[0].grid.x, 2u);
+  EXPECT_EQ(launches[0].args.size(), 3u);
+  std::ofstream(plan) << R"({"launches": [{"kernel": "double_it", "grid": [0, 1, 1], "block": [4, 1, 1],
+    "shared_bytes": 0, "args": [{"tensor": 0}, {"tensor": 1}, {"scalar": 10, "type": "s32"}]}]})";
+  auto zero = read_launches(plan, spec);
+  EXPECT_EQ(zero[0].grid.count(), 0u);
+  std::vector<double> init(20, 0.0), ref(10, 0.0);
+  write_doubles(d / "0.in", init);
+  write_doubles(d / "0.ref64", ref);
+  write_doubles(d / "0.ref32", ref);
+  KmSpec mutated = spec;
+  mutated.launches = zero;
+  auto m = run_cpu(std::string(".version 8.0\n.target sm_90\n.address_size 64\n"
+                               ".visible .entry double_it(.param .u64 a, .param .u64 b, .param .u32 n) { ret; }\n"),
+                   mutated, read_input(spec, 0));
+  EXPECT_EQ(m.status, "crash");
+  EXPECT_NE(m.detail.find("zero dimension"), std::string::npos) << m.detail;
+  std::ofstream(plan) << R"({"launches": []})";  // not one plan per launch
+  EXPECT_THROW(read_launches(plan, spec), std::runtime_error);
+  std::ofstream(plan) << "{ broken";
+  try {
+    read_launches(plan, spec);
+    FAIL();
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find(".launch.json"), std::string::npos);
+  }
+  fs::remove_all(d);
+}
+
 TEST(KillMatrix, StoreHasTheContractColumns) {
   auto d = temp_dir("store");
   Store s((d / "km.sqlite").string());

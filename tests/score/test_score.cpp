@@ -216,6 +216,31 @@ TEST(Score, DirigoVerdictProtocol) {
   EXPECT_EQ(s.verdicts_witnessed.at("none"), 1);
 }
 
+// The verdict protocols' gate: when `dirigo check` already answers BUG on the correct substrate
+// (table substrate_check), its BUG verdicts on that problem's mutants detect nothing; a SUSPECT
+// substrate closes only dirigo_suspect; the rejection is counted per substrate.
+TEST(Score, DirigoGateOnTheSubstratesVerdict) {
+  StoreBuilder b("dirigo_gate");
+  b.exec("CREATE TABLE substrate_check(substrate_id INTEGER PRIMARY KEY, verdict TEXT, reason TEXT, check_s REAL)");
+  Kb bug = kernelbench_problem(b, "racy"), ok = kernelbench_problem(b, "fine"), sus = kernelbench_problem(b, "sus");
+  for (const Kb* k : {&bug, &ok, &sus}) {
+    for (int s = 0; s < 5; ++s) b.run(k->sid, -1, k->in[s], 1e-6);
+    mutant_on(b, *k, "synchronization", 0, 1.0, "BUG");
+  }
+  b.exec(fmt::format("INSERT INTO substrate_check VALUES({}, 'BUG', 'warp-sync race', 0.2), ({}, 'VERIFIED', '', 0.1), "
+                     "({}, 'SUSPECT', '', 0.1)", bug.sid, ok.sid, sus.sid));
+  Scores s = score(load_matrix(b.path()), builtin_protocols());
+  EXPECT_EQ(s.population.witnessed, 3);
+  EXPECT_EQ(of(s, "dirigo").total.missed, 1);  // racy: gated out
+  EXPECT_EQ(of(s, "dirigo").by_problem.at("racy").missed, 1);
+  EXPECT_EQ(of(s, "dirigo").by_problem.at("fine").missed, 0);
+  EXPECT_EQ(of(s, "dirigo").problems_rejecting, 1);
+  EXPECT_EQ(of(s, "dirigo").substrates_checked, 3);
+  EXPECT_EQ(of(s, "dirigo_suspect").total.missed, 2);  // racy and sus
+  EXPECT_EQ(of(s, "dirigo_suspect").problems_rejecting, 2);
+  EXPECT_EQ(of(s, "kernelbench_v0").total.missed, 0);  // input protocols do not look at verdicts
+}
+
 // Equivalent mutants (mutant_class.equivalent) and mutants without runs are in no denominator;
 // duplicate / non-compiling mutants are not rows of the matrix at all.
 TEST(Score, EquivalentNotRunAndNonUniqueMutants) {
