@@ -4,6 +4,7 @@ dirigo checked / dirigo BUG, for the substrates that have runs from SOURCE (auto
 rows when its original has some, else its CPU rows).
 
     python -m dirigo.killmatrix_report DB [--source auto|cpu|gpu] [--tol 1e-2]
+    python -m dirigo.killmatrix_report DB --v0-vs-dirigo [--tol 1e-2]   # what dirigo adds to KernelBench's check
 
 witnessed = some input on which the substrate itself is accepted (status ok, t_eq <= tol: the
 validity gate) and the mutant is rejected (status ok and t_eq > tol, or a non-finite mismatch).
@@ -80,6 +81,46 @@ def counts(db: str, source: str = "auto", tol: float = 1e-2):
     return by_fam, by_sub
 
 
+def v0_vs_dirigo(db: str, tol: float = 1e-2) -> dict:
+    """Per family, over mutants witnessed at `tol` (the source `auto` picks, not equivalent): how many
+    KernelBench's v0 check (the 5 kernelbench_randn seeds, allclose at tol, gated by the substrate)
+    misses, how many of those `dirigo check` calls BUG (on substrates whose original it does not
+    call BUG), and dirigo's own BUG count."""
+    con = sqlite3.connect(db)
+    src_of = sources(con, "auto")
+    gate = {}
+    if con.execute("SELECT name FROM sqlite_master WHERE name = 'substrate_check'").fetchone():
+        gate = {sid: v for sid, v in con.execute("SELECT substrate_id, verdict FROM substrate_check")}
+    out: dict = {}
+    for sid, src in src_of.items():
+        valid = {r[0]: r[1] for r in con.execute(
+            "SELECT r.input_id, i.distribution FROM runs r JOIN inputs i ON i.id = r.input_id WHERE r.substrate_id = ? "
+            "AND r.source = ? AND r.mutant_id IS NULL AND r.status = 'ok' AND r.t_eq <= ?", (sid, src, tol))}
+        kills: dict = {}
+        for mid, inp in con.execute(
+                "SELECT mutant_id, input_id FROM runs WHERE substrate_id = ? AND source = ? AND mutant_id IS NOT NULL "
+                "AND status = 'ok' AND (t_eq > ? OR nonfinite_mismatch > 0)", (sid, src, tol)):
+            if inp in valid:
+                kills.setdefault(mid, set()).add(inp)
+        bad = {r[0] for r in con.execute("SELECT DISTINCT mutant_id FROM runs WHERE substrate_id = ? AND source = ? "
+                                         "AND status IN ('crash', 'timeout') AND mutant_id IS NOT NULL", (sid, src))}
+        seeds = {r[0] for r in con.execute("SELECT id FROM inputs WHERE substrate_id = ? AND distribution = "
+                                           "'kernelbench_randn' AND seed < 5", (sid,))}
+        for mid, fam, verdict, eq in con.execute(
+                "SELECT m.id, m.family, c.verdict, c.equivalent FROM mutants m JOIN mutant_class c ON c.mutant_id = m.id "
+                "WHERE m.substrate_id = ? AND m.status = 'unique'", (sid,)):
+            if eq or mid in bad or mid not in kills:
+                continue
+            c = out.setdefault(fam, dict.fromkeys(("witnessed", "v0 missed", "dirigo BUG", "v0 missed, dirigo BUG"), 0))
+            dirigo = verdict == "BUG" and gate.get(sid) != "BUG"
+            v0 = bool(kills[mid] & seeds)
+            c["witnessed"] += 1
+            c["v0 missed"] += not v0
+            c["dirigo BUG"] += dirigo
+            c["v0 missed, dirigo BUG"] += (not v0) and dirigo
+    return out
+
+
 def table(rows: dict, order=None) -> str:
     keys = [k for k in (order or sorted(rows)) if k in rows]
     out = ["| | " + " | ".join(COLS) + " |", "|---|" + "---:|" * len(COLS)]
@@ -97,7 +138,7 @@ def main(argv: list[str]) -> int:
         print(__doc__, file=sys.stderr)
         return 64
     source, tol = "auto", 1e-2
-    rest = argv[1:]
+    rest = [a for a in argv[1:] if a != "--v0-vs-dirigo"]
     for k, v in zip(rest[::2], rest[1::2]):
         if k == "--source":
             source = v
@@ -106,6 +147,17 @@ def main(argv: list[str]) -> int:
         else:
             print(f"unknown option {k}", file=sys.stderr)
             return 64
+    if "--v0-vs-dirigo" in argv:
+        rows = v0_vs_dirigo(argv[0], tol)
+        cols = ("witnessed", "v0 missed", "dirigo BUG", "v0 missed, dirigo BUG")
+        print("| | " + " | ".join(cols) + " |\n|---|" + "---:|" * len(cols))
+        tot = dict.fromkeys(cols, 0)
+        for f in [f for f in FAMILIES if f in rows]:
+            print(f"| {f} | " + " | ".join(str(rows[f][c]) for c in cols) + " |")
+            for c in cols:
+                tot[c] += rows[f][c]
+        print("| **total** | " + " | ".join(f"**{tot[c]}**" for c in cols) + " |")
+        return 0
     fam, sub = counts(argv[0], source, tol)
     print(table(fam, FAMILIES))
     print()
