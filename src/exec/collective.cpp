@@ -150,6 +150,7 @@ void Machine::check_shared_epoch() {
       if (!progs[ai]->ok()) continue;
       const auto& acc = epoch_access_[ai];
       for (uint64_t lin = 0; lin < B.count(); ++lin) {
+        deadline_.tick("in the shared-memory epoch check");
         uint64_t p[6] = {lin % B.x, lin / B.x % B.y, lin / (uint64_t(B.x) * B.y), blk.ctaid.x, blk.ctaid.y, blk.ctaid.z};
         uint64_t r[2];
         progs[ai]->eval(p, r);

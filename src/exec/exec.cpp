@@ -49,7 +49,8 @@ ThreadVars::ThreadVars(ir::Context& ctx, const Dim3& b, const Dim3& g) : block(b
 
 namespace {
 template <class Fn>
-void guarded(const ptx::Module& m, const std::string& kernel, std::optional<std::string>& unsupported, Fn&& fn) {
+void guarded(const ptx::Module& m, const std::string& kernel, std::optional<std::string>& unsupported, bool& out_of_time,
+             Fn&& fn) {
   const ptx::Function* f = m.find_function(kernel);
   if (!f || !f->is_entry || !f->has_body) {
     unsupported = "no kernel named " + kernel;
@@ -59,6 +60,9 @@ void guarded(const ptx::Module& m, const std::string& kernel, std::optional<std:
     fn(*f);
   } catch (const Unsupported& e) {
     unsupported = e.what();
+  } catch (const TimeLimit& e) {
+    unsupported = e.what();
+    out_of_time = true;
   } catch (const std::exception& e) {
     unsupported = std::string("internal: ") + e.what();
   }
@@ -70,7 +74,7 @@ ExecResult execute(ir::Context& ctx, const ptx::Module& m, const std::string& ke
   ExecResult r;
   r.kernel = kernel;
   r.launch = launch;
-  guarded(m, kernel, r.unsupported, [&](const ptx::Function& f) {
+  guarded(m, kernel, r.unsupported, r.out_of_time, [&](const ptx::Function& f) {
     Machine mach(ctx, m, f, launch, opt, r, nullptr);
     mach.run();
   });
@@ -81,7 +85,8 @@ ConcreteResult run_concrete(ir::Context& ctx, const ptx::Module& m, const std::s
                             const ConcreteMemory& input, const ExecOptions& opt) {
   ConcreteResult cr;
   ExecResult r;
-  guarded(m, kernel, cr.unsupported, [&](const ptx::Function& f) {
+  bool out_of_time = false;
+  guarded(m, kernel, cr.unsupported, out_of_time, [&](const ptx::Function& f) {
     Machine mach(ctx, m, f, launch, opt, r, &input);
     mach.run();
     cr.memory = std::move(mach.memory());

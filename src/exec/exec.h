@@ -22,6 +22,7 @@
 // concrete), using independence of conjuncts over disjoint Vars.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -72,6 +73,8 @@ struct Launch {
 struct ExecOptions {
   uint64_t max_steps = 20'000'000;          // instructions over all bundles
   double max_ms = 60'000;                   // wall-clock budget of one execute(); 0 = none
+  // An absolute deadline as well (a caller's budget shared by several launches); the earlier wins.
+  std::optional<std::chrono::steady_clock::time_point> deadline;
   uint64_t max_bundles = 4096;
   uint64_t max_enumeration = uint64_t(1) << 24;  // thread points per satisfiability question
   unsigned check_blocks = 3;                // blocks sampled by shared-memory checks when addresses depend on ctaid
@@ -136,6 +139,8 @@ struct ExecResult {
   std::vector<WriteRecord> writes;
   std::vector<Finding> findings;
   std::optional<std::string> unsupported;  // "data-dependent control flow at line 42", ...
+  // The reason is that the wall-clock limit (max_ms / deadline) ran out, not a missing feature.
+  bool out_of_time = false;
   // Safety checks that could be neither proven nor refuted (too many threads to enumerate, and no
   // sampled thread violates them): reported as notes, never as findings without a witness thread.
   std::vector<std::string> undecided;

@@ -210,14 +210,18 @@ std::optional<Bounds> RangeCache::range(Expr e, Expr pred) {
     unsigned k = unsigned(e->arg(1)->bv_value());
     return Bounds{r->lo >> k, r->hi >> k};
   }
-  if (e->op == Op::BvAdd && e->nargs >= 2 && e->arg(0)->op == Op::ConstBV) {  // constants sort first
-    uint64_t c = e->arg(0)->bv_value();
-    std::vector<Expr> rest(e->args().begin() + 1, e->args().end());
-    Expr r_e = rest.size() == 1 ? rest[0] : nullptr;
-    if (!r_e) return enumerate(e, pred);
-    auto r = range(r_e, pred);
-    if (!r || u128(r->hi) + c > umax_of(w)) return enumerate(e, pred);
-    return Bounds{r->lo + c, r->hi + c};
+  if (e->op == Op::BvAdd) {
+    if (auto r = split_sum(e, pred)) return r;
+    if (e->nargs >= 2 && e->arg(0)->op == Op::ConstBV) {  // constants sort first
+      uint64_t c = e->arg(0)->bv_value();
+      // the loop-variant constant of an n-ary sum: `k0 + t1 + t2` is `k0 + (t1 + t2)`, and the
+      // hash-consed rest is the same node every iteration
+      std::vector<Expr> rest(e->args().begin() + 1, e->args().end());
+      Expr r_e = rest.size() == 1 ? rest[0] : ctx_.bv_add(rest);
+      auto r = range(r_e, pred);
+      if (!r || u128(r->hi) + c > umax_of(w)) return enumerate(e, pred);
+      return Bounds{r->lo + c, r->hi + c};
+    }
   }
   if (e->op == Op::BvMul && e->nargs == 2 && e->arg(0)->op == Op::ConstBV) {
     uint64_t c = e->arg(0)->bv_value();
@@ -229,27 +233,155 @@ std::optional<Bounds> RangeCache::range(Expr e, Expr pred) {
   return enumerate(e, pred);
 }
 
+const std::optional<ThreadBox>& RangeCache::box(Expr pred) {
+  auto it = boxes_.find(pred);
+  if (it == boxes_.end()) it = boxes_.emplace(pred, box_of(tv_, pred)).first;
+  return it->second;
+}
+
+int RangeCache::thread_mask(Expr root) {
+  auto all = tv_.all();
+  std::vector<std::pair<Expr, bool>> stack{{root, false}};
+  while (!stack.empty()) {
+    auto [e, expanded] = stack.back();
+    stack.pop_back();
+    if (masks_.count(e)) continue;
+    if (!expanded && e->nargs > 0) {
+      stack.push_back({e, true});
+      for (Expr a : e->args())
+        if (!masks_.count(a)) stack.push_back({a, false});
+      continue;
+    }
+    int m = 0;
+    if (e->op == Op::Var) {
+      int i = var_index(tv_, e);
+      m = i < 0 ? -1 : 1 << i;
+    } else if (e->nargs == 0) {
+      m = e->op == Op::ConstBV || e->op == Op::ConstBool ? 0 : -1;  // tensor data, Undef: not thread-only
+    } else {
+      for (Expr a : e->args()) {
+        int am = masks_.at(a);
+        m = am < 0 || m < 0 ? -1 : m | am;
+      }
+    }
+    masks_.emplace(e, m);
+  }
+  return masks_.at(root);
+}
+
+// Unsigned and signed extremes of `g` over the box, enumerating only the Vars of var_mask.
+std::optional<RangeCache::Reps> RangeCache::group_reps(Expr g, unsigned var_mask, const ThreadBox& bx) {
+  std::array<uint64_t, 12> key{};
+  for (int i = 0; i < 6; ++i)
+    if (var_mask >> i & 1) key[2 * i] = bx[i].lo, key[2 * i + 1] = bx[i].hi;
+  auto it = groups_.find({g, key});
+  if (it != groups_.end()) return it->second;
+  std::optional<Reps> result;
+  long double points = 1;
+  for (int i = 0; i < 6; ++i)
+    if (var_mask >> i & 1) points *= (long double)(bx[i].hi - bx[i].lo + 1);
+  std::vector<Expr> vars = tv_.all();
+  Expr roots[] = {g};
+  BvProgram prog(vars, roots);
+  if (prog.ok() && points <= (long double)max_points_) {
+    const unsigned w = ir::bv_width(g->sort);
+    const uint64_t sign = w >= 64 ? uint64_t(1) << 63 : uint64_t(1) << (w - 1);
+    Reps r{UINT64_MAX, 0, INT64_MAX, INT64_MIN};
+    uint64_t p[6], out = 0;
+    for (int i = 0; i < 6; ++i) p[i] = bx[i].lo;
+    for (;;) {
+      if (deadline_) deadline_->tick("in a bounds proof");
+      ++points_;
+      prog.eval(p, &out);
+      int64_t sv = int64_t((out ^ sign) - sign);  // two's complement value of the w-bit result
+      r.umin = std::min(r.umin, out), r.umax = std::max(r.umax, out);
+      r.smin = std::min(r.smin, sv), r.smax = std::max(r.smax, sv);
+      int i = 0;
+      while (i < 6 && (!(var_mask >> i & 1) || p[i] == bx[i].hi)) { p[i] = bx[i].lo; ++i; }
+      if (i == 6) break;
+      ++p[i];
+    }
+    result = r;
+  }
+  groups_.emplace(std::make_pair(g, key), result);
+  return result;
+}
+
+// c + sum of groups over disjoint Vars: the groups vary independently over the box, so the sum's
+// extremes are the sums of the groups' extremes. Each group's value is taken as all-unsigned or
+// all-signed representatives; when the integer sum of representatives stays inside [0, 2^w) for
+// every point, it equals the wrapped w-bit sum, so the bounds are exact for the box (and the box
+// contains every thread of the predicate).
+std::optional<Bounds> RangeCache::split_sum(Expr sum, Expr pred) {
+  const unsigned w = ir::bv_width(sum->sort);
+  const auto& bx = box(pred);
+  if (!bx) return std::nullopt;
+  std::vector<Expr> terms;
+  uint64_t c = 0;
+  for (Expr a : sum->args()) {
+    if (a->op == Op::ConstBV) c += a->bv_value();
+    else terms.push_back(a);
+  }
+  // union of overlapping Var masks
+  std::vector<std::pair<unsigned, std::vector<Expr>>> groups;
+  for (Expr t : terms) {
+    int m = thread_mask(t);
+    if (m < 0) return std::nullopt;
+    std::pair<unsigned, std::vector<Expr>> g{unsigned(m), {t}};
+    for (size_t i = 0; i < groups.size();) {
+      if (groups[i].first & g.first) {
+        g.first |= groups[i].first;
+        g.second.insert(g.second.end(), groups[i].second.begin(), groups[i].second.end());
+        groups.erase(groups.begin() + long(i));
+      } else {
+        ++i;
+      }
+    }
+    groups.push_back(std::move(g));
+  }
+  if (groups.size() < 2) return std::nullopt;  // one group: nothing gained over enumerating it whole
+  const uint64_t umask = umax_of(w);
+  c &= umask;
+  const uint64_t sign = uint64_t(1) << (w - 1);
+  __int128 ulo = 0, uhi = 0, slo = 0, shi = 0;
+  for (auto& [mask, ts] : groups) {
+    Expr g = ts.size() == 1 ? ts[0] : ctx_.bv_add(ts);
+    auto r = group_reps(g, mask, *bx);
+    if (!r) return std::nullopt;
+    ulo += r->umin, uhi += r->umax, slo += r->smin, shi += r->smax;
+  }
+  // the constant, too, as its unsigned or its signed value
+  const __int128 top = __int128(umask), cu = __int128(c), cs = __int128(int64_t((c ^ sign) - sign));
+  std::optional<Bounds> best;
+  for (auto [lo, hi] : {std::pair{cu + ulo, cu + uhi}, std::pair{cs + ulo, cs + uhi}, std::pair{cu + slo, cu + shi},
+                        std::pair{cs + slo, cs + shi}})
+    if (lo >= 0 && hi <= top && (!best || uint64_t(hi - lo) < best->hi - best->lo)) best = Bounds{uint64_t(lo), uint64_t(hi)};
+  return best;
+}
+
 std::optional<Bounds> RangeCache::enumerate(Expr e, Expr pred) {
   auto& by_e = memo_[pred];
   if (auto it = by_e.find(e); it != by_e.end()) return it->second;
   std::optional<Bounds> result;
-  auto box = box_of(tv_, pred);
+  const auto& bx = box(pred);
   std::vector<Expr> vars = tv_.all();
   Expr roots[] = {pred, e};
   BvProgram prog(vars, roots);
   long double points = 1;
-  if (box)
-    for (const auto& b : *box) points *= (long double)(b.hi - b.lo + 1);
-  if (box && prog.ok() && points <= (long double)max_points_) {
+  if (bx)
+    for (const auto& b : *bx) points *= (long double)(b.hi - b.lo + 1);
+  if (bx && prog.ok() && points <= (long double)max_points_) {
     uint64_t p[6], out[2];
-    for (int i = 0; i < 6; ++i) p[i] = (*box)[i].lo;
+    for (int i = 0; i < 6; ++i) p[i] = (*bx)[i].lo;
     Bounds r{UINT64_MAX, 0};
     bool any = false;
     for (;;) {
+      if (deadline_) deadline_->tick("in a bounds proof");
+      ++points_;
       prog.eval(p, out);
       if (out[0]) { r.lo = std::min(r.lo, out[1]); r.hi = std::max(r.hi, out[1]); any = true; }
       int i = 0;
-      while (i < 6 && p[i] == (*box)[i].hi) { p[i] = (*box)[i].lo; ++i; }
+      while (i < 6 && p[i] == (*bx)[i].hi) { p[i] = (*bx)[i].lo; ++i; }
       if (i == 6) break;
       ++p[i];
     }

@@ -8,9 +8,11 @@
 #pragma once
 
 #include <array>
+#include <map>
 #include <optional>
 #include <unordered_map>
 
+#include "exec/deadline.h"
 #include "exec/exec.h"
 #include "ir/expr.h"
 
@@ -28,19 +30,36 @@ std::optional<ThreadBox> box_of(const ThreadVars& tv, ir::Expr pred);
 // outside what the rules know (reals, loads, unbounded Vars...). Never narrower than the truth.
 std::optional<ir::Bounds> range_over(ir::Expr e, const ThreadVars& tv, const ThreadBox& box);
 
-// Exact range of a thread-only bitvector expression over the threads of `pred`, by peeling constant
-// offsets, constant factors and constant right shifts (loop iterations change only those) and
-// enumerating the rest once per (expression, predicate): a K-iteration loop costs one enumeration,
-// not K. nullopt when the threads are too many to enumerate or the expression is not thread-only.
+// Range of a thread-only bitvector expression over the threads of `pred` (a sound
+// over-approximation, exact in the common cases), for bounds proofs. Loop iterations change only
+// constant offsets, constant factors and constant right shifts, so those are peeled and the rest
+// is computed once per (expression, predicate): a K-iteration loop costs one computation, not K.
+// A sum whose terms fall into groups over disjoint thread Vars (`f(tid) + g(ctaid)`) is the sum of
+// the groups' ranges over the predicate's box, each group enumerated over its own Vars only
+// (256 + 8192 points instead of 2M); otherwise the expression is enumerated over the predicate's
+// threads. nullopt when the threads are too many to enumerate or the expression is not thread-only.
 class RangeCache {
  public:
-  RangeCache(const ThreadVars& tv, uint64_t max_points) : tv_(tv), max_points_(max_points) {}
+  RangeCache(ir::Context& ctx, const ThreadVars& tv, uint64_t max_points) : ctx_(ctx), tv_(tv), max_points_(max_points) {}
   std::optional<ir::Bounds> range(ir::Expr e, ir::Expr pred);
+  void set_deadline(Deadline* d) { deadline_ = d; }  // enumerations stop (TimeLimit) when it passes
+  uint64_t points_enumerated() const { return points_; }
  private:
+  struct Reps { uint64_t umin, umax; int64_t smin, smax; };  // unsigned and signed extremes
   std::optional<ir::Bounds> enumerate(ir::Expr e, ir::Expr pred);
+  std::optional<ir::Bounds> split_sum(ir::Expr sum, ir::Expr pred);
+  std::optional<Reps> group_reps(ir::Expr g, unsigned var_mask, const ThreadBox& box);
+  int thread_mask(ir::Expr e);  // bit i: mentions ThreadVars::all()[i]; -1: not thread-only
+  const std::optional<ThreadBox>& box(ir::Expr pred);
+  ir::Context& ctx_;
   const ThreadVars& tv_;
   uint64_t max_points_;
+  Deadline* deadline_ = nullptr;
+  uint64_t points_ = 0;
   std::unordered_map<ir::Expr, std::unordered_map<ir::Expr, std::optional<ir::Bounds>>> memo_;  // pred -> e -> range
+  std::unordered_map<ir::Expr, std::optional<ThreadBox>> boxes_;                               // pred -> box
+  std::unordered_map<ir::Expr, int> masks_;
+  std::map<std::pair<ir::Expr, std::array<uint64_t, 12>>, std::optional<Reps>> groups_;        // (group, box) -> reps
 };
 
 // A thread satisfying `pred`, looked for at the box corners and `samples` seeded random points

@@ -38,7 +38,11 @@ double bits_to_double(uint64_t bits, unsigned width) {
 Machine::Machine(ir::Context& ctx, const ptx::Module& m, const ptx::Function& f, const Launch& launch,
                  const ExecOptions& opt, ExecResult& out, const ConcreteMemory* concrete)
     : ctx_(ctx), m_(m), f_(f), launch_(launch), opt_(opt), out_(out), tv_(ctx, launch.block, launch.grid),
-      sat_(ctx, tv_, opt.max_enumeration), ranges_(tv_, opt.max_enumeration), rollup_(ptx::rollup(f)), concrete_(concrete != nullptr) {
+      sat_(ctx, tv_, opt.max_enumeration), ranges_(ctx, tv_, opt.max_enumeration), rollup_(ptx::rollup(f)), concrete_(concrete != nullptr) {
+  if (opt.max_ms > 0) deadline_ = Deadline(started_ + std::chrono::microseconds(int64_t(opt.max_ms * 1000)));
+  if (opt.deadline && (!deadline_.set() || *opt.deadline < deadline_.at())) deadline_ = Deadline(*opt.deadline);
+  sat_.set_deadline(&deadline_);
+  ranges_.set_deadline(&deadline_);
   if (concrete) mem_ = *concrete;
   out_.idioms = rollup_.matched;
   if (launch.params.size() != f.params.size())
@@ -419,6 +423,16 @@ Expr Machine::tighten(Expr pred) {
 // ---------------------------------------------------------------- scheduling
 
 void Machine::run() {
+  try {
+    run_all();
+  } catch (const TimeLimit& t) {
+    double limit = std::chrono::duration<double, std::milli>(deadline_.at() - started_).count();
+    throw TimeLimit(fmt::format("time limit ({:.0f} ms) reached {} in kernel {} after {} steps", limit, t.what(), f_.name,
+                                steps_));
+  }
+}
+
+void Machine::run_all() {
   auto t0 = std::chrono::steady_clock::now();
   while (true) {
     for (size_t i = 0; i < bundles_.size(); ++i) run_bundle(i);
@@ -449,6 +463,10 @@ void Machine::run_bundle(size_t bi) {
   while (bundles_[bi].state == Bundle::State::Running) {
     try {
       step(bi);
+    } catch (const TimeLimit& t) {
+      size_t pc = std::min(bundles_[bi].pc, f_.body.size() - 1);
+      std::string phase = t.what();
+      throw TimeLimit(fmt::format("at PTX line {}{}", f_.body[pc].loc.ptx_line, phase.empty() ? "" : " (" + phase + ")"));
     } catch (const Unsupported& e) {
       out_.steps = steps_;
       std::string msg = e.what();
@@ -464,10 +482,7 @@ bool Machine::step(size_t bi) {
   if (++steps_ > opt_.max_steps)
     throw Unsupported(fmt::format("step limit ({} instructions) reached at PTX line {} in kernel {}", opt_.max_steps,
                                   f_.body[b->pc].loc.ptx_line, f_.name));
-  if ((steps_ & 4095) == 0 && opt_.max_ms > 0 &&
-      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started_).count() > opt_.max_ms)
-    throw Unsupported(fmt::format("time limit ({:.0f} ms) reached at PTX line {} in kernel {} after {} steps", opt_.max_ms,
-                                  f_.body[b->pc].loc.ptx_line, f_.name, steps_));
+  if ((steps_ & 4095) == 0) deadline_.check("");
   const auto& in = f_.body[b->pc];
   const auto& rl = rollup_.at[b->pc];
   if (rl.kind == ptx::RolledInstr::Kind::Absorbed) { ++b->pc; return true; }

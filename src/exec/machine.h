@@ -12,6 +12,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "exec/deadline.h"
 #include "exec/exec.h"
 #include "exec/interval.h"
 #include "exec/sat.h"
@@ -58,7 +59,7 @@ class Machine {
  public:
   Machine(ir::Context& ctx, const ptx::Module& m, const ptx::Function& f, const Launch& launch, const ExecOptions& opt,
           ExecResult& out, const ConcreteMemory* concrete);
-  void run();
+  void run();  // throws Unsupported, or TimeLimit with the full message
   ConcreteMemory& memory() { return mem_; }
 
  private:
@@ -68,6 +69,7 @@ class Machine {
   void layout_variables();
 
   // ---- scheduling
+  void run_all();
   void run_bundle(size_t bi);
   bool step(size_t bi);  // false: bundle stopped (blocked/exited)
   void collective_warp(std::vector<size_t> group);
@@ -164,6 +166,7 @@ class Machine {
   uint64_t seq_ = 0;
   uint64_t steps_ = 0;
   std::chrono::steady_clock::time_point started_ = std::chrono::steady_clock::now();
+  Deadline deadline_;  // max_ms / ExecOptions::deadline; ticked by every launch-sized loop
   int epoch_ = 0;
   std::vector<SharedAccess> epoch_access_;
   std::map<uint64_t, std::vector<bool>> initialized_;  // sampled block -> initialized shared bytes

@@ -512,6 +512,7 @@ void Machine::check_global_reads() {
       BvProgram prog(vars, roots);
       if (!prog.ok()) fail(*open[0], w, "the store's index is not a function of thread identity");
       for (uint64_t n = 0; n < total; ++n) {
+        deadline_.tick("in the global read-after-write check");
         uint64_t p[6], o[2];
         point(n, p);
         prog.eval(p, o);
@@ -525,6 +526,7 @@ void Machine::check_global_reads() {
       BvProgram prog(vars, roots);
       if (!prog.ok()) fail(*rd, w0, "the read's index is not a function of thread identity");
       for (uint64_t n = 0; n < total; ++n) {
+        deadline_.tick("in the global read-after-write check");
         uint64_t p[6], o[2];
         point(n, p);
         prog.eval(p, o);

@@ -303,6 +303,7 @@ std::optional<std::vector<uint64_t>> ThreadSat::solve_component(Expr conj, const
   for (auto& r : range) p.push_back(r.lo);
   uint64_t out = 0;
   while (true) {
+    if (deadline_) deadline_->tick("in a satisfiability enumeration");
     prog.eval(p.data(), &out);
     if (out) return p;
     size_t k = 0;  // odometer, first var fastest

@@ -16,6 +16,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "exec/deadline.h"
 #include "exec/exec.h"
 #include "ir/expr.h"
 
@@ -49,6 +50,7 @@ class ThreadSat {
   // Whether an expression mentions only thread-identity Vars and constants.
   bool thread_only(ir::Expr e);
   bool mentions_ctaid(ir::Expr e);
+  void set_deadline(Deadline* d) { deadline_ = d; }  // enumerations stop (TimeLimit) when it passes
   uint64_t inexact() const { return inexact_; }
   uint64_t queries() const { return queries_; }
   const ThreadVars& vars() const { return tv_; }
@@ -67,6 +69,7 @@ class ThreadSat {
   std::unordered_map<ir::Expr, bool> memo_;
   std::unordered_map<ir::Expr, bool> thread_only_memo_;
   uint64_t inexact_ = 0, queries_ = 0;
+  Deadline* deadline_ = nullptr;
 };
 
 // index = k + sum c_i * v_i over thread Vars (vars in ThreadVars::all() order), when e has that
