@@ -127,7 +127,7 @@ int run(const std::string& path, const std::string& program, size_t op_index, do
   std::set<std::string> kinds;
   for (const auto& f : r.findings) kinds.insert(f.kind);
   out["findings"] = kinds;
-  out["outcome"] = r.unsupported ? "unsupported" : !r.findings.empty() ? "finding" : "ok";
+  out["outcome"] = r.out_of_time ? "time-limit" : r.unsupported ? "unsupported" : !r.findings.empty() ? "finding" : "ok";
   if (r.unsupported) out["reason"] = *r.unsupported;
   out["wall_s"] = seconds_since(t0);
   std::cout << out.dump() << "\n";

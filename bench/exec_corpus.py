@@ -5,7 +5,7 @@ Runs `exec_corpus run` on every kernel launch of every candidate program in the 
 process per launch with a timeout, at most -j processes at a time (niced), and summarizes
 median / p90 / max Execute time and the outcomes (ok / finding / UNSUPPORTED reason).
 
-Usage: bench/exec_corpus.py BUNDLES_DIR_OR_TAR [--bin build-ptx2/bench/exec_corpus] [-j 2]
+Usage: bench/exec_corpus.py BUNDLES_DIR_OR_TAR... [--bin build-ptx2/bench/exec_corpus] [-j 2]
                             [--timeout 60] [--out .cache/exec-corpus]
 A .tar.gz is unpacked under --out first. A bundle is any directory holding manifest.json.
 """
@@ -73,14 +73,14 @@ def run_one(args, launch):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("src")
+    ap.add_argument("src", nargs="+", help="bundle directories or .tar.gz files (all are searched)")
     ap.add_argument("--bin", default=os.path.join(ROOT, "build-ptx2", "bench", "exec_corpus"))
     ap.add_argument("-j", type=int, default=2)
     ap.add_argument("--timeout", type=float, default=60)
     ap.add_argument("--out", default=os.path.join(ROOT, ".cache", "exec-corpus"))
     args = ap.parse_args()
     os.makedirs(args.out, exist_ok=True)
-    bundles = find_bundles(args.src, args.out)
+    bundles = sorted({b for src in args.src for b in find_bundles(src, args.out)})
     listing = subprocess.run([args.bin, "list", *bundles], capture_output=True, text=True, check=True).stdout
     launches, bad = [], []
     for line in listing.splitlines():
@@ -102,7 +102,7 @@ def main():
     # a launch that timed out counts at the timeout (a lower bound)
     timed_all = timed + [args.timeout for r in results if r["outcome"] == "timeout"]
     reasons = collections.Counter(normalize(r.get("reason", "")) for r in results
-                                  if r["outcome"] in ("unsupported", "timeout", "crash", "error"))
+                                  if r["outcome"] in ("unsupported", "time-limit", "timeout", "crash", "error"))
     findings = collections.Counter(k for r in results for k in r.get("findings", []))
     idioms = collections.Counter(i for r in results for i in r.get("idioms", []))
     bundles_n = [r["bundles"] for r in results if "bundles" in r]
@@ -119,7 +119,8 @@ def main():
                              "max": max(bundles_n) if bundles_n else None},
         "reasons": reasons.most_common(), "findings": findings.most_common(), "idioms": idioms.most_common(),
         "slowest": sorted(({"kernel": r.get("kernel", "")[:60], "exec_s": r.get("exec_s", args.timeout),
-                            "outcome": r["outcome"], "bundle": os.path.basename(r["bundle"])} for r in results),
+                            "outcome": r["outcome"], "bundle": r["bundle"], "steps": r.get("steps"),
+                            "reason": r.get("reason", "")[:200]} for r in results),
                           key=lambda x: -x["exec_s"])[:8],
     }
     with open(os.path.join(args.out, "summary.json"), "w") as f:
