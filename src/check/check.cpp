@@ -463,6 +463,8 @@ Report check_bundle(const bundle::Bundle& b, const Options& user_opt) {
   Options opt = user_opt;  // Execute's own time limit never outlasts the check's budget
   if (double budget_ms = opt.budget_s * 1000; budget_ms > 0 && (opt.exec.max_ms == 0 || opt.exec.max_ms > budget_ms))
     opt.exec.max_ms = budget_ms;
+  if (opt.budget_s > 0)  // shared by every launch of both programs
+    opt.exec.deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(opt.budget_s));
   Report r;
   auto t0 = Clock::now();
   auto finish = [&](Outcome o, std::string reason) {
@@ -496,7 +498,9 @@ Report check_bundle(const bundle::Bundle& b, const Options& user_opt) {
       cand.execute_all();
     } catch (const Unsupported& u) {
       // Execute stopping at its time limit is the budget running out, not a missing feature.
-      bool out_of_time = std::string_view(u.what()).find("time limit (") != std::string_view::npos;
+      bool out_of_time = false;
+      for (const auto* low : {&ref, &cand})
+        for (const auto& L : low->launches()) out_of_time = out_of_time || (L.result && L.result->out_of_time);
       return finish(out_of_time ? Outcome::Timeout : Outcome::Unsupported, u.what());
     }
     r.kernels = ref.launches().size() + cand.launches().size();
