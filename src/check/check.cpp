@@ -480,6 +480,11 @@ Report check_bundle(const bundle::Bundle& b, const Options& user_opt) {
     if (!m.unmatched.empty())
       for (const auto& u : m.unmatched)
         r.notes.push_back(fmt::format("input {} of {} has no counterpart", u.name, u.in_ref ? "the reference" : "the candidate"));
+    for (const auto& [rn, cn] : m.differing_values)
+      r.notes.push_back(fmt::format("input {} (candidate: {}) was traced with different values in the two programs (each "
+                                    "initializes its own): dirigo compares both on equal values; a harness that runs "
+                                    "each with its own (KernelBench) sees different outputs even where the functions agree",
+                                    rn, cn));
     for (const auto& si : m.inputs) {
       if (si.origin != program::SharedInput::Origin::Input) continue;
       r.shared_inputs.push_back(shared_leaf(m, si));

@@ -182,6 +182,7 @@ class Merger {
     s.cand = c.view;
     m_.inputs.push_back(std::move(s));
     ref_used_[ri] = cand_used_[ci] = true;
+    if (!r.sha256.empty() && !c.sha256.empty() && r.sha256 != c.sha256) m_.differing_values.push_back({r.name, c.name});
   }
 
   // Resolves a match-section pair to (ref index, cand index) in either order.

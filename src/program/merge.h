@@ -62,6 +62,10 @@ struct Merged {
   size_t cand_suffix = 0;  // ... and of cand (equal to ref_suffix: trimmed pairwise)
   std::vector<SharedInput> inputs;
   std::vector<UnmatchedInput> unmatched;
+  // Matched inputs whose recorded values (sha256) differ: typically parameters each program
+  // initializes its own way. The check compares the functions on equal inputs; a harness that runs
+  // each program with its own parameters (KernelBench) sees different outputs anyway.
+  std::vector<std::pair<std::string, std::string>> differing_values;  // (ref name, candidate name)
   std::vector<OutputPair> outputs;
   std::string prefix_stop;  // why prefix trimming stopped ("" when it was off)
 

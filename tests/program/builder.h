@@ -57,8 +57,10 @@ class ProgramBuilder {
     return "";
   }
 
-  void input(const std::string& name, const std::string& t, const char* kind = "input") {
-    j_["inputs"].push_back(J{{"name", name}, {"tensor", t}, {"kind", kind}});
+  void input(const std::string& name, const std::string& t, const char* kind = "input", const std::string& sha256 = "") {
+    J in{{"name", name}, {"tensor", t}, {"kind", kind}};
+    if (!sha256.empty()) in["sha256"] = sha256;
+    j_["inputs"].push_back(in);
   }
   void output(const std::string& name, const std::string& t) { j_["outputs"].push_back(J{{"name", name}, {"tensor", t}}); }
 

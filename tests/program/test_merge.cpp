@@ -67,6 +67,28 @@ TEST(Merge, ParametersWithOtherNamesMatchInOrder) {
   EXPECT_EQ(m.inputs[2].cand.tensor, "t1");
 }
 
+TEST(Merge, MatchedInputsWithOtherRecordedValuesAreListed) {
+  // the same function, but each program initialized its bias its own way (recorded hashes differ)
+  auto program = [](const char* name, const char* role, const std::string& bias_hash) {
+    ProgramBuilder p(name, role);
+    auto x = p.tensor({4}), bias = p.tensor({4}), y = p.tensor({4});
+    p.input("x", x, "input", std::string(64, 'a'));
+    p.input("bias", bias, "parameter", bias_hash);
+    p.aten("aten::add", {T(x), T(bias)}, {y}, {}, J{{"alpha", I(1)}});
+    p.output("out0", y);
+    return p;
+  };
+  auto ref = program("ref", "reference", std::string(64, 'b'));
+  auto same = program("new", "candidate", std::string(64, 'b'));
+  EXPECT_TRUE(merge(make_bundle({&ref, &same})).differing_values.empty());
+  auto other = program("new", "candidate", std::string(64, 'c'));
+  Merged m = merge(make_bundle({&ref, &other}));
+  ASSERT_EQ(m.differing_values.size(), 1u);
+  EXPECT_EQ(m.differing_values[0].first, "bias");
+  auto unhashed = program("new", "candidate", "");
+  EXPECT_TRUE(merge(make_bundle({&ref, &unhashed})).differing_values.empty());  // unknown is not different
+}
+
 TEST(Merge, NameMatchingIgnoresOrder) {
   ProgramBuilder ref("ref", "reference"), cand("new", "candidate");
   auto rx = ref.tensor({4}), ra = ref.tensor({4}), rb = ref.tensor({4}), ro = ref.tensor({4});
