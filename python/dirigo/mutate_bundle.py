@@ -11,6 +11,8 @@ the same bundle with ptx/m0.ptx swapped (one trace serves all mutants).
                                              [--jobs 1] [--log verdicts.jsonl] [--deadline S] [--hard S]
         # for each substrate in the kill-matrix store: bundle, `dirigo check` of the original and of
         # every runnable unique mutant; verdicts into mutant_class (equivalent = VERIFIED, not precision)
+    python -m dirigo.mutate_bundle reconcile DB
+        # VERIFIED mutants that a valid input kills (after the kill matrix): not equivalent after all
 """
 from __future__ import annotations
 
@@ -295,7 +297,28 @@ def check_store(db: str, work: str, dirigo: str, budget: float, limit: int, only
     print(f"all {done} mutants checked: {counts}", flush=True)
 
 
+def reconcile(db: str, tol: float = 1e-2) -> int:
+    """A VERIFIED mutant that some valid input kills (any source) is not equivalent: dirigo's proof
+    was wrong there (an unsound verdict, reported). Clears `equivalent` and notes the witness."""
+    con = sqlite3.connect(db, timeout=120)
+    rows = con.execute("""
+        SELECT r.mutant_id, MIN(i.name || ' (' || r.source || ')') FROM runs r
+          JOIN runs s ON s.input_id = r.input_id AND s.mutant_id IS NULL AND s.source = r.source
+            AND s.status = 'ok' AND s.t_eq <= ?
+          JOIN mutant_class c ON c.mutant_id = r.mutant_id JOIN inputs i ON i.id = r.input_id
+        WHERE c.verdict = 'VERIFIED' AND c.equivalent = 1 AND r.status = 'ok' AND (r.t_eq > ? OR r.nonfinite_mismatch > 0)
+        GROUP BY r.mutant_id""", (tol, tol)).fetchall()
+    with con:
+        for mid, witness in rows:
+            con.execute("UPDATE mutant_class SET equivalent = 0, verdict_reason = verdict_reason || ? WHERE mutant_id = ?",
+                        (f" [VERIFIED but killed by {witness}: not equivalent; an unsound verdict]", mid))
+    return len(rows)
+
+
 def main(argv: list[str]) -> int:
+    if argv[:1] == ["reconcile"] and len(argv) == 2:
+        print(f"{reconcile(argv[1])} VERIFIED mutants witnessed by a valid input: equivalent cleared")
+        return 0
     if argv[:1] == ["build"] and len(argv) == 4:
         print(build(argv[1], argv[2], argv[3]))
         return 0
