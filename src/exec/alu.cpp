@@ -293,20 +293,25 @@ void Machine::exec_int(Bundle& b, const ptx::Instruction& in, Type ty) {
   write(b, ops[0], r);
 }
 
-// `d = d + x`, `d = x + d`, `d = d - x`, `d = fma(a, b, d)` on a float register: append the term to
-// the register's pending sum (Bundle::sums) instead of building a new n-ary node each iteration.
+// `d = c + x`, `d = x + c`, `d = c - x`, `d = fma(a, b, c)` on float registers, where c is d itself
+// or a register holding a pending sum: d's sum is c's terms plus one (Bundle::sums), instead of a
+// new n-ary node each step.
 bool Machine::accumulate(Bundle& b, const ptx::Instruction& in, Type ty) {
   const auto& ops = in.operands;
   if (concrete_ || in.mod.sat || (ty != Type::F32 && ty != Type::F64) || ops.empty() ||
       ops[0].kind != Operand::Kind::Register)
     return false;
-  auto is_dst = [&](size_t i) {
-    return ops.size() > i && ops[i].kind == Operand::Kind::Register && !ops[i].negated && ops[i].name == ops[0].name;
+  auto is_reg = [&](size_t i) { return ops.size() > i && ops[i].kind == Operand::Kind::Register && !ops[i].negated; };
+  auto is_acc = [&](size_t i) {  // the destination itself, or a register with a pending sum
+    if (!is_reg(i)) return false;
+    if (ops[i].name == ops[0].name) return true;
+    auto it = slots_.find(ops[i].name);
+    return it != slots_.end() && b.sums.count(it->second);
   };
   int acc = -1;  // operand index of the accumulator
-  if ((in.op == Opcode::Add && ops.size() == 3) || (in.op == Opcode::Sub && ops.size() == 3)) acc = is_dst(1) ? 1 : -1;
-  if (in.op == Opcode::Add && acc < 0 && is_dst(2)) acc = 2;
-  if ((in.op == Opcode::Fma || in.op == Opcode::Mad) && ops.size() == 4 && is_dst(3)) acc = 3;
+  if ((in.op == Opcode::Add || in.op == Opcode::Sub) && ops.size() == 3 && is_acc(1)) acc = 1;
+  if (in.op == Opcode::Add && ops.size() == 3 && acc < 0 && is_acc(2)) acc = 2;
+  if ((in.op == Opcode::Fma || in.op == Opcode::Mad) && ops.size() == 4 && is_acc(3)) acc = 3;
   if (acc < 0) return false;
   Expr ninf = ctx_.var("-inf", Sort::Real), pinf = ctx_.var("+inf", Sort::Real);
   auto arg = [&](size_t i) {
@@ -318,16 +323,24 @@ bool Machine::accumulate(Bundle& b, const ptx::Instruction& in, Type ty) {
   if (in.op == Opcode::Add) term = arg(acc == 1 ? 2 : 1);
   else if (in.op == Opcode::Sub) term = ctx_.neg(arg(2));
   else term = ctx_.mul(arg(1), arg(2));
-  int s = slot(ops[0].name);
-  auto it = b.sums.find(s);
-  if (it == b.sums.end()) {
+  int src = slot(ops[size_t(acc)].name), dst = slot(ops[0].name);
+  Bundle::PendingSum sum;
+  if (auto it = b.sums.find(src); it != b.sums.end()) {
+    sum = it->second;
+  } else {
     Expr cur = arg(size_t(acc));
-    std::vector<Expr> start;
-    if (cur->op == Op::Add) start.assign(cur->args().begin(), cur->args().end());
-    else start.push_back(cur);
-    it = b.sums.emplace(s, std::move(start)).first;
+    sum.terms = std::make_shared<std::vector<Expr>>();
+    if (cur->op == Op::Add) sum.terms->assign(cur->args().begin(), cur->args().end());
+    else sum.terms->push_back(cur);
+    sum.n = sum.terms->size();
   }
-  it->second.push_back(term);
+  if (sum.terms->size() != sum.n)  // another register extended this list past our prefix: branch off
+    sum.terms = std::make_shared<std::vector<Expr>>(sum.terms->begin(), sum.terms->begin() + long(sum.n));
+  sum.terms->push_back(term);
+  ++sum.n;
+  if (size_t(dst) >= b.regs.size()) b.regs.resize(slot_types_.size(), nullptr);
+  b.regs[dst] = nullptr;  // materialized from the sum when read
+  b.sums[dst] = std::move(sum);
   return true;
 }
 

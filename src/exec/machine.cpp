@@ -251,7 +251,8 @@ Expr Machine::read_raw(Bundle& b, const Operand& o, Type ty) {
       } else {
         int s = slot(o.name);
         if (size_t(s) >= b.regs.size()) b.regs.resize(slot_types_.size(), nullptr);
-        if (auto it = b.sums.find(s); it != b.sums.end()) b.regs[s] = ctx_.add(it->second);  // materialize
+        if (auto it = b.sums.find(s); it != b.sums.end())  // materialize
+          b.regs[s] = ctx_.add(std::span<const Expr>(it->second.terms->data(), it->second.n));
         v = b.regs[s];
         if (!v) v = ctx_.undef(sort_of(slot_types_[s] == Type::None ? ty : slot_types_[s]));
       }
@@ -426,6 +427,7 @@ void Machine::run() {
   try {
     run_all();
   } catch (const TimeLimit& t) {
+    out_.steps = steps_;
     double limit = std::chrono::duration<double, std::milli>(deadline_.at() - started_).count();
     throw TimeLimit(fmt::format("time limit ({:.0f} ms) reached {} in kernel {} after {} steps", limit, t.what(), f_.name,
                                 steps_));

@@ -40,10 +40,17 @@ struct Bundle {
   std::vector<SharedWrite> pending;       // own shared stores in the current epoch (forwarding)
   struct GlobalStore { int32_t tensor; ir::Expr index, value; };
   std::vector<GlobalStore> own_global;    // own global stores (read-after-write forwarding)
-  // Float accumulators (`acc += x` / `acc = fma(a, b, acc)` in a loop): register slot -> the terms
-  // of its sum, kept as a list and turned into one n-ary node only when something else reads the
-  // register. Building the sum one term at a time would copy it every iteration: O(n^2) nodes.
-  std::unordered_map<int, std::vector<ir::Expr>> sums;
+  // Float accumulators (`acc += x` / `acc = fma(a, b, acc)` in a loop, also a chain through
+  // different registers `f2 = fma(a, b, f1); f3 = fma(c, d, f2)` as unrolled loops emit): register
+  // slot -> its sum as a prefix (the first `n` terms) of a shared append-only term list, turned into
+  // one n-ary node only when something else reads the register. Building the sum one term at a
+  // time would copy it every step: O(n^2) nodes. Appending to a list whose prefix another register
+  // still names is safe: that register keeps its own length.
+  struct PendingSum {
+    std::shared_ptr<std::vector<ir::Expr>> terms;
+    size_t n = 0;
+  };
+  std::unordered_map<int, PendingSum> sums;
 };
 
 struct SharedAccess {

@@ -122,6 +122,26 @@ TEST(Semantics, IntegerOpsMatchTheConcreteInterpreterAndCpp) {
   }
 }
 
+// An unrolled reduction accumulates through a chain of registers (f3 = fma(.., f2); f2 = fma(.., f3)):
+// both share one pending term list, and f3 keeps its own prefix when f2 extends the list and a
+// later instruction continues from f3 (the list branches off). out = f2 + (f3 + 5x) = 1803x.
+TEST(Semantics, AccumulatorChainThroughSeveralRegisters) {
+  auto m = kernel("mov.f32 %f2, 0f00000000;\nld.global.f32 %f1, [%rd4];\nmov.u32 %r2, 0;\nLOOP:\n"
+                  "fma.rn.f32 %f3, %f1, 0f3F800000, %f2;\nfma.rn.f32 %f2, %f1, 0f40000000, %f3;\n"
+                  "add.s32 %r2, %r2, 1;\nsetp.lt.u32 %p1, %r2, 300;\n@%p1 bra LOOP;\n"
+                  "fma.rn.f32 %f4, %f1, 0f40A00000, %f3;\nadd.f32 %f5, %f2, %f4;\nst.global.f32 [%rd3], %f5;");
+  auto R = run(m, 8);
+  ASSERT_TRUE(R->r.ok()) << to_text(R->h.ctx, R->r);
+  ASSERT_FALSE(R->c.unsupported) << *R->c.unsupported;
+  auto in = R->h.input.tensors.at(R->h.ids["in"]);
+  Resolver res(R->h.ctx, R->r);
+  for (int t = 0; t < 8; ++t) {
+    double want = 1803 * in[t];
+    EXPECT_NEAR(R->c.memory.tensors.at(R->h.ids["out"])[t], want, 1e-9 * std::abs(want)) << t;
+    EXPECT_NEAR(symbolic_value(R->h, R->r, R->h.ids["out"], t, res), want, 1e-9 * std::abs(want)) << t;
+  }
+}
+
 TEST(Semantics, ConversionsBetweenFloatAndInt) {
   // out[t] = float(int(in[t] * 10) rounded toward zero) + cvt.rni of in[t]*3
   auto m = kernel("ld.global.f32 %f1, [%rd4];\nmul.f32 %f2, %f1, 0f41200000;\ncvt.rzi.s32.f32 %r2, %f2;\n"
