@@ -55,7 +55,7 @@ def normalize(reason):
 
 
 def run_one(args, launch):
-    cmd = ["nice", "-n", "10", args.bin, "run", launch["bundle"], launch["program"], str(launch["op"]),
+    cmd = ["nice", "-n", str(args.nice), args.bin, "run", launch["bundle"], launch["program"], str(launch["op"]),
            "--max-ms", str(args.timeout * 1000 * 0.9)]
     t0 = time.time()
     try:
@@ -78,6 +78,7 @@ def main():
     ap.add_argument("-j", type=int, default=2)
     ap.add_argument("--timeout", type=float, default=60)
     ap.add_argument("--out", default=os.path.join(ROOT, ".cache", "exec-corpus"))
+    ap.add_argument("--nice", type=int, default=10, help="niceness of the launch processes")
     args = ap.parse_args()
     os.makedirs(args.out, exist_ok=True)
     bundles = sorted({b for src in args.src for b in find_bundles(src, args.out)})
@@ -88,14 +89,14 @@ def main():
         (bad if "error" in j else launches).append(j)
     print(f"{len(bundles)} bundles, {len(launches)} candidate launches, {len(bad)} unreadable bundles", file=sys.stderr)
     results = []
-    with cf.ThreadPoolExecutor(args.j) as ex:
+    # written as launches finish, so an interrupted run still leaves its measurements
+    with open(os.path.join(args.out, "results.jsonl"), "w") as f, cf.ThreadPoolExecutor(args.j) as ex:
         for i, r in enumerate(ex.map(lambda l: run_one(args, l), launches)):
             results.append(r)
+            f.write(json.dumps(r) + "\n")
+            f.flush()
             if (i + 1) % 10 == 0:
                 print(f"  {i + 1}/{len(launches)}", file=sys.stderr)
-    with open(os.path.join(args.out, "results.jsonl"), "w") as f:
-        for r in results:
-            f.write(json.dumps(r) + "\n")
     # summary
     outcomes = collections.Counter(r["outcome"] for r in results)
     timed = [r["exec_s"] for r in results if "exec_s" in r]
