@@ -294,19 +294,22 @@ void Machine::exec_int(Bundle& b, const ptx::Instruction& in, Type ty) {
 }
 
 // `d = c + x`, `d = x + c`, `d = c - x`, `d = fma(a, b, c)` on float registers, where c is d itself
-// or a register holding a pending sum: d's sum is c's terms plus one (Bundle::sums), instead of a
-// new n-ary node each step.
+// or a register holding a sum (pending, or an n-ary Add node: a chain that started outside the
+// loop): d's sum is c's terms plus one (Bundle::sums), instead of a new n-ary node each step.
 bool Machine::accumulate(Bundle& b, const ptx::Instruction& in, Type ty) {
   const auto& ops = in.operands;
   if (concrete_ || in.mod.sat || (ty != Type::F32 && ty != Type::F64) || ops.empty() ||
       ops[0].kind != Operand::Kind::Register)
     return false;
   auto is_reg = [&](size_t i) { return ops.size() > i && ops[i].kind == Operand::Kind::Register && !ops[i].negated; };
-  auto is_acc = [&](size_t i) {  // the destination itself, or a register with a pending sum
+  auto is_acc = [&](size_t i) {  // the destination itself, or a register holding a (pending) sum
     if (!is_reg(i)) return false;
     if (ops[i].name == ops[0].name) return true;
     auto it = slots_.find(ops[i].name);
-    return it != slots_.end() && b.sums.count(it->second);
+    if (it == slots_.end()) return false;
+    if (b.sums.count(it->second)) return true;
+    return size_t(it->second) < b.regs.size() && b.regs[it->second] && b.regs[it->second]->op == Op::Add &&
+           b.regs[it->second]->sort == Sort::Real;
   };
   int acc = -1;  // operand index of the accumulator
   if ((in.op == Opcode::Add || in.op == Opcode::Sub) && ops.size() == 3 && is_acc(1)) acc = 1;
