@@ -363,7 +363,19 @@ class Search {
         return slot;
       }
     }
-    smt::Decision d = solver.decide(ctx, ea, eb, dopt_);
+    // The decision never outlasts the check's budget (its own timeout may be longer).
+    smt::DecideOptions dopt = dopt_;
+    double left_ms = opt_.budget_s * 1000 - std::chrono::duration<double, std::milli>(Clock::now() - t0_).count();
+    if (opt_.budget_s > 0) {
+      if (left_ms < 1) {
+        lr.verdict = smt::Verdict::Timeout;
+        lr.reason = "budget exhausted before the decision";
+        lr.ms = std::chrono::duration<double, std::milli>(Clock::now() - tl).count();
+        return slot;
+      }
+      dopt.timeout_ms = std::min<unsigned>(dopt.timeout_ms, unsigned(left_ms) + 1);
+    }
+    smt::Decision d = solver.decide(ctx, ea, eb, dopt);
     lr.verdict = d.verdict;
     lr.stage = d.stage;
     lr.reason = d.reason;

@@ -14,6 +14,7 @@
 #include <z3++.h>
 
 #include "smt/falsify.h"
+#include "smt/tolerance.h"
 #include "smt/translate.h"
 
 namespace dirigo::smt {
@@ -30,7 +31,7 @@ std::string_view verdict_name(Verdict v) {
 }
 
 std::string_view stage_name(Stage s) {
-  static constexpr std::string_view n[] = {"canonical", "axioms", "cut-points", "cache", "solver", "sampling", "error"};
+  static constexpr std::string_view n[] = {"canonical", "axioms", "cut-points", "cache", "solver", "tolerance", "sampling", "error"};
   return n[static_cast<size_t>(s)];
 }
 
@@ -541,6 +542,20 @@ Decision Solver::decide(ir::Context& ctx, Expr a, Expr b, const DecideOptions& o
     Normalizer norm(ctx, opt.axioms);
     na = norm(na), nb = norm(nb);
     if (na == nb) { ++stats_.equal_axioms; return done(Verdict::Equal, Stage::Axioms); }
+    if (opt.tolerance && opt.within_tolerance && a->sort == Sort::Real) {
+      const Tolerance& t = *opt.tolerance;
+      // on the originals: the split residual pairs the reference's positive terms with the
+      // candidate's negated ones, which no longer line up term for term (linear passes, memoized)
+      double bound = difference_bound(ctx, a, b, t.bound, opt.axioms);
+      if (bound <= t.atol) {
+        ++stats_.equal_tolerance;
+        d.difference_bound = bound;
+        return done(Verdict::Equal, Stage::Tolerance,
+                    fmt::format("equal within tolerance: |reference - candidate| <= {:.3g} (atol {}) for every input "
+                                "element in [-{}, {}]",
+                                bound, t.atol, t.bound, t.bound));
+      }
+    }
     if (opt.falsify_points > 0) {  // random points: most real inequivalences show at any input
       FalsifyOptions fo{.points = opt.falsify_points, .seed = opt.random_seed,
                         .bound = opt.tolerance ? opt.tolerance->bound : 10, .tolerance = opt.tolerance,
@@ -587,7 +602,7 @@ Decision Solver::decide(ir::Context& ctx, Expr a, Expr b, const DecideOptions& o
     d.solver_called = true;
     ++stats_.solver_calls;
     z3::context& z = impl_->fresh();
-    Translator tr(z, ctx);
+    Translator tr(z, ctx, TranslateOptions{.deadline = deadline});
     std::vector<z3::expr> base;  // sound constraints: leaf bounds, Ackermann congruence, lemmas
     auto pull = [&] { for (z3::expr& c : tr.take_constraints()) base.push_back(c); };
     z3::expr plain_goal = q.real ? tr(q.diff) != z.real_val(0) : tr(q.qa) != tr(q.qb);
@@ -712,6 +727,8 @@ Decision Solver::decide(ir::Context& ctx, Expr a, Expr b, const DecideOptions& o
       }
     }
     return done(Verdict::Unknown, Stage::Solver, last_spurious.empty() ? "no witness" : last_spurious);
+  } catch (const TranslateTimeout&) {
+    return done(Verdict::Timeout, Stage::Solver, "wall-clock budget exhausted while translating the query to Z3");
   } catch (const z3::exception& ex) {
     ++stats_.exceptions;
     return done(Verdict::Unknown, Stage::Error, std::string("z3 exception: ") + ex.msg());
@@ -729,7 +746,7 @@ SatResult Solver::solve(ir::Context& ctx, Expr cond, const DecideOptions& opt) {
   }
   try {
     z3::context& z = impl_->fresh();
-    Translator tr(z, ctx);
+    Translator tr(z, ctx, TranslateOptions{.deadline = Clock::now() + std::chrono::milliseconds(opt.timeout_ms)});
     z3::solver s(z);
     apply_params(z, s, opt, opt.timeout_ms);
     z3::expr goal = tr(cond);
@@ -758,6 +775,10 @@ SatResult Solver::solve(ir::Context& ctx, Expr cond, const DecideOptions& opt) {
       return res;
     }
     res.status = SatResult::Status::Sat;
+  } catch (const TranslateTimeout& ex) {
+    res.status = SatResult::Status::Timeout;
+    res.reason = ex.what();
+    ++stats_.timeouts;
   } catch (const z3::exception& ex) {
     ++stats_.exceptions;
     res.reason = std::string("z3 exception: ") + ex.msg();

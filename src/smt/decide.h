@@ -35,8 +35,10 @@ enum class Verdict : uint8_t { Equal, Differ, Unknown, Timeout };
 std::string_view verdict_name(Verdict v);
 
 // Where the decision was made.
+// Tolerance: not equal over the reals, but |a - b| <= atol for every real leaf in [-bound, bound]
+// (smt/tolerance.h): a rounding-only difference such as x/6 vs x*0.16666667f.
 // Sampling: random-point falsification (smt/falsify.h) found a witness before Z3 was asked.
-enum class Stage : uint8_t { Canonical, Axioms, CutPoints, Cache, Solver, Sampling, Error };
+enum class Stage : uint8_t { Canonical, Axioms, CutPoints, Cache, Solver, Tolerance, Sampling, Error };
 std::string_view stage_name(Stage s);
 
 // A value for one leaf of the original expressions.
@@ -74,6 +76,9 @@ struct DecideOptions {
   unsigned max_refinements = 8;      // rounds of spurious-witness refinement
   uint64_t max_uncut_nodes = 200000; // re-add cut definitions after a spurious witness only below this size
   std::optional<Tolerance> tolerance;
+  // With a tolerance: a pair whose difference is provably <= atol for all real leaves in
+  // [-bound, bound] (smt/tolerance.h) is Equal at Stage::Tolerance before Z3 is asked.
+  bool within_tolerance = true;
   // Evaluate both sides at this many pseudo-random points (seeded by random_seed) before Z3: a
   // point beyond tolerance (or beyond fp64 noise without one) is a Differ witness at Stage::Sampling.
   unsigned falsify_points = 8;  // ask for a witness beyond tolerance first, plain query as fallback
@@ -97,6 +102,7 @@ struct Decision {
   unsigned solver_checks = 0;
   size_t cuts = 0;                 // shared sub-terms replaced by variables
   uint64_t query_nodes = 0;        // size of what reached Z3 (or would have)
+  double difference_bound = -1;    // Stage::Tolerance: the proven bound on |a - b| (-1: not computed)
   double ms = 0;                   // wall time of the decision
 };
 
@@ -110,7 +116,7 @@ struct SatResult {
 
 struct SolverStats {
   uint64_t decisions = 0;
-  uint64_t equal_canonical = 0, equal_axioms = 0, equal_cut = 0;
+  uint64_t equal_canonical = 0, equal_axioms = 0, equal_cut = 0, equal_tolerance = 0;
   uint64_t differ_sampled = 0;  // witnesses found by random points, without Z3
   uint64_t solver_calls = 0;   // decisions that reached Z3
   uint64_t solver_checks = 0;  // z3 check() calls

@@ -46,6 +46,14 @@ std::vector<z3::expr> Translator::take_constraints() {
   return out;
 }
 
+void Translator::tick(unsigned n) {
+  steps_ += n;
+  if (steps_ < 4096) return;
+  steps_ = 0;
+  if (opt_.deadline != std::chrono::steady_clock::time_point::max() && std::chrono::steady_clock::now() > opt_.deadline)
+    throw TranslateTimeout();
+}
+
 z3::expr Translator::operator()(Expr root) {
   if (auto* hit = lookup(root)) return *hit;
   // Iterative post-order: (node, children pushed?)
@@ -61,6 +69,7 @@ z3::expr Translator::operator()(Expr root) {
       continue;
     }
     stack.pop_back();
+    tick(1 + e->nargs);
     args.clear();
     for (Expr c : e->args()) args.push_back(memo_.at(c));
     memo_.emplace(e, translate_node(e, args));
@@ -300,6 +309,7 @@ void Translator::add_fn_lemmas(const FnApp& f) {
   bool lemmas = same < opt_.max_lemma_apps;
   for (const FnApp& g : fn_apps_) {
     if (g.fn != f.fn) continue;
+    tick(8);
     z3::expr args_eq = z_.bool_val(true);
     for (size_t i = 0; i < f.args.size(); ++i) args_eq = args_eq && (f.args[i] == g.args[i]);
     pending_.push_back(z3::implies(args_eq, r == g.result));  // congruence

@@ -17,6 +17,9 @@
 #include <unordered_map>
 #include <vector>
 
+#include <chrono>
+#include <stdexcept>
+
 #include <z3++.h>
 
 #include "ir/expr.h"
@@ -43,6 +46,13 @@ struct TranslateOptions {
   // Monotonicity / range lemmas are quadratic in the number of applications
   // of one function; above this many they are skipped (congruence is kept).
   size_t max_lemma_apps = 48;
+  // Translation (and the congruence lemmas, quadratic in the applications of one function) stops
+  // with TranslateTimeout past this point: it runs before Z3's own deadline applies.
+  std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max();
+};
+
+struct TranslateTimeout : std::runtime_error {
+  TranslateTimeout() : std::runtime_error("translation to Z3 ran past the deadline") {}
 };
 
 // A reserved Var standing for ln 2 (irrational, so not an ir constant). The
@@ -91,6 +101,8 @@ class Translator {
   std::unordered_map<int32_t, std::vector<std::pair<int64_t, z3::expr>>> elems_;
   std::vector<z3::expr> pending_;
   unsigned fresh_counter_ = 0;
+  unsigned steps_ = 0;  // work since the last deadline look
+  void tick(unsigned n = 1);
 };
 
 // Numeric value of a Z3 numeral (rational or algebraic) as a double.

@@ -1,0 +1,123 @@
+// Equal within tolerance (smt/tolerance.h): rounding-only differences are bounded below atol
+// for leaves in [-bound, bound]; real differences are not.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cmath>
+
+#include "ir/expr.h"
+#include "smt/decide.h"
+#include "smt/tolerance.h"
+#include "smt/translate.h"
+
+using namespace dirigo;
+using ir::Expr;
+using ir::Fn;
+
+namespace {
+struct ToleranceTest : ::testing::Test {
+  ir::Context c;
+  int32_t t = c.tensor("tol:x");
+  Expr x = c.elem(t, 0), y = c.elem(t, 1), z = c.elem(t, 2);
+  Expr f32(double v) { return c.real_const_from_double(double(float(v))); }
+  Expr exact(int64_t n, int64_t d) { return c.real_const(mpq_class(n, d)); }
+  smt::DecideOptions with_tolerance() {
+    smt::DecideOptions o;
+    o.tolerance = smt::Tolerance{};
+    o.use_cache = false;
+    return o;
+  }
+};
+}  // namespace
+
+TEST_F(ToleranceTest, IntervalsOfLeavesAndFunctions) {
+  smt::Interval sq = smt::interval_of(c.mul(x, x), 10);
+  EXPECT_GE(sq.lo, -1e-9);
+  EXPECT_NEAR(sq.hi, 100, 1e-6);
+  smt::Interval th = smt::interval_of(c.call(Fn::Tanh, c.mul(c.real_const(1000), x)), 10);
+  EXPECT_GE(th.lo, -1.0 - 1e-9);
+  EXPECT_LE(th.hi, 1.0 + 1e-9);
+  smt::Interval lg = smt::interval_of(c.call(Fn::Log, x), 10);  // log of a value that may be <= 0
+  EXPECT_TRUE(std::isinf(lg.hi));
+}
+
+TEST_F(ToleranceTest, ExactDivisionBySixVsF32Reciprocal) {
+  // hardswish: torch divides by 6, a kernel multiplies by 0.16666667f
+  Expr h = c.min(c.real_const(6), c.max(c.real_const(0), c.add(x, c.real_const(3))));
+  Expr ref = c.mul(c.mul(x, h), exact(1, 6));
+  Expr cand = c.mul(c.mul(x, h), f32(1.0 / 6));
+  double d = smt::difference_bound(c, ref, cand, 10);
+  EXPECT_GT(d, 0);
+  EXPECT_LT(d, 1e-6);
+  smt::Decision dec = smt::decide(c, ref, cand, with_tolerance());
+  EXPECT_EQ(dec.verdict, smt::Verdict::Equal);
+  EXPECT_EQ(dec.stage, smt::Stage::Tolerance);
+  EXPECT_GE(dec.difference_bound, 0);
+  // without a tolerance they are different reals
+  smt::DecideOptions exact_opt;
+  exact_opt.use_cache = false;
+  EXPECT_EQ(smt::decide(c, ref, cand, exact_opt).verdict, smt::Verdict::Differ);
+}
+
+TEST_F(ToleranceTest, PythonScalarKeptInF64VsRoundedToF32) {
+  Expr s = c.add(c.call(Fn::Tanh, x), c.call(Fn::Tanh, y));
+  Expr ref = c.sub(s, c.real_const_from_double(0.2));
+  Expr cand = c.sub(s, f32(0.2));
+  smt::Decision dec = smt::decide(c, ref, cand, with_tolerance());
+  EXPECT_EQ(dec.verdict, smt::Verdict::Equal);
+  EXPECT_EQ(dec.stage, smt::Stage::Tolerance);
+}
+
+TEST_F(ToleranceTest, MishOfAShiftedSumThroughItsExpansion) {
+  // torch: mish(S - 0.7) ; kernel: t * tanh(softplus(t)) with t = S - 0.7f
+  Expr sum = c.add(std::vector<Expr>{c.mul(x, y), c.mul(y, z), c.mul(x, z)});
+  Expr ref = c.call(Fn::Mish, c.sub(sum, c.real_const_from_double(0.7)));
+  Expr tc = c.sub(sum, f32(0.7));
+  Expr cand = c.mul(tc, c.call(Fn::Tanh, c.call(Fn::Softplus, tc)));
+  double d = smt::difference_bound(c, ref, cand, 10);
+  EXPECT_LT(d, 1e-4);
+  EXPECT_EQ(smt::decide(c, ref, cand, with_tolerance()).stage, smt::Stage::Tolerance);
+}
+
+TEST_F(ToleranceTest, ARealDifferenceIsNotWithinTolerance) {
+  Expr ref = c.call(Fn::Tanh, x);
+  Expr cand = c.add(c.call(Fn::Tanh, x), c.real_const_from_double(0.5));
+  EXPECT_GT(smt::difference_bound(c, ref, cand, 10), 0.01);
+  smt::Decision dec = smt::decide(c, ref, cand, with_tolerance());
+  EXPECT_EQ(dec.verdict, smt::Verdict::Differ);
+}
+
+TEST_F(ToleranceTest, SmallRelativeChangeAmplifiedByExpIsNotClaimed) {
+  // 1e-6 relative, but e^10 * 1e-6 = 0.022 > atol at x = 10
+  Expr ref = c.call(Fn::Exp, x);
+  Expr cand = c.mul(c.real_const_from_double(1.000001), c.call(Fn::Exp, x));
+  EXPECT_GT(smt::difference_bound(c, ref, cand, 10), 0.01);
+  EXPECT_NE(smt::decide(c, ref, cand, with_tolerance()).stage, smt::Stage::Tolerance);
+}
+
+TEST_F(ToleranceTest, DifferentShapesFallBackToIntervals) {
+  // min(x, y) vs x: no alignment; |min(x,y) - x| <= 20 from intervals, nothing claimed
+  EXPECT_GT(smt::difference_bound(c, c.min(x, y), x, 10), 0.01);
+  EXPECT_EQ(smt::difference_bound(c, x, x, 10), 0);
+}
+
+// Budget: translation to Z3 (before Z3's own deadline applies) stops at the translator's deadline.
+TEST_F(ToleranceTest, TranslationStopsAtItsDeadline) {
+  std::vector<Expr> terms;
+  for (int i = 0; i < 300; ++i) terms.push_back(c.call(Fn::Exp, c.elem(t, 100 + i)));  // 45,000 congruence pairs
+  Expr big = c.add(terms);
+  z3::context z;
+  smt::Translator late(z, c, smt::TranslateOptions{.deadline = std::chrono::steady_clock::now() - std::chrono::seconds(1)});
+  EXPECT_THROW(late(big), smt::TranslateTimeout);
+  smt::Translator in_time(z, c);  // no deadline: the same query translates
+  EXPECT_NO_THROW(in_time(big));
+  // decide reports it as a Timeout, not as a crash or an Unknown
+  smt::DecideOptions o;
+  o.timeout_ms = 0;
+  o.use_cache = false;
+  o.falsify_points = 0;
+  std::vector<Expr> doubled;
+  for (int i = 0; i < 300; ++i) doubled.push_back(c.call(Fn::Exp, c.mul(c.real_const(2), c.elem(t, 100 + i))));
+  Expr other = c.add(doubled);  // nothing cancels: the whole query must be translated
+  EXPECT_EQ(smt::decide(c, big, other, o).verdict, smt::Verdict::Timeout);
+}
