@@ -9,10 +9,10 @@
 # Usage from the repo root:  bash scripts/gpu/replay.sh OUTDIR [SECONDS] [--dry-run]
 # --dry-run (no GPU): replays on the CPU (CUDA programs then answer "unsupported"); for testing the script.
 set -u
-OUT=${1:?usage: replay.sh OUTDIR [SECONDS] [--dry-run]}; LIMIT=${2:-285}; DEVICE=cuda
+OUT=${1:?usage: replay.sh OUTDIR [SECONDS] [--dry-run]}; LIMIT=${2:-500}; DEVICE=cuda  # a TERM of the call packs what is done
 [ "${3:-}" = "--dry-run" ] && DEVICE=cpu
 PAR=${REPLAY_PAR:-8}          # concurrent program pairs (each may compile an extension: ~60-100 s of one core)
-PER=${REPLAY_TIMEOUT:-260}    # most seconds for one pair's process (all its witnesses)
+PER=${REPLAY_TIMEOUT:-300}    # most seconds for one pair's process (all its witnesses)
 WDIR=${WITNESS_DIR:-.cache/replay-b/witnesses}
 START=$(date +%s)
 W=$(mktemp -d /tmp/dirigo-replay.XXXXXX)
