@@ -114,6 +114,7 @@ void Machine::barrier(std::vector<size_t> group) {
     out_.epoch_writes.emplace_back();
     for (auto& b : bundles_) b.pending.clear();
     epoch_access_.clear();
+    warp_sync_marks_.clear();
   }
   for (size_t i : group) { bundles_[i].state = Bundle::State::Running; ++bundles_[i].pc; }
 }
@@ -170,7 +171,9 @@ void Machine::check_shared_epoch() {
         bool w_atomic = epoch_access_[w.access].atomic;
         for (const auto& t : touches) {
           if (t.lin == w.lin || (w_atomic && epoch_access_[t.access].atomic)) continue;
-          if (t.lin / 32 == w.lin / 32) { if (!same) same = &t; }
+          if (t.lin / 32 == w.lin / 32) {  // lanes of one warp: ordered by a __syncwarp between them
+            if (!same && warp_epoch_of(t.access) == warp_epoch_of(w.access)) same = &t;
+          }
           else if (!cross) { cross = &t; break; }
         }
         const Touch* t = cross ? cross : same;
@@ -289,7 +292,8 @@ void Machine::collective_warp(std::vector<size_t> group) {
   }
 
   if (is_bar) {
-    // __syncwarp: commit the epoch (see docs/exec.md for the approximation)
+    // __syncwarp: commit the epoch for the values its lanes read; the race window stays open
+    // for other warps until the next block barrier
     if (!concrete_) {
       check_shared_epoch();
       ++epoch_;
@@ -297,7 +301,7 @@ void Machine::collective_warp(std::vector<size_t> group) {
       out_.smem_tensor.push_back(ctx_.tensor(base.substr(0, base.size() - 3) + ".e" + std::to_string(epoch_)));
       out_.epoch_writes.emplace_back();
       for (auto& b : bundles_) b.pending.clear();
-      epoch_access_.clear();
+      warp_sync_marks_.push_back(epoch_access_.size());  // accesses stay: other warps are not ordered by it
     }
     for (size_t i : group) { bundles_[i].state = Bundle::State::Running; ++bundles_[i].pc; }
     return;

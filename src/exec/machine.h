@@ -6,6 +6,7 @@
 //             and updates in place (run_concrete). The instruction semantics are the same code.
 #pragma once
 
+#include <algorithm>
 #include <chrono>
 #include <map>
 #include <set>
@@ -175,7 +176,13 @@ class Machine {
   std::chrono::steady_clock::time_point started_ = std::chrono::steady_clock::now();
   Deadline deadline_;  // max_ms / ExecOptions::deadline; ticked by every launch-sized loop
   int epoch_ = 0;
-  std::vector<SharedAccess> epoch_access_;
+  std::vector<SharedAccess> epoch_access_;  // since the last block barrier
+  // epoch_access_ indices where a bar.warp.sync committed a warp epoch: __syncwarp orders the lanes
+  // of one warp only, so accesses of two warps on either side of it still race.
+  std::vector<size_t> warp_sync_marks_;
+  size_t warp_epoch_of(size_t access) const {
+    return size_t(std::upper_bound(warp_sync_marks_.begin(), warp_sync_marks_.end(), access) - warp_sync_marks_.begin());
+  }
   std::map<uint64_t, std::vector<bool>> initialized_;  // sampled block -> initialized shared bytes
   std::map<uint64_t, std::map<uint64_t, ir::Expr>> concrete_shared_;  // concrete mode: block -> byte addr -> value
   std::map<uint64_t, unsigned> concrete_shared_bytes_;
