@@ -500,12 +500,16 @@ def cmd_trace(a) -> int:
     return ts.cmd_summary(argparse.Namespace(results=res_path))
 
 
-def stage_witnesses(runs: list[tuple[str, str]], dest: str) -> list[str]:
+def stage_witnesses(runs: list[tuple[str, str]], dest: str, max_bytes: float = math.inf,
+                    total_bytes: float = math.inf) -> list[str]:
     """Copy the witness of every BUG without Execute evidence and every SUSPECT of each run (results dir,
-    tag) to dest/NNN-<tag>.json, for a GPU replay; returns the files written."""
+    tag) to dest/NNN-<tag>.json, for a GPU replay; returns the files written. Witnesses over max_bytes
+    (a location over 10^5 input elements), or past total_bytes in all, are left out and named: a GPU
+    call carries at most 64 MB."""
     import shutil
     os.makedirs(dest, exist_ok=True)
     written = []
+    total = 0
     for run_dir, tag in runs:
         path = os.path.join(run_dir, "results.json")
         if not os.path.exists(path):
@@ -515,6 +519,11 @@ def stage_witnesses(runs: list[tuple[str, str]], dest: str) -> list[str]:
             if r.get("outcome") not in ("BUG", "SUSPECT") or r.get("evidence") == "execute-safety" or not w:
                 continue
             w = w if os.path.isabs(w) else os.path.join(ROOT, w)
+            size = os.path.getsize(w) if os.path.exists(w) else 0
+            if size > max_bytes or total + size > total_bytes:
+                print(f"left out {r['k']:03d}-{tag}: witness of {size / 1e6:.1f} MB", file=sys.stderr)
+                continue
+            total += size
             if os.path.exists(w):
                 out = os.path.join(dest, f"{r['k']:03d}-{tag}.json")
                 shutil.copy(w, out)
@@ -524,7 +533,7 @@ def stage_witnesses(runs: list[tuple[str, str]], dest: str) -> list[str]:
 
 def cmd_stage(a) -> int:
     runs = [tuple(x.rsplit(":", 1)) if ":" in x else (x, os.path.basename(x.rstrip("/"))) for x in a.runs]
-    files = stage_witnesses(runs, a.to)
+    files = stage_witnesses(runs, a.to, a.max_mb * 1e6, a.total_mb * 1e6)
     print(f"staged {len(files)} witnesses into {a.to}: " + " ".join(os.path.basename(f) for f in files))
     return 0
 
@@ -615,6 +624,8 @@ def main() -> int:
     st = sub.add_parser("stage", help="copy BUG (no Execute evidence) and SUSPECT witnesses for a GPU replay")
     st.add_argument("runs", nargs="+", help="evaluation dirs (with results.json), each optionally DIR:TAG")
     st.add_argument("--to", default=os.path.join(CACHE, "replay-b", "witnesses"))
+    st.add_argument("--max-mb", type=float, default=5.0, help="leave out witnesses larger than this")
+    st.add_argument("--total-mb", type=float, default=20.0, help="stop adding witnesses past this total")
     t = sub.add_parser("table")
     t.add_argument("--results", default=os.path.join(CACHE, "eval", "results.json"))
     t.add_argument("--not-function", help="file of 'k reason' lines: incorrect pairs whose error is not a "
