@@ -4,7 +4,7 @@
 bundles that `scripts/op-census.py --bundles .cache/census-bundles` wrote (fake tensors: today's shapes,
 no data) and, for each ATen op of each program, builds the equation of every output at its first, middle
 and last location (`dirigo._core.aten_expr`). A program is *lowered* when every op does; otherwise the
-first failure is reported with its reason. One child process per program, with a timeout and a 6 GiB
+first failure is reported with its reason. One child process per program, with a time limit and an
 address-space cap (an equation over a whole 6 GiB input does not fit). Results feed docs/coverage.md.
 
 As a pytest module it checks the converter on a small program traced here (the sweep itself needs the
@@ -89,7 +89,8 @@ def lower_program(prog: dict, progress=None) -> dict:
 
 def _child(path: str) -> int:
     import resource
-    resource.setrlimit(resource.RLIMIT_AS, (6 << 30, 6 << 30))
+    cap = int(os.environ.get("DIRIGO_LOWER_AS_GIB", "6")) << 30
+    resource.setrlimit(resource.RLIMIT_AS, (cap, cap))
     cpu = int(os.environ.get("DIRIGO_LOWER_CPU_S", "0"))
     if cpu:  # CPU time, not wall time: on a shared machine the wall clock measures the other users
         resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu + 5))
