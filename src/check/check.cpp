@@ -542,7 +542,10 @@ Report check_bundle(const bundle::Bundle& b, const Options& user_opt) {
     dopt.tolerance = tol;
 
     LocationOrder order(ctx, m.outputs, cand, opt.seed, opt.full);
-    Search search(b, m, opt, tol, dopt, r, order, ctx, ref, cand);
+    // The budget covers the whole check: the search gets what merge and Execute left of it.
+    Options search_opt = opt;
+    if (opt.budget_s > 0) search_opt.budget_s = std::max(0.0, opt.budget_s - since(t0));
+    Search search(b, m, search_opt, tol, dopt, r, order, ctx, ref, cand);
     auto search0 = Clock::now();
     std::vector<Slot> slots = search.run();
     r.search_seconds = since(search0);
@@ -579,7 +582,7 @@ Report check_bundle(const bundle::Bundle& b, const Options& user_opt) {
                                 r.outputs[l.loc.output].ref_name, index_str(l.loc.index)));
     }
     size_t undecided = r.checked - r.equal;
-    if (opt.full && r.checked > 0 && int64_t(r.checked) < r.total_locations && r.search_seconds >= opt.budget_s) {
+    if (opt.full && r.checked > 0 && int64_t(r.checked) < r.total_locations && r.search_seconds >= search_opt.budget_s) {
       double rate = r.checked / std::max(r.search_seconds, 1e-9);
       r.projected_full_seconds = double(r.total_locations - int64_t(r.checked)) / rate;
     }
