@@ -118,6 +118,12 @@ class Machine {
              ir::Expr data_guard);
   ir::Expr element_index(Bundle& b, const ptx::Instruction& in, const Addr& a, unsigned bytes, unsigned k);
   void check_global_bounds(Bundle& b, const ptx::Instruction& in, const Addr& a, ir::Expr index);
+  // A vector access (ld/st .v2/.v4) must be aligned to its whole size: a float4 load of a row of
+  // 103 floats faults on the GPU (misaligned address) where element-wise reads would not.
+  void check_vector_alignment(Bundle& b, const ptx::Instruction& in, const Addr& a, unsigned align);
+  // (line, predicate) -> an offset proven aligned there: a later offset that differs from it by a
+  // constant multiple of the alignment (a loop stepping in whole vectors) needs no new proof
+  std::unordered_map<uint64_t, ir::Expr> aligned_proven_;
   void record_write(Bundle& b, const ptx::Instruction& in, int32_t tensor, ir::Expr index, ir::Expr value, WriteOp op,
                     bool is_signed);
   ir::Expr smem_index(Bundle& b, ir::Expr off);

@@ -136,6 +136,32 @@ void Machine::check_global_bounds(Bundle& b, const ptx::Instruction& in, const A
             fmt::format("index outside {} (extent {} elements)", ctx_.tensor_name(a.tensor), extent));
 }
 
+void Machine::check_vector_alignment(Bundle& b, const ptx::Instruction& in, const Addr& a, unsigned align) {
+  // tensor storage starts 256-byte aligned (the CUDA caching allocator); the view's byte offset and
+  // the thread's offset decide the rest
+  Expr off = ctx_.bv_add(a.expr, ctx_.bv_const(Sort::BV64, launch_.params[a.param].byte_offset));
+  if (off->has_data() || off->has_undef()) return;  // data-dependent addresses: like bounds, not checked
+  Expr rem = ctx_.bv_and(off, ctx_.bv_const(Sort::BV64, align - 1));
+  if (rem->op == Op::ConstBV) {
+    if (rem->bv_value() != 0)
+      finding("misaligned-address", in, b, b.pred,
+              fmt::format("{}-byte vector access at byte offset {} of {}", align, off->bv_value(), ctx_.tensor_name(a.tensor)));
+    return;
+  }
+  uint64_t key = b.pred->hash * 31 + uint64_t(in.loc.ptx_line);
+  if (auto it = aligned_proven_.find(key); it != aligned_proven_.end()) {
+    Expr step = ctx_.bv_sub(off, it->second);
+    if (step->op == Op::ConstBV && step->bv_value() % align == 0) return;
+  }
+  Expr bad = ctx_.and_(b.pred, ctx_.not_(ctx_.eq(rem, ctx_.bv_const(Sort::BV64, 0))));
+  if (sat(bad))
+    finding("misaligned-address", in, b, bad,
+            fmt::format("{}-byte vector access to {} at an offset that is not a multiple of {}", align,
+                        ctx_.tensor_name(a.tensor), align));
+  else
+    aligned_proven_[key] = off;
+}
+
 void Machine::record_write(Bundle& b, const ptx::Instruction& in, int32_t tensor, Expr index, Expr value, WriteOp op,
                            bool is_signed) {
   undef_sink(b, in, value, "undef-store", "a global store");
@@ -329,6 +355,7 @@ void Machine::exec_mem(Bundle& b, const ptx::Instruction& in, Expr guard) {
   const Operand& data_op = in.operands.at(is_store ? 1 : 0);
   Addr a = address(b, in, addr_op);
   std::vector<Operand> elems = data_op.kind == Operand::Kind::Vector ? data_op.elements : std::vector<Operand>{data_op};
+  if (elems.size() > 1 && a.space == Space::Global && !concrete_) check_vector_alignment(b, in, a, bytes * unsigned(elems.size()));
   for (unsigned k = 0; k < elems.size(); ++k) {
     if (is_store) {
       Expr v = read_raw(b, elems[k], ty);
