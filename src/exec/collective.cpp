@@ -268,6 +268,17 @@ void Machine::collective_warp(std::vector<size_t> group) {
       for (uint64_t lin = 0; lin < nthreads; ++lin) {
         if (holder[lin] < 0 || !in_group.count(size_t(holder[lin]))) continue;
         uint64_t base = lin & ~uint64_t(31);
+        // PTX: a thread executing a *.sync collective must be in its own membermask (undefined otherwise)
+        if (!(*mask >> (lin & 31) & 1) && reported_.insert("mask-excludes-caller@" + std::to_string(in.loc.ptx_line)).second) {
+          Finding fd;
+          fd.kind = "mask-excludes-caller";
+          fd.kernel = f_.name;
+          fd.where = where(in);
+          fd.thread = coord_of(lin, blk.ctaid);
+          fd.message = fmt::format("membermask 0x{:08x} does not name lane {}, which executes the collective (undefined "
+                                   "behaviour)", *mask, lin & 31);
+          out_.findings.push_back(std::move(fd));
+        }
         for (unsigned l = 0; l < 32; ++l) {
           if (!(*mask >> l & 1)) continue;
           uint64_t p = base + l;
