@@ -510,15 +510,16 @@ Report check_bundle(const bundle::Bundle& b, const Options& user_opt) {
 
     ir::Context ctx;
     Lowering ref(ctx, b, m, true, opt.exec), cand(ctx, b, m, false, opt.exec);
+    std::optional<std::string> stopped;  // why Execute could not finish every launch
+    bool out_of_time = false;
     try {
       ref.execute_all();
       cand.execute_all();
     } catch (const Unsupported& u) {
       // Execute stopping at its time limit is the budget running out, not a missing feature.
-      bool out_of_time = false;
       for (const auto* low : {&ref, &cand})
         for (const auto& L : low->launches()) out_of_time = out_of_time || (L.result && L.result->out_of_time);
-      return finish(out_of_time ? Outcome::Timeout : Outcome::Unsupported, u.what());
+      stopped = u.what();
     }
     r.kernels = ref.launches().size() + cand.launches().size();
     for (const auto* low : {&ref, &cand}) {
@@ -527,12 +528,15 @@ Report check_bundle(const bundle::Bundle& b, const Options& user_opt) {
         for (const auto& u : L.result->undecided) r.notes.push_back("undecided safety check: " + u);
     }
     r.lower_seconds = since(t0);
+    // a violation found before Execute stopped is still a violation, with its threads as evidence
     if (!r.findings.empty()) {
+      if (stopped) r.notes.push_back("Execute then stopped: " + *stopped);
       r.evidence = "execute-safety";
       const auto& f = r.findings.front();
       return finish(Outcome::Bug, fmt::format("{} in kernel {} (PTX line {}{}): {}", f.kind, f.kernel, f.where.ptx_line,
                                               f.where.source.empty() ? "" : ", " + f.where.source, f.message));
     }
+    if (stopped) return finish(out_of_time ? Outcome::Timeout : Outcome::Unsupported, *stopped);
 
     smt::Tolerance tol;
     if (opt.tolerance) tol = *opt.tolerance;
