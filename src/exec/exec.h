@@ -78,6 +78,9 @@ struct ExecOptions {
   uint64_t max_bundles = 4096;
   uint64_t max_enumeration = uint64_t(1) << 24;  // thread points per satisfiability question
   unsigned check_blocks = 3;                // blocks sampled by shared-memory checks when addresses depend on ctaid
+  // Once a launch has this many bundles, a thread-identity branch whose region is short (<= 256
+  // instructions) and free of stores is if-converted instead of splitting (docs/exec.md).
+  uint64_t ifconvert_thread_after = 32;
 };
 
 // Where a finding or record comes from.
@@ -147,6 +150,7 @@ struct ExecResult {
   std::vector<std::string> idioms;         // math idioms rolled up
   uint64_t steps = 0;
   double ms = 0;
+  uint64_t ifconverted = 0;  // branch regions run under a predicate instead of splitting (ifconv.h)
 
   // Shared memory epochs: smem_tensor[k] is the pseudo-tensor of epoch k's initial state;
   // epoch_writes[k] the stores performed during epoch k.

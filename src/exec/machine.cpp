@@ -265,6 +265,8 @@ Expr Machine::read_raw(Bundle& b, const Operand& o, Type ty) {
     case Operand::Kind::Int: case Operand::Kind::Float:
       return const_of(ty, o);
     case Operand::Kind::Symbol: {
+      // WARP_SZ is PTX's predefined constant for the warp size (`mov.u32 %r, WARP_SZ`)
+      if (o.name == "WARP_SZ") return ptx::is_float(ty) ? ctx_.real_const(32) : ctx_.bv_const(sort_of(ty), 32);
       auto it = var_addr_.find(o.name);
       if (it == var_addr_.end()) throw Unsupported("address of symbol " + o.name);
       unsigned w = ptx::type_bits(ty) == 32 ? 32 : 64;
@@ -380,7 +382,11 @@ void Machine::finding(const std::string& kind, const ptx::Instruction& in, Bundl
 }
 
 void Machine::undef_sink(Bundle& b, const ptx::Instruction& in, Expr v, const char* kind, const char* what) {
-  if (v && v->has_undef()) finding(kind, in, b, b.pred, fmt::format("an undefined value reaches {}", what));
+  if (!v || !v->has_undef()) return;
+  // an ite arm that is undefined only on paths not taken (if-converted regions) is no finding
+  Expr when = undef_domain(b, v);
+  if (when != b.pred && !sat(when)) return;
+  finding(kind, in, b, when, fmt::format("an undefined value reaches {}", what));
 }
 
 // Keeps one lower and one upper bound per thread Var among a conjunction's simple atoms
@@ -487,24 +493,32 @@ bool Machine::step(size_t bi) {
   if ((steps_ & 4095) == 0) deadline_.check("");
   const auto& in = f_.body[b->pc];
   const auto& rl = rollup_.at[b->pc];
+  if (b->conv && ifconv_enter(*b)) return true;
   if (rl.kind == ptx::RolledInstr::Kind::Absorbed) { ++b->pc; return true; }
   Expr data_guard = nullptr;
+  Expr own_guard = nullptr;  // inside an if-converted region: the instruction's own predicate
   if (in.guard) {
     Expr c = pred_value(*b, in.guard->reg, in.guard->negated);
-    if (c->has_undef()) {
-      finding("undef-branch", in, *b, b->pred, "an undefined value decides a predicate");
+    // undefined only on paths that do not reach here (if-converted regions): no finding
+    Expr undef_when = c->has_undef() ? undef_domain(*b, c) : nullptr;
+    if (undef_when && (undef_when == b->pred || sat(undef_when))) {
+      finding("undef-branch", in, *b, undef_when, "an undefined value decides a predicate");
       b->state = Bundle::State::Exited;
       out_.bundles[b->info].end = "undefined predicate";
       return false;
     }
     if (c->op == Op::ConstBool) {
       if (!c->bool_value()) { ++b->pc; return true; }
+    } else if (b->conv) {
+      own_guard = c;
     } else if (is_thread_pred(c)) {
       Expr yes = tighten(ctx_.and_(b->pred, c)), no = tighten(ctx_.and_(b->pred, ctx_.not_(c)));
       bool sy = sat(yes), sn = sat(no);
       int s = slot(in.guard->reg);
       if (size_t(s) >= b->regs.size()) b->regs.resize(slot_types_.size(), nullptr);
       if (sy && sn) {
+        if (in.op == Opcode::Bra && bundles_.size() >= opt_.ifconvert_thread_after && begin_ifconv(*b, in, c, true))
+          return true;
         if (bundles_.size() >= opt_.max_bundles) throw Unsupported(fmt::format("more than {} bundles", opt_.max_bundles));
         Bundle clone = *b;
         clone.pred = no;
@@ -521,8 +535,28 @@ bool Machine::step(size_t bi) {
       b->regs[s] = ctx_.bool_const(sy ? !in.guard->negated : in.guard->negated);
       if (!sy) { ++b->pc; return true; }
     } else {
-      if (in.op == Opcode::Bra) unsupported(in, "data-dependent control flow");
+      if (in.op == Opcode::Bra) return begin_ifconv(*b, in, c, false);
       data_guard = c;
+    }
+  }
+  // inside an if-converted region every instruction runs under the guard of its paths; its
+  // checks and records concern the threads that guard admits
+  struct RestorePred {
+    Bundle* b = nullptr;
+    Expr pred = nullptr;
+    ~RestorePred() { if (pred) b->pred = pred; }
+  } restore_pred;
+  if (b->conv) {
+    Expr g = b->conv->guard;
+    bool always = g->op == Op::ConstBool && g->bool_value();
+    data_guard = own_guard ? (always ? own_guard : ctx_.and_(g, own_guard)) : (always ? nullptr : g);
+    if (data_guard && in.op != Opcode::Bra) {
+      Expr dom = guarded_domain(*b, data_guard);
+      if (dom != b->pred) {
+        if (!sat(dom)) { ++b->pc; return true; }  // no thread of the bundle runs it
+        restore_pred = {b, b->pred};
+        b->pred = dom;
+      }
     }
   }
   if (rl.kind == ptx::RolledInstr::Kind::Math) {
@@ -532,13 +566,14 @@ bool Machine::step(size_t bi) {
     Expr v = ctx_.call(rl.fn, args);
     if (rl.addend) v = ctx_.add(v, read(*b, *rl.addend, Type::F32));
     Operand d; d.kind = Operand::Kind::Register; d.name = rl.dest;
-    if (data_guard) v = ctx_.ite(data_guard, v, read_raw(*b, d, Type::F32));
+    if (data_guard) v = merge_guarded(*b, data_guard, v, read_raw(*b, d, Type::F32));
     write(*b, d, v);
     ++b->pc;
     return true;
   }
   switch (in.op) {
     case Opcode::Bra: {
+      if (b->conv) { ifconv_branch(*b, in, own_guard); ++b->pc; return true; }
       auto it = f_.labels.find(in.operands.at(0).name);
       if (it == f_.labels.end()) unsupported(in, "branch to unknown label");
       b->pc = it->second;
@@ -604,7 +639,7 @@ bool Machine::step(size_t bi) {
       for (auto& [d, ov] : old) {
         Expr nv = read_raw(*b, d, reg_type(d.name));
         if (nv->sort != ov->sort) unsupported(in, "data-guarded write changes the register's sort");
-        write(*b, d, ctx_.ite(data_guard, nv, ov));
+        write(*b, d, merge_guarded(*b, data_guard, nv, ov));
       }
     }
   }

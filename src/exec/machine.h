@@ -15,6 +15,7 @@
 
 #include "exec/deadline.h"
 #include "exec/exec.h"
+#include "exec/ifconv.h"
 #include "exec/interval.h"
 #include "exec/sat.h"
 #include "ptx/rollup.h"
@@ -52,6 +53,10 @@ struct Bundle {
     size_t n = 0;
   };
   std::unordered_map<int, PendingSum> sums;
+  // inside an if-converted region (ifconv.h): the predicate of the paths reaching pc, and the
+  // predicates of paths waiting at labels ahead (merged when pc gets there)
+  struct IfConv { size_t end = 0; ir::Expr guard; std::map<size_t, ir::Expr> incoming; };
+  std::optional<IfConv> conv;
 };
 
 struct SharedAccess {
@@ -136,6 +141,17 @@ class Machine {
   std::pair<ir::Expr, ir::Expr> unpack_half2(const ptx::Instruction& in, ir::Expr v, bool bf16);
   void exec_packed(Bundle& b, const ptx::Instruction& in, ptx::Type ty);
   std::unordered_map<ir::Expr, std::pair<ir::Expr, ir::Expr>> packed_;
+
+  // ---- if-conversion (ifconv.cpp)
+  bool begin_ifconv(Bundle& b, const ptx::Instruction& in, ir::Expr taken, bool thread_branch);
+  bool ifconv_enter(Bundle& b);  // merges paths arriving at b.pc; true: no path reaches it (skipped)
+  void ifconv_branch(Bundle& b, const ptx::Instruction& in, ir::Expr own_guard);
+  ir::Expr guarded_domain(Bundle& b, ir::Expr guard);  // threads of b that some input lets run under guard
+  ir::Expr undef_domain(Bundle& b, ir::Expr v);        // threads of b for which v can be undefined here
+  ir::Expr drop_unreachable_undef(Bundle& b, ir::Expr v);
+  ir::Expr merge_guarded(Bundle& b, ir::Expr guard, ir::Expr now, ir::Expr old);  // ite(guard, now, old)
+  std::unordered_map<size_t, IfRegion> regions_;
+  std::unordered_map<ir::Expr, ir::Expr> exists_memo_;  // guard -> exists_data(guard)
 
   // ---- checks and helpers
   bool sat(ir::Expr e) { return sat_.sat(e); }

@@ -164,6 +164,7 @@ void Machine::check_vector_alignment(Bundle& b, const ptx::Instruction& in, cons
 
 void Machine::record_write(Bundle& b, const ptx::Instruction& in, int32_t tensor, Expr index, Expr value, WriteOp op,
                            bool is_signed) {
+  value = drop_unreachable_undef(b, value);
   undef_sink(b, in, value, "undef-store", "a global store");
   undef_sink(b, in, index, "undef-address", "a global address");
   WriteRecord w;
@@ -287,7 +288,7 @@ void Machine::store(Bundle& b, const ptx::Instruction& in, const Addr& a, unsign
       uint64_t addr = a.expr->bv_value() + uint64_t(k) * bytes;
       if (guard) {
         auto it = b.local.find(addr);
-        v = ctx_.ite(guard, v, it == b.local.end() ? ctx_.undef(v->sort) : it->second.first);
+        v = merge_guarded(b, guard, v, it == b.local.end() ? ctx_.undef(v->sort) : it->second.first);
       }
       b.local[addr] = {v, bytes};
       return;
@@ -364,7 +365,7 @@ void Machine::exec_mem(Bundle& b, const ptx::Instruction& in, Expr guard) {
     } else {
       if (elems[k].kind == Operand::Kind::Sink) continue;
       Expr v = load(b, in, a, bytes, ty, k);
-      if (guard) v = ctx_.ite(guard, v, read_raw(b, elems[k], ty));
+      if (guard) v = merge_guarded(b, guard, v, read_raw(b, elems[k], ty));
       write(b, elems[k], v);
     }
   }

@@ -1,0 +1,299 @@
+#include "exec/ifconv.h"
+#include "exec/machine.h"
+
+#include <unordered_map>
+#include <vector>
+
+#include <fmt/format.h>
+
+namespace dirigo::exec {
+
+using ir::Expr;
+using ir::Op;
+using ptx::Opcode;
+
+IfRegion find_if_region(const ptx::Function& f, const ptx::Rollup& rollup, size_t pc) {
+  IfRegion r;
+  auto refuse = [&](size_t at, const std::string& why) {
+    const auto& in = f.body[at];
+    r.refusal = fmt::format("{} at PTX line {} ('{}')", why, in.loc.ptx_line, in.text);
+    return r;
+  };
+  auto target_of = [&](size_t at) -> std::optional<size_t> {
+    const auto& ops = f.body[at].operands;
+    if (ops.empty()) return std::nullopt;
+    auto it = f.labels.find(ops[0].name);
+    if (it == f.labels.end()) return std::nullopt;
+    return it->second;
+  };
+  auto t0 = target_of(pc);
+  if (!t0) return refuse(pc, "branch to unknown label");
+  if (*t0 <= pc) return refuse(pc, "loop on data (backward branch)");
+  // The reconvergence point: the first pc that no edge from [pc, end) jumps past. Every edge in
+  // the region goes forward, so every path advances monotonically and must pass through it.
+  size_t end = *t0;
+  for (size_t i = pc + 1; i < end; ++i) {
+    if (rollup.at[i].kind == ptx::RolledInstr::Kind::Absorbed) continue;
+    const auto& in = f.body[i];
+    ++r.size;
+    switch (in.op) {
+      case Opcode::Bra: {
+        auto t = target_of(i);
+        if (!t) return refuse(i, "branch to unknown label");
+        if (*t <= i) return refuse(i, "loop inside the branch region");
+        end = std::max(end, *t);
+        break;
+      }
+      case Opcode::Ret: case Opcode::Exit: return refuse(i, "return inside the branch region");
+      case Opcode::Trap: return refuse(i, "trap inside the branch region");
+      case Opcode::Call: return refuse(i, "call inside the branch region");
+      case Opcode::Bar: case Opcode::Barrier: return refuse(i, "barrier inside the branch region");
+      case Opcode::Shfl: case Opcode::Vote: case Opcode::Activemask:
+        return refuse(i, "warp collective inside the branch region");
+      case Opcode::St: case Opcode::Atom: case Opcode::Red: r.side_effects = true; break;
+      default: break;
+    }
+  }
+  if (end >= f.body.size()) return refuse(pc, "branch region runs to the end of the kernel");
+  r.end = end;
+  return r;
+}
+
+Expr thread_projection(ir::Context& ctx, Expr guard, const std::function<bool(Expr)>& thread_only) {
+  // post-order over (node, polarity) with an explicit stack; guards are small, but nested
+  // conditions can chain
+  using Key = std::pair<Expr, bool>;
+  struct KeyHash { size_t operator()(const Key& k) const { return std::hash<Expr>()(k.first) * 2 + k.second; } };
+  std::unordered_map<Key, Expr, KeyHash> memo;
+  std::vector<std::pair<Key, bool>> stack{{{guard, true}, false}};
+  auto leaf = [&](Expr e, bool pos) -> Expr {
+    if (e->sort == ir::Sort::Bool && thread_only(e)) return pos ? e : ctx.not_(e);
+    return nullptr;  // structural (Not/And/Or) or a data atom
+  };
+  while (!stack.empty()) {
+    auto [key, expanded] = stack.back();
+    stack.pop_back();
+    if (memo.count(key)) continue;
+    auto [e, pos] = key;
+    if (Expr l = leaf(e, pos)) { memo[key] = l; continue; }
+    if (e->op == Op::Not) {
+      Key sub{e->arg(0), !pos};
+      if (!expanded) { stack.push_back({key, true}); stack.push_back({sub, false}); continue; }
+      memo[key] = memo.at(sub);
+      continue;
+    }
+    if (e->op == Op::And || e->op == Op::Or) {
+      if (!expanded) {
+        stack.push_back({key, true});
+        for (Expr a : e->args()) stack.push_back({{a, pos}, false});
+        continue;
+      }
+      std::vector<Expr> parts;
+      for (Expr a : e->args()) parts.push_back(memo.at({a, pos}));
+      bool conj = (e->op == Op::And) == pos;  // De Morgan under negative polarity
+      memo[key] = conj ? ctx.and_(parts) : ctx.or_(parts);
+      continue;
+    }
+    memo[key] = ctx.bool_const(true);  // a data comparison: some input satisfies it (either polarity)
+  }
+  return memo.at({guard, true});
+}
+
+namespace {
+bool skeleton(Expr e) {
+  return e->op == Op::Not || e->op == Op::And || e->op == Op::Or || (e->op == Op::Ite && e->sort == ir::Sort::Bool);
+}
+}  // namespace
+
+Expr exists_data(ir::Context& ctx, Expr cond, const std::function<bool(Expr)>& thread_only, unsigned max_atoms) {
+  // the data atoms, each with its representative (an atom and ctx.not_(atom) share one variable)
+  std::vector<Expr> order;  // skeleton nodes, children before parents
+  std::unordered_map<Expr, std::pair<int, bool>> atom_var;  // data atom -> (variable, polarity)
+  std::unordered_map<Expr, int> rep_var;
+  {
+    std::unordered_map<Expr, bool> seen;
+    std::vector<std::pair<Expr, bool>> stack{{cond, false}};
+    while (!stack.empty()) {
+      auto [e, expanded] = stack.back();
+      stack.pop_back();
+      if (expanded) { order.push_back(e); continue; }
+      if (seen.count(e)) continue;
+      seen[e] = true;
+      if (skeleton(e)) {
+        stack.push_back({e, true});
+        for (Expr a : e->args()) stack.push_back({a, false});
+        continue;
+      }
+      if (e->op == Op::ConstBool || (e->op != Op::Undef && thread_only(e))) continue;
+      Expr neg = ctx.not_(e);
+      bool positive = skeleton(neg) || e->id <= neg->id;
+      Expr rep = positive ? e : neg;
+      auto [it, fresh] = rep_var.emplace(rep, int(rep_var.size()));
+      atom_var[e] = {it->second, positive};
+    }
+  }
+  if (rep_var.empty()) return cond;
+  if (rep_var.size() > max_atoms) return thread_projection(ctx, cond, thread_only);
+  std::vector<Expr> alternatives;
+  for (uint64_t mask = 0; mask < (uint64_t(1) << rep_var.size()); ++mask) {
+    std::unordered_map<Expr, Expr> val;
+    auto value = [&](Expr e) -> Expr {
+      if (auto it = val.find(e); it != val.end()) return it->second;
+      if (auto it = atom_var.find(e); it != atom_var.end())
+        return ctx.bool_const(bool((mask >> it->second.first) & 1) == it->second.second);
+      return e;  // a thread atom or a constant
+    };
+    for (Expr e : order) {
+      std::vector<Expr> a;
+      for (Expr x : e->args()) a.push_back(value(x));
+      Expr r = e->op == Op::Not ? ctx.not_(a[0]) : e->op == Op::And ? ctx.and_(a) : e->op == Op::Or ? ctx.or_(a)
+                                                                                 : ctx.ite(a[0], a[1], a[2]);
+      val[e] = r;
+    }
+    Expr r = value(cond);
+    if (!(r->op == Op::ConstBool && !r->bool_value())) alternatives.push_back(r);
+  }
+  return ctx.or_(alternatives);
+}
+
+Expr undef_condition(ir::Context& ctx, Expr v) {
+  std::unordered_map<Expr, Expr> memo;
+  std::vector<std::pair<Expr, bool>> stack{{v, false}};
+  while (!stack.empty()) {
+    auto [e, expanded] = stack.back();
+    stack.pop_back();
+    if (memo.count(e)) continue;
+    if (!e->has_undef()) { memo[e] = ctx.bool_const(false); continue; }
+    if (e->op == Op::Undef) { memo[e] = ctx.bool_const(true); continue; }
+    if (!expanded) {
+      stack.push_back({e, true});
+      for (Expr a : e->args()) stack.push_back({a, false});
+      continue;
+    }
+    if (e->op == Op::Ite) {
+      Expr c = e->arg(0);
+      memo[e] = ctx.or_(std::vector<Expr>{memo.at(c), ctx.and_(c, memo.at(e->arg(1))),
+                                          ctx.and_(ctx.not_(c), memo.at(e->arg(2)))});
+      continue;
+    }
+    std::vector<Expr> parts;
+    for (Expr a : e->args()) parts.push_back(memo.at(a));
+    Expr any = ctx.or_(parts);
+    if (e->op == Op::And || e->op == Op::Or) {
+      // a defined false argument decides an And (a defined true one an Or) whatever the others are
+      std::vector<Expr> deciders;
+      for (Expr a : e->args())
+        deciders.push_back(ctx.and_(ctx.not_(memo.at(a)), e->op == Op::And ? ctx.not_(a) : a));
+      any = ctx.and_(any, ctx.not_(ctx.or_(deciders)));
+    }
+    memo[e] = any;
+  }
+  return memo.at(v);
+}
+
+}  // namespace dirigo::exec
+
+// ---------------------------------------------------------------- Machine hooks
+
+namespace dirigo::exec {
+
+namespace {
+constexpr size_t kThreadRegionMax = 256;  // instructions in a converted thread-identity region
+}
+
+bool Machine::begin_ifconv(Bundle& b, const ptx::Instruction& in, Expr taken, bool thread_branch) {
+  auto it = regions_.find(b.pc);
+  if (it == regions_.end()) it = regions_.emplace(b.pc, find_if_region(f_, rollup_, b.pc)).first;
+  const IfRegion& r = it->second;
+  if (!r.refusal.empty()) {
+    if (thread_branch) return false;
+    throw Unsupported(fmt::format("data-dependent control flow at PTX line {} ('{}') in kernel {} (not if-convertible: {})",
+                                  in.loc.ptx_line, in.text, f_.name, r.refusal));
+  }
+  if (thread_branch && (r.side_effects || r.size > kThreadRegionMax)) return false;
+  size_t target = f_.labels.at(in.operands.at(0).name);
+  b.conv = Bundle::IfConv{r.end, ctx_.not_(taken), {{target, taken}}};
+  ++out_.ifconverted;
+  ++b.pc;
+  return true;
+}
+
+bool Machine::ifconv_enter(Bundle& b) {
+  auto& cv = *b.conv;
+  if (auto it = cv.incoming.find(b.pc); it != cv.incoming.end()) {
+    cv.guard = ctx_.or_(cv.guard, it->second);
+    cv.incoming.erase(it);
+  }
+  if (b.pc == cv.end) {
+    if (!cv.incoming.empty()) unsupported(f_.body[b.pc], "if-conversion: a path jumps past the reconvergence point");
+    b.conv.reset();
+    for (auto& r : b.regs) r = drop_unreachable_undef(b, r);
+    return false;
+  }
+  if (cv.guard->op == Op::ConstBool && !cv.guard->bool_value()) {  // no path reaches this instruction
+    ++b.pc;
+    return true;
+  }
+  return false;
+}
+
+void Machine::ifconv_branch(Bundle& b, const ptx::Instruction& in, Expr own_guard) {
+  auto& cv = *b.conv;
+  size_t target = f_.labels.at(in.operands.at(0).name);  // find_if_region resolved every label
+  bool always = cv.guard->op == Op::ConstBool && cv.guard->bool_value();
+  Expr taken = !own_guard ? cv.guard : always ? own_guard : ctx_.and_(cv.guard, own_guard);
+  auto [it, fresh] = cv.incoming.emplace(target, taken);
+  if (!fresh) it->second = ctx_.or_(it->second, taken);
+  cv.guard = own_guard ? ctx_.and_(cv.guard, ctx_.not_(own_guard)) : ctx_.bool_const(false);
+}
+
+Expr Machine::guarded_domain(Bundle& b, Expr guard) {
+  auto it = exists_memo_.find(guard);
+  if (it == exists_memo_.end())
+    it = exists_memo_.emplace(guard, exists_data(ctx_, guard, [&](Expr e) { return sat_.thread_only(e); })).first;
+  Expr proj = it->second;
+  if (proj->op == Op::ConstBool) return proj->bool_value() ? b.pred : proj;
+  return tighten(ctx_.and_(b.pred, proj));
+}
+
+Expr Machine::merge_guarded(Bundle&, Expr guard, Expr now, Expr old) { return ctx_.ite(guard, now, old); }
+
+// A register first written on one side is ite(guard, v, Undef) after it; when no thread and no
+// input can observe the Undef arm, it is replaced by a constant (any value is exact there), so
+// evaluation and the solver never meet an unreachable Undef. A reachable one stays (undef-* checks).
+Expr Machine::drop_unreachable_undef(Bundle& b, Expr v) {
+  if (!v || !v->has_undef()) return v;
+  Expr when = undef_domain(b, v);
+  if (when == b.pred || sat(when)) return v;
+  // rebuild every node above an Undef leaf (ir::substitute maps Var/data leaves only)
+  std::unordered_map<Expr, Expr> memo;
+  std::vector<std::pair<Expr, bool>> stack{{v, false}};
+  while (!stack.empty()) {
+    auto [e, expanded] = stack.back();
+    stack.pop_back();
+    if (memo.count(e)) continue;
+    if (!e->has_undef()) { memo[e] = e; continue; }
+    if (e->op == Op::Undef) {
+      memo[e] = e->sort == ir::Sort::Bool ? ctx_.bool_const(false)
+                : e->sort == ir::Sort::Real ? ctx_.real_const(0) : ctx_.bv_const(e->sort, 0);
+      continue;
+    }
+    if (!expanded) {
+      stack.push_back({e, true});
+      for (Expr a : e->args()) stack.push_back({a, false});
+      continue;
+    }
+    std::vector<Expr> args;
+    for (Expr a : e->args()) args.push_back(memo.at(a));
+    memo[e] = ctx_.rebuild(e, args);
+  }
+  return memo.at(v);
+}
+
+Expr Machine::undef_domain(Bundle& b, Expr v) {
+  Expr uc = undef_condition(ctx_, v);
+  if (b.conv) uc = ctx_.and_(b.conv->guard, uc);
+  return guarded_domain(b, uc);
+}
+
+}  // namespace dirigo::exec

@@ -1,0 +1,225 @@
+// If-conversion of branch regions (exec/ifconv.h) on hand-written PTX: data-dependent
+// triangles/diamonds, regions that stay UNSUPPORTED, checks inside converted sides, and the
+// thread-identity conversion that replaces bundle splits.
+#include "exec/ifconv.h"
+#include "exec_test_util.h"
+
+namespace dirigo::exec::test {
+namespace {
+
+// kernel k(out, in): %r1 = tid.x, %rd3 = &out[tid], %rd4 = &in[tid], %f1 = in[tid],
+// %p1 = in[tid] > 0 (a data predicate). `body` follows.
+ptx::Module data_kernel(const std::string& body) {
+  std::string text = std::string(".version 8.5\n.target sm_90\n.address_size 64\n") +
+                     ".visible .entry k(.param .u64 k_out, .param .u64 k_in)\n{\n"
+                     ".reg .pred %p<8>;\n.reg .b32 %r<32>;\n.reg .f32 %f<32>;\n.reg .b64 %rd<16>;\n"
+                     "ld.param.u64 %rd1, [k_out];\nld.param.u64 %rd2, [k_in];\n"
+                     "mov.u32 %r1, %tid.x;\nmul.wide.u32 %rd5, %r1, 4;\nadd.s64 %rd3, %rd1, %rd5;\nadd.s64 %rd4, %rd2, %rd5;\n"
+                     "ld.global.f32 %f1, [%rd4];\nsetp.gt.f32 %p1, %f1, 0f00000000;\n" +
+                     body + "\nret;\n}\n";
+  auto m = ptx::parse(text);
+  ptx::inline_calls(m);
+  return m;
+}
+
+// out has `n` elements preset to 7, in has `n` random values in [-2, 2].
+struct Case {
+  Harness h;
+  std::vector<double> in;
+  explicit Case(uint32_t n, uint32_t in_extent = 0) {
+    in = random_vec(in_extent ? in_extent : n, 5);
+    h.tensor("out", DType::F32, std::vector<double>(n, 7));
+    h.tensor("in", DType::F32, in);
+    h.launch.block = {n};
+  }
+};
+
+TEST(IfConv, DataTriangleWithStoreIsAGuardedWrite) {
+  // if (!(x > 0)) out[t] = x;  -- the store sits on the fall-through side of `@p1 bra`
+  auto m = data_kernel("@%p1 bra DONE;\nst.global.f32 [%rd3], %f1;\nDONE:");
+  Case s(32);
+  std::vector<double> ref(32);
+  for (int i = 0; i < 32; ++i) ref[i] = s.in[i] > 0 ? 7 : s.in[i];
+  cross_check(s.h, m, "k", "out", ref);
+  auto r = execute(s.h.ctx, m, "k", s.h.launch);
+  EXPECT_EQ(r.ifconverted, 1u);
+  EXPECT_EQ(r.bundles.size(), 1u);
+}
+
+TEST(IfConv, DataDiamondMergesRegistersAtTheJoin) {
+  // v = x > 0 ? x * 2 : x + 3 + 1, via two sides and an unconditional jump to the join
+  auto m = data_kernel(
+      "@%p1 bra THEN;\nadd.f32 %f2, %f1, 0f40400000;\nadd.f32 %f2, %f2, 0f3F800000;\nbra.uni JOIN;\n"
+      "THEN:\nmul.f32 %f2, %f1, 0f40000000;\nJOIN:\nst.global.f32 [%rd3], %f2;");
+  Case s(32);
+  std::vector<double> ref(32);
+  for (int i = 0; i < 32; ++i) ref[i] = s.in[i] > 0 ? s.in[i] * 2 : s.in[i] + 4;
+  cross_check(s.h, m, "k", "out", ref);
+}
+
+TEST(IfConv, NestedDataAndThreadBranchesInsideARegion) {
+  // if (x > 0) { if (tid < 8) v = 1 else v = 2 } else v = 3  -- a thread test nested in a data side
+  auto m = data_kernel(
+      "mov.f32 %f2, 0f40400000;\n@!%p1 bra JOIN;\nsetp.lt.u32 %p2, %r1, 8;\nmov.f32 %f2, 0f40000000;\n"
+      "@!%p2 bra JOIN;\nmov.f32 %f2, 0f3F800000;\nJOIN:\nst.global.f32 [%rd3], %f2;");
+  Case s(32);
+  std::vector<double> ref(32);
+  for (int i = 0; i < 32; ++i) ref[i] = s.in[i] > 0 ? (i < 8 ? 1 : 2) : 3;
+  cross_check(s.h, m, "k", "out", ref);
+}
+
+TEST(IfConv, DataLoopStaysUnsupported) {
+  // while (x > 0) x -= 1  -- the back edge is the data branch
+  auto m = data_kernel("LOOP:\nsub.f32 %f1, %f1, 0f3F800000;\nsetp.gt.f32 %p1, %f1, 0f00000000;\n@%p1 bra LOOP;\n"
+                       "st.global.f32 [%rd3], %f1;");
+  Case s(8);
+  auto r = execute(s.h.ctx, m, "k", s.h.launch);
+  ASSERT_TRUE(r.unsupported);
+  EXPECT_NE(r.unsupported->find("not if-convertible: loop on data"), std::string::npos) << *r.unsupported;
+  EXPECT_NE(r.unsupported->find("kernel k"), std::string::npos) << *r.unsupported;
+}
+
+TEST(IfConv, RegionContainingALoopStaysUnsupported) {
+  // if (x > 0) { for (i = 0; i < 4; ++i) x *= 2 }  -- a forward data branch skipping a loop
+  auto m = data_kernel("@!%p1 bra JOIN;\nmov.u32 %r2, 0;\nLOOP:\nmul.f32 %f1, %f1, 0f40000000;\nadd.s32 %r2, %r2, 1;\n"
+                       "setp.lt.s32 %p2, %r2, 4;\n@%p2 bra LOOP;\nJOIN:\nst.global.f32 [%rd3], %f1;");
+  Case s(8);
+  auto r = execute(s.h.ctx, m, "k", s.h.launch);
+  ASSERT_TRUE(r.unsupported);
+  EXPECT_NE(r.unsupported->find("loop inside the branch region at PTX line 24"), std::string::npos) << *r.unsupported;
+}
+
+TEST(IfConv, RegionContainingABarrierStaysUnsupported) {
+  auto m = data_kernel("@!%p1 bra JOIN;\nbar.sync 0;\nJOIN:\nst.global.f32 [%rd3], %f1;");
+  Case s(8);
+  auto r = execute(s.h.ctx, m, "k", s.h.launch);
+  ASSERT_TRUE(r.unsupported);
+  EXPECT_NE(r.unsupported->find("barrier inside the branch region"), std::string::npos) << *r.unsupported;
+}
+
+TEST(IfConv, BoundsCheckInsideASideSeesTheNestedThreadCondition) {
+  // if (x > 0 && tid < 24) out[t] = in[t + 8]: in has 32 elements; the thread test keeps it inside
+  std::string load = "ld.global.f32 %f3, [%rd4+32];\nst.global.f32 [%rd3], %f3;\n";
+  auto guarded = data_kernel("@!%p1 bra JOIN;\nsetp.lt.u32 %p2, %r1, 24;\n@!%p2 bra JOIN;\n" + load + "JOIN:");
+  Case s(32);
+  auto r = execute(s.h.ctx, guarded, "k", s.h.launch);
+  ASSERT_TRUE(r.ok()) << to_text(s.h.ctx, r);
+  EXPECT_TRUE(r.findings.empty()) << to_text(s.h.ctx, r);
+  // without the thread test the load is out of bounds for threads 24..31 whenever x > 0
+  auto unguarded = data_kernel("@!%p1 bra JOIN;\n" + load + "JOIN:");
+  Case s2(32);
+  auto r2 = execute(s2.h.ctx, unguarded, "k", s2.h.launch);
+  ASSERT_FALSE(r2.unsupported) << *r2.unsupported;
+  ASSERT_TRUE(has_finding(r2, "global-out-of-bounds")) << to_text(s2.h.ctx, r2);
+  ASSERT_TRUE(r2.findings[0].thread);
+  EXPECT_GE(r2.findings[0].thread->tid.x, 24u);
+}
+
+TEST(IfConv, UndefinedOnlyOnTheOtherPathIsNoFinding) {
+  // %f5 is set only when x > 0, and stored only when x > 0 (a second region on the same predicate)
+  auto same = data_kernel("@!%p1 bra A;\nmov.f32 %f5, 0f3F800000;\nA:\n@!%p1 bra B;\nst.global.f32 [%rd3], %f5;\nB:");
+  Case s(8);
+  auto r = execute(s.h.ctx, same, "k", s.h.launch);
+  ASSERT_TRUE(r.ok()) << to_text(s.h.ctx, r);
+  EXPECT_FALSE(has_finding(r, "undef-store")) << to_text(s.h.ctx, r);
+  // stored unconditionally: undefined whenever x <= 0, a real finding
+  auto always = data_kernel("@!%p1 bra A;\nmov.f32 %f5, 0f3F800000;\nA:\nst.global.f32 [%rd3], %f5;");
+  Case s2(8);
+  auto r2 = execute(s2.h.ctx, always, "k", s2.h.launch);
+  EXPECT_TRUE(has_finding(r2, "undef-store")) << to_text(s2.h.ctx, r2);
+}
+
+TEST(IfConv, ThreadBranchesConvertOnlyPastTheBundleThreshold) {
+  // if (tid % 3 == 0) v = in[t] else v = 1: a load-only side on a thread predicate
+  auto m = data_kernel("mov.f32 %f2, 0f3F800000;\nrem.u32 %r2, %r1, 3;\nsetp.ne.s32 %p2, %r2, 0;\n@%p2 bra J;\n"
+                       "ld.global.f32 %f2, [%rd4];\nJ:\nst.global.f32 [%rd3], %f2;");
+  Case s(32);
+  std::vector<double> ref(32);
+  for (int i = 0; i < 32; ++i) ref[i] = i % 3 == 0 ? s.in[i] : 1;
+  cross_check(s.h, m, "k", "out", ref);  // default threshold: splits
+  auto split = execute(s.h.ctx, m, "k", s.h.launch);
+  EXPECT_EQ(split.bundles.size(), 2u);
+  EXPECT_EQ(split.ifconverted, 0u);
+  ExecOptions o;
+  o.ifconvert_thread_after = 0;
+  auto conv = execute(s.h.ctx, m, "k", s.h.launch, o);
+  ASSERT_TRUE(conv.ok());
+  EXPECT_EQ(conv.bundles.size(), 1u);
+  EXPECT_EQ(conv.ifconverted, 1u);
+  Resolver res(s.h.ctx, conv);
+  for (int i = 0; i < 32; ++i) EXPECT_TRUE(close(symbolic_value(s.h, conv, s.h.ids["out"], i, res), ref[i])) << i;
+}
+
+TEST(IfConv, ThreadBranchWithAStoreStillSplits) {
+  auto m = data_kernel("rem.u32 %r2, %r1, 3;\nsetp.ne.s32 %p2, %r2, 0;\n@%p2 bra J;\nst.global.f32 [%rd3], %f1;\nJ:");
+  Case s(32);
+  ExecOptions o;
+  o.ifconvert_thread_after = 0;
+  auto r = execute(s.h.ctx, m, "k", s.h.launch, o);
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r.ifconverted, 0u);
+  EXPECT_EQ(r.bundles.size(), 2u);
+}
+
+TEST(IfConv, WarpSizeConstant) {
+  auto m = data_kernel("mov.u32 %r3, WARP_SZ;\ncvt.rn.f32.u32 %f4, %r3;\nst.global.f32 [%rd3], %f4;");
+  Case s(4);
+  cross_check(s.h, m, "k", "out", std::vector<double>(4, 32));
+}
+
+TEST(IfConvParts, ThreadProjectionKeepsThreadAtomsAndDropsDataAtoms) {
+  ir::Context ctx;
+  ir::Expr tid = ctx.var("tid.x", ir::Sort::BV32, ir::Bounds{0, 63});
+  ir::Expr lt = ctx.ult(tid, ctx.bv_const(ir::Sort::BV32, 8));
+  ir::Expr data = ctx.lt(ctx.real_const(0), ctx.elem(ctx.tensor("x"), 0, ir::Sort::Real));
+  auto thread_only = [](ir::Expr e) { return !e->has_data(); };
+  EXPECT_EQ(thread_projection(ctx, ctx.and_(lt, data), thread_only), lt);
+  EXPECT_EQ(thread_projection(ctx, ctx.not_(ctx.or_(lt, data)), thread_only), ctx.not_(lt));
+  EXPECT_EQ(thread_projection(ctx, ctx.or_(lt, data), thread_only), ctx.bool_const(true));
+  EXPECT_EQ(thread_projection(ctx, lt, thread_only), lt);
+}
+
+TEST(IfConvParts, ExistsDataTreatsAnAtomAndItsNegationAsOneVariable) {
+  ir::Context ctx;
+  ir::Expr tid = ctx.var("tid.x", ir::Sort::BV32, ir::Bounds{0, 63});
+  ir::Expr lt = ctx.ult(tid, ctx.bv_const(ir::Sort::BV32, 8));
+  ir::Expr x = ctx.elem(ctx.tensor("x"), 0, ir::Sort::Real);
+  ir::Expr pos = ctx.lt(ctx.real_const(0), x), nonpos = ctx.le(x, ctx.real_const(0));
+  auto thread_only = [](ir::Expr e) { return !e->has_data() && !e->has_undef(); };
+  // x > 0 and x <= 0 never hold together (the projection alone would answer `true`)
+  EXPECT_EQ(exists_data(ctx, ctx.and_(pos, nonpos), thread_only), ctx.bool_const(false));
+  EXPECT_EQ(thread_projection(ctx, ctx.and_(pos, nonpos), thread_only), ctx.bool_const(true));
+  // a predicate register set under x > 0 and read under x > 0: its Undef arm is unreachable
+  ir::Expr p2 = ctx.ite(pos, lt, ctx.undef(ir::Sort::Bool));
+  EXPECT_EQ(exists_data(ctx, ctx.and_(pos, p2), thread_only), lt);
+  EXPECT_EQ(exists_data(ctx, ctx.and_(pos, undef_condition(ctx, p2)), thread_only), ctx.bool_const(false));
+  // an And decided by a defined false argument is defined: (p2 && x > 0) is never undefined
+  ir::Expr v = ctx.ite(ctx.and_(p2, pos), ctx.real_const(1), ctx.ite(pos, ctx.real_const(2), ctx.real_const(3)));
+  EXPECT_EQ(exists_data(ctx, undef_condition(ctx, v), thread_only), ctx.bool_const(false));
+}
+
+TEST(IfConvParts, UndefConditionFollowsIteArms) {
+  ir::Context ctx;
+  ir::Expr c = ctx.lt(ctx.real_const(0), ctx.elem(ctx.tensor("x"), 0, ir::Sort::Real));
+  ir::Expr one = ctx.real_const(1);
+  EXPECT_EQ(undef_condition(ctx, ctx.ite(c, one, ctx.undef(ir::Sort::Real))), ctx.not_(c));
+  EXPECT_EQ(undef_condition(ctx, one), ctx.bool_const(false));
+  EXPECT_EQ(undef_condition(ctx, ctx.undef(ir::Sort::Real)), ctx.bool_const(true));
+}
+
+TEST(IfConvParts, RegionEndIsTheReconvergencePoint) {
+  auto m = data_kernel("@%p1 bra THEN;\nmov.f32 %f2, 0f00000000;\nbra.uni JOIN;\nTHEN:\nmov.f32 %f2, 0f3F800000;\n"
+                       "JOIN:\nst.global.f32 [%rd3], %f2;");
+  const auto& f = m.functions.at(0);
+  auto rl = ptx::rollup(f);
+  size_t bra = 0;
+  while (f.body[bra].op != ptx::Opcode::Bra) ++bra;
+  IfRegion r = find_if_region(f, rl, bra);
+  EXPECT_TRUE(r.refusal.empty()) << r.refusal;
+  EXPECT_EQ(r.end, f.labels.at("JOIN"));
+  EXPECT_EQ(r.size, 3u);  // mov, bra.uni, mov
+  EXPECT_FALSE(r.side_effects);
+}
+
+}  // namespace
+}  // namespace dirigo::exec::test
