@@ -263,8 +263,17 @@ Expr Machine::merge_guarded(Bundle&, Expr guard, Expr now, Expr old) { return ct
 // evaluation and the solver never meet an unreachable Undef. A reachable one stays (undef-* checks).
 Expr Machine::drop_unreachable_undef(Bundle& b, Expr v) {
   if (!v || !v->has_undef()) return v;
-  Expr when = undef_domain(b, v);
-  if (when == b.pred || sat(when)) return v;
+  Expr uc = undef_condition(ctx_, v);
+  if (b.conv) uc = ctx_.and_(b.conv->guard, uc);
+  // first as pure propositional logic (every atom a free variable, an atom and its negation one):
+  // unsatisfiable there is unsatisfiable for every thread and input, also where thread
+  // enumeration would be too large to decide
+  Expr propositional = exists_data(ctx_, uc, [](Expr) { return false; }, 10);
+  bool unreachable = propositional->op == Op::ConstBool && !propositional->bool_value();
+  if (!unreachable) {
+    Expr when = guarded_domain(b, uc);
+    if (when == b.pred || sat(when)) return v;
+  }
   // rebuild every node above an Undef leaf (ir::substitute maps Var/data leaves only)
   std::unordered_map<Expr, Expr> memo;
   std::vector<std::pair<Expr, bool>> stack{{v, false}};

@@ -41,6 +41,7 @@ Machine::Addr Machine::address(Bundle& b, const ptx::Instruction& in, const Oper
   r.kind = Operand::Kind::Register;
   Expr base = read_raw(b, r, Type::U64);
   if (!ir::is_bv(base->sort)) unsupported(in, "address register holds a non-integer value");
+  base = drop_unreachable_undef(b, base);  // set on one side of an if-converted region, used on it
   if (base->has_undef()) {
     finding("undef-address", in, b, b.pred, "an undefined value is used as an address");
     unsupported(in, "undefined address");
