@@ -43,7 +43,7 @@ Machine::Addr Machine::address(Bundle& b, const ptx::Instruction& in, const Oper
   if (!ir::is_bv(base->sort)) unsupported(in, "address register holds a non-integer value");
   base = drop_unreachable_undef(b, base);  // set on one side of an if-converted region, used on it
   if (base->has_undef()) {
-    finding("undef-address", in, b, b.pred, "an undefined value is used as an address");
+    finding("undef-address", in, b, undef_domain(b, base), "an undefined value is used as an address");
     unsupported(in, "undefined address");
   }
   Expr a = ctx_.bv_add(as_bv(base, 64), ctx_.bv_const(Sort::BV64, uint64_t(o.offset)));
