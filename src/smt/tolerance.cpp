@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "ir/eval.h"  // apply_fn
+#include "ir/walk.h"
 #include "smt/translate.h"  // kLn2Var
 
 namespace dirigo::smt {
@@ -130,19 +131,7 @@ class IntervalEval {
   explicit IntervalEval(double bound) : bound_(bound) {}
 
   Interval operator()(Expr root) {
-    std::vector<std::pair<Expr, bool>> stack{{root, false}};
-    while (!stack.empty()) {
-      auto [e, expanded] = stack.back();
-      if (memo_.count(e)) { stack.pop_back(); continue; }
-      if (!expanded) {
-        stack.back().second = true;
-        for (Expr c : e->args())
-          if (!memo_.count(c)) stack.push_back({c, false});
-        continue;
-      }
-      stack.pop_back();
-      memo_[e] = node(e);
-    }
+    ir::post_order(root, [&](Expr e) { return memo_.count(e) > 0; }, [&](Expr e) { memo_[e] = node(e); });
     return memo_.at(root);
   }
   Interval at(Expr e) { return (*this)(e); }
@@ -216,19 +205,7 @@ class IntervalEval {
 class Skeleton {
  public:
   uint64_t operator()(Expr root) {
-    std::vector<std::pair<Expr, bool>> stack{{root, false}};
-    while (!stack.empty()) {
-      auto [e, expanded] = stack.back();
-      if (memo_.count(e)) { stack.pop_back(); continue; }
-      if (!expanded) {
-        stack.back().second = true;
-        for (Expr c : e->args())
-          if (!memo_.count(c)) stack.push_back({c, false});
-        continue;
-      }
-      stack.pop_back();
-      memo_[e] = node(e);
-    }
+    ir::post_order(root, [&](Expr e) { return memo_.count(e) > 0; }, [&](Expr e) { memo_[e] = node(e); });
     return memo_.at(root);
   }
 
