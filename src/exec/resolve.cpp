@@ -179,7 +179,6 @@ std::vector<Writer> writers_of(ir::Context& ctx, const ExecResult& r, int32_t te
   for (size_t wi = 0; wi < r.writes.size(); ++wi) {
     const auto& w = r.writes[wi];
     if (w.tensor != tensor) continue;
-    Expr target = ctx.bv_const(w.index->sort, uint64_t(flat));
     Expr roots[] = {w.pred, w.index};
     BvProgram prog(vars, roots);
     if (!prog.ok()) throw std::runtime_error(fmt::format("write at PTX line {} has a data-dependent index", w.where.ptx_line));
