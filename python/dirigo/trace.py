@@ -721,6 +721,10 @@ def _wait(proc: subprocess.Popen, result_path: str, deadline: float, timeout: fl
         return json.load(fh)
 
 
+def _squeezed(shape) -> list:
+    return [d for d in shape if d != 1]
+
+
 def _match(ref: dict, new: dict) -> tuple[dict, list[str]]:
     """Pair inputs (forward inputs by position; parameters and buffers by name, else by order and shape;
     real-valued traces must also agree on the values) and outputs by position."""
@@ -738,8 +742,10 @@ def _match(ref: dict, new: dict) -> tuple[dict, list[str]]:
     n_par = [i for i in np_["inputs"] if i["kind"] != "input" and not i.get("constant")]
 
     def same(a, b):
+        # shapes that differ only in size-1 axes ((1, 1, 1) vs (1,)) hold the same elements in the
+        # same order: a bias the candidate keeps flat is still the reference's bias
         ia, ib = rinfo[a["name"]], ninfo[b["name"]]
-        if ia["shape"] != ib["shape"] or ia["dtype"] != ib["dtype"]:
+        if _squeezed(ia["shape"]) != _squeezed(ib["shape"]) or ia["dtype"] != ib["dtype"]:
             return False
         return ia.get("sha256") is None or ib.get("sha256") is None or ia["sha256"] == ib["sha256"]
 

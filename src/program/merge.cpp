@@ -163,9 +163,17 @@ class Merger {
 
  private:
   // ---- interface matching
+  // Inputs may differ in size-1 axes ((1, 1, 1) vs (1)): the same elements in the same row-major
+  // order, so one shared input serves both; outputs must agree exactly.
   void check_pair(const char* what, size_t k, const std::string& rn, const View& r, const std::string& cn,
-                  const View& c) {
-    const char* diff = r.shape != c.shape ? "shape" : r.dtype != c.dtype ? "dtype" : nullptr;
+                  const View& c, bool squeeze = false) {
+    auto squeezed = [&](const std::vector<int64_t>& s) {
+      std::vector<int64_t> out;
+      for (int64_t d : s)
+        if (!squeeze || d != 1) out.push_back(d);
+      return out;
+    };
+    const char* diff = squeezed(r.shape) != squeezed(c.shape) ? "shape" : r.dtype != c.dtype ? "dtype" : nullptr;
     if (!diff) return;
     throw MergeError(fmt::format("{} {}: reference {}.{} ({}) and candidate {}.{} ({}) differ in {}", what, k,
                                  ref_prog_.name, rn, describe_view(r), cand_prog_.name, cn, describe_view(c), diff));
@@ -174,7 +182,7 @@ class Merger {
   void add_input_pair(size_t k, size_t ri, size_t ci) {
     const SsaInput& r = m_.ref.inputs[ri];
     const SsaInput& c = m_.cand.inputs[ci];
-    check_pair("input", k, r.name, r.view, c.name, c.view);
+    check_pair("input", k, r.name, r.view, c.name, c.view, true);
     SharedInput s;
     s.name = r.name;
     s.kind = r.kind;

@@ -89,6 +89,29 @@ TEST(Merge, MatchedInputsWithOtherRecordedValuesAreListed) {
   EXPECT_TRUE(merge(make_bundle({&ref, &unhashed})).differing_values.empty());  // unknown is not different
 }
 
+TEST(Merge, InputsMayDifferInSizeOneAxesOutputsMayNot) {
+  auto program = [](const char* name, const char* role, std::vector<int64_t> bias_shape, std::vector<int64_t> out_shape) {
+    ProgramBuilder p(name, role);
+    auto x = p.tensor({4}), bias = p.tensor(bias_shape), y = p.tensor(out_shape);
+    p.input("x", x);
+    p.input("bias", bias, "parameter");
+    p.aten("aten::add", {T(x), T(bias)}, {y}, {}, J{{"alpha", I(1)}});
+    p.output("out0", y);
+    return p;
+  };
+  auto ref = program("ref", "reference", {1, 1, 1}, {1, 1, 4});
+  auto flat = program("new", "candidate", {1}, {1, 1, 4});
+  Merged m = merge(make_bundle({&ref, &flat}), MergeOptions{false, false});
+  ASSERT_EQ(m.inputs.size(), 2u);  // x and the bias, one shared input each
+  EXPECT_EQ(m.inputs[1].ref.shape, (std::vector<int64_t>{1, 1, 1}));
+  EXPECT_EQ(m.inputs[1].cand.shape, (std::vector<int64_t>{1}));
+  EXPECT_TRUE(m.unmatched.empty());
+  auto other_out = program("new", "candidate", {1}, {4});
+  EXPECT_NE(merge_error(make_bundle({&ref, &other_out}), MergeOptions{false, false}).find("differ in shape"), std::string::npos);
+  auto other_bias = program("new", "candidate", {2}, {1, 1, 4});
+  EXPECT_NE(merge_error(make_bundle({&ref, &other_bias}), MergeOptions{false, false}).find("differ in shape"), std::string::npos);
+}
+
 TEST(Merge, NameMatchingIgnoresOrder) {
   ProgramBuilder ref("ref", "reference"), cand("new", "candidate");
   auto rx = ref.tensor({4}), ra = ref.tensor({4}), rb = ref.tensor({4}), ro = ref.tensor({4});
