@@ -296,7 +296,7 @@ def carry_back(progs: _Programs, trimmed: list[dict], bound: float, steps: int =
                                                  torch.zeros_like(variables[tid])))
                 m[0][tuple(index)] = True
                 m[1][tuple(index)] = value
-    constants = {tid: t for tid, t in rec.constants}
+    constants = {tid: t for tid, t, _ in rec.constants}  # (id, tensor, value at first use)
     ops = rec.ops
     rec.alive.clear()  # the recorder keeps every tensor of the forward alive: not needed any more
     rec.entries.clear()
