@@ -302,11 +302,7 @@ ir::Expr Lowering::from_aten(const program::SsaOp& op, const program::Write& w, 
   std::map<std::string, const program::Operand*> reads;
   for (const auto& r : op.reads) reads[r.path] = &r;
   auto tensor_of = [this](ValueId x) { return value_tensor(x); };
-  for (size_t r = 0; r < op.results.size(); ++r) {
-    const View& res = op.results[r];
-    if (res.value != v) continue;
-    int64_t l = logical_of_storage(res, j);
-    if (l < 0) continue;
+  auto make_call = [&] {  // the op's arguments; outputs: its returned tensors
     aten::OpCall call;
     call.name = a.name;
     call.overload = a.overload;
@@ -314,15 +310,25 @@ ir::Expr Lowering::from_aten(const program::SsaOp& op, const program::Write& w, 
       call.args.push_back(convert_arg(a.args[i], fmt::format("args[{}]", i), reads, tensor_of));
     for (const auto& [k, x] : a.kwargs) call.kwargs.emplace_back(k, convert_arg(x, "kwargs." + k, reads, tensor_of));
     for (const auto& out : op.results) call.outputs.push_back(aten_ref(out, value_tensor(out.value)));
+    return call;
+  };
+  auto equation = [&](const aten::OpCall& call, int output, const std::vector<int64_t>& index) {
     ir::Expr e;
     try {
-      e = aten::element(ctx_, call, int(r), unravel(res.shape, l));
+      e = aten::element(ctx_, call, output, index);
     } catch (const aten::Unsupported& u) {
       throw Unsupported(fmt::format("aten op {} ({})", u.op(), u.reason()));
     } catch (const std::invalid_argument& e2) {
       throw Unsupported(fmt::format("aten op {}.{}: {}", a.name, a.overload, e2.what()));
     }
     return project_leaves(e);
+  };
+  for (size_t r = 0; r < op.results.size(); ++r) {
+    const View& res = op.results[r];
+    if (res.value != v) continue;
+    int64_t l = logical_of_storage(res, j);
+    if (l < 0) continue;
+    return equation(make_call(), int(r), unravel(res.shape, l));
   }
   // Arguments written in place without being returned (training-mode batch norm's running_mean/var):
   // aten gives their new values as outputs returns+k, after the returned tensors.
@@ -343,13 +349,7 @@ ir::Expr Lowering::from_aten(const program::SsaOp& op, const program::Write& w, 
     written.value = v;
     int64_t l = logical_of_storage(written, j);
     if (l < 0) continue;
-    aten::OpCall call;
-    call.name = a.name;
-    call.overload = a.overload;
-    for (size_t i = 0; i < a.args.size(); ++i)
-      call.args.push_back(convert_arg(a.args[i], fmt::format("args[{}]", i), reads, tensor_of));
-    for (const auto& [kw, x] : a.kwargs) call.kwargs.emplace_back(kw, convert_arg(x, "kwargs." + kw, reads, tensor_of));
-    for (const auto& out : op.results) call.outputs.push_back(aten_ref(out, value_tensor(out.value)));
+    aten::OpCall call = make_call();
     for (size_t q = 0; q < wa.names.size(); ++q) {  // every written argument, in order, as outputs
       auto pq = std::find(params.begin(), params.end(), wa.names[q]) - params.begin();
       std::string pp = size_t(pq) < a.args.size() ? fmt::format("args[{}]", pq) : "kwargs." + wa.names[q];
@@ -357,13 +357,7 @@ ir::Expr Lowering::from_aten(const program::SsaOp& op, const program::Write& w, 
       View wq = q == k || rq == reads.end() ? written : rq->second->view;
       call.outputs.push_back(aten_ref(wq, value_tensor(wq.value)));
     }
-    try {
-      return project_leaves(aten::element(ctx_, call, wa.returns + int(k), unravel(written.shape, l)));
-    } catch (const aten::Unsupported& u) {
-      throw Unsupported(fmt::format("aten op {} ({})", u.op(), u.reason()));
-    } catch (const std::invalid_argument& e2) {
-      throw Unsupported(fmt::format("aten op {}.{}: {}", a.name, a.overload, e2.what()));
-    }
+    return equation(call, wa.returns + int(k), unravel(written.shape, l));
   }
   for (const auto& region : w.regions)
     if (logical_of_storage(region, j) >= 0)
