@@ -14,8 +14,11 @@
 
 #include "check/check.h"
 #include "cli/command.h"
+#include "cli/python_child.h"
 
 namespace {
+
+using dirigo::cli::run_python;
 
 struct CheckArgs {
   std::vector<std::string> inputs;  // BUNDLE, or REF.py NEW.py
@@ -28,33 +31,6 @@ struct CheckArgs {
   size_t min_locations = 5, max_locations = 0, jobs = 1;
   double atol = -1, rtol = -1;
 };
-
-// Runs `python3 -m <module> ARGS...` with the package of this source tree on PYTHONPATH; its
-// stdout goes to `stdout_file` (or to our stderr: stdout carries only the report). Returns the
-// child's exit status (70 when it could not run).
-int run_python(const std::string& module, const std::vector<std::string>& args, const std::string& stdout_file = "") {
-  std::string py = std::getenv("DIRIGO_PYTHON") ? std::getenv("DIRIGO_PYTHON") : "python3";
-  std::vector<std::string> argv = {py, "-m", module};
-  argv.insert(argv.end(), args.begin(), args.end());
-  pid_t pid = fork();
-  if (pid < 0) return 70;
-  if (pid == 0) {
-    std::string path = DIRIGO_PYTHON_DIR;
-    if (const char* old = std::getenv("PYTHONPATH")) path += std::string(":") + old;
-    setenv("PYTHONPATH", path.c_str(), 1);
-    int fd = stdout_file.empty() ? 2 : open(stdout_file.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
-    if (fd < 0) _exit(127);
-    dup2(fd, 1);
-    std::vector<char*> cargv;
-    for (auto& a : argv) cargv.push_back(a.data());
-    cargv.push_back(nullptr);
-    execvp(py.c_str(), cargv.data());
-    _exit(127);
-  }
-  int status = 0;
-  if (waitpid(pid, &status, 0) < 0) return 70;
-  return WIFEXITED(status) ? WEXITSTATUS(status) : 70;
-}
 
 std::string default_device() { return std::filesystem::exists("/dev/nvidia0") ? "cuda" : "cpu"; }
 

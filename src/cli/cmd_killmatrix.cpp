@@ -20,6 +20,7 @@
 #include <fmt/format.h>
 
 #include "cli/command.h"
+#include "cli/python_child.h"
 #include "mutate/killmatrix.h"
 #include "mutate/pipeline.h"
 #include "mutate/rule.h"
@@ -43,21 +44,7 @@ struct KillOptions {
 
 // `python3 -m dirigo.killmatrix prep SUBSTRATE DIR` with this tree's package; its output goes to stderr.
 int prepare_inputs(const std::string& substrate, const std::string& dir) {
-  std::string py = std::getenv("DIRIGO_PYTHON") ? std::getenv("DIRIGO_PYTHON") : "python3";
-  pid_t pid = fork();
-  if (pid < 0) return 70;
-  if (pid == 0) {
-    std::string path = DIRIGO_PYTHON_DIR;
-    if (const char* old = std::getenv("PYTHONPATH")) path += std::string(":") + old;
-    setenv("PYTHONPATH", path.c_str(), 1);
-    dup2(2, 1);
-    execlp(py.c_str(), py.c_str(), "-m", "dirigo.killmatrix", "prep", substrate.c_str(), dir.c_str(),
-           static_cast<char*>(nullptr));
-    _exit(127);
-  }
-  int status = 0;
-  if (waitpid(pid, &status, 0) < 0) return 70;
-  return WIFEXITED(status) ? WEXITSTATUS(status) : 70;
+  return run_python("dirigo.killmatrix", {"prep", substrate, dir});
 }
 
 struct Program {
