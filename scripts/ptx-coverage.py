@@ -15,7 +15,8 @@ For every program listed in <corpus>/*/index.json (or every --every'th, determin
 PTX is cached under .cache/ptx/ keyed by the hash of (preprocessed source, flags); corpus
 derived outputs stay under .cache (never committed).
 
-Usage: scripts/ptx-coverage.py [--every K] [-j 2] [--json OUT] [--full-fallback]
+Usage: scripts/ptx-coverage.py [--every K] [-j 2] [--json OUT] [--cached-only] [--rollup]
+       [--emit-jobs DIR]  (compile elsewhere: scripts/gpu/ptxsweep.sh)  [--import-dir DIR]
 """
 import argparse
 import ast
@@ -272,6 +273,7 @@ def torch_include_flags():
 
 
 CACHED_ONLY = False  # --cached-only: report what .cache/ptx holds, compile nothing
+EMIT_DIR = None  # --emit-jobs DIR: write each uncached job as DIR/<key>.cu + <key>.flags for a bigger machine
 
 
 class NotCached(Exception):
@@ -289,6 +291,12 @@ def compile_ptx(tu, variant, timeout=180, extra=()):
             return ptx, None, True
         if os.path.exists(err):
             return None, open(err).read(), True
+        if EMIT_DIR:  # compiled elsewhere (scripts/gpu/ptxsweep.sh); --import-dir brings the results back
+            with open(os.path.join(EMIT_DIR, key + ".cu"), "w") as f:
+                f.write(tu)
+            with open(os.path.join(EMIT_DIR, key + ".flags"), "w") as f:
+                f.write("\n".join(flags) + "\n")
+            raise NotCached(key)
         if CACHED_ONLY:
             raise NotCached(key)
         cu = os.path.join(CACHE, key + ".cu")
@@ -343,6 +351,12 @@ def compile_source(src, variant, mode="stub"):
     if mode == "full":
         ptx, err, _ = compile_ptx(src, variant, timeout=1500, extra=torch_include_flags())
         return ptx, err
+    if EMIT_DIR:  # the fallback unit is only compiled when the first fails: emit both
+        for with_refs in (True, False):
+            try:
+                compile_ptx(translation_unit(src, with_refs), variant)
+            except NotCached:
+                pass
     ptx, err, _ = compile_ptx(translation_unit(src, True), variant)
     if ptx:
         return ptx, None
@@ -470,9 +484,25 @@ def main():
                     help="use only PTX already in .cache/ptx (a partial sweep); uncached units are counted, not compiled")
     ap.add_argument("--rollup", action="store_true",
                     help="also count kernels Execute would refuse after parsing (needs a ptx_parse with --rollup)")
+    ap.add_argument("--emit-jobs", metavar="DIR",
+                    help="write the uncached compile jobs to DIR (<key>.cu, <key>.flags) instead of compiling them")
+    ap.add_argument("--import-dir", metavar="DIR",
+                    help="first copy <key>.ptx / <key>.err compiled elsewhere from DIR into the cache")
     args = ap.parse_args()
-    global CACHED_ONLY
+    global CACHED_ONLY, EMIT_DIR
     CACHED_ONLY = args.cached_only
+    if args.emit_jobs:
+        EMIT_DIR = args.emit_jobs
+        os.makedirs(EMIT_DIR, exist_ok=True)
+    if args.import_dir:
+        n = 0
+        for name in os.listdir(args.import_dir):
+            if name.endswith((".ptx", ".err")) and not os.path.exists(os.path.join(CACHE, name)):
+                os.makedirs(CACHE, exist_ok=True)
+                with open(os.path.join(args.import_dir, name), "rb") as src, open(os.path.join(CACHE, name), "wb") as dst:
+                    dst.write(src.read())
+                n += 1
+        print(f"imported {n} compiled units from {args.import_dir}", file=sys.stderr)
     os.makedirs(CACHE, exist_ok=True)
     t0 = time.time()
     progs = programs(args.corpus)
