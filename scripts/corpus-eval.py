@@ -8,6 +8,9 @@ Everything it writes is derived from corpus programs and stays under .cache/ (gi
     python3 scripts/corpus-eval.py run [--gpu-dir .cache/gpu-results/call1] [--budget 20] [--seed 1] [--jobs 2]
         runs `dirigo check BUNDLE --json` on each traced bundle (one process each), writes
         .cache/eval/results.json and a witness file .cache/eval/witnesses/NNN.json per BUG/SUSPECT
+    python3 scripts/corpus-eval.py run ... --rematch .cache/s4-match/bundles
+        the same on copies of the bundles whose parameter pairing (`match`) is recomputed with the current
+        rule (bundles traced before it); each result records match_changed and the traced bundle
     python3 scripts/corpus-eval.py fold [--replay .cache/gpu-results/call2/replay]
         folds GPU replays of those witnesses into the verdicts (final_outcome)
     python3 scripts/corpus-eval.py stage .cache/eval-s3:s3 .cache/eval-s3b:s3b [--to .cache/replay-b/witnesses]
@@ -281,6 +284,14 @@ def summarize_report(rep: dict) -> dict:
     return s
 
 
+def rematch_copy(bundle: str, dest: str) -> dict:
+    """A copy of the bundle at dest (data and ptx hard-linked) whose `match` is recomputed with the
+    current rule (dirigo.bundle.rematch_bundle): {"out", "changed", "old", "new"}."""
+    sys.path.insert(0, os.path.join(ROOT, "python"))
+    from dirigo import bundle as bundle_mod
+    return bundle_mod.rematch_bundle(bundle, dest)
+
+
 # ----------------------------------------------------------------------------------------------
 # commands
 
@@ -321,6 +332,11 @@ def cmd_run(a) -> int:
         if r["trace_status"] != "ok":
             return r
         r["bundle"] = os.path.relpath(b, ROOT)
+        if a.rematch:  # bundles traced with an older pairing rule: check a copy with the current `match`
+            rm = rematch_copy(b, os.path.join(a.rematch, f"{k:03d}"))
+            r["traced_bundle"], r["bundle"] = r["bundle"], os.path.relpath(rm["out"], ROOT)
+            r["match_changed"] = rm["changed"]
+            b = rm["out"]
         wfile = os.path.join(a.out, "witnesses", f"{k:03d}.json")
         if os.path.exists(wfile):
             os.remove(wfile)
@@ -613,6 +629,9 @@ def main() -> int:
     r.add_argument("--only", type=int, nargs="*")
     r.add_argument("--resume", action="store_true", help="keep results of pairs already in results.json")
     r.add_argument("--bundles", nargs="*", help="check these bundle dirs instead (development)")
+    r.add_argument("--rematch", metavar="DIR",
+                   help="check copies of the bundles under DIR/NNN whose `match` is recomputed from the manifest with "
+                        "the current pairing rule (python -m dirigo.bundle rematch); results note match_changed")
     r.add_argument("--extra", nargs=argparse.REMAINDER, help="more arguments for dirigo check")
     f = sub.add_parser("fold")
     f.add_argument("--results", default=os.path.join(CACHE, "eval", "results.json"))

@@ -12,6 +12,7 @@ import json
 import math
 import os
 import re
+import shutil
 import tarfile
 from typing import Any
 
@@ -380,7 +381,87 @@ def write_bundle(out_dir: str, manifest: dict, ptx: dict[str, str] | None = None
         for rel, body in data.items():
             with open(os.path.join(out_dir, rel), "wb") as fh:
                 fh.write(body)
+    _write_manifest(out_dir, manifest)
+
+
+def _write_manifest(out_dir: str, manifest: dict) -> None:
     buf = io.StringIO()
     json.dump(manifest, buf, indent=1, allow_nan=False)
-    with open(os.path.join(out_dir, "manifest.json"), "w") as fh:
+    tmp = os.path.join(out_dir, "manifest.json.tmp")
+    with open(tmp, "w") as fh:
         fh.write(buf.getvalue() + "\n")
+    os.replace(tmp, os.path.join(out_dir, "manifest.json"))  # never a half-written manifest
+
+
+def _link_or_copy(src: str, dst: str) -> None:
+    try:
+        os.link(src, dst)  # data files can be large; a bundle is never modified in place but for its manifest
+    except OSError:
+        shutil.copy2(src, dst)
+
+
+def rematch_bundle(path: str, out: str | None = None) -> dict:
+    """Recompute the bundle's `match` with the current rule (dirigo.match) from its manifest alone: names,
+    kinds, shapes, dtypes and the sha256 of recorded values are all there, so no re-trace is needed.
+    Writes the bundle to `out` (a directory; data and ptx files hard-linked where possible), or rewrites
+    the manifest of a bundle directory in place. Returns {"bundle", "out", "changed", "old", "new"}."""
+    from . import match as match_mod
+    manifest, files = read_bundle(path)
+    old_match = json.loads(json.dumps(manifest.get("match")))
+    new_match, _ = match_mod.rematch_manifest(manifest)
+    validate_manifest(manifest, files)
+    target = out or path
+    if os.path.isdir(path):
+        if out and os.path.abspath(out) != os.path.abspath(path):
+            if os.path.exists(out):
+                shutil.rmtree(out)
+            shutil.copytree(path, out, copy_function=_link_or_copy)
+            os.remove(os.path.join(out, "manifest.json"))  # a link to the original: never write through it
+    elif out:
+        os.makedirs(out, exist_ok=True)
+        for rel, body in files.items():
+            if rel == "manifest.json":
+                continue
+            os.makedirs(os.path.dirname(os.path.join(out, rel)) or out, exist_ok=True)
+            with open(os.path.join(out, rel), "wb") as fh:
+                fh.write(body)
+    else:
+        raise BundleError(f"{path}: an archive is not rewritten in place; give --out DIR")
+    _write_manifest(target, manifest)
+    return {"bundle": path, "out": target, "changed": not match_mod.same_pairs(old_match, new_match),
+            "old": old_match, "new": new_match}
+
+
+def main(argv: list[str] | None = None) -> int:
+    import argparse
+    import sys
+    ap = argparse.ArgumentParser(prog="python -m dirigo.bundle", description="Trace bundle tools.")
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    v = sub.add_parser("validate", help="validate a bundle (directory or tar archive)")
+    v.add_argument("bundle")
+    rm = sub.add_parser("rematch", help="recompute a bundle's `match` (parameter pairing) from its manifest")
+    rm.add_argument("bundle")
+    rm.add_argument("--out", help="write the rematched bundle here (default: rewrite the manifest in place)")
+    rm.add_argument("--json", action="store_true", help="print old and new match as JSON")
+    a = ap.parse_args(argv)
+    try:
+        if a.cmd == "validate":
+            read_bundle(a.bundle)
+            print(f"{a.bundle}: valid")
+            return 0
+        r = rematch_bundle(a.bundle, a.out)
+    except BundleError as e:
+        print(f"ERROR: {e}", file=sys.stderr)
+        return 2
+    if a.json:
+        print(json.dumps(r, indent=1))
+    else:
+        print(f"{r['out']}: match {'changed' if r['changed'] else 'unchanged'} "
+              f"({len((r['old'] or {}).get('inputs', []))} -> {len(r['new']['inputs'])} input pairs)")
+        for n in r["new"].get("notes", []):
+            print(f"  note: {n}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

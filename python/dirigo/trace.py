@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from . import bundle as bundle_mod
+from . import match as match_mod
 
 DEFAULT_TOLERANCE = 1e-2  # KernelBench v0: torch.allclose(atol=1e-2, rtol=1e-2)
 DEFAULT_TIMEOUT_S = 120.0
@@ -721,62 +722,11 @@ def _wait(proc: subprocess.Popen, result_path: str, deadline: float, timeout: fl
         return json.load(fh)
 
 
-def _squeezed(shape) -> list:
-    return [d for d in shape if d != 1]
-
-
 def _match(ref: dict, new: dict) -> tuple[dict, list[str]]:
-    """Pair inputs (forward inputs by position; parameters and buffers by name, else by order and shape;
-    real-valued traces must also agree on the values) and outputs by position."""
-    notes = []
-    rp, np_ = ref["program"], new["program"]
-    rinfo = {i["name"]: i for i in ref["inputs_info"]}
-    ninfo = {i["name"]: i for i in new["inputs_info"]}
-    pairs = []
-    r_in = [i for i in rp["inputs"] if i["kind"] == "input"]
-    n_in = [i for i in np_["inputs"] if i["kind"] == "input"]
-    if len(r_in) != len(n_in):
-        notes.append(f"the reference takes {len(r_in)} tensor inputs, the candidate {len(n_in)}")
-    pairs += [[f"{rp['name']}.{a['name']}", f"{np_['name']}.{b['name']}"] for a, b in zip(r_in, n_in)]
-    r_par = [i for i in rp["inputs"] if i["kind"] != "input" and not i.get("constant")]
-    n_par = [i for i in np_["inputs"] if i["kind"] != "input" and not i.get("constant")]
-
-    def same(a, b):
-        # shapes that differ only in size-1 axes ((1, 1, 1) vs (1,)) hold the same elements in the
-        # same order: a bias the candidate keeps flat is still the reference's bias
-        ia, ib = rinfo[a["name"]], ninfo[b["name"]]
-        if _squeezed(ia["shape"]) != _squeezed(ib["shape"]) or ia["dtype"] != ib["dtype"]:
-            return False
-        return ia.get("sha256") is None or ib.get("sha256") is None or ia["sha256"] == ib["sha256"]
-
-    n_by_name = {b["name"]: b for b in n_par}
-    if r_par and all(a["name"] in n_by_name and same(a, n_by_name[a["name"]]) for a in r_par):
-        chosen = [(a, n_by_name[a["name"]]) for a in r_par]
-    elif len(r_par) == len(n_par) and all(same(a, b) for a, b in zip(r_par, n_par)):
-        chosen = list(zip(r_par, n_par))
-        if r_par:
-            notes.append("parameters matched by order (names differ)")
-    else:
-        chosen = []
-        used = set()
-        for a in r_par:  # greedy: first unused candidate parameter with the same shape (and values)
-            b = next((b for b in n_par if b["name"] not in used and same(a, b)), None)
-            if b is None:
-                notes.append(f"reference {a['kind']} {a['name']} has no counterpart in the candidate")
-                continue
-            used.add(b["name"])
-            chosen.append((a, b))
-    pairs += [[f"{rp['name']}.{a['name']}", f"{np_['name']}.{b['name']}"] for a, b in chosen]
-    outs = [[f"{rp['name']}.{a['name']}", f"{np_['name']}.{b['name']}"]
-            for a, b in zip(rp["outputs"], np_["outputs"])]
-    if len(rp["outputs"]) != len(np_["outputs"]):
-        notes.append(f"the reference returns {len(rp['outputs'])} tensors, the candidate {len(np_['outputs'])}")
-    for (a, b) in zip(rp["outputs"], np_["outputs"]):
-        ta = next(t for t in rp["tensors"] if t["id"] == a["tensor"])
-        tb = next(t for t in np_["tensors"] if t["id"] == b["tensor"])
-        if ta["shape"] != tb["shape"]:
-            notes.append(f"output {a['name']}: shape {ta['shape']} in the reference, {tb['shape']} in the candidate")
-    return {"inputs": pairs, "outputs": outs}, notes
+    """Pair the two traced programs' inputs and outputs (dirigo.match: forward inputs and outputs by
+    position; parameters and buffers by normalized name, then by position among the same-shaped ones,
+    recorded values breaking ties and, where they differ, noted)."""
+    return match_mod.match_programs(ref["program"], new["program"])
 
 
 def trace(ref: str, new: str | None = None, out: str | None = None, *, device: str = "cpu",
