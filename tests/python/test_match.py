@@ -241,3 +241,15 @@ def test_check_compares_the_function_and_notes_the_initialization(own_init_bundl
     p = subprocess.run([dirigo, "check", own_init_bundle, "--json", "--budget", "60"], capture_output=True,
                        text=True, timeout=300)
     assert json.loads(p.stdout)["outcome"] in ("BUG", "SUSPECT")
+
+
+def test_corpus_eval_checks_rematched_copies(own_init_bundle, tmp_path):
+    import importlib.util
+    path = os.path.join(os.path.dirname(__file__), "..", "..", "scripts", "corpus-eval.py")
+    spec = importlib.util.spec_from_file_location("corpus_eval", path)
+    ce = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(ce)
+    _as_old_trace(own_init_bundle)
+    r = ce.rematch_copy(own_init_bundle, str(tmp_path / "rematched" / "007"))
+    assert r["changed"] and os.path.isfile(os.path.join(r["out"], "manifest.json"))
+    assert ["ref.conv.weight", "new.conv_weight"] in manifest(r["out"])[0]["match"]["inputs"]
