@@ -162,7 +162,8 @@ class Machine {
   [[noreturn]] void unsupported(const ptx::Instruction& in, const std::string& why) const;
   ir::Expr linear_tid(ir::Expr tx, ir::Expr ty, ir::Expr tz);
   std::vector<ir::Expr> tid_of_linear(ir::Expr lin);
-  ir::Expr subst_tid(ir::Expr e, const std::vector<ir::Expr>& tid);
+  // tid Vars -> the given expressions; memoized across calls (reuse it for one partner thread)
+  ir::Substituter tid_substituter(std::vector<ir::Expr> tid);
   ir::Expr ctaid_linear();
   void check_shared_epoch();
   void check_global_reads();

@@ -128,7 +128,8 @@ void Machine::check_global_bounds(Bundle& b, const ptx::Instruction& in, const A
   if (!b.coord) {  // one interval evaluation over the bundle's thread box proves most accesses
     auto box = box_of(tv_, b.pred);
     if (!box) return;  // no thread runs this bundle
-    if (auto r = range_over(index, tv_, *box); r && r->hi < extent) return;
+    auto guards = guards_of(b.pred);
+    if (auto r = range_over(index, tv_, *box, &*guards); r && r->hi < extent) return;
     if (auto r = ranges_.range(index, b.pred); r && r->hi < extent) return;
   }
   Expr bad = ctx_.and_(b.pred, ctx_.ule(ctx_.bv_const(Sort::BV64, extent), index));
