@@ -251,8 +251,13 @@ Expr Machine::read_raw(Bundle& b, const Operand& o, Type ty) {
       } else {
         int s = slot(o.name);
         if (size_t(s) >= b.regs.size()) b.regs.resize(slot_types_.size(), nullptr);
-        if (auto it = b.sums.find(s); it != b.sums.end())  // materialize
-          b.regs[s] = ctx_.add(std::span<const Expr>(it->second.terms->data(), it->second.n));
+        if (auto it = b.sums.find(s); it != b.sums.end()) {  // materialize
+          const auto& p = it->second;
+          std::span<const Expr> xs(p.terms->data(), p.n);
+          if (p.op == Op::Add) b.regs[s] = ctx_.add(xs);
+          else if (p.n == 0) b.regs[s] = ctx_.var(p.op == Op::Max ? "-inf" : "+inf", Sort::Real);
+          else b.regs[s] = p.op == Op::Max ? ctx_.max(xs) : ctx_.min(xs);
+        }
         v = b.regs[s];
         if (!v) v = ctx_.undef(sort_of(slot_types_[s] == Type::None ? ty : slot_types_[s]));
       }
