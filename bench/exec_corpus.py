@@ -102,6 +102,7 @@ def main():
     timed = [r["exec_s"] for r in results if "exec_s" in r]
     # a launch that timed out counts at the timeout (a lower bound)
     timed_all = timed + [args.timeout for r in results if r["outcome"] == "timeout"]
+    cpu = [r["exec_cpu_s"] for r in results if "exec_cpu_s" in r]
     reasons = collections.Counter(normalize(r.get("reason", "")) for r in results
                                   if r["outcome"] in ("unsupported", "time-limit", "timeout", "crash", "error"))
     findings = collections.Counter(k for r in results for k in r.get("findings", []))
@@ -114,6 +115,8 @@ def main():
                    "p90": percentile(timed_all, 0.9), "max": max(timed_all) if timed_all else None},
         "exec_s_completed_only": {"n": len(timed), "median": statistics.median(timed) if timed else None,
                                   "p90": percentile(timed, 0.9), "max": max(timed) if timed else None},
+        "exec_cpu_s_completed_only": {"n": len(cpu), "median": statistics.median(cpu) if cpu else None,
+                                      "p90": percentile(cpu, 0.9), "max": max(cpu) if cpu else None},
         "proc_s": {"median": statistics.median([r["proc_s"] for r in results]) if results else None,
                    "p90": percentile([r["proc_s"] for r in results], 0.9)},
         "symbolic_bundles": {"median": statistics.median(bundles_n) if bundles_n else None,

@@ -296,47 +296,60 @@ void Machine::exec_int(Bundle& b, const ptx::Instruction& in, Type ty) {
 // `d = c + x`, `d = x + c`, `d = c - x`, `d = fma(a, b, c)` on float registers, where c is d itself
 // or a register holding a sum (pending, or an n-ary Add node: a chain that started outside the
 // loop): d's sum is c's terms plus one (Bundle::sums), instead of a new n-ary node each step.
+// `d = max(c, x)` / `min`, the running maximum of a softmax or a max-pool, alike.
 bool Machine::accumulate(Bundle& b, const ptx::Instruction& in, Type ty) {
   const auto& ops = in.operands;
   if (concrete_ || in.mod.sat || (ty != Type::F32 && ty != Type::F64) || ops.empty() ||
       ops[0].kind != Operand::Kind::Register)
     return false;
   auto is_reg = [&](size_t i) { return ops.size() > i && ops[i].kind == Operand::Kind::Register && !ops[i].negated; };
-  auto is_acc = [&](size_t i) {  // the destination itself, or a register holding a (pending) sum
+  const bool is_minmax = in.op == Opcode::Max || in.op == Opcode::Min;
+  const Op list_op = in.op == Opcode::Max ? Op::Max : in.op == Opcode::Min ? Op::Min : Op::Add;
+  auto is_acc = [&](size_t i) {  // the destination itself, or a register holding a (pending) sum/max/min
     if (!is_reg(i)) return false;
     if (ops[i].name == ops[0].name) return true;
     auto it = slots_.find(ops[i].name);
     if (it == slots_.end()) return false;
-    if (b.sums.count(it->second)) return true;
-    return size_t(it->second) < b.regs.size() && b.regs[it->second] && b.regs[it->second]->op == Op::Add &&
+    if (auto p = b.sums.find(it->second); p != b.sums.end()) return p->second.op == list_op;
+    return size_t(it->second) < b.regs.size() && b.regs[it->second] && b.regs[it->second]->op == list_op &&
            b.regs[it->second]->sort == Sort::Real;
   };
   int acc = -1;  // operand index of the accumulator
   if ((in.op == Opcode::Add || in.op == Opcode::Sub) && ops.size() == 3 && is_acc(1)) acc = 1;
-  if (in.op == Opcode::Add && ops.size() == 3 && acc < 0 && is_acc(2)) acc = 2;
+  if ((in.op == Opcode::Add || is_minmax) && ops.size() == 3 && acc < 0 && is_acc(2)) acc = 2;
+  if (is_minmax && ops.size() == 3 && acc < 0 && is_acc(1)) acc = 1;
   if ((in.op == Opcode::Fma || in.op == Opcode::Mad) && ops.size() == 4 && is_acc(3)) acc = 3;
   if (acc < 0) return false;
   Expr ninf = ctx_.var("-inf", Sort::Real), pinf = ctx_.var("+inf", Sort::Real);
-  auto arg = [&](size_t i) {
+  // max/min: -inf/+inf is the identity (left out of the list) or absorbs (the plain path decides)
+  Expr identity = in.op == Opcode::Max ? ninf : pinf;
+  auto arg = [&](size_t i) -> Expr {  // nullptr: an absorbing infinity (not an accumulation)
     Expr x = read(b, ops.at(i), ty);
-    if (x == ninf || x == pinf) unsupported(in, "arithmetic on an infinite value");
+    if (x == ninf || x == pinf) {
+      if (is_minmax) return x == identity ? x : nullptr;
+      unsupported(in, "arithmetic on an infinite value");
+    }
     return x;
   };
+  int src = slot(ops[size_t(acc)].name), dst = slot(ops[0].name);
   Expr term;
-  if (in.op == Opcode::Add) term = arg(acc == 1 ? 2 : 1);
+  if (in.op == Opcode::Add || is_minmax) term = arg(acc == 1 ? 2 : 1);
   else if (in.op == Opcode::Sub) term = ctx_.neg(arg(2));
   else term = ctx_.mul(arg(1), arg(2));
-  int src = slot(ops[size_t(acc)].name), dst = slot(ops[0].name);
+  if (!term) return false;
   Bundle::PendingSum sum;
-  if (auto it = b.sums.find(src); it != b.sums.end()) {
+  if (auto it = b.sums.find(src); it != b.sums.end() && it->second.op == list_op) {
     sum = it->second;
   } else {
     Expr cur = arg(size_t(acc));
+    if (!cur) return false;
+    sum.op = list_op;
     sum.terms = std::make_shared<std::vector<Expr>>();
-    if (cur->op == Op::Add) sum.terms->assign(cur->args().begin(), cur->args().end());
-    else sum.terms->push_back(cur);
+    if (cur->op == list_op) sum.terms->assign(cur->args().begin(), cur->args().end());
+    else if (!(is_minmax && cur == identity)) sum.terms->push_back(cur);
     sum.n = sum.terms->size();
   }
+  if (is_minmax && term == identity) return src == dst;  // max(m, -inf) is m: nothing to append
   if (sum.terms->size() != sum.n)  // another register extended this list past our prefix: branch off
     sum.terms = std::make_shared<std::vector<Expr>>(sum.terms->begin(), sum.terms->begin() + long(sum.n));
   sum.terms->push_back(term);

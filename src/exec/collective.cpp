@@ -325,6 +325,15 @@ void Machine::collective_warp(std::vector<size_t> group) {
       by_thread[{linear_of(bundles_[i].coord->ctaid, launch_.grid), linear_of(bundles_[i].coord->tid, B)}] = i;
 
   struct Arm { Expr valid, value; };
+  // One substitution tid -> partner(plin) per partner expression, shared by every reading bundle:
+  // symbolic readers have the same plin, and the senders' values share most of their DAG.
+  std::unordered_map<Expr, ir::Substituter> to_partner;
+  auto partner_subst = [&](Expr plin) -> ir::Substituter& {
+    auto it = to_partner.find(plin);
+    if (it == to_partner.end())
+      it = to_partner.emplace(plin, tid_substituter(tid_of_linear(plin))).first;
+    return it->second;
+  };
   // Values of operand `o` held by the thread `plin` (same block) among the group, as arms.
   auto partner_arms = [&](Bundle& R, Expr cond, Expr plin, const Operand& o, Type ty, bool& complete) {
     std::vector<Arm> arms;
@@ -338,14 +347,14 @@ void Machine::collective_warp(std::vector<size_t> group) {
       }
       return arms;
     }
-    auto ptid = tid_of_linear(plin);
+    ir::Substituter& to_p = partner_subst(plin);
     Expr inblock = ctx_.ult(plin, c32(nthreads));
     std::vector<Expr> covered;
     for (size_t si : group) {
       Bundle& S = bundles_[si];
-      Expr valid = ctx_.and_(inblock, subst_tid(S.pred, ptid));
+      Expr valid = ctx_.and_(inblock, to_p(S.pred));
       if (!sat(ctx_.and_(cond, valid))) continue;
-      arms.push_back({valid, subst_tid(read(S, o, ty), ptid)});
+      arms.push_back({valid, to_p(read(S, o, ty))});
       covered.push_back(valid);
       // the arms so far cover every reader: the last one needs no condition
       if (!sat(ctx_.and_(cond, ctx_.not_(ctx_.or_(covered))))) { complete = true; break; }

@@ -24,61 +24,151 @@ int var_index(const ThreadVars& tv, Expr v) {
   return -1;
 }
 
-// a + (-c)*(a / c) == a mod c: the remainder idiom nvcc emits for `i - (i / n) * n`, whose two
-// terms an interval rule would otherwise treat as independent.
-std::optional<Bounds> remainder_idiom(Expr add, unsigned w, const std::unordered_map<Expr, Bounds>& r) {
-  if (add->nargs != 2) return std::nullopt;
-  for (int side = 0; side < 2; ++side) {
-    Expr a = add->arg(side), m = add->arg(1 - side);
-    if (m->op != Op::BvMul || m->nargs != 2) continue;
-    Expr k = m->arg(0)->op == Op::ConstBV ? m->arg(0) : m->arg(1);
-    Expr d = k == m->arg(0) ? m->arg(1) : m->arg(0);
-    if (k->op != Op::ConstBV || (d->op != Op::BvUDiv && d->op != Op::BvSDiv) || d->arg(0) != a) continue;
-    Expr c = d->arg(1);
-    if (c->op != Op::ConstBV || c->bv_value() == 0) continue;
-    if (((k->bv_value() + c->bv_value()) & umax_of(w)) != 0) continue;  // k == -c
-    const Bounds& ra = r.at(a);
-    if (d->op == Op::BvSDiv && ra.hi > umax_of(w) / 2) continue;  // signed division of a negative
-    return Bounds{0, std::min(ra.hi, c->bv_value() - 1)};
+// e == k + sum coef * atom (mod 2^w), atoms standing for their unsigned values. Descends through
+// sums, constant factors and constant left shifts, and through a zero-extension when the sum
+// inside cannot wrap over the ranges `r` (then its integer value is the combination). Recursion
+// only across zero-extensions (depth <= 3: each one narrows the width).
+struct LinForm {
+  uint64_t k = 0;
+  std::vector<std::pair<Expr, uint64_t>> terms;  // distinct atoms
+  void add(Expr atom, uint64_t c, uint64_t mask) {
+    for (auto& [a, x] : terms)
+      if (a == atom) { x = (x + c) & mask; return; }
+    terms.push_back({atom, c & mask});
   }
-  return std::nullopt;
+};
+
+// Whether `f` (at width w) never wraps over the ranges: all its coefficients taken as
+// non-negative, k + sum coef * hi fits in w bits.
+bool never_wraps(const LinForm& f, unsigned w, const std::unordered_map<Expr, Bounds>& r) {
+  u128 hi = f.k;
+  for (auto& [a, c] : f.terms) hi += u128(c) * r.at(a).hi;
+  return hi <= umax_of(w);
+}
+
+LinForm linearize(Expr root, const std::unordered_map<Expr, Bounds>& r) {
+  const unsigned w = ir::bv_width(root->sort);
+  const uint64_t mask = umax_of(w);
+  LinForm f;
+  std::vector<std::pair<Expr, uint64_t>> stack{{root, 1}};
+  while (!stack.empty()) {
+    auto [e, m] = stack.back();
+    stack.pop_back();
+    if (e->op == Op::ConstBV) { f.k = (f.k + m * e->bv_value()) & mask; continue; }
+    if (e->op == Op::BvAdd) { for (Expr a : e->args()) stack.push_back({a, m}); continue; }
+    if (e->op == Op::BvMul && e->nargs == 2 && e->arg(0)->op == Op::ConstBV) {
+      stack.push_back({e->arg(1), m * e->arg(0)->bv_value()});
+      continue;
+    }
+    if (e->op == Op::BvShl && e->arg(1)->op == Op::ConstBV && e->arg(1)->bv_value() < w) {
+      stack.push_back({e->arg(0), m << e->arg(1)->bv_value()});
+      continue;
+    }
+    if (e->op == Op::ZExt) {
+      Expr x = e->arg(0);
+      LinForm inner = linearize(x, r);
+      if (!never_wraps(inner, ir::bv_width(x->sort), r)) { f.add(x, m, mask); continue; }
+      f.k = (f.k + m * inner.k) & mask;
+      for (auto& [a, c] : inner.terms) f.add(a, m * c, mask);
+      continue;
+    }
+    f.add(e, m, mask);
+  }
+  return f;
+}
+
+// A sum holding k2 * (a / c) (udiv, `>> s`, or sdiv of a non-negative a) next to k1 * a holds
+// the pair g(a) = k1 * a + k2 * (a / c), whose terms an interval rule would otherwise treat as
+// independent (a is often L = tid + 256*ctaid, spread over the sum's terms). Over a's range:
+//  - k1, k2 >= 0 (`L + 15*(L / 123)`): g is non-decreasing, so [g(a.lo), g(a.hi)], exact;
+//  - otherwise g(a) = k1 * (a mod c) + (k2 + k1 * c) * (a / c), with the mod in [0, c - 1]: nvcc's
+//    `i - (i / n) * n` and its scaled forms (`8192*L - 2^26*(L >> 13)` is 8192 * (L mod 8192)).
+// Returns the sum's range with every such pair replaced by its range and the other terms added as
+// intervals; nullopt when there is no pair or the result may wrap.
+std::optional<Bounds> quotient_pairs(Expr sum, const std::unordered_map<Expr, Bounds>& r) {
+  const unsigned w = ir::bv_width(sum->sort);
+  const uint64_t mask = umax_of(w);
+  LinForm f = linearize(sum, r);
+  std::vector<Bounds> pairs;
+  for (size_t i = 0; i < f.terms.size(); ++i) {
+    auto [d, k2] = f.terms[i];
+    if (k2 == 0 || d->nargs != 2 || d->arg(1)->op != Op::ConstBV) continue;
+    const unsigned wa = ir::bv_width(d->sort);
+    uint64_t c = 0;
+    Expr a = d->arg(0);
+    if (d->op == Op::BvLShr && d->arg(1)->bv_value() < wa) c = uint64_t(1) << d->arg(1)->bv_value();
+    else if (d->op == Op::BvUDiv) c = d->arg(1)->bv_value();
+    else if (d->op == Op::BvSDiv && r.at(a).hi <= umax_of(wa) / 2 && d->arg(1)->bv_value() <= umax_of(wa) / 2)
+      c = d->arg(1)->bv_value();  // both non-negative: the unsigned quotient
+    if (c < 2) continue;
+    LinForm A = linearize(a, r);
+    if (A.terms.empty() || !never_wraps(A, wa, r)) continue;  // then a's value is the combination
+    // k1 from a's first atom: k1 * alpha == beta, the coefficient the sum gives that atom
+    auto [x0, alpha] = A.terms[0];
+    uint64_t beta = 0;
+    for (auto& [t, b] : f.terms)
+      if (t == x0) beta = b;
+    if (alpha == 0 || beta == 0 || beta % alpha != 0) continue;
+    const uint64_t k1 = beta / alpha, k3 = (k2 + k1 * c) & mask;
+    const Bounds ra = r.at(a);
+    u128 lo, hi;
+    if (u128(k1) * ra.hi + u128(k2) * (ra.hi / c) <= mask) {  // k1, k2 small: monotone
+      lo = u128(k1) * ra.lo + u128(k2) * (ra.lo / c), hi = u128(k1) * ra.hi + u128(k2) * (ra.hi / c);
+    } else {
+      const Bounds rem = ra.hi < c ? ra : Bounds{0, c - 1};
+      lo = u128(k1) * rem.lo + u128(k3) * (ra.lo / c), hi = u128(k1) * rem.hi + u128(k3) * (ra.hi / c);
+      if (hi > mask) continue;
+    }
+    // the sum is g(a) + (the rest, with k1 * a and k2 * (a / c) taken out)
+    f.terms[i].second = 0;
+    f.k = (f.k - k1 * A.k) & mask;
+    for (auto& [x, al] : A.terms) f.add(x, (mask - k1 * al + 1) & mask, mask);  // minus k1 * alpha
+    pairs.push_back({uint64_t(lo), uint64_t(hi)});
+  }
+  if (pairs.empty()) return std::nullopt;
+  u128 lo = f.k, hi = f.k;
+  for (auto& [t, c] : f.terms) {
+    if (c == 0) continue;
+    lo += u128(c) * r.at(t).lo, hi += u128(c) * r.at(t).hi;
+  }
+  for (auto& p : pairs) lo += p.lo, hi += p.hi;
+  if (hi > mask) return std::nullopt;
+  return Bounds{uint64_t(lo), uint64_t(hi)};
 }
 
 }  // namespace
 
-std::optional<ThreadBox> box_of(const ThreadVars& tv, Expr pred) {
-  ThreadBox box;
-  auto all = tv.all();
-  for (int i = 0; i < 6; ++i) box[i] = all[i]->bounds();
+std::optional<Guards> guards_of(Expr pred) {
+  Guards g;
   std::vector<Expr> atoms;
   if (pred && pred->op == Op::And) atoms.assign(pred->args().begin(), pred->args().end());
   else if (pred) atoms.push_back(pred);
   for (Expr a : atoms) {
     if (a->op == Op::ConstBool && !a->bool_value()) return std::nullopt;
-    if ((a->op != Op::Ult && a->op != Op::Ule && a->op != Op::Eq) || a->nargs != 2) continue;
-    Expr x = a->arg(0), y = a->arg(1);
-    if (x->op == Op::Var && y->op == Op::ConstBV) {
-      int i = var_index(tv, x);
-      if (i < 0) continue;
-      uint64_t c = y->bv_value();
-      if (a->op == Op::Ult) { if (c == 0) return std::nullopt; box[i].hi = std::min(box[i].hi, c - 1); }
-      else if (a->op == Op::Ule) box[i].hi = std::min(box[i].hi, c);
-      else { box[i].lo = std::max(box[i].lo, c); box[i].hi = std::min(box[i].hi, c); }
-    } else if (y->op == Op::Var && x->op == Op::ConstBV) {
-      int i = var_index(tv, y);
-      if (i < 0) continue;
-      uint64_t c = x->bv_value();
-      if (a->op == Op::Ult) { if (c == UINT64_MAX) return std::nullopt; box[i].lo = std::max(box[i].lo, c + 1); }
-      else if (a->op == Op::Ule) box[i].lo = std::max(box[i].lo, c);
-      else { box[i].lo = std::max(box[i].lo, c); box[i].hi = std::min(box[i].hi, c); }
-    }
-    for (auto& b : box)
-      if (b.lo > b.hi) return std::nullopt;
+    auto ab = bound_of_atom(a);
+    if (!ab) continue;
+    auto [it, fresh] = g.try_emplace(ab->subject, Bounds{ab->lo, ab->hi});
+    if (!fresh) it->second = {std::max(it->second.lo, ab->lo), std::min(it->second.hi, ab->hi)};
+    if (it->second.lo > it->second.hi) return std::nullopt;
+  }
+  return g;
+}
+
+std::optional<ThreadBox> box_of(const ThreadVars& tv, Expr pred) {
+  auto g = guards_of(pred);
+  if (!g) return std::nullopt;
+  ThreadBox box;
+  auto all = tv.all();
+  for (int i = 0; i < 6; ++i) {
+    box[i] = all[i]->bounds();
+    if (auto it = g->find(all[i]); it != g->end())
+      box[i] = {std::max(box[i].lo, it->second.lo), std::min(box[i].hi, it->second.hi)};
+    if (box[i].lo > box[i].hi) return std::nullopt;
   }
   return box;
 }
 
-std::optional<Bounds> range_over(Expr root, const ThreadVars& tv, const ThreadBox& box) {
+std::optional<Bounds> range_over(Expr root, const ThreadVars& tv, const ThreadBox& box, const Guards* guards) {
   std::unordered_map<Expr, Bounds> r;
   std::vector<std::pair<Expr, bool>> stack{{root, false}};
   while (!stack.empty()) {
@@ -107,10 +197,10 @@ std::optional<Bounds> range_over(Expr root, const ThreadVars& tv, const ThreadBo
         break;
       }
       case Op::BvAdd: {
-        if (auto rem = remainder_idiom(e, w, r)) { out = *rem; break; }
         u128 lo = 0, hi = 0;
         for (unsigned i = 0; i < e->nargs; ++i) lo += arg(i).lo, hi += arg(i).hi;
         if (hi <= umax_of(w)) out = {uint64_t(lo), uint64_t(hi)};
+        if (auto q = quotient_pairs(e, r)) out = {std::max(out.lo, q->lo), std::min(out.hi, q->hi)};
         break;
       }
       case Op::BvMul: {
@@ -196,6 +286,11 @@ std::optional<Bounds> range_over(Expr root, const ThreadVars& tv, const ThreadBo
         if (e->nargs == 0) return std::nullopt;  // TensorElem, Undef, other leaves: no range
         break;                                   // an unknown operation: the full range of its width
     }
+    if (guards)  // every thread of the predicate keeps e inside its guard
+      if (auto it = guards->find(e); it != guards->end()) {
+        out = {std::max(out.lo, it->second.lo), std::min(out.hi, it->second.hi)};
+        if (out.lo > out.hi) out.hi = out.lo;  // no such thread: any range is vacuous
+      }
     r.emplace(e, out);
   }
   return r.at(root);

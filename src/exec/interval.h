@@ -26,9 +26,16 @@ using ThreadBox = std::array<ir::Bounds, 6>;
 // nullopt when the atoms are contradictory.
 std::optional<ThreadBox> box_of(const ThreadVars& tv, ir::Expr pred);
 
-// Unsigned range of a bitvector expression over every point of the box; nullopt when a node is
-// outside what the rules know (reals, loads, unbounded Vars...). Never narrower than the truth.
-std::optional<ir::Bounds> range_over(ir::Expr e, const ThreadVars& tv, const ThreadBox& box);
+// Unsigned bounds the atoms of a conjunctive path predicate put on its sub-expressions
+// (`(tid.x + 256*ctaid.x) <u n`, `tid.x < 64`, ...): every thread of the predicate keeps each
+// expression inside its bounds. nullopt when some atom is unsatisfiable on its own.
+using Guards = std::unordered_map<ir::Expr, ir::Bounds>;
+std::optional<Guards> guards_of(ir::Expr pred);
+
+// Unsigned range of a bitvector expression over every point of the box that satisfies the guards
+// (none: the whole box); nullopt when a node is outside what the rules know (reals, loads,
+// unbounded Vars...). Never narrower than the truth.
+std::optional<ir::Bounds> range_over(ir::Expr e, const ThreadVars& tv, const ThreadBox& box, const Guards* guards = nullptr);
 
 // Range of a thread-only bitvector expression over the threads of `pred` (a sound
 // over-approximation, exact in the common cases), for bounds proofs. Loop iterations change only

@@ -205,8 +205,8 @@ std::vector<Expr> Machine::tid_of_linear(Expr lin) {
   return {ctx_.bv_urem(lin, nx), ctx_.bv_urem(rest, ny), ctx_.bv_udiv(rest, ny)};
 }
 
-Expr Machine::subst_tid(Expr e, const std::vector<Expr>& tid) {
-  return ir::substitute(ctx_, e, [&](Expr leaf) -> Expr {
+ir::Substituter Machine::tid_substituter(std::vector<Expr> tid) {
+  return ir::Substituter(ctx_, [this, tid = std::move(tid)](Expr leaf) -> Expr {
     for (int i = 0; i < 3; ++i) if (leaf == tv_.tid[i]) return tid[i];
     return nullptr;
   });
@@ -251,8 +251,13 @@ Expr Machine::read_raw(Bundle& b, const Operand& o, Type ty) {
       } else {
         int s = slot(o.name);
         if (size_t(s) >= b.regs.size()) b.regs.resize(slot_types_.size(), nullptr);
-        if (auto it = b.sums.find(s); it != b.sums.end())  // materialize
-          b.regs[s] = ctx_.add(std::span<const Expr>(it->second.terms->data(), it->second.n));
+        if (auto it = b.sums.find(s); it != b.sums.end()) {  // materialize
+          const auto& p = it->second;
+          std::span<const Expr> xs(p.terms->data(), p.n);
+          if (p.op == Op::Add) b.regs[s] = ctx_.add(xs);
+          else if (p.n == 0) b.regs[s] = ctx_.var(p.op == Op::Max ? "-inf" : "+inf", Sort::Real);
+          else b.regs[s] = p.op == Op::Max ? ctx_.max(xs) : ctx_.min(xs);
+        }
         v = b.regs[s];
         if (!v) v = ctx_.undef(sort_of(slot_types_[s] == Type::None ? ty : slot_types_[s]));
       }
@@ -401,21 +406,13 @@ Expr Machine::tighten(Expr pred) {
     return it->second;
   };
   for (Expr a : pred->args()) {
-    if ((a->op == Op::Ult || a->op == Op::Ule) && a->nargs == 2) {
-      Expr x = a->arg(0), y = a->arg(1);
-      if (x->op == Op::Var && y->op == Op::ConstBV && y->sort == Sort::BV32) {
-        auto& bd = var_bounds(x);
-        uint64_t hi = a->op == Op::Ult ? y->bv_value() - 1 : y->bv_value();
-        if (a->op == Op::Ult && y->bv_value() == 0) return ctx_.bool_const(false);
-        bd.second = std::min(bd.second, hi);
-        continue;
-      }
-      if (y->op == Op::Var && x->op == Op::ConstBV && x->sort == Sort::BV32) {
-        auto& bd = var_bounds(y);
-        uint64_t lo = a->op == Op::Ult ? x->bv_value() + 1 : x->bv_value();
-        bd.first = std::max(bd.first, lo);
-        continue;
-      }
+    // plain `v < c`, `v <= c`, `c < v`, `c <= v` over 32-bit Vars fold into the box
+    auto ab = a->op == Op::Ult || a->op == Op::Ule ? bound_of_atom(a) : std::nullopt;
+    if (ab && ab->subject->op == Op::Var && ab->subject->sort == Sort::BV32) {
+      if (ab->lo > ab->hi) return ctx_.bool_const(false);
+      auto& bd = var_bounds(ab->subject);
+      bd.first = std::max(bd.first, ab->lo), bd.second = std::min(bd.second, ab->hi);
+      continue;
     }
     rest.push_back(a);
   }

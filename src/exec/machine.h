@@ -48,9 +48,12 @@ struct Bundle {
   // one n-ary node only when something else reads the register. Building the sum one term at a
   // time would copy it every step: O(n^2) nodes. Appending to a list whose prefix another register
   // still names is safe: that register keeps its own length.
+  // The same for running maxima/minima (`m = fmaxf(m, x)`): op is Max or Min, the list leaves out
+  // the identity (-inf / +inf) and is empty until the first finite term.
   struct PendingSum {
     std::shared_ptr<std::vector<ir::Expr>> terms;
     size_t n = 0;
+    ir::Op op = ir::Op::Add;
   };
   std::unordered_map<int, PendingSum> sums;
   // inside an if-converted region (ifconv.h): the predicate of the paths reaching pc, and the
@@ -162,7 +165,8 @@ class Machine {
   [[noreturn]] void unsupported(const ptx::Instruction& in, const std::string& why) const;
   ir::Expr linear_tid(ir::Expr tx, ir::Expr ty, ir::Expr tz);
   std::vector<ir::Expr> tid_of_linear(ir::Expr lin);
-  ir::Expr subst_tid(ir::Expr e, const std::vector<ir::Expr>& tid);
+  // tid Vars -> the given expressions; memoized across calls (reuse it for one partner thread)
+  ir::Substituter tid_substituter(std::vector<ir::Expr> tid);
   ir::Expr ctaid_linear();
   void check_shared_epoch();
   void check_global_reads();

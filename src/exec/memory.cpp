@@ -128,7 +128,8 @@ void Machine::check_global_bounds(Bundle& b, const ptx::Instruction& in, const A
   if (!b.coord) {  // one interval evaluation over the bundle's thread box proves most accesses
     auto box = box_of(tv_, b.pred);
     if (!box) return;  // no thread runs this bundle
-    if (auto r = range_over(index, tv_, *box); r && r->hi < extent) return;
+    auto guards = guards_of(b.pred);
+    if (auto r = range_over(index, tv_, *box, &*guards); r && r->hi < extent) return;
     if (auto r = ranges_.range(index, b.pred); r && r->hi < extent) return;
   }
   Expr bad = ctx_.and_(b.pred, ctx_.ule(ctx_.bv_const(Sort::BV64, extent), index));
@@ -473,22 +474,63 @@ void Machine::check_global_reads() {
   const Dim3& B = launch_.block;
   const Dim3& G = launch_.grid;
   uint64_t range[6] = {B.x, B.y, B.z, G.x, G.y, G.z};
-  auto injective = [&](Expr idx) {
-    auto L = linear_of(idx, vars);
-    if (!L) return false;
-    std::vector<std::pair<uint64_t, uint64_t>> terms;  // (|c|, range)
-    for (int i = 0; i < 6; ++i) {
-      if (range[i] == 1) continue;
-      if (L->c[i] == 0) return false;  // threads differing only in this Var share the element
-      terms.push_back({uint64_t(L->c[i] < 0 ? -L->c[i] : L->c[i]), range[i]});
+  // An index k + sum c_i v_i whose thread part is injective "digit by digit": sorted by |c|, each
+  // coefficient exceeds the span of the smaller ones (tid + 256*ctaid, p + C*HW*b). Memoized.
+  struct Digits {
+    Linear lin;
+    std::vector<std::pair<uint64_t, uint64_t>> terms;  // (|c|, range), ascending
+    std::vector<uint64_t> below;                       // span of the smaller terms
+  };
+  std::unordered_map<Expr, std::optional<Digits>> digits_memo;
+  auto digits = [&](Expr idx) -> const std::optional<Digits>& {
+    auto it = digits_memo.find(idx);
+    if (it != digits_memo.end()) return it->second;
+    std::optional<Digits> d;
+    if (auto L = linear_of(idx, vars)) {
+      d = Digits{*L, {}};
+      for (int i = 0; i < 6 && d; ++i) {
+        if (range[i] == 1) continue;
+        if (L->c[i] == 0) d.reset();  // threads differing only in this Var share the element
+        else d->terms.push_back({uint64_t(L->c[i] < 0 ? -L->c[i] : L->c[i]), range[i]});
+      }
+      if (d) std::sort(d->terms.begin(), d->terms.end());
+      uint64_t span = 0;  // the largest value the smaller terms can add
+      for (size_t i = 0; d && i < d->terms.size(); ++i) {
+        auto [c, r] = d->terms[i];
+        if (c <= span) { d.reset(); break; }
+        d->below.push_back(span);
+        span += c * (r - 1);
+      }
     }
-    std::sort(terms.begin(), terms.end());
-    uint64_t span = 0;  // the largest value the smaller terms can add
-    for (auto [c, r] : terms) {
-      if (c <= span) return false;
-      span += c * (r - 1);
+    return digits_memo.emplace(idx, std::move(d)).first->second;
+  };
+  auto injective = [&](Expr idx) { return digits(idx).has_value(); };
+  // Read index k_r + T(v), write index k_w + T(v') with the same injective thread part T: another
+  // thread's write lands on the read's element iff k_w - k_r = T(v) - T(v') = sum |c_i| d_i with
+  // |d_i| < range_i, not all zero. The digits make that representation unique, found greedily
+  // from the largest coefficient (at most two candidates per digit).
+  auto other_thread_can_hit = [&](Expr read_idx, Expr write_idx) {
+    const auto& R = digits(read_idx);
+    const auto& W = digits(write_idx);
+    if (!R || !W) return true;
+    for (int i = 0; i < 6; ++i)
+      if (range[i] != 1 && R->lin.c[i] != W->lin.c[i]) return true;
+    const int64_t delta = W->lin.k - R->lin.k;
+    if (delta == 0) return false;  // same element only for the same thread
+    std::vector<std::pair<size_t, __int128>> stack{{R->terms.size(), delta}};  // (digits left, remainder)
+    while (!stack.empty()) {
+      auto [n, rest] = stack.back();
+      stack.pop_back();
+      if (n == 0) { if (rest == 0) return true; continue; }
+      auto [c, r] = R->terms[n - 1];
+      __int128 q = rest / __int128(c);  // toward zero; the digit is q or q -/+ 1
+      const __int128 below = R->below[n - 1];
+      for (__int128 d : {q - 1, q, q + 1}) {
+        const __int128 left = rest - d * __int128(c);
+        if (d >= -__int128(r - 1) && d <= __int128(r - 1) && left >= -below && left <= below) stack.push_back({n - 1, left});
+      }
     }
-    return true;
+    return false;
   };
   auto fail = [&](const GlobalRead& rd, const WriteRecord& w, const std::string& why) {
     throw Unsupported(fmt::format(
@@ -499,19 +541,24 @@ void Machine::check_global_reads() {
   };
   for (const auto& [tensor, st] : stores) {
     std::vector<const GlobalRead*> open;
+    std::unordered_map<Expr, bool> cleared_index;  // the clearing looks at the index only
     for (const auto& rd : global_reads_) {
       if (rd.tensor != tensor) continue;
-      ir::Bounds rb = ctx_.bv_bounds(rd.index);
-      bool cleared = true;
-      for (size_t wi : st) {
-        const auto& w = out_.writes[wi];
-        if (w.index == rd.index && injective(rd.index)) continue;
-        ir::Bounds wb = ctx_.bv_bounds(w.index);
-        if (!rd.index->has_data() && !w.index->has_data() && (rb.hi < wb.lo || wb.hi < rb.lo)) continue;
-        cleared = false;
-        break;
+      auto [known, fresh] = cleared_index.try_emplace(rd.index, true);
+      if (fresh) {
+        ir::Bounds rb = ctx_.bv_bounds(rd.index);
+        for (size_t wi : st) {
+          deadline_.tick("in the global read-after-write check");
+          const auto& w = out_.writes[wi];
+          if (w.index == rd.index && injective(rd.index)) continue;
+          ir::Bounds wb = ctx_.bv_bounds(w.index);
+          if (!rd.index->has_data() && !w.index->has_data() && (rb.hi < wb.lo || wb.hi < rb.lo)) continue;
+          if (!rd.index->has_data() && !w.index->has_data() && !other_thread_can_hit(rd.index, w.index)) continue;
+          known->second = false;
+          break;
+        }
       }
-      if (!cleared) open.push_back(&rd);
+      if (!known->second) open.push_back(&rd);
     }
     if (open.empty()) continue;
     const WriteRecord& w0 = out_.writes[st[0]];

@@ -141,6 +141,29 @@ void BvProgram::eval(const uint64_t* point, uint64_t* out) {
   for (size_t i = 0; i < roots_.size(); ++i) out[i] = r[roots_[i]];
 }
 
+std::optional<AtomBound> bound_of_atom(Expr a) {
+  bool neg = false;
+  if (a->op == Op::Not) { neg = true; a = a->arg(0); }
+  if ((a->op != Op::Ult && a->op != Op::Ule && a->op != Op::Eq) || a->nargs != 2) return std::nullopt;
+  Expr x = a->arg(0), y = a->arg(1);
+  const bool const_right = y->op == Op::ConstBV;
+  if (const_right == (x->op == Op::ConstBV)) return std::nullopt;
+  Expr s = const_right ? x : y;
+  const uint64_t c = (const_right ? y : x)->bv_value(), top = mask_of(ir::bv_width(s->sort));
+  const AtomBound empty{s, 1, 0};
+  if (a->op == Op::Eq) return neg ? std::nullopt : std::optional<AtomBound>(AtomBound{s, c, c});
+  // as an upper bound `s <= u` or a lower bound `l <= s`; negation swaps the side and strictness
+  const bool strict = a->op == Op::Ult;
+  const bool upper = const_right != neg;         // s < c, s <= c, !(c < s), !(c <= s)
+  const bool excl = neg ? !strict : strict;      // !(c <= s) is s < c; !(s <= c) is c < s
+  if (upper) {
+    if (excl && c == 0) return empty;
+    return AtomBound{s, 0, excl ? c - 1 : c};
+  }
+  if (excl && c == top) return empty;
+  return AtomBound{s, excl ? c + 1 : c, top};
+}
+
 // ---------------------------------------------------------------- ThreadSat
 
 ThreadSat::ThreadSat(ir::Context& ctx, const ThreadVars& tv, uint64_t max_enumeration)
@@ -258,22 +281,11 @@ std::optional<std::vector<uint64_t>> ThreadSat::solve_component(Expr conj, const
   else atoms.push_back(conj);
   auto pos = [&](Expr v) { int id = var_id(v); auto it = std::find(ids.begin(), ids.end(), id); return id < 0 || it == ids.end() ? -1 : int(it - ids.begin()); };
   for (Expr a : atoms) {
-    if ((a->op == Op::Ult || a->op == Op::Ule || a->op == Op::Eq) && a->nargs == 2) {
-      Expr x = a->arg(0), y = a->arg(1);
-      if (x->op == Op::Var && y->op == Op::ConstBV && pos(x) >= 0) {
-        auto& r = range[pos(x)];
-        uint64_t c = y->bv_value();
-        if (a->op == Op::Ult) { if (c == 0) return std::nullopt; r.hi = std::min(r.hi, c - 1); }
-        else if (a->op == Op::Ule) r.hi = std::min(r.hi, c);
-        else { r.lo = std::max(r.lo, c); r.hi = std::min(r.hi, c); }
-      } else if (y->op == Op::Var && x->op == Op::ConstBV && pos(y) >= 0) {
-        auto& r = range[pos(y)];
-        uint64_t c = x->bv_value();
-        if (a->op == Op::Ult) { if (c == UINT64_MAX) return std::nullopt; r.lo = std::max(r.lo, c + 1); }
-        else if (a->op == Op::Ule) r.lo = std::max(r.lo, c);
-        else { r.lo = std::max(r.lo, c); r.hi = std::min(r.hi, c); }
-      }
-    }
+    auto bd = bound_of_atom(a);
+    if (!bd || bd->subject->op != Op::Var || pos(bd->subject) < 0) continue;
+    auto& r = range[pos(bd->subject)];
+    r.lo = std::max(r.lo, bd->lo), r.hi = std::min(r.hi, bd->hi);
+    if (r.lo > r.hi) return std::nullopt;
   }
   long double total = 1;
   for (auto& r : range) {

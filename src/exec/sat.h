@@ -72,6 +72,16 @@ class ThreadSat {
   Deadline* deadline_ = nullptr;
 };
 
+// What one atom of a path predicate says about one bitvector expression: `s < c`, `s <= c`,
+// `c < s`, `c <= s`, `s == c` (unsigned, a constant on one side) and the negations of the first
+// four bound s to [lo, hi]; lo > hi when no value of s satisfies the atom. nullopt: any other atom.
+// The one parser of bound atoms (box_of, ThreadSat's component ranges, Machine::tighten).
+struct AtomBound {
+  ir::Expr subject;
+  uint64_t lo, hi;
+};
+std::optional<AtomBound> bound_of_atom(ir::Expr atom);
+
 // index = k + sum c_i * v_i over thread Vars (vars in ThreadVars::all() order), when e has that
 // shape (no wraparound assumed; callers verify candidates by evaluation or bound the ranges).
 struct Linear {

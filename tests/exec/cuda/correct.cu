@@ -178,3 +178,17 @@ extern "C" __global__ void math_fns(const float* x, float* y, int n) {
            log1pf(expf(v));
   }
 }
+
+// A running maximum and minimum per row (softmax's max pass, a max-pool): accumulated as one
+// list each (Bundle::PendingSum with op Max/Min), not a new n-ary node per step.
+extern "C" __global__ void row_max_min(const float* x, float* mx, float* mn, int K) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  float m = -FLT_MAX, n = FLT_MAX;  // finite: the concrete interpreter has no infinities
+  for (int k = 0; k < K; ++k) {
+    float v = x[i * K + k];
+    m = fmaxf(m, v);
+    n = fminf(n, v);
+  }
+  mx[i] = m;
+  mn[i] = n;
+}

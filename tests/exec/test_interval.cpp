@@ -1,0 +1,165 @@
+// Interval rules of bounds proofs (exec/interval.h): each rule is exact or a sound
+// over-approximation, checked against brute force over every thread of a small launch.
+#include <gtest/gtest.h>
+
+#include <random>
+
+#include "exec/interval.h"
+#include "exec/sat.h"
+#include "exec_test_util.h"
+
+namespace dirigo::exec::test {
+namespace {
+
+using ir::Bounds;
+using ir::Expr;
+using ir::Sort;
+
+// The exact unsigned range of e over the threads satisfying pred (nullopt: no such thread).
+std::optional<Bounds> brute_range(const ThreadVars& tv, Expr e, Expr pred) {
+  auto vars = tv.all();
+  Expr roots[] = {pred, e};
+  BvProgram prog(vars, roots);
+  EXPECT_TRUE(prog.ok());
+  uint64_t lo = UINT64_MAX, hi = 0, p[6], out[2];
+  bool any = false;
+  for (p[5] = 0; p[5] < tv.grid.z; ++p[5]) for (p[4] = 0; p[4] < tv.grid.y; ++p[4]) for (p[3] = 0; p[3] < tv.grid.x; ++p[3])
+  for (p[2] = 0; p[2] < tv.block.z; ++p[2]) for (p[1] = 0; p[1] < tv.block.y; ++p[1]) for (p[0] = 0; p[0] < tv.block.x; ++p[0]) {
+    prog.eval(p, out);
+    if (out[0]) lo = std::min(lo, out[1]), hi = std::max(hi, out[1]), any = true;
+  }
+  if (!any) return std::nullopt;
+  return Bounds{lo, hi};
+}
+
+std::optional<Bounds> interval(const ThreadVars& tv, Expr e, Expr pred) {
+  auto box = box_of(tv, pred);
+  auto guards = guards_of(pred);
+  EXPECT_TRUE(box && guards);
+  return range_over(e, tv, *box, &*guards);
+}
+
+struct Launch1D {
+  ir::Context ctx;
+  ThreadVars tv{ctx, {256, 1, 1}, {64, 1, 1}};
+  Expr c32(uint64_t v) { return ctx.bv_const(Sort::BV32, v); }
+  Expr c64(uint64_t v) { return ctx.bv_const(Sort::BV64, v); }
+  Expr z(Expr e) { return ctx.zext(e, Sort::BV64); }
+  Expr L() { return ctx.bv_add(tv.tid[0], ctx.bv_mul(tv.ctaid[0], c32(256))); }  // linear thread id
+};
+
+TEST(BoundOfAtom, EachShapeAndItsNegation) {
+  ir::Context ctx;
+  Expr x = ctx.var("x", Sort::BV32), c = ctx.bv_const(Sort::BV32, 10);
+  auto b = [&](Expr atom) { return bound_of_atom(atom); };
+  auto is = [&](std::optional<AtomBound> ab, uint64_t lo, uint64_t hi) {
+    return ab && ab->subject == x && ab->lo == lo && ab->hi == hi;
+  };
+  EXPECT_TRUE(is(b(ctx.ult(x, c)), 0, 9));
+  EXPECT_TRUE(is(b(ctx.ule(x, c)), 0, 10));
+  EXPECT_TRUE(is(b(ctx.ult(c, x)), 11, 0xffffffff));
+  EXPECT_TRUE(is(b(ctx.ule(c, x)), 10, 0xffffffff));
+  EXPECT_TRUE(is(b(ctx.eq(x, ctx.bv_const(Sort::BV32, 0))), 0, 0));  // x == 10 is canonically 0 == x - 10
+  EXPECT_TRUE(is(b(ctx.not_(ctx.ult(x, c))), 10, 0xffffffff));
+  EXPECT_TRUE(is(b(ctx.not_(ctx.ule(x, c))), 11, 0xffffffff));
+  EXPECT_TRUE(is(b(ctx.not_(ctx.ult(c, x))), 0, 10));
+  EXPECT_TRUE(is(b(ctx.not_(ctx.ule(c, x))), 0, 9));
+  EXPECT_FALSE(b(ctx.not_(ctx.eq(x, c))));
+  EXPECT_FALSE(b(ctx.slt(x, c)));
+}
+
+// `L <u n` bounds L itself, so `L / d` stops one short of the box's maximum.
+TEST(RangeOver, GuardOnASumBoundsItsUses) {
+  Launch1D t;
+  Expr pred = t.ctx.ult(t.L(), t.c32(256 * 64 - 100));
+  Expr e = t.ctx.bv_udiv(t.L(), t.c32(100));
+  auto r = interval(t.tv, e, pred);
+  auto truth = brute_range(t.tv, e, pred);
+  ASSERT_TRUE(r && truth);
+  EXPECT_EQ(r->hi, truth->hi);
+  EXPECT_EQ(r->hi, 162u);
+  auto unguarded = range_over(e, t.tv, *box_of(t.tv, t.ctx.bool_const(true)));
+  EXPECT_EQ(unguarded->hi, 163u) << "without the guard the box allows L = 16383";
+}
+
+// 8192*tid + 2^21*ctaid - 2^26*(L >> 13) is 8192 * (L mod 8192): an interval per term wraps.
+TEST(RangeOver, ScaledRemainderPairIsExact) {
+  Launch1D t;
+  ThreadVars tv(t.ctx, {256, 1, 1}, {128, 1, 1});
+  Expr L = t.ctx.bv_add(tv.tid[0], t.ctx.bv_mul(tv.ctaid[0], t.c32(256)));
+  Expr e = t.ctx.bv_add(std::vector<Expr>{t.ctx.bv_mul(tv.tid[0], t.c32(8192)), t.ctx.bv_mul(tv.ctaid[0], t.c32(0x200000)),
+                                          t.ctx.bv_mul(t.ctx.bv_lshr(L, t.c32(13)), t.c32(0xfc000000))});
+  Expr pred = t.ctx.bool_const(true);
+  auto box = box_of(tv, pred);
+  auto r = range_over(e, tv, *box);
+  auto truth = brute_range(tv, e, pred);
+  ASSERT_TRUE(r && truth);
+  EXPECT_EQ(r->lo, truth->lo);
+  EXPECT_EQ(r->hi, truth->hi);
+  EXPECT_EQ(r->hi, 8192u * 8191u);
+}
+
+// zext(L) + k*zext(L / d) with k > 0 is non-decreasing in L: the range is [g(lo), g(hi)] over
+// the guarded L, tighter than the sum of the terms' ranges.
+TEST(RangeOver, MonotoneQuotientPairIsExact) {
+  Launch1D t;
+  Expr L = t.L();
+  Expr pred = t.ctx.ult(L, t.c32(15000));
+  Expr e = t.ctx.bv_add(std::vector<Expr>{t.ctx.bv_mul(t.z(t.ctx.bv_udiv(L, t.c32(1237))), t.c64(5000)),
+                                          t.ctx.bv_mul(t.z(t.tv.ctaid[0]), t.c64(256)), t.z(t.tv.tid[0])});
+  auto r = interval(t.tv, e, pred);
+  auto truth = brute_range(t.tv, e, pred);
+  ASSERT_TRUE(r && truth);
+  EXPECT_EQ(r->lo, truth->lo);
+  EXPECT_EQ(r->hi, truth->hi);
+}
+
+// Random sums of quotients, remainders, shifts and masks of L and of the thread Vars, with
+// random guards: the interval always contains the truth (a bounds proof is never wrong).
+TEST(RangeOver, RandomQuotientSumsAreNeverUnderApproximated) {
+  ir::Context ctx;
+  ThreadVars tv(ctx, {64, 2, 1}, {24, 1, 1});
+  auto c32 = [&](uint64_t v) { return ctx.bv_const(Sort::BV32, v); };
+  auto c64 = [&](uint64_t v) { return ctx.bv_const(Sort::BV64, v); };
+  Expr L = ctx.bv_add(std::vector<Expr>{tv.tid[0], ctx.bv_mul(tv.tid[1], c32(64)), ctx.bv_mul(tv.ctaid[0], c32(128))});
+  std::mt19937_64 rng(7);
+  int proved = 0;
+  for (int iter = 0; iter < 300; ++iter) {
+    auto pick = [&](uint64_t n) { return rng() % n; };
+    std::vector<Expr> terms;
+    uint64_t d = 2 + pick(200);
+    for (int k = 0, n = 2 + int(pick(4)); k < n; ++k) {
+      Expr atom;
+      switch (pick(7)) {
+        case 0: atom = ctx.bv_udiv(L, c32(d)); break;
+        case 1: atom = ctx.bv_urem(L, c32(d)); break;
+        case 2: atom = ctx.bv_lshr(L, c32(1 + pick(8))); break;
+        case 3: atom = tv.tid[pick(2)]; break;
+        case 4: atom = tv.ctaid[0]; break;
+        case 5: atom = ctx.bv_sdiv(L, c32(d)); break;
+        default: atom = L; break;
+      }
+      uint64_t coef = pick(3) == 0 ? uint64_t(-int64_t(1 + pick(3000))) : 1 + pick(3000);
+      terms.push_back(ctx.bv_mul(ctx.zext(atom, Sort::BV64), c64(coef)));
+      if (pick(3) == 0) terms.push_back(ctx.bv_mul(ctx.zext(ctx.bv_udiv(L, c32(d)), Sort::BV64), c64(uint64_t(-int64_t(coef * d)))));
+    }
+    terms.push_back(c64(pick(1000)));
+    Expr e = ctx.bv_add(terms);
+    Expr pred = ctx.bool_const(true);
+    if (pick(2)) pred = ctx.ult(L, c32(1 + pick(24 * 128)));
+    if (pick(3) == 0) pred = ctx.and_(pred, ctx.not_(ctx.ult(ctx.bv_udiv(L, c32(d)), c32(pick(20)))));
+    auto box = box_of(tv, pred);
+    auto guards = guards_of(pred);
+    auto truth = brute_range(tv, e, pred);
+    if (!box || !guards || !truth) continue;
+    auto r = range_over(e, tv, *box, &*guards);
+    if (!r) continue;
+    ++proved;
+    EXPECT_LE(r->lo, truth->lo) << iter;
+    EXPECT_GE(r->hi, truth->hi) << iter;
+  }
+  EXPECT_GT(proved, 100) << "most sums get a range";
+}
+
+}  // namespace
+}  // namespace dirigo::exec::test
