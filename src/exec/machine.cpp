@@ -444,6 +444,7 @@ void Machine::run_all() {
   auto t0 = std::chrono::steady_clock::now();
   while (true) {
     for (size_t i = 0; i < bundles_.size(); ++i) run_bundle(i);
+    if (merge_waiting(false)) continue;
     std::vector<size_t> warp, bar;
     for (size_t i = 0; i < bundles_.size(); ++i) {
       if (bundles_[i].state == Bundle::State::AtWarp) warp.push_back(i);
@@ -458,6 +459,7 @@ void Machine::run_all() {
       continue;
     }
     if (!bar.empty()) { barrier(bar); continue; }
+    if (merge_waiting(true)) continue;  // a group that cannot complete: its halves go on apart
     break;
   }
   check_shared_epoch();
@@ -487,6 +489,7 @@ void Machine::run_bundle(size_t bi) {
 bool Machine::step(size_t bi) {
   Bundle* b = &bundles_[bi];
   if (b->pc >= f_.body.size()) { b->state = Bundle::State::Exited; return false; }
+  if (!b->merges.empty() && at_merge_point(*b)) return false;
   if (++steps_ > opt_.max_steps)
     throw Unsupported(fmt::format("step limit ({} instructions) reached at PTX line {} in kernel {}", opt_.max_steps,
                                   f_.body[b->pc].loc.ptx_line, f_.name));
@@ -520,9 +523,11 @@ bool Machine::step(size_t bi) {
         if (in.op == Opcode::Bra && bundles_.size() >= opt_.ifconvert_thread_after && begin_ifconv(*b, in, c, true))
           return true;
         if (bundles_.size() >= opt_.max_bundles) throw Unsupported(fmt::format("more than {} bundles", opt_.max_bundles));
+        Expr before = b->pred;
         Bundle clone = *b;
         clone.pred = no;
         clone.regs[s] = ctx_.bool_const(in.guard->negated);
+        if (in.op == Opcode::Bra && bundles_.size() >= opt_.ifconvert_thread_after) mark_merge(*b, clone, in, c, before);
         clone.info = int(out_.bundles.size());
         out_.bundles.push_back({no, "", out_.bundles[b->info].writes});
         b->pred = yes;

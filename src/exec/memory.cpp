@@ -25,7 +25,73 @@ double const_to_double(Expr e, bool is_signed) {
 }
 }  // namespace
 
-Machine::Addr Machine::address(Bundle& b, const ptx::Instruction& in, const Operand& o) {
+namespace {
+// e with every occurrence of the node `from` replaced by `to` (iterative, memoized over the DAG)
+Expr replace_node(ir::Context& ctx, Expr e, Expr from, Expr to) {
+  std::unordered_map<Expr, Expr> memo;
+  std::vector<std::pair<Expr, bool>> stack{{e, false}};
+  while (!stack.empty()) {
+    auto [x, expanded] = stack.back();
+    stack.pop_back();
+    if (memo.count(x)) continue;
+    if (x == from) { memo[x] = to; continue; }
+    if (x->nargs == 0) { memo[x] = x; continue; }
+    if (!expanded) {
+      stack.push_back({x, true});
+      for (Expr a : x->args()) stack.push_back({a, false});
+      continue;
+    }
+    std::vector<Expr> args;
+    bool same = true;
+    for (Expr a : x->args()) { args.push_back(memo.at(a)); same = same && args.back() == a; }
+    memo[x] = same ? x : ctx.rebuild(x, args);
+  }
+  return memo.at(e);
+}
+}  // namespace
+
+std::vector<std::pair<Expr, Expr>> Machine::pointer_arms(Bundle& b, const ptx::Instruction& in, const Operand& o) {
+  if (o.kind != Operand::Kind::Address || !o.base_is_register || concrete_) return {};
+  Operand r = o;
+  r.kind = Operand::Kind::Register;
+  Expr base = read_raw(b, r, Type::U64);
+  if (!ir::is_bv(base->sort)) return {};
+  auto tensors_in = [&](Expr e) {
+    size_t n = 0;
+    for (Expr l : ir::leaves(e)) n += ptr_param_.count(l);
+    return n;
+  };
+  if (tensors_in(base) < 2) return {};
+  // lift the topmost ite that has a tensor pointer below it, until each arm names one tensor
+  constexpr size_t kMaxArms = 16;
+  std::vector<std::pair<Expr, Expr>> done, work{{ctx_.bool_const(true), base}};
+  while (!work.empty()) {
+    auto [g, e] = work.back();
+    work.pop_back();
+    if (tensors_in(e) < 2) { done.push_back({g, e}); continue; }
+    Expr sel = nullptr;  // breadth-first: the ite closest to the root
+    std::vector<Expr> level{e};
+    std::unordered_set<Expr> seen;
+    while (!sel && !level.empty()) {
+      std::vector<Expr> next;
+      for (Expr x : level) {
+        if (!seen.insert(x).second) continue;
+        if (x->op == Op::Ite && ir::is_bv(x->sort) && tensors_in(x) > 0) { sel = x; break; }
+        for (Expr a : x->args()) next.push_back(a);
+      }
+      level = std::move(next);
+    }
+    if (!sel) unsupported(in, "address mixes several tensor pointers");
+    Expr c = sel->arg(0);
+    if (c->has_undef()) unsupported(in, "address selected by an undefined condition");
+    work.push_back({ctx_.and_(g, ctx_.not_(c)), replace_node(ctx_, e, sel, sel->arg(2))});
+    work.push_back({ctx_.and_(g, c), replace_node(ctx_, e, sel, sel->arg(1))});
+    if (done.size() + work.size() > kMaxArms) unsupported(in, "address selects among too many tensor pointers");
+  }
+  return done;
+}
+
+Machine::Addr Machine::address(Bundle& b, const ptx::Instruction& in, const Operand& o, Expr base) {
   if (o.kind != Operand::Kind::Address) unsupported(in, "memory operand is not an address");
   if (!o.base_is_register) {
     for (size_t i = 0; i < f_.params.size(); ++i)
@@ -39,7 +105,7 @@ Machine::Addr Machine::address(Bundle& b, const ptx::Instruction& in, const Oper
   }
   Operand r = o;
   r.kind = Operand::Kind::Register;
-  Expr base = read_raw(b, r, Type::U64);
+  if (!base) base = read_raw(b, r, Type::U64);
   if (!ir::is_bv(base->sort)) unsupported(in, "address register holds a non-integer value");
   base = drop_unreachable_undef(b, base);  // set on one side of an if-converted region, used on it
   if (base->has_undef()) {
@@ -351,11 +417,34 @@ void Machine::exec_mem(Bundle& b, const ptx::Instruction& in, Expr guard) {
   bool is_store = in.op == Opcode::St;
   if (in.mod.types.empty()) unsupported(in, "memory access without a type");
   Type ty = in.mod.types.back();
-  unsigned bytes = std::max(1u, ptx::type_bits(ty) / 8);
   if (ty == Type::B128 || ty == Type::F16x2 || ty == Type::BF16x2) unsupported(in, "packed or 128-bit access");
   const Operand& addr_op = in.operands.at(is_store ? 0 : 1);
+  auto arms = pointer_arms(b, in, addr_op);
+  if (arms.empty()) return exec_mem_at(b, in, address(b, in, addr_op), guard);
+  // `p = c ? a : b`: one access per arm, under its condition, like a guarded instruction (a load
+  // merges ite(c, a[i], old), a store stores ite(c, v, old element)); bounds and the other checks
+  // see only the threads some input sends down that arm
+  for (const auto& [c, base] : arms) {
+    Expr g = guard ? ctx_.and_(guard, c) : c;
+    Expr dom = guarded_domain(b, g);
+    if (!sat(dom)) continue;
+    Expr saved = b.pred;
+    b.pred = dom;
+    try {
+      exec_mem_at(b, in, address(b, in, addr_op, base), g);
+    } catch (...) {
+      b.pred = saved;
+      throw;
+    }
+    b.pred = saved;
+  }
+}
+
+void Machine::exec_mem_at(Bundle& b, const ptx::Instruction& in, const Addr& a, Expr guard) {
+  bool is_store = in.op == Opcode::St;
+  Type ty = in.mod.types.back();
+  unsigned bytes = std::max(1u, ptx::type_bits(ty) / 8);
   const Operand& data_op = in.operands.at(is_store ? 1 : 0);
-  Addr a = address(b, in, addr_op);
   std::vector<Operand> elems = data_op.kind == Operand::Kind::Vector ? data_op.elements : std::vector<Operand>{data_op};
   if (elems.size() > 1 && a.space == Space::Global && !concrete_) check_vector_alignment(b, in, a, bytes * unsigned(elems.size()));
   for (unsigned k = 0; k < elems.size(); ++k) {
