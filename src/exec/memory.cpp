@@ -56,19 +56,27 @@ std::vector<std::pair<Expr, Expr>> Machine::pointer_arms(Bundle& b, const ptx::I
   r.kind = Operand::Kind::Register;
   Expr base = read_raw(b, r, Type::U64);
   if (!ir::is_bv(base->sort)) return {};
+  base = drop_unreachable_undef(b, base);
   auto tensors_in = [&](Expr e) {
     size_t n = 0;
     for (Expr l : ir::leaves(e)) n += ptr_param_.count(l);
     return n;
   };
-  if (tensors_in(base) < 2) return {};
+  // one tensor whose pointer cancels out of (address - pointer); an ite over pointers
+  // (`c ? &a[i] : &b[j]`, or `g ? &a[i] : old` from an if-converted region) does not
+  auto mixed = [&](Expr e) {
+    for (Expr l : ir::leaves(e))
+      if (ptr_param_.count(l)) return tensors_in(ctx_.bv_sub(e, l)) > 0;
+    return false;
+  };
+  if (!mixed(base)) return {};
   // lift the topmost ite that has a tensor pointer below it, until each arm names one tensor
   constexpr size_t kMaxArms = 16;
   std::vector<std::pair<Expr, Expr>> done, work{{ctx_.bool_const(true), base}};
   while (!work.empty()) {
     auto [g, e] = work.back();
     work.pop_back();
-    if (tensors_in(e) < 2) { done.push_back({g, e}); continue; }
+    if (!mixed(e)) { done.push_back({g, e}); continue; }
     Expr sel = nullptr;  // breadth-first: the ite closest to the root
     std::vector<Expr> level{e};
     std::unordered_set<Expr> seen;
@@ -81,7 +89,7 @@ std::vector<std::pair<Expr, Expr>> Machine::pointer_arms(Bundle& b, const ptx::I
       }
       level = std::move(next);
     }
-    if (!sel) unsupported(in, "address mixes several tensor pointers");
+    if (!sel) unsupported(in, "address mixes several tensor pointers: " + short_string(ctx_, e));
     Expr c = sel->arg(0);
     if (c->has_undef()) unsupported(in, "address selected by an undefined condition");
     work.push_back({ctx_.and_(g, ctx_.not_(c)), replace_node(ctx_, e, sel, sel->arg(2))});
