@@ -279,8 +279,7 @@ Expr Machine::drop_unreachable_undef_uncached(Bundle& b, Expr v) {
   // first as pure propositional logic (every atom a free variable, an atom and its negation one):
   // unsatisfiable there is unsatisfiable for every thread and input, also where thread
   // enumeration would be too large to decide
-  Expr propositional = exists_data(ctx_, uc, [](Expr) { return false; }, 10);
-  bool unreachable = propositional->op == Op::ConstBool && !propositional->bool_value();
+  bool unreachable = propositionally_false(uc);
   if (!unreachable) {
     Expr when = guarded_domain(b, uc);
     if (when == b.pred || sat(when)) return v;
@@ -313,7 +312,15 @@ Expr Machine::drop_unreachable_undef_uncached(Bundle& b, Expr v) {
 Expr Machine::undef_domain(Bundle& b, Expr v) {
   Expr uc = undef_condition(ctx_, v);
   if (b.conv) uc = ctx_.and_(b.conv->guard, uc);
+  // unsatisfiable as pure propositional logic (`g ∧ ¬g` between an if-converted guard and the
+  // ite it wrote): no thread, no input — also where thread enumeration is too large to decide
+  if (propositionally_false(uc)) return ctx_.bool_const(false);
   return guarded_domain(b, uc);
+}
+
+bool Machine::propositionally_false(Expr cond) {
+  Expr p = exists_data(ctx_, cond, [](Expr) { return false; }, 10);
+  return p->op == Op::ConstBool && !p->bool_value();
 }
 
 }  // namespace dirigo::exec

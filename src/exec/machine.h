@@ -158,6 +158,9 @@ class Machine {
   ir::Expr guarded_domain(Bundle& b, ir::Expr guard);  // threads of b that some input lets run under guard
   ir::Expr undef_domain(Bundle& b, ir::Expr v);        // threads of b for which v can be undefined here
   ir::Expr drop_unreachable_undef(Bundle& b, ir::Expr v);
+  // false for every assignment of its atoms taken as free propositions (an atom and its negation
+  // one variable): unsatisfiable for every thread and input, decided without enumerating threads
+  bool propositionally_false(ir::Expr cond);
   ir::Expr drop_unreachable_undef_uncached(Bundle& b, ir::Expr v);
   struct UndefKey {
     ir::Expr v, pred, guard;

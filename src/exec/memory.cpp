@@ -56,7 +56,9 @@ std::vector<std::pair<Expr, Expr>> Machine::pointer_arms(Bundle& b, const ptx::I
   r.kind = Operand::Kind::Register;
   Expr base = read_raw(b, r, Type::U64);
   if (!ir::is_bv(base->sort)) return {};
-  base = drop_unreachable_undef(b, base);
+  // Undef arms stay as they are here: the arm conditions must be the very atoms of the guards
+  // they run under (an if-converted region's guard keeps its own Undef arms), so that an arm
+  // contradicting its guard is recognized without enumerating threads
   auto tensors_in = [&](Expr e) {
     size_t n = 0;
     for (Expr l : ir::leaves(e)) n += ptr_param_.count(l);
@@ -89,9 +91,19 @@ std::vector<std::pair<Expr, Expr>> Machine::pointer_arms(Bundle& b, const ptx::I
       }
       level = std::move(next);
     }
-    if (!sel) unsupported(in, "address mixes several tensor pointers: " + short_string(ctx_, e));
+    if (!sel) unsupported(in, "address mixes several tensor pointers");
     Expr c = sel->arg(0);
-    if (c->has_undef()) unsupported(in, "address selected by an undefined condition");
+    if (c->has_undef()) {  // undefined only where this arm's path or the region's guard excludes it?
+      Expr uc = ctx_.and_(g, undef_condition(ctx_, c));
+      if (b.conv) uc = ctx_.and_(b.conv->guard, uc);
+      if (!propositionally_false(uc)) {
+        Expr when = guarded_domain(b, uc);
+        if (when == b.pred || sat(when)) {
+          finding("undef-address", in, b, when, "an undefined value selects the address");
+          unsupported(in, "undefined address");
+        }
+      }
+    }
     work.push_back({ctx_.and_(g, ctx_.not_(c)), replace_node(ctx_, e, sel, sel->arg(2))});
     work.push_back({ctx_.and_(g, c), replace_node(ctx_, e, sel, sel->arg(1))});
     if (done.size() + work.size() > kMaxArms) unsupported(in, "address selects among too many tensor pointers");
@@ -434,6 +446,7 @@ void Machine::exec_mem(Bundle& b, const ptx::Instruction& in, Expr guard) {
   // see only the threads some input sends down that arm
   for (const auto& [c, base] : arms) {
     Expr g = guard ? ctx_.and_(guard, c) : c;
+    if (propositionally_false(g)) continue;  // the arm contradicts the guard it runs under
     Expr dom = guarded_domain(b, g);
     if (!sat(dom)) continue;
     Expr saved = b.pred;

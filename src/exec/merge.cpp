@@ -137,7 +137,12 @@ bool Machine::merge_waiting(bool force) {
   std::map<uint64_t, std::vector<size_t>> waiting;
   for (size_t i = 0; i < bundles_.size(); ++i) {
     const Bundle& b = bundles_[i];
-    if (b.state == Bundle::State::Exited) continue;
+    if (b.state == Bundle::State::Exited) {
+      if (!b.merges.empty() && std::getenv("DIRIGO_MERGE_DEBUG"))
+        fmt::print(stderr, "exited with merge frames at pc {} (PTX line {}), end '{}'\n", b.pc,
+                   f_.body[std::min(b.pc, f_.body.size() - 1)].loc.ptx_line, out_.bundles[b.info].end);
+      continue;
+    }
     bool top_waiting = b.state == Bundle::State::AtMerge;
     for (size_t k = 0; k < b.merges.size(); ++k) {
       bool waits_here = top_waiting && k + 1 == b.merges.size();
@@ -167,8 +172,9 @@ bool Machine::merge_waiting(bool force) {
       }
     }
     if (!merged && std::getenv("DIRIGO_MERGE_DEBUG")) {
-      fmt::print(stderr, "merge id {} at pc {} (PTX line {}): {} members, not merged\n", id, bundles_[members[0]].pc,
-                 f_.body[bundles_[members[0]].pc].loc.ptx_line, members.size());
+      fmt::print(stderr, "merge id {} at pc {} (PTX line {}): {} members, not merged (force {}, busy {}, depth {}, live {})\n", id,
+                 bundles_[members[0]].pc, f_.body[bundles_[members[0]].pc].loc.ptx_line, members.size(), force,
+                 busy.count(id) ? busy[id] : 0, bundles_[members[0]].merges.size(), bundles_.size());
     }
     for (size_t i : members) {  // merged or not (an exited half, a differing store): go on
       bundles_[i].merges.pop_back();
