@@ -141,6 +141,9 @@ class Machine {
   void record_write(Bundle& b, const ptx::Instruction& in, int32_t tensor, ir::Expr index, ir::Expr value, WriteOp op,
                     bool is_signed);
   ir::Expr smem_index(Bundle& b, ir::Expr off);
+  // the aligned local cells a (possibly thread-dependent) local address can name, ≤ 64 of them
+  // inside the local window (a private array indexed by thread identity or a loop counter)
+  std::vector<uint64_t> local_cells(Bundle& b, const ptx::Instruction& in, ir::Expr addr, unsigned bytes);
   void shared_atomic(Bundle& b, const ptx::Instruction& in, const Addr& a, unsigned bytes, ptx::Type ty, ir::Expr v,
                      ir::Expr data_guard);
 

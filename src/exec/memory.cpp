@@ -162,12 +162,32 @@ Machine::Addr Machine::address(Bundle& b, const ptx::Instruction& in, const Oper
   if (sample >= kConstBase && sample < kLocalBase)
     return {Space::Const, ctx_.bv_sub(a, ctx_.bv_const(Sort::BV64, kConstBase)), -1, -1};
   if (sample >= kLocalBase) {
-    if (a->op != Op::ConstBV) unsupported(in, "symbolic local-memory address");
+    if (a->op != Op::ConstBV) local_cells(b, in, a, 1);  // refuses what it cannot enumerate
     return {Space::Local, a, -1, -1};
   }
   if (sample >= kSharedBase && sample < kSharedBase + (uint64_t(1) << 24))
     return {Space::Shared, ctx_.bv_sub(a, ctx_.bv_const(Sort::BV64, kSharedBase)), -1, -1};
   unsupported(in, "address not derived from a tensor parameter, shared or local memory");
+}
+
+std::vector<uint64_t> Machine::local_cells(Bundle& b, const ptx::Instruction& in, Expr addr, unsigned bytes) {
+  if (addr->op == Op::ConstBV) return {addr->bv_value()};
+  constexpr uint64_t kMaxCells = 64;
+  if (addr->has_data() || addr->has_undef()) unsupported(in, "data-dependent local-memory address");
+  ir::Bounds bd = ctx_.bv_bounds(addr);
+  if (bd.lo < kLocalBase || bd.hi >= kLocalBase + local_bytes_) {
+    // interval arithmetic is loose on thread arithmetic (div/rem, sign extension): the exact
+    // range over the bundle's threads
+    auto r = ranges_.range(addr, b.pred);
+    if (r) bd = *r;
+  }
+  if (bd.lo < kLocalBase || bd.hi + bytes > kLocalBase + local_bytes_)
+    unsupported(in, "symbolic local-memory address (not proven inside the local window)");
+  uint64_t first = bd.lo - (bd.lo - kLocalBase) % bytes, last = bd.hi - (bd.hi - kLocalBase) % bytes;
+  if ((last - first) / bytes + 1 > kMaxCells) unsupported(in, "symbolic local-memory address (more than 64 cells)");
+  std::vector<uint64_t> cells;
+  for (uint64_t c = first; c <= last; c += bytes) cells.push_back(c);
+  return cells;
 }
 
 // A load from initialized constant memory: the bytes at a constant offset, or an ite over
@@ -294,10 +314,20 @@ Expr Machine::load(Bundle& b, const ptx::Instruction& in, const Addr& a, unsigne
       return ctx_.bv_const(sort_of(ty), p.scalar_is_float ? uint64_t(int64_t(p.real)) : p.bits);
     }
     case Space::Local: {
-      uint64_t addr = a.expr->bv_value() + uint64_t(k) * bytes;
-      auto it = b.local.find(addr);
-      if (it == b.local.end() || it->second.second != bytes) return ctx_.undef(sort_of(ty));
-      return it->second.first;
+      auto cell_value = [&](uint64_t addr) {
+        auto it = b.local.find(addr);
+        if (it == b.local.end() || it->second.second != bytes) return ctx_.undef(sort_of(ty));
+        return it->second.first;
+      };
+      Expr at = ctx_.bv_add(a.expr, ctx_.bv_const(Sort::BV64, uint64_t(k) * bytes));
+      if (at->op == Op::ConstBV) return cell_value(at->bv_value());
+      // a thread-dependent index into a private array: an ite over the cells it can name (the last
+      // one the default arm: an aligned access takes no other value)
+      auto cells = local_cells(b, in, at, bytes);
+      Expr r = cell_value(cells.back());
+      for (size_t i = cells.size() - 1; i-- > 0;)
+        r = ctx_.ite(ctx_.eq(at, ctx_.bv_const(Sort::BV64, cells[i])), cell_value(cells[i]), r);
+      return r;
     }
     case Space::Global: {
       const auto& p = launch_.params[a.param];
@@ -372,12 +402,22 @@ void Machine::store(Bundle& b, const ptx::Instruction& in, const Addr& a, unsign
     case Space::Param: unsupported(in, "store to a kernel parameter");
     case Space::Const: unsupported(in, "store to constant memory");
     case Space::Local: {
-      uint64_t addr = a.expr->bv_value() + uint64_t(k) * bytes;
-      if (guard) {
+      Expr at = ctx_.bv_add(a.expr, ctx_.bv_const(Sort::BV64, uint64_t(k) * bytes));
+      auto old_value = [&](uint64_t addr) {
         auto it = b.local.find(addr);
-        v = merge_guarded(b, guard, v, it == b.local.end() ? ctx_.undef(v->sort) : it->second.first);
+        return it == b.local.end() || it->second.second != bytes ? ctx_.undef(v->sort) : it->second.first;
+      };
+      if (at->op == Op::ConstBV) {
+        uint64_t addr = at->bv_value();
+        b.local[addr] = {guard ? merge_guarded(b, guard, v, old_value(addr)) : v, bytes};
+        return;
       }
-      b.local[addr] = {v, bytes};
+      // a thread-dependent index: every cell it can name keeps its value unless the index names it
+      for (uint64_t cell : local_cells(b, in, at, bytes)) {
+        Expr hit = ctx_.eq(at, ctx_.bv_const(Sort::BV64, cell));
+        if (guard) hit = ctx_.and_(guard, hit);
+        b.local[cell] = {ctx_.ite(hit, v, old_value(cell)), bytes};
+      }
       return;
     }
     case Space::Global: {
