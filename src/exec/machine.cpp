@@ -359,9 +359,10 @@ ThreadCoord Machine::coord_of(uint64_t lin, const Dim3& ctaid) const {
   return c;
 }
 
-void Machine::finding(const std::string& kind, const ptx::Instruction& in, Bundle& b, Expr where_pred, std::string msg) {
+bool Machine::finding(const std::string& kind, const ptx::Instruction& in, Bundle& b, Expr where_pred, std::string msg,
+                      Expr holds) {
   std::string key = kind + "@" + std::to_string(in.loc.ptx_line);
-  if (!reported_.insert(key).second) return;
+  if (!reported_.insert(key).second) return true;
   Finding fd;
   fd.kind = kind;
   fd.kernel = f_.name;
@@ -372,13 +373,25 @@ void Machine::finding(const std::string& kind, const ptx::Instruction& in, Bundl
     // A finding needs a thread that commits it; sat() answers "satisfiable" when it cannot enumerate.
     fd.thread = sat_.witness(where_pred);
     if (!fd.thread) fd.thread = sample_witness(tv_, where_pred);
+    if (fd.thread && holds) {  // the domain over-approximates (atoms over Undef count as free): evaluate
+      const ThreadCoord& t = *fd.thread;
+      uint32_t v[6] = {t.tid.x, t.tid.y, t.tid.z, t.ctaid.x, t.ctaid.y, t.ctaid.z};
+      auto vars = tv_.all();
+      Expr at = ir::substitute(ctx_, holds, [&](Expr leaf) -> Expr {
+        for (int i = 0; i < 6; ++i) if (leaf == vars[i]) return ctx_.bv_const(leaf->sort, v[i]);
+        return nullptr;
+      });
+      if (at->op == Op::ConstBool && !at->bool_value()) fd.thread.reset();
+    }
     if (!fd.thread) {
+      reported_.erase(key);
       out_.undecided.push_back(fmt::format("{} in {} at PTX line {}: {} (too many threads to decide, no sampled "
                                            "thread violates it)", kind, f_.name, in.loc.ptx_line, fd.message));
-      return;
+      return false;
     }
   }
   out_.findings.push_back(std::move(fd));
+  return true;
 }
 
 void Machine::undef_sink(Bundle& b, const ptx::Instruction& in, Expr v, const char* kind, const char* what) {
@@ -505,7 +518,11 @@ bool Machine::step(size_t bi) {
     // undefined only on paths that do not reach here (if-converted regions): no finding
     Expr undef_when = c->has_undef() ? undef_domain(*b, c) : nullptr;
     if (undef_when && (undef_when == b->pred || sat(undef_when))) {
-      finding("undef-branch", in, *b, undef_when, "an undefined value decides a predicate");
+      Expr holds = undef_condition(ctx_, c);
+      if (b->conv) holds = ctx_.and_(b->conv->guard, holds);
+      // no thread exhibited: the bundle's threads must not silently vanish
+      if (!finding("undef-branch", in, *b, undef_when, "an undefined value decides a predicate", holds))
+        unsupported(in, "undefined predicate (undecided: no thread exhibited)");
       b->state = Bundle::State::Exited;
       out_.bundles[b->info].end = "undefined predicate";
       return false;

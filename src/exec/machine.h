@@ -196,7 +196,10 @@ class Machine {
   // ---- checks and helpers
   bool sat(ir::Expr e) { return sat_.sat(e); }
   ir::Expr tighten(ir::Expr pred);
-  void finding(const std::string& kind, const ptx::Instruction& in, Bundle& b, ir::Expr where_pred, std::string msg);
+  // false: no thread could be exhibited (recorded as undecided). `holds`, when given, must
+  // evaluate to true at the witness thread (an over-approximated domain proposes it)
+  bool finding(const std::string& kind, const ptx::Instruction& in, Bundle& b, ir::Expr where_pred, std::string msg,
+               ir::Expr holds = nullptr);
   void undef_sink(Bundle& b, const ptx::Instruction& in, ir::Expr v, const char* kind, const char* what);
   Where where(const ptx::Instruction& in) const;
   [[noreturn]] void unsupported(const ptx::Instruction& in, const std::string& why) const;
