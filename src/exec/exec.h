@@ -151,6 +151,7 @@ struct ExecResult {
   uint64_t steps = 0;
   double ms = 0;
   uint64_t ifconverted = 0;  // branch regions run under a predicate instead of splitting (ifconv.h)
+  uint64_t merged = 0;       // split bundles merged again at their branch's reconvergence point
 
   // Shared memory epochs: smem_tensor[k] is the pseudo-tensor of epoch k's initial state;
   // epoch_writes[k] the stores performed during epoch k.

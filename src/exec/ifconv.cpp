@@ -12,7 +12,7 @@ using ir::Expr;
 using ir::Op;
 using ptx::Opcode;
 
-IfRegion find_if_region(const ptx::Function& f, const ptx::Rollup& rollup, size_t pc) {
+IfRegion find_if_region(const ptx::Function& f, const ptx::Rollup& rollup, size_t pc, bool allow_loops) {
   IfRegion r;
   auto refuse = [&](size_t at, const std::string& why) {
     const auto& in = f.body[at];
@@ -40,7 +40,7 @@ IfRegion find_if_region(const ptx::Function& f, const ptx::Rollup& rollup, size_
       case Opcode::Bra: {
         auto t = target_of(i);
         if (!t) return refuse(i, "branch to unknown label");
-        if (*t <= i) return refuse(i, "loop inside the branch region");
+        if (*t <= i && (!allow_loops || *t <= pc)) return refuse(i, "loop inside the branch region");
         end = std::max(end, *t);
         break;
       }
@@ -263,13 +263,23 @@ Expr Machine::merge_guarded(Bundle&, Expr guard, Expr now, Expr old) { return ct
 // evaluation and the solver never meet an unreachable Undef. A reachable one stays (undef-* checks).
 Expr Machine::drop_unreachable_undef(Bundle& b, Expr v) {
   if (!v || !v->has_undef()) return v;
+  // memoized: every register is re-examined at each region end (merged bundles keep
+  // ite(c, v, Undef) for registers defined on one side only)
+  Expr g = b.conv ? b.conv->guard : nullptr;
+  UndefKey key{v, b.pred, g};
+  if (auto it = undef_memo_.find(key); it != undef_memo_.end()) return it->second;
+  Expr r = drop_unreachable_undef_uncached(b, v);
+  undef_memo_.emplace(key, r);
+  return r;
+}
+
+Expr Machine::drop_unreachable_undef_uncached(Bundle& b, Expr v) {
   Expr uc = undef_condition(ctx_, v);
   if (b.conv) uc = ctx_.and_(b.conv->guard, uc);
   // first as pure propositional logic (every atom a free variable, an atom and its negation one):
   // unsatisfiable there is unsatisfiable for every thread and input, also where thread
   // enumeration would be too large to decide
-  Expr propositional = exists_data(ctx_, uc, [](Expr) { return false; }, 10);
-  bool unreachable = propositional->op == Op::ConstBool && !propositional->bool_value();
+  bool unreachable = propositionally_false(uc);
   if (!unreachable) {
     Expr when = guarded_domain(b, uc);
     if (when == b.pred || sat(when)) return v;
@@ -302,7 +312,15 @@ Expr Machine::drop_unreachable_undef(Bundle& b, Expr v) {
 Expr Machine::undef_domain(Bundle& b, Expr v) {
   Expr uc = undef_condition(ctx_, v);
   if (b.conv) uc = ctx_.and_(b.conv->guard, uc);
+  // unsatisfiable as pure propositional logic (`g ∧ ¬g` between an if-converted guard and the
+  // ite it wrote): no thread, no input — also where thread enumeration is too large to decide
+  if (propositionally_false(uc)) return ctx_.bool_const(false);
   return guarded_domain(b, uc);
+}
+
+bool Machine::propositionally_false(Expr cond) {
+  Expr p = exists_data(ctx_, cond, [](Expr) { return false; }, 10);
+  return p->op == Op::ConstBool && !p->bool_value();
 }
 
 }  // namespace dirigo::exec

@@ -33,7 +33,10 @@ struct IfRegion {
 // Scans the region of the branch at `pc` (its target must lie ahead). A region is convertible
 // when every branch inside jumps forward to at most `end` and it holds no loop, return, exit,
 // trap, call, barrier or warp collective. Absorbed math-idiom instructions are ignored.
-IfRegion find_if_region(const ptx::Function& f, const ptx::Rollup& rollup, size_t pc);
+// With `allow_loops`, back edges that stay inside the region (target after `pc`) are allowed: the
+// region is then a single-entry piece whose only exit is `end` (used for state merging, where
+// each side runs its loops with its own concrete counters).
+IfRegion find_if_region(const ptx::Function& f, const ptx::Rollup& rollup, size_t pc, bool allow_loops = false);
 
 // The thread-identity part of a guard: an over-approximation of "some data makes the guard true"
 // that is exact when the guard mentions no data. Data comparisons become `true` (with their

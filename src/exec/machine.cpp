@@ -364,9 +364,10 @@ ThreadCoord Machine::coord_of(uint64_t lin, const Dim3& ctaid) const {
   return c;
 }
 
-void Machine::finding(const std::string& kind, const ptx::Instruction& in, Bundle& b, Expr where_pred, std::string msg) {
+bool Machine::finding(const std::string& kind, const ptx::Instruction& in, Bundle& b, Expr where_pred, std::string msg,
+                      Expr holds) {
   std::string key = kind + "@" + std::to_string(in.loc.ptx_line);
-  if (!reported_.insert(key).second) return;
+  if (!reported_.insert(key).second) return true;
   Finding fd;
   fd.kind = kind;
   fd.kernel = f_.name;
@@ -377,13 +378,25 @@ void Machine::finding(const std::string& kind, const ptx::Instruction& in, Bundl
     // A finding needs a thread that commits it; sat() answers "satisfiable" when it cannot enumerate.
     fd.thread = sat_.witness(where_pred);
     if (!fd.thread) fd.thread = sample_witness(tv_, where_pred);
+    if (fd.thread && holds) {  // the domain over-approximates (atoms over Undef count as free): evaluate
+      const ThreadCoord& t = *fd.thread;
+      uint32_t v[6] = {t.tid.x, t.tid.y, t.tid.z, t.ctaid.x, t.ctaid.y, t.ctaid.z};
+      auto vars = tv_.all();
+      Expr at = ir::substitute(ctx_, holds, [&](Expr leaf) -> Expr {
+        for (int i = 0; i < 6; ++i) if (leaf == vars[i]) return ctx_.bv_const(leaf->sort, v[i]);
+        return nullptr;
+      });
+      if (at->op == Op::ConstBool && !at->bool_value()) fd.thread.reset();
+    }
     if (!fd.thread) {
+      reported_.erase(key);
       out_.undecided.push_back(fmt::format("{} in {} at PTX line {}: {} (too many threads to decide, no sampled "
                                            "thread violates it)", kind, f_.name, in.loc.ptx_line, fd.message));
-      return;
+      return false;
     }
   }
   out_.findings.push_back(std::move(fd));
+  return true;
 }
 
 void Machine::undef_sink(Bundle& b, const ptx::Instruction& in, Expr v, const char* kind, const char* what) {
@@ -441,6 +454,7 @@ void Machine::run_all() {
   auto t0 = std::chrono::steady_clock::now();
   while (true) {
     for (size_t i = 0; i < bundles_.size(); ++i) run_bundle(i);
+    if (merge_waiting(false)) continue;
     std::vector<size_t> warp, bar;
     for (size_t i = 0; i < bundles_.size(); ++i) {
       if (bundles_[i].state == Bundle::State::AtWarp) warp.push_back(i);
@@ -455,6 +469,7 @@ void Machine::run_all() {
       continue;
     }
     if (!bar.empty()) { barrier(bar); continue; }
+    if (merge_waiting(true)) continue;  // a group that cannot complete: its halves go on apart
     break;
   }
   check_shared_epoch();
@@ -484,6 +499,7 @@ void Machine::run_bundle(size_t bi) {
 bool Machine::step(size_t bi) {
   Bundle* b = &bundles_[bi];
   if (b->pc >= f_.body.size()) { b->state = Bundle::State::Exited; return false; }
+  if (!b->merges.empty() && at_merge_point(*b)) return false;
   if (++steps_ > opt_.max_steps)
     throw Unsupported(fmt::format("step limit ({} instructions) reached at PTX line {} in kernel {}", opt_.max_steps,
                                   f_.body[b->pc].loc.ptx_line, f_.name));
@@ -499,7 +515,11 @@ bool Machine::step(size_t bi) {
     // undefined only on paths that do not reach here (if-converted regions): no finding
     Expr undef_when = c->has_undef() ? undef_domain(*b, c) : nullptr;
     if (undef_when && (undef_when == b->pred || sat(undef_when))) {
-      finding("undef-branch", in, *b, undef_when, "an undefined value decides a predicate");
+      Expr holds = undef_condition(ctx_, c);
+      if (b->conv) holds = ctx_.and_(b->conv->guard, holds);
+      // no thread exhibited: the bundle's threads must not silently vanish
+      if (!finding("undef-branch", in, *b, undef_when, "an undefined value decides a predicate", holds))
+        unsupported(in, "undefined predicate (undecided: no thread exhibited)");
       b->state = Bundle::State::Exited;
       out_.bundles[b->info].end = "undefined predicate";
       return false;
@@ -517,9 +537,11 @@ bool Machine::step(size_t bi) {
         if (in.op == Opcode::Bra && bundles_.size() >= opt_.ifconvert_thread_after && begin_ifconv(*b, in, c, true))
           return true;
         if (bundles_.size() >= opt_.max_bundles) throw Unsupported(fmt::format("more than {} bundles", opt_.max_bundles));
+        Expr before = b->pred;
         Bundle clone = *b;
         clone.pred = no;
         clone.regs[s] = ctx_.bool_const(in.guard->negated);
+        if (in.op == Opcode::Bra && bundles_.size() >= opt_.ifconvert_thread_after) mark_merge(*b, clone, in, c, before);
         clone.info = int(out_.bundles.size());
         out_.bundles.push_back({no, "", out_.bundles[b->info].writes});
         b->pred = yes;

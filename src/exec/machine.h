@@ -35,7 +35,7 @@ struct Bundle {
   ir::Expr pred;
   std::vector<ir::Expr> regs;
   size_t pc = 0;
-  enum class State : uint8_t { Running, AtBarrier, AtWarp, Exited } state = State::Running;
+  enum class State : uint8_t { Running, AtBarrier, AtWarp, Exited, AtMerge } state = State::Running;
   int info = 0;                           // index into ExecResult::bundles
   std::optional<ThreadCoord> coord;       // concrete mode
   std::map<uint64_t, std::pair<ir::Expr, unsigned>> local;   // per-thread memory: addr -> (value, bytes)
@@ -60,6 +60,10 @@ struct Bundle {
   // predicates of paths waiting at labels ahead (merged when pc gets there)
   struct IfConv { size_t end = 0; ir::Expr guard; std::map<size_t, ir::Expr> incoming; };
   std::optional<IfConv> conv;
+  // split halves of a thread-identity branch that wait at its reconvergence point to become one
+  // bundle again (merge.cpp); innermost split last
+  struct MergeFrame { size_t end = 0; uint64_t id = 0; ir::Expr cond, pred_before; bool yes = false; };
+  std::vector<MergeFrame> merges;
 };
 
 struct SharedAccess {
@@ -120,7 +124,12 @@ class Machine {
     int param = -1;     // Global: kernel param index
     int32_t tensor = -1;
   };
-  Addr address(Bundle& b, const ptx::Instruction& in, const ptx::Operand& o);
+  // `base`: the address register's value when the caller already chose it (one arm of a pointer ite)
+  Addr address(Bundle& b, const ptx::Instruction& in, const ptx::Operand& o, ir::Expr base = nullptr);
+  // An address register that selects between tensors (`p = c ? a : b`): the (condition, value)
+  // arms, each naming at most one tensor; empty when the register names at most one.
+  std::vector<std::pair<ir::Expr, ir::Expr>> pointer_arms(Bundle& b, const ptx::Instruction& in, const ptx::Operand& o);
+  void exec_mem_at(Bundle& b, const ptx::Instruction& in, const Addr& a, ir::Expr guard);
   ir::Expr load(Bundle& b, const ptx::Instruction& in, const Addr& a, unsigned bytes, ptx::Type ty, unsigned k);
   void store(Bundle& b, const ptx::Instruction& in, const Addr& a, unsigned bytes, ptx::Type ty, ir::Expr v, unsigned k,
              ir::Expr data_guard);
@@ -135,6 +144,9 @@ class Machine {
   void record_write(Bundle& b, const ptx::Instruction& in, int32_t tensor, ir::Expr index, ir::Expr value, WriteOp op,
                     bool is_signed);
   ir::Expr smem_index(Bundle& b, ir::Expr off);
+  // the aligned local cells a (possibly thread-dependent) local address can name, ≤ 64 of them
+  // inside the local window (a private array indexed by thread identity or a loop counter)
+  std::vector<uint64_t> local_cells(Bundle& b, const ptx::Instruction& in, ir::Expr addr, unsigned bytes);
   void shared_atomic(Bundle& b, const ptx::Instruction& in, const Addr& a, unsigned bytes, ptx::Type ty, ir::Expr v,
                      ir::Expr data_guard);
 
@@ -152,14 +164,45 @@ class Machine {
   ir::Expr guarded_domain(Bundle& b, ir::Expr guard);  // threads of b that some input lets run under guard
   ir::Expr undef_domain(Bundle& b, ir::Expr v);        // threads of b for which v can be undefined here
   ir::Expr drop_unreachable_undef(Bundle& b, ir::Expr v);
+  // false for every assignment of its atoms taken as free propositions (an atom and its negation
+  // one variable): unsatisfiable for every thread and input, decided without enumerating threads
+  bool propositionally_false(ir::Expr cond);
+  ir::Expr drop_unreachable_undef_uncached(Bundle& b, ir::Expr v);
+  struct UndefKey {
+    ir::Expr v, pred, guard;
+    bool operator==(const UndefKey&) const = default;
+  };
+  struct UndefKeyHash {
+    size_t operator()(const UndefKey& k) const {
+      std::hash<ir::Expr> h;
+      return h(k.v) * 1000003u ^ h(k.pred) * 8191u ^ h(k.guard);
+    }
+  };
+  std::unordered_map<UndefKey, ir::Expr, UndefKeyHash> undef_memo_;
   ir::Expr merge_guarded(Bundle& b, ir::Expr guard, ir::Expr now, ir::Expr old);  // ite(guard, now, old)
   std::unordered_map<size_t, IfRegion> regions_;
+
+  // ---- state merging at the reconvergence point of a thread-identity split (merge.cpp)
+  // Marks the two halves of a split at branch `in` (b: taken side, clone: other) to merge again at
+  // the branch's reconvergence point; false when the region does not qualify.
+  bool mark_merge(Bundle& yes, Bundle& no, const ptx::Instruction& in, ir::Expr cond, ir::Expr pred_before);
+  bool at_merge_point(Bundle& b);  // true: b stopped (AtMerge)
+  bool merge_waiting(bool force);  // merges complete groups; true when some bundle can run again
+  bool merge_pair(Bundle& yes, Bundle& no, ir::Expr cond);
+  std::unordered_map<size_t, IfRegion> merge_regions_;
+  // registers (slots) that some path from pc reads before writing; computed once per launch
+  bool live_at(size_t pc, int slot);
+  std::vector<std::vector<uint64_t>> live_in_;
+  uint64_t next_merge_id_ = 0;
   std::unordered_map<ir::Expr, ir::Expr> exists_memo_;  // guard -> exists_data(guard)
 
   // ---- checks and helpers
   bool sat(ir::Expr e) { return sat_.sat(e); }
   ir::Expr tighten(ir::Expr pred);
-  void finding(const std::string& kind, const ptx::Instruction& in, Bundle& b, ir::Expr where_pred, std::string msg);
+  // false: no thread could be exhibited (recorded as undecided). `holds`, when given, must
+  // evaluate to true at the witness thread (an over-approximated domain proposes it)
+  bool finding(const std::string& kind, const ptx::Instruction& in, Bundle& b, ir::Expr where_pred, std::string msg,
+               ir::Expr holds = nullptr);
   void undef_sink(Bundle& b, const ptx::Instruction& in, ir::Expr v, const char* kind, const char* what);
   Where where(const ptx::Instruction& in) const;
   [[noreturn]] void unsupported(const ptx::Instruction& in, const std::string& why) const;

@@ -25,7 +25,93 @@ double const_to_double(Expr e, bool is_signed) {
 }
 }  // namespace
 
-Machine::Addr Machine::address(Bundle& b, const ptx::Instruction& in, const Operand& o) {
+namespace {
+// e with every occurrence of the node `from` replaced by `to` (iterative, memoized over the DAG)
+Expr replace_node(ir::Context& ctx, Expr e, Expr from, Expr to) {
+  std::unordered_map<Expr, Expr> memo;
+  std::vector<std::pair<Expr, bool>> stack{{e, false}};
+  while (!stack.empty()) {
+    auto [x, expanded] = stack.back();
+    stack.pop_back();
+    if (memo.count(x)) continue;
+    if (x == from) { memo[x] = to; continue; }
+    if (x->nargs == 0) { memo[x] = x; continue; }
+    if (!expanded) {
+      stack.push_back({x, true});
+      for (Expr a : x->args()) stack.push_back({a, false});
+      continue;
+    }
+    std::vector<Expr> args;
+    bool same = true;
+    for (Expr a : x->args()) { args.push_back(memo.at(a)); same = same && args.back() == a; }
+    memo[x] = same ? x : ctx.rebuild(x, args);
+  }
+  return memo.at(e);
+}
+}  // namespace
+
+std::vector<std::pair<Expr, Expr>> Machine::pointer_arms(Bundle& b, const ptx::Instruction& in, const Operand& o) {
+  if (o.kind != Operand::Kind::Address || !o.base_is_register || concrete_) return {};
+  Operand r = o;
+  r.kind = Operand::Kind::Register;
+  Expr base = read_raw(b, r, Type::U64);
+  if (!ir::is_bv(base->sort)) return {};
+  // Undef arms stay as they are here: the arm conditions must be the very atoms of the guards
+  // they run under (an if-converted region's guard keeps its own Undef arms), so that an arm
+  // contradicting its guard is recognized without enumerating threads
+  auto tensors_in = [&](Expr e) {
+    size_t n = 0;
+    for (Expr l : ir::leaves(e)) n += ptr_param_.count(l);
+    return n;
+  };
+  // one tensor whose pointer cancels out of (address - pointer); an ite over pointers
+  // (`c ? &a[i] : &b[j]`, or `g ? &a[i] : old` from an if-converted region) does not
+  auto mixed = [&](Expr e) {
+    for (Expr l : ir::leaves(e))
+      if (ptr_param_.count(l)) return tensors_in(ctx_.bv_sub(e, l)) > 0;
+    return false;
+  };
+  if (!mixed(base)) return {};
+  // lift the topmost ite that has a tensor pointer below it, until each arm names one tensor
+  constexpr size_t kMaxArms = 16;
+  std::vector<std::pair<Expr, Expr>> done, work{{ctx_.bool_const(true), base}};
+  while (!work.empty()) {
+    auto [g, e] = work.back();
+    work.pop_back();
+    if (!mixed(e)) { done.push_back({g, e}); continue; }
+    Expr sel = nullptr;  // breadth-first: the ite closest to the root
+    std::vector<Expr> level{e};
+    std::unordered_set<Expr> seen;
+    while (!sel && !level.empty()) {
+      std::vector<Expr> next;
+      for (Expr x : level) {
+        if (!seen.insert(x).second) continue;
+        if (x->op == Op::Ite && ir::is_bv(x->sort) && tensors_in(x) > 0) { sel = x; break; }
+        for (Expr a : x->args()) next.push_back(a);
+      }
+      level = std::move(next);
+    }
+    if (!sel) unsupported(in, "address mixes several tensor pointers");
+    Expr c = sel->arg(0);
+    if (c->has_undef()) {  // undefined only where this arm's path or the region's guard excludes it?
+      Expr uc = ctx_.and_(g, undef_condition(ctx_, c));
+      if (b.conv) uc = ctx_.and_(b.conv->guard, uc);
+      if (!propositionally_false(uc)) {
+        Expr when = guarded_domain(b, uc);
+        if (when == b.pred || sat(when)) {
+          finding("undef-address", in, b, when, "an undefined value selects the address");
+          unsupported(in, "undefined address");
+        }
+      }
+    }
+    work.push_back({ctx_.and_(g, ctx_.not_(c)), replace_node(ctx_, e, sel, sel->arg(2))});
+    work.push_back({ctx_.and_(g, c), replace_node(ctx_, e, sel, sel->arg(1))});
+    if (done.size() + work.size() > kMaxArms) unsupported(in, "address selects among too many tensor pointers");
+  }
+  return done;
+}
+
+Machine::Addr Machine::address(Bundle& b, const ptx::Instruction& in, const Operand& o, Expr base) {
   if (o.kind != Operand::Kind::Address) unsupported(in, "memory operand is not an address");
   if (!o.base_is_register) {
     for (size_t i = 0; i < f_.params.size(); ++i)
@@ -39,7 +125,7 @@ Machine::Addr Machine::address(Bundle& b, const ptx::Instruction& in, const Oper
   }
   Operand r = o;
   r.kind = Operand::Kind::Register;
-  Expr base = read_raw(b, r, Type::U64);
+  if (!base) base = read_raw(b, r, Type::U64);
   if (!ir::is_bv(base->sort)) unsupported(in, "address register holds a non-integer value");
   base = drop_unreachable_undef(b, base);  // set on one side of an if-converted region, used on it
   if (base->has_undef()) {
@@ -76,12 +162,32 @@ Machine::Addr Machine::address(Bundle& b, const ptx::Instruction& in, const Oper
   if (sample >= kConstBase && sample < kLocalBase)
     return {Space::Const, ctx_.bv_sub(a, ctx_.bv_const(Sort::BV64, kConstBase)), -1, -1};
   if (sample >= kLocalBase) {
-    if (a->op != Op::ConstBV) unsupported(in, "symbolic local-memory address");
+    if (a->op != Op::ConstBV) local_cells(b, in, a, 1);  // refuses what it cannot enumerate
     return {Space::Local, a, -1, -1};
   }
   if (sample >= kSharedBase && sample < kSharedBase + (uint64_t(1) << 24))
     return {Space::Shared, ctx_.bv_sub(a, ctx_.bv_const(Sort::BV64, kSharedBase)), -1, -1};
   unsupported(in, "address not derived from a tensor parameter, shared or local memory");
+}
+
+std::vector<uint64_t> Machine::local_cells(Bundle& b, const ptx::Instruction& in, Expr addr, unsigned bytes) {
+  if (addr->op == Op::ConstBV) return {addr->bv_value()};
+  constexpr uint64_t kMaxCells = 64;
+  if (addr->has_data() || addr->has_undef()) unsupported(in, "data-dependent local-memory address");
+  ir::Bounds bd = ctx_.bv_bounds(addr);
+  if (bd.lo < kLocalBase || bd.hi >= kLocalBase + local_bytes_) {
+    // interval arithmetic is loose on thread arithmetic (div/rem, sign extension): the exact
+    // range over the bundle's threads
+    auto r = ranges_.range(addr, b.pred);
+    if (r) bd = *r;
+  }
+  if (bd.lo < kLocalBase || bd.hi + bytes > kLocalBase + local_bytes_)
+    unsupported(in, "symbolic local-memory address (not proven inside the local window)");
+  uint64_t first = bd.lo - (bd.lo - kLocalBase) % bytes, last = bd.hi - (bd.hi - kLocalBase) % bytes;
+  if ((last - first) / bytes + 1 > kMaxCells) unsupported(in, "symbolic local-memory address (more than 64 cells)");
+  std::vector<uint64_t> cells;
+  for (uint64_t c = first; c <= last; c += bytes) cells.push_back(c);
+  return cells;
 }
 
 // A load from initialized constant memory: the bytes at a constant offset, or an ite over
@@ -209,10 +315,20 @@ Expr Machine::load(Bundle& b, const ptx::Instruction& in, const Addr& a, unsigne
       return ctx_.bv_const(sort_of(ty), p.scalar_is_float ? uint64_t(int64_t(p.real)) : p.bits);
     }
     case Space::Local: {
-      uint64_t addr = a.expr->bv_value() + uint64_t(k) * bytes;
-      auto it = b.local.find(addr);
-      if (it == b.local.end() || it->second.second != bytes) return ctx_.undef(sort_of(ty));
-      return it->second.first;
+      auto cell_value = [&](uint64_t addr) {
+        auto it = b.local.find(addr);
+        if (it == b.local.end() || it->second.second != bytes) return ctx_.undef(sort_of(ty));
+        return it->second.first;
+      };
+      Expr at = ctx_.bv_add(a.expr, ctx_.bv_const(Sort::BV64, uint64_t(k) * bytes));
+      if (at->op == Op::ConstBV) return cell_value(at->bv_value());
+      // a thread-dependent index into a private array: an ite over the cells it can name (the last
+      // one the default arm: an aligned access takes no other value)
+      auto cells = local_cells(b, in, at, bytes);
+      Expr r = cell_value(cells.back());
+      for (size_t i = cells.size() - 1; i-- > 0;)
+        r = ctx_.ite(ctx_.eq(at, ctx_.bv_const(Sort::BV64, cells[i])), cell_value(cells[i]), r);
+      return r;
     }
     case Space::Global: {
       const auto& p = launch_.params[a.param];
@@ -287,12 +403,22 @@ void Machine::store(Bundle& b, const ptx::Instruction& in, const Addr& a, unsign
     case Space::Param: unsupported(in, "store to a kernel parameter");
     case Space::Const: unsupported(in, "store to constant memory");
     case Space::Local: {
-      uint64_t addr = a.expr->bv_value() + uint64_t(k) * bytes;
-      if (guard) {
+      Expr at = ctx_.bv_add(a.expr, ctx_.bv_const(Sort::BV64, uint64_t(k) * bytes));
+      auto old_value = [&](uint64_t addr) {
         auto it = b.local.find(addr);
-        v = merge_guarded(b, guard, v, it == b.local.end() ? ctx_.undef(v->sort) : it->second.first);
+        return it == b.local.end() || it->second.second != bytes ? ctx_.undef(v->sort) : it->second.first;
+      };
+      if (at->op == Op::ConstBV) {
+        uint64_t addr = at->bv_value();
+        b.local[addr] = {guard ? merge_guarded(b, guard, v, old_value(addr)) : v, bytes};
+        return;
       }
-      b.local[addr] = {v, bytes};
+      // a thread-dependent index: every cell it can name keeps its value unless the index names it
+      for (uint64_t cell : local_cells(b, in, at, bytes)) {
+        Expr hit = ctx_.eq(at, ctx_.bv_const(Sort::BV64, cell));
+        if (guard) hit = ctx_.and_(guard, hit);
+        b.local[cell] = {ctx_.ite(hit, v, old_value(cell)), bytes};
+      }
       return;
     }
     case Space::Global: {
@@ -352,11 +478,35 @@ void Machine::exec_mem(Bundle& b, const ptx::Instruction& in, Expr guard) {
   bool is_store = in.op == Opcode::St;
   if (in.mod.types.empty()) unsupported(in, "memory access without a type");
   Type ty = in.mod.types.back();
-  unsigned bytes = std::max(1u, ptx::type_bits(ty) / 8);
   if (ty == Type::B128 || ty == Type::F16x2 || ty == Type::BF16x2) unsupported(in, "packed or 128-bit access");
   const Operand& addr_op = in.operands.at(is_store ? 0 : 1);
+  auto arms = pointer_arms(b, in, addr_op);
+  if (arms.empty()) return exec_mem_at(b, in, address(b, in, addr_op), guard);
+  // `p = c ? a : b`: one access per arm, under its condition, like a guarded instruction (a load
+  // merges ite(c, a[i], old), a store stores ite(c, v, old element)); bounds and the other checks
+  // see only the threads some input sends down that arm
+  for (const auto& [c, base] : arms) {
+    Expr g = guard ? ctx_.and_(guard, c) : c;
+    if (propositionally_false(g)) continue;  // the arm contradicts the guard it runs under
+    Expr dom = guarded_domain(b, g);
+    if (!sat(dom)) continue;
+    Expr saved = b.pred;
+    b.pred = dom;
+    try {
+      exec_mem_at(b, in, address(b, in, addr_op, base), g);
+    } catch (...) {
+      b.pred = saved;
+      throw;
+    }
+    b.pred = saved;
+  }
+}
+
+void Machine::exec_mem_at(Bundle& b, const ptx::Instruction& in, const Addr& a, Expr guard) {
+  bool is_store = in.op == Opcode::St;
+  Type ty = in.mod.types.back();
+  unsigned bytes = std::max(1u, ptx::type_bits(ty) / 8);
   const Operand& data_op = in.operands.at(is_store ? 1 : 0);
-  Addr a = address(b, in, addr_op);
   std::vector<Operand> elems = data_op.kind == Operand::Kind::Vector ? data_op.elements : std::vector<Operand>{data_op};
   if (elems.size() > 1 && a.space == Space::Global && !concrete_) check_vector_alignment(b, in, a, bytes * unsigned(elems.size()));
   for (unsigned k = 0; k < elems.size(); ++k) {

@@ -367,7 +367,11 @@ std::optional<std::vector<int>> region_slice(const Function& f, const Rollup& do
       if (f.body[i].op != Opcode::Bra && !is_pure_arith(f.body[i])) return std::nullopt;
       continue;
     }
-    bool pure = math(i) || (is_pure_arith(f.body[i]) && !f.body[i].guard);
+    // a kernel-parameter read is as side-effect free as arithmetic (nvcc hoists `ld.param` of a
+    // later store's pointer into the logf range)
+    const auto& other = f.body[i];
+    bool param_read = other.op == Opcode::Ld && other.mod.space == StateSpace::Param && !other.guard;
+    bool pure = math(i) || (is_pure_arith(other) && !other.guard) || param_read;
     if (!pure || skipped(f, in, i)) return std::nullopt;
   }
   // no label may be the target of a jump from outside the region

@@ -6,6 +6,8 @@
 //   // LAUNCH: grid=X,Y,Z block=X,Y,Z [shared=BYTES]
 //   // PARAMS: x=f32[1024] idx=i32[64]{0,63} n=i32:1000 alpha=f32:0.5   (one per .param, in order)
 //   // NVCC: flags (default -lineinfo)
+//   // EXEC: ifconvert_thread_after=N [merges]   (optional ExecOptions, to exercise the many-bundle
+//   //       paths on small launches; `merges`: some split must merge again, ExecResult::merged > 0)
 // and the source lines of the bug (the first kind) carry the marker "@bug".
 // OK kernels: no finding, not UNSUPPORTED, and the symbolic write sets (inverted per element and
 // evaluated) equal the concrete interpreter on random inputs for every element of every tensor.
@@ -45,6 +47,8 @@ struct Golden {
   uint64_t shared = 0;
   std::vector<ParamSpec> params;
   std::set<int> bug_lines;
+  ExecOptions options;
+  bool expect_merges = false;
 };
 
 std::string trim(std::string s) {
@@ -100,6 +104,16 @@ Golden parse_golden(const fs::path& p) {
       if (g.expect == "UNSUPPORTED") { std::getline(ss, g.reason); g.reason = trim(g.reason); }
     } else if (auto v = field("KERNEL")) {
       g.kernel = *v;
+    } else if (auto v = field("EXEC")) {
+      std::stringstream ss(*v);
+      std::string tok;
+      while (ss >> tok) {
+        if (tok == "merges") { g.expect_merges = true; continue; }
+        auto eq = tok.find('=');
+        if (tok.substr(0, eq) != "ifconvert_thread_after" || eq == std::string::npos)
+          throw std::runtime_error(g.stem + ": bad EXEC token " + tok);
+        g.options.ifconvert_thread_after = std::stoull(tok.substr(eq + 1));
+      }
     } else if (auto v = field("LAUNCH")) {
       std::stringstream ss(*v);
       std::string tok;
@@ -245,11 +259,12 @@ TEST_P(GoldenCuda, Verdict) {
 
   Harness h;
   bind(h, g, 7);
-  auto r = execute(h.ctx, *m, g.kernel, h.launch);
+  auto r = execute(h.ctx, *m, g.kernel, h.launch, g.options);
   std::string listing = to_text(h.ctx, r);
-  std::printf("[ exec ] %s: %s, execute %.1f ms, %llu steps, %zu bundles\n", g.stem.c_str(), g.expect.c_str(), r.ms,
-              (unsigned long long)r.steps, r.bundles.size());
+  std::printf("[ exec ] %s: %s, execute %.1f ms, %llu steps, %zu bundles, %llu merged\n", g.stem.c_str(), g.expect.c_str(),
+              r.ms, (unsigned long long)r.steps, r.bundles.size(), (unsigned long long)r.merged);
 
+  if (g.expect_merges) EXPECT_GT(r.merged, 0u) << "no split merged again";
   if (g.expect == "UNSUPPORTED") {
     ASSERT_TRUE(r.unsupported) << listing;
     EXPECT_NE(r.unsupported->find(g.reason), std::string::npos) << *r.unsupported;
@@ -265,7 +280,7 @@ TEST_P(GoldenCuda, Verdict) {
     for (unsigned seed : {1u, 2u}) {
       Harness hc;
       bind(hc, g, seed);
-      auto rs = execute(hc.ctx, *m, g.kernel, hc.launch);
+      auto rs = execute(hc.ctx, *m, g.kernel, hc.launch, g.options);
       ASSERT_FALSE(rs.unsupported) << *rs.unsupported;
       auto c = run_concrete(hc.ctx, *m, g.kernel, hc.launch, hc.input);
       ASSERT_FALSE(c.unsupported) << *c.unsupported;

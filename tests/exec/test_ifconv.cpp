@@ -221,5 +221,108 @@ TEST(IfConvParts, RegionEndIsTheReconvergencePoint) {
   EXPECT_FALSE(r.side_effects);
 }
 
+
+// ---- state merging of thread splits (merge.cpp) and pointer selects (memory.cpp)
+
+ExecOptions merge_always() {
+  ExecOptions o;
+  o.ifconvert_thread_after = 0;  // the many-bundle paths from the first split on
+  return o;
+}
+
+TEST(Merge, ThreadSplitOverALoopMergesAtTheReconvergencePoint) {
+  // acc = 1; if (tid % 3 == 0) for (j = 0; j < 4; ++j) acc += x;  -- the test skips a loop, so
+  // it cannot be if-converted; the halves run apart and merge at J
+  auto m = data_kernel("mov.f32 %f2, 0f3F800000;\nrem.u32 %r2, %r1, 3;\nsetp.ne.s32 %p2, %r2, 0;\n@%p2 bra J;\n"
+                       "mov.u32 %r3, 0;\nL:\nadd.f32 %f2, %f2, %f1;\nadd.u32 %r3, %r3, 1;\nsetp.lt.u32 %p3, %r3, 4;\n"
+                       "@%p3 bra L;\nJ:\nst.global.f32 [%rd3], %f2;");
+  Case s(32);
+  std::vector<double> ref(32);
+  for (int i = 0; i < 32; ++i) ref[i] = i % 3 == 0 ? 1 + 4 * s.in[i] : 1;
+  cross_check(s.h, m, "k", "out", ref);  // default threshold: plain split, and the interpreter
+  auto r = execute(s.h.ctx, m, "k", s.h.launch, merge_always());
+  ASSERT_TRUE(r.ok()) << to_text(s.h.ctx, r);
+  EXPECT_EQ(r.merged, 1u);
+  EXPECT_EQ(r.ifconverted, 0u);
+  size_t writes_of_live = 0;
+  for (const auto& b : r.bundles) writes_of_live += b.end == "merged" ? 0 : 1;
+  EXPECT_EQ(writes_of_live, 1u) << to_text(s.h.ctx, r);  // one bundle reaches the store
+  EXPECT_EQ(r.writes.size(), 1u);
+  Resolver res(s.h.ctx, r);
+  for (int i = 0; i < 32; ++i) EXPECT_TRUE(close(symbolic_value(s.h, r, s.h.ids["out"], i, res), ref[i])) << i;
+}
+
+TEST(Merge, HalvesWithDifferentStoresStayApart) {
+  // if (tid % 3 == 0) for (j = 0; j < 2; ++j) out[t] = x;  -- own stores differ: no merge
+  auto m = data_kernel("rem.u32 %r2, %r1, 3;\nsetp.ne.s32 %p2, %r2, 0;\n@%p2 bra J;\nmov.u32 %r3, 0;\nL:\n"
+                       "st.global.f32 [%rd3], %f1;\nadd.u32 %r3, %r3, 1;\nsetp.lt.u32 %p3, %r3, 2;\n@%p3 bra L;\nJ:");
+  Case s(32);
+  auto r = execute(s.h.ctx, m, "k", s.h.launch, merge_always());
+  ASSERT_TRUE(r.ok()) << to_text(s.h.ctx, r);
+  EXPECT_EQ(r.merged, 0u);
+  EXPECT_EQ(r.bundles.size(), 2u);
+  Resolver res(s.h.ctx, r);
+  for (int i = 0; i < 32; ++i)
+    EXPECT_TRUE(close(symbolic_value(s.h, r, s.h.ids["out"], i, res), i % 3 == 0 ? s.in[i] : 7)) << i;
+}
+
+TEST(Merge, RegisterSetOnOneSideIsDefinedWhereTheSameTestUsesIt) {
+  // if (c) { v = 0; for (2) v += x; }  ...  if (c) out[t] = v;  -- v is ite(c, 2x, undef) after
+  // the merge; the second split's taken half must not see the undefined arm
+  auto m = data_kernel("rem.u32 %r2, %r1, 3;\nsetp.ne.s32 %p2, %r2, 0;\n@%p2 bra J;\nmov.u32 %r3, 0;\n"
+                       "mov.f32 %f5, 0f00000000;\nL:\nadd.f32 %f5, %f5, %f1;\nadd.u32 %r3, %r3, 1;\n"
+                       "setp.lt.u32 %p3, %r3, 2;\n@%p3 bra L;\nJ:\n@%p2 bra K;\nst.global.f32 [%rd3], %f5;\nK:");
+  Case s(32);
+  auto r = execute(s.h.ctx, m, "k", s.h.launch, merge_always());
+  ASSERT_TRUE(r.ok()) << to_text(s.h.ctx, r);
+  EXPECT_TRUE(r.findings.empty()) << to_text(s.h.ctx, r);
+  EXPECT_GE(r.merged, 1u);
+  Resolver res(s.h.ctx, r);
+  for (int i = 0; i < 32; ++i)
+    EXPECT_TRUE(close(symbolic_value(s.h, r, s.h.ids["out"], i, res), i % 3 == 0 ? 2 * s.in[i] : 7)) << i;
+}
+
+TEST(Merge, RegisterLiveAfterTheJoinKeepsItsUndefinedArm) {
+  // %f6 is set only when tid % 3 == 0 but stored by every thread after the join: it is live there,
+  // so the merge keeps ite(c, 2x, undef) and the store is an undef-store for the other threads
+  auto m = data_kernel("rem.u32 %r2, %r1, 3;\nsetp.ne.s32 %p2, %r2, 0;\n@%p2 bra J;\nmov.u32 %r3, 0;\n"
+                       "mov.f32 %f6, 0f00000000;\nL:\nadd.f32 %f6, %f6, %f1;\nadd.u32 %r3, %r3, 1;\n"
+                       "setp.lt.u32 %p3, %r3, 2;\n@%p3 bra L;\nJ:\nst.global.f32 [%rd3], %f6;");
+  Case s(32);
+  auto r = execute(s.h.ctx, m, "k", s.h.launch, merge_always());
+  EXPECT_EQ(r.merged, 1u);
+  EXPECT_TRUE(has_finding(r, "undef-store")) << to_text(s.h.ctx, r);
+}
+
+TEST(PointerSelect, DataConditionLoadsFromEitherTensor) {
+  // p = x > 0 ? &in[t] : &out[t]; out[t] = *p
+  auto m = data_kernel("selp.b64 %rd6, %rd4, %rd3, %p1;\nld.global.f32 %f3, [%rd6];\nst.global.f32 [%rd3], %f3;");
+  Case s(32);
+  std::vector<double> ref(32);
+  for (int i = 0; i < 32; ++i) ref[i] = s.in[i] > 0 ? s.in[i] : 7;
+  cross_check(s.h, m, "k", "out", ref);
+}
+
+TEST(PointerSelect, ThreadConditionChecksEachArmOnItsOwnThreads) {
+  // p = tid < N ? &in[t + 16] : &out[t]; out[t] = *p  -- in has 32 elements, so the `in` arm is in
+  // range exactly for the threads below 16 that take it; the other threads never touch in[t + 16]
+  auto kernel = [](const char* n) {
+    return data_kernel(std::string("setp.lt.u32 %p4, %r1, ") + n + ";\nadd.s64 %rd7, %rd4, 64;\n" +
+                       "selp.b64 %rd6, %rd7, %rd3, %p4;\nld.global.f32 %f3, [%rd6];\nst.global.f32 [%rd3], %f3;");
+  };
+  auto ok = kernel("16");
+  Case s(32);
+  std::vector<double> ref(32);
+  for (int i = 0; i < 32; ++i) ref[i] = i < 16 ? s.in[i + 16] : 7;
+  cross_check(s.h, ok, "k", "out", ref);
+  // off by one: thread 16 reads in[32]
+  auto bad = kernel("17");
+  Case s2(32);
+  auto r = execute(s2.h.ctx, bad, "k", s2.h.launch);
+  ASSERT_TRUE(has_finding(r, "global-out-of-bounds")) << to_text(s2.h.ctx, r);
+  for (const auto& f : r.findings)
+    if (f.kind == "global-out-of-bounds") { ASSERT_TRUE(f.thread); EXPECT_EQ(f.thread->tid.x, 16u); }
+}
+
 }  // namespace
 }  // namespace dirigo::exec::test

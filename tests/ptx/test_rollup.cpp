@@ -264,5 +264,26 @@ TEST(Rollup, LogfWithAnotherExponentMagicIsNotRolledUp) {
   EXPECT_EQ(roll(body).math(), nullptr);
 }
 
+
+TEST(Rollup, LogfWithAParameterReadInterleavedIsRolledUp) {
+  // nvcc hoists a later store's `ld.param` of its pointer to the branch's join, inside the range
+  std::string body = kLogf;
+  body.replace(body.find("L2:\n") + 4, 0, "  ld.param.u64 %rd4, [k_p0];\n");
+  auto x = roll(body);
+  const RolledInstr* m = x.math();
+  ASSERT_NE(m, nullptr);
+  EXPECT_EQ(m->fn, ir::Fn::Log);
+  const auto& f = x.f();
+  for (size_t i = 0; i < f.body.size(); ++i)
+    if (f.body[i].op == Opcode::Ld && f.body[i].mod.space == StateSpace::Param) EXPECT_EQ(x.r.at[i].kind, K::Keep);
+}
+
+TEST(Rollup, LogfWithAParameterReadUnderItsBranchIsNotRolledUp) {
+  // on the side the inf patch skips: it would run unconditionally after the rewrite
+  std::string body = kLogf;
+  body.replace(body.find("  mov.f32 %f13"), 0, "  ld.param.u64 %rd4, [k_p0];\n");
+  EXPECT_EQ(roll(body).math(), nullptr);
+}
+
 }  // namespace
 }  // namespace dirigo::ptx
