@@ -20,6 +20,7 @@
 #include <fmt/format.h>
 
 #include "ir/expr_internal.h"
+#include "ir/limits.h"
 
 namespace dirigo::ir {
 using namespace detail;
@@ -290,6 +291,16 @@ struct Context::Impl {
     uint8_t attrs;
     uint64_t size;
   };
+  // ---- limits (Context::set_limits)
+  Limits limits;
+  uint32_t since_clock = 0;
+  void over_limit() {
+    if (count >= limits.max_nodes)
+      throw LimitExceeded(fmt::format("expression has more than {} nodes (node budget)", limits.max_nodes));
+    since_clock = 0;
+    if (std::chrono::steady_clock::now() > limits.deadline)
+      throw LimitExceeded(fmt::format("deadline passed while building expressions ({} nodes)", count));
+  }
   Expr intern(const Key& k, const Pre* pre = nullptr) {
     uint64_t h = pre ? pre->hash : key_hash(k);
     if ((count + 1) * 2 > table_size) grow();
@@ -298,6 +309,7 @@ struct Context::Impl {
       if (table[i].hash == h && same(n, k, h)) return n;
       i = (i + 1) & m;
     }
+    if (count >= limits.max_nodes || ++since_clock >= 4096) over_limit();
     Node* n = new (alloc(sizeof(Node))) Node{};
     n->op = k.op;
     n->sort = k.sort;
@@ -523,7 +535,10 @@ struct Context::Impl {
     Expr c = zero(s);
     unsigned nconst = 0;
     std::vector<Term> terms;
-    terms.reserve(xs.size() + 4);
+    size_t total = xs.size() + 4;  // reserved once: growing per flattened sum copied O(n^2) (a sum of 1024 dot products)
+    for (Expr x : xs)
+      if (x->op == addop) total += x->nargs;
+    terms.reserve(total);
     auto push = [&](const Expr* slot) {
       Term t = decompose(s, slot);
       if (is_zero(t.coef) && !mono_has_undef(t)) return;
@@ -543,7 +558,6 @@ struct Context::Impl {
       if (x->op == addop && apply(Rule::AddFlatten)) {
         uint32_t j = 0;
         if (x->args_[0]->is_const() && konst(x->args_[0])) j = 1;
-        terms.reserve(terms.size() + x->nargs);
         for (; j < x->nargs; ++j) push(x->args_ + j);
       } else if (x->is_const() && konst(x)) {
       } else {
@@ -749,7 +763,8 @@ struct Context::Impl {
     size_t nadd = std::count_if(atoms.begin(), atoms.end(), [&](Expr a) { return a->op == addop; });
     if (nadd) {
       if (nadd == 1 && atoms.size() == 1 && !is_one(c)) {
-        if (apply(Rule::MulDistributeConst)) return scale_sum(s, atoms[0], c);
+        if (atoms[0]->nargs <= kDistributeConstLimit && apply(Rule::MulDistributeConst))
+          return scale_sum(s, atoms[0], c);
         nadd = 0;  // c*(a+b) stays factored; the product rule below is for sums times atoms
       }
     }
@@ -1921,5 +1936,10 @@ uint64_t Context::rule_applications(Rule r) const { return impl_->hits.at(static
 void Context::reset_rule_stats() { impl_->hits.fill(0); }
 size_t Context::num_nodes() const { return impl_->count; }
 size_t Context::bytes_used() const { return impl_->bytes; }
+void set_limits(Context& c, const Limits& l) {
+  ContextAccess::impl(c).limits = l;
+  ContextAccess::impl(c).since_clock = 0;
+}
+Limits limits(Context& c) { return ContextAccess::impl(c).limits; }
 
 }  // namespace dirigo::ir
