@@ -302,6 +302,7 @@ struct Context::Impl {
       throw LimitExceeded(fmt::format("deadline passed while building expressions ({} nodes)", count));
   }
   Expr intern(const Key& k, const Pre* pre = nullptr) {
+    if (++since_clock >= 4096) over_limit();  // lookups too: a rebuild pass that finds every node still ticks
     uint64_t h = pre ? pre->hash : key_hash(k);
     if ((count + 1) * 2 > table_size) grow();
     size_t m = table_size - 1, i = h & m;
@@ -309,7 +310,7 @@ struct Context::Impl {
       if (table[i].hash == h && same(n, k, h)) return n;
       i = (i + 1) & m;
     }
-    if (count >= limits.max_nodes || ++since_clock >= 4096) over_limit();
+    if (count >= limits.max_nodes) over_limit();
     Node* n = new (alloc(sizeof(Node))) Node{};
     n->op = k.op;
     n->sort = k.sort;
@@ -536,8 +537,17 @@ struct Context::Impl {
     unsigned nconst = 0;
     std::vector<Term> terms;
     size_t total = xs.size() + 4;  // reserved once: growing per flattened sum copied O(n^2) (a sum of 1024 dot products)
-    for (Expr x : xs)
+    // A scaled sum too big to distribute (c*S, kDistributeConstLimit) stays one term while it is the only
+    // big part of the sum (x - mean: 8194 terms, not 8 M); next to another big sum it is distributed, so
+    // that shared terms cancel (S - S = 0, (S + y) - S = y) as they did before.
+    unsigned big = 0;
+    for (Expr x : xs) {
       if (x->op == addop) total += x->nargs;
+      if ((x->op == addop && x->nargs > kDistributeConstLimit) || scaled_big_sum(x, addop)) ++big;
+    }
+    if (big >= 2)
+      for (Expr x : xs)
+        if (scaled_big_sum(x, addop)) total += x->args_[1]->nargs;
     terms.reserve(total);
     auto push = [&](const Expr* slot) {
       Term t = decompose(s, slot);
@@ -559,6 +569,14 @@ struct Context::Impl {
         uint32_t j = 0;
         if (x->args_[0]->is_const() && konst(x->args_[0])) j = 1;
         for (; j < x->nargs; ++j) push(x->args_ + j);
+      } else if (big >= 2 && scaled_big_sum(x, addop) && apply(Rule::AddFlatten)) {
+        Expr k = x->args_[0], sum = x->args_[1];
+        for (uint32_t j = 0; j < sum->nargs; ++j) {
+          if (j == 0 && sum->args_[0]->is_const() && konst(cmul(k, sum->args_[0]))) continue;
+          Term t = decompose(s, sum->args_ + j);
+          t.coef = cmul(k, t.coef);
+          if (!is_zero(t.coef) || mono_has_undef(t)) terms.push_back(t);
+        }
       } else if (x->is_const() && konst(x)) {
       } else {
         push(xs.data() + i);
@@ -645,10 +663,16 @@ struct Context::Impl {
     return add_n(s, out);
   }
 
+  // c * S for a sum S kept factored (more than kDistributeConstLimit terms).
+  static bool scaled_big_sum(Expr x, Op addop) {
+    return x->nargs == 2 && (x->op == Op::Mul || x->op == Op::BvMul) && x->args_[0]->is_const() &&
+           x->args_[1]->op == addop && x->args_[1]->nargs > kDistributeConstLimit;
+  }
   // sum + t for a canonical sum with many terms and a single non-sum t; nullptr if not applicable.
   Expr add_one(Sort s, Expr sum, Expr t) {
     Op addop = s == Sort::Real ? Op::Add : Op::BvAdd;
     if (sum->op != addop || sum->nargs < 16 || t->op == addop || t->op == Op::Undef || sum->has_undef() ||
+        (scaled_big_sum(t, addop) && sum->nargs > kDistributeConstLimit) ||
         t->has_undef() || !on(Rule::AddFlatten) || !on(Rule::AddSort) || !on(Rule::AddCombineLike) ||
         !on(Rule::AddIdentity) || !on(Rule::ConstFold))
       return nullptr;

@@ -143,6 +143,10 @@ TEST_F(Rules, MulDistributeConst) {
   EXPECT_EQ(scaled->nargs, 2u);
   EXPECT_EQ(c.add(x, c.neg(scaled))->nargs, 2u);
   EXPECT_EQ(c.mul(r(3), scaled), s);  // constants still fold
+  // next to another big sum it is distributed, so shared terms cancel as before
+  EXPECT_EQ(c.sub(s, s), r(0));
+  EXPECT_EQ(c.sub(c.add(s, x), s), x);
+  EXPECT_EQ(c.add(c.neg(s), c.add(s, y)), y);
 }
 
 TEST_F(Rules, MulDistributeSmall) {
