@@ -120,4 +120,34 @@ BENCHMARK(BM_AffineAddresses)->Unit(benchmark::kMillisecond);
 
 }  // namespace
 
+// Issue #5's location: training-mode batch norm over a GEMM's output. One output element is
+// (y[n] - mean) * rsqrt(var + eps) with y[r] = b + sum_k x[r,k] * w[k] for every row r < M, mean =
+// sum(y)/M, var = sum(y^2)/M - mean^2: M*K products (Arg(1024)->Arg(8192): 8.4 M products, the
+// KernelBench shape). Counters: nodes and arena bytes of the Context.
+void BM_BatchNormOverGemm(benchmark::State& state) {
+  const int64_t M = state.range(0), K = state.range(1);
+  size_t nodes = 0, bytes = 0;
+  for (auto _ : state) {
+    Context c;
+    int32_t X = c.tensor("bng:x"), W = c.tensor("bng:w"), B = c.tensor("bng:b");
+    std::vector<Expr> rows, squares, terms(size_t(K) + 1);
+    for (int64_t r = 0; r < M; ++r) {
+      terms[0] = c.elem(B, 0);
+      for (int64_t k = 0; k < K; ++k) terms[size_t(k) + 1] = c.mul(c.elem(X, r * K + k), c.elem(W, k));
+      rows.push_back(c.add(terms));
+      squares.push_back(c.mul(rows.back(), rows.back()));
+    }
+    Expr inv_m = c.real_const(mpq_class(1, M));
+    Expr mean = c.mul(inv_m, c.add(rows));
+    Expr var = c.sub(c.mul(inv_m, c.add(squares)), c.mul(mean, mean));
+    Expr out = c.mul(c.sub(rows[0], mean), c.call(Fn::Rsqrt, c.add(var, c.real_const(mpq_class(1, 100000)))));
+    benchmark::DoNotOptimize(out);
+    nodes = c.num_nodes();
+    bytes = c.bytes_used();
+  }
+  state.counters["nodes"] = double(nodes);
+  state.counters["arena_MB"] = double(bytes) / (1 << 20);
+}
+BENCHMARK(BM_BatchNormOverGemm)->Args({64, 512})->Args({1024, 8192})->Unit(benchmark::kMillisecond)->Iterations(1);
+
 BENCHMARK_MAIN();

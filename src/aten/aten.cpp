@@ -290,6 +290,7 @@ const TensorRef& Env::output(int k) const {
 }
 
 Expr Env::at(const TensorRef& t, std::span<const int64_t> i) const {
+  if (call.read) return call.read(t.tensor_id, t.flat_index(i), elem_sort(t.dtype));
   return cx.elem(t.tensor_id, t.flat_index(i), elem_sort(t.dtype));
 }
 

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -71,6 +72,9 @@ struct OpCall {
   std::vector<Arg> args;                              // positional, in schema order
   std::vector<std::pair<std::string, Arg>> kwargs;    // by schema name
   std::vector<TensorRef> outputs;                     // the tensors the op returns (shapes are trusted)
+  // How an element is read: unset, T[i] is the leaf elem(tensor_id, i); set (check's back-projection),
+  // the equation is built directly over the values read, with no leaf-substitution pass after it.
+  std::function<ir::Expr(int32_t tensor_id, int64_t flat_index, ir::Sort sort)> read;
 };
 
 }  // namespace dirigo::aten

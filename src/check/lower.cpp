@@ -141,7 +141,35 @@ ir::Expr Lowering::element(const View& view, int64_t logical) {
   return e;
 }
 
+// Elements of shared inputs are leaves: built directly (hash-consing makes them unique), never
+// memoized; a GEMM's location reads millions of them and a memo entry per leaf cost more than the leaf.
+const Lowering::SharedLeaf& Lowering::shared_leaf(ValueId v) {
+  if (auto it = shared_leaves_.find(v); it != shared_leaves_.end()) return it->second;
+  SharedLeaf sl;
+  sl.shared = reference_ ? merged_.shared_input_of_ref(v) : merged_.shared_input_of_cand(v);
+  if (sl.shared >= 0) {
+    const auto& si = merged_.inputs[size_t(sl.shared)];
+    const View& view = reference_ ? si.ref : si.cand;
+    sl.view = &view;
+    sl.tensor = ctx_.tensor("in:" + si.name);
+    sl.sort = sort_of(view.dtype);
+    sl.numel = 1;
+    bool dense = view.strides.size() == view.shape.size();
+    for (size_t k = view.shape.size(); k-- > 0;) {  // row-major contiguous: logical = storage - offset
+      if (dense && view.shape[k] != 1 && view.strides[k] != sl.numel) dense = false;
+      sl.numel *= view.shape[k];
+    }
+    sl.contiguous = dense;
+  }
+  return shared_leaves_.emplace(v, sl).first->second;
+}
+
 ir::Expr Lowering::storage_element(ValueId v, int64_t j) {
+  if (const SharedLeaf& sl = shared_leaf(v); sl.shared >= 0) {
+    int64_t l = sl.contiguous ? (j >= sl.view->offset && j - sl.view->offset < sl.numel ? j - sl.view->offset : -1)
+                              : logical_of_storage(*sl.view, j);
+    if (l >= 0) return ctx_.elem(sl.tensor, l, sl.sort);
+  }
   auto key = std::make_pair(int32_t(v), j);
   if (auto it = memo_.find(key); it != memo_.end()) return it->second;
   ir::Expr e = compute(v, j);
@@ -153,14 +181,8 @@ ir::Expr Lowering::compute(ValueId v, int64_t j) {
   if (++computes_since_clock_ >= 4096) {
     computes_since_clock_ = 0;
     if (std::chrono::steady_clock::now() > deadline_)
-      throw OutOfTime("building the location's expression ran past the budget");
-  }
-  int shared = reference_ ? merged_.shared_input_of_ref(v) : merged_.shared_input_of_cand(v);
-  if (shared >= 0) {
-    const auto& si = merged_.inputs[size_t(shared)];
-    const View& view = reference_ ? si.ref : si.cand;
-    int64_t l = logical_of_storage(view, j);
-    if (l >= 0) return ctx_.elem(ctx_.tensor("in:" + si.name), l, sort_of(view.dtype));
+      throw OutOfTime(fmt::format("building the {} program's expression for this location ran past the budget",
+                                  reference_ ? "reference" : "candidate"));
   }
   const program::Value& val = prog_.value(v);
   // Version 0 of a storage that is no shared input: data from outside the trace.
@@ -302,6 +324,12 @@ ir::Expr Lowering::from_aten(const program::SsaOp& op, const program::Write& w, 
   std::map<std::string, const program::Operand*> reads;
   for (const auto& r : op.reads) reads[r.path] = &r;
   auto tensor_of = [this](ValueId x) { return value_tensor(x); };
+  // The equation is built over the operands' back-projections directly (every tensor aten reads is a
+  // value tensor of this program): no leaf-substitution pass, no second copy of the equation's nodes.
+  auto read = [this](int32_t t, int64_t j, ir::Sort s) -> ir::Expr {
+    auto it = tensor_value_.find(t);
+    return it == tensor_value_.end() ? ctx_.elem(t, j, s) : storage_element(it->second, j);
+  };
   auto make_call = [&] {  // the op's arguments; outputs: its returned tensors
     aten::OpCall call;
     call.name = a.name;
@@ -310,6 +338,7 @@ ir::Expr Lowering::from_aten(const program::SsaOp& op, const program::Write& w, 
       call.args.push_back(convert_arg(a.args[i], fmt::format("args[{}]", i), reads, tensor_of));
     for (const auto& [k, x] : a.kwargs) call.kwargs.emplace_back(k, convert_arg(x, "kwargs." + k, reads, tensor_of));
     for (const auto& out : op.results) call.outputs.push_back(aten_ref(out, value_tensor(out.value)));
+    call.read = read;
     return call;
   };
   auto equation = [&](const aten::OpCall& call, int output, const std::vector<int64_t>& index) {
@@ -321,7 +350,7 @@ ir::Expr Lowering::from_aten(const program::SsaOp& op, const program::Write& w, 
     } catch (const std::invalid_argument& e2) {
       throw Unsupported(fmt::format("aten op {}.{}: {}", a.name, a.overload, e2.what()));
     }
-    return project_leaves(e);
+    return e;
   };
   for (size_t r = 0; r < op.results.size(); ++r) {
     const View& res = op.results[r];

@@ -99,6 +99,16 @@ class Lowering {
   ir::Expr project_leaves(ir::Expr e);  // replace leaves by their back-projections
   LaunchInfo& launch(size_t op_index);
   int32_t value_tensor(program::ValueId v);
+  struct SharedLeaf {  // how a value's elements map to a shared input's leaves (shared < 0: they do not)
+    int shared = -1;
+    const program::View* view = nullptr;
+    int32_t tensor = -1;
+    ir::Sort sort = ir::Sort::Real;
+    int64_t numel = 0;
+    bool contiguous = false;
+  };
+  const SharedLeaf& shared_leaf(program::ValueId v);
+  std::unordered_map<program::ValueId, SharedLeaf> shared_leaves_;
 
   std::chrono::steady_clock::time_point deadline_ = std::chrono::steady_clock::time_point::max();
   uint32_t computes_since_clock_ = 0;

@@ -20,6 +20,7 @@
 #include <fmt/format.h>
 
 #include "ir/expr_internal.h"
+#include "ir/limits.h"
 
 namespace dirigo::ir {
 using namespace detail;
@@ -290,7 +291,18 @@ struct Context::Impl {
     uint8_t attrs;
     uint64_t size;
   };
+  // ---- limits (Context::set_limits)
+  Limits limits;
+  uint32_t since_clock = 0;
+  void over_limit() {
+    if (count >= limits.max_nodes)
+      throw LimitExceeded(fmt::format("expression has more than {} nodes (node budget)", limits.max_nodes));
+    since_clock = 0;
+    if (std::chrono::steady_clock::now() > limits.deadline)
+      throw LimitExceeded(fmt::format("deadline passed while building expressions ({} nodes)", count));
+  }
   Expr intern(const Key& k, const Pre* pre = nullptr) {
+    if (++since_clock >= 4096) over_limit();  // lookups too: a rebuild pass that finds every node still ticks
     uint64_t h = pre ? pre->hash : key_hash(k);
     if ((count + 1) * 2 > table_size) grow();
     size_t m = table_size - 1, i = h & m;
@@ -298,6 +310,7 @@ struct Context::Impl {
       if (table[i].hash == h && same(n, k, h)) return n;
       i = (i + 1) & m;
     }
+    if (count >= limits.max_nodes) over_limit();
     Node* n = new (alloc(sizeof(Node))) Node{};
     n->op = k.op;
     n->sort = k.sort;
@@ -523,7 +536,19 @@ struct Context::Impl {
     Expr c = zero(s);
     unsigned nconst = 0;
     std::vector<Term> terms;
-    terms.reserve(xs.size() + 4);
+    size_t total = xs.size() + 4;  // reserved once: growing per flattened sum copied O(n^2) (a sum of 1024 dot products)
+    // A scaled sum too big to distribute (c*S, kDistributeConstLimit) stays one term while it is the only
+    // big part of the sum (x - mean: 8194 terms, not 8 M); next to another big sum it is distributed, so
+    // that shared terms cancel (S - S = 0, (S + y) - S = y) as they did before.
+    unsigned big = 0;
+    for (Expr x : xs) {
+      if (x->op == addop) total += x->nargs;
+      if ((x->op == addop && x->nargs > kDistributeConstLimit) || scaled_big_sum(x, addop)) ++big;
+    }
+    if (big >= 2)
+      for (Expr x : xs)
+        if (scaled_big_sum(x, addop)) total += x->args_[1]->nargs;
+    terms.reserve(total);
     auto push = [&](const Expr* slot) {
       Term t = decompose(s, slot);
       if (is_zero(t.coef) && !mono_has_undef(t)) return;
@@ -543,8 +568,15 @@ struct Context::Impl {
       if (x->op == addop && apply(Rule::AddFlatten)) {
         uint32_t j = 0;
         if (x->args_[0]->is_const() && konst(x->args_[0])) j = 1;
-        terms.reserve(terms.size() + x->nargs);
         for (; j < x->nargs; ++j) push(x->args_ + j);
+      } else if (big >= 2 && scaled_big_sum(x, addop) && apply(Rule::AddFlatten)) {
+        Expr k = x->args_[0], sum = x->args_[1];
+        for (uint32_t j = 0; j < sum->nargs; ++j) {
+          if (j == 0 && sum->args_[0]->is_const() && konst(cmul(k, sum->args_[0]))) continue;
+          Term t = decompose(s, sum->args_ + j);
+          t.coef = cmul(k, t.coef);
+          if (!is_zero(t.coef) || mono_has_undef(t)) terms.push_back(t);
+        }
       } else if (x->is_const() && konst(x)) {
       } else {
         push(xs.data() + i);
@@ -631,10 +663,16 @@ struct Context::Impl {
     return add_n(s, out);
   }
 
+  // c * S for a sum S kept factored (more than kDistributeConstLimit terms).
+  static bool scaled_big_sum(Expr x, Op addop) {
+    return x->nargs == 2 && (x->op == Op::Mul || x->op == Op::BvMul) && x->args_[0]->is_const() &&
+           x->args_[1]->op == addop && x->args_[1]->nargs > kDistributeConstLimit;
+  }
   // sum + t for a canonical sum with many terms and a single non-sum t; nullptr if not applicable.
   Expr add_one(Sort s, Expr sum, Expr t) {
     Op addop = s == Sort::Real ? Op::Add : Op::BvAdd;
     if (sum->op != addop || sum->nargs < 16 || t->op == addop || t->op == Op::Undef || sum->has_undef() ||
+        (scaled_big_sum(t, addop) && sum->nargs > kDistributeConstLimit) ||
         t->has_undef() || !on(Rule::AddFlatten) || !on(Rule::AddSort) || !on(Rule::AddCombineLike) ||
         !on(Rule::AddIdentity) || !on(Rule::ConstFold))
       return nullptr;
@@ -749,7 +787,8 @@ struct Context::Impl {
     size_t nadd = std::count_if(atoms.begin(), atoms.end(), [&](Expr a) { return a->op == addop; });
     if (nadd) {
       if (nadd == 1 && atoms.size() == 1 && !is_one(c)) {
-        if (apply(Rule::MulDistributeConst)) return scale_sum(s, atoms[0], c);
+        if (atoms[0]->nargs <= kDistributeConstLimit && apply(Rule::MulDistributeConst))
+          return scale_sum(s, atoms[0], c);
         nadd = 0;  // c*(a+b) stays factored; the product rule below is for sums times atoms
       }
     }
@@ -1921,5 +1960,10 @@ uint64_t Context::rule_applications(Rule r) const { return impl_->hits.at(static
 void Context::reset_rule_stats() { impl_->hits.fill(0); }
 size_t Context::num_nodes() const { return impl_->count; }
 size_t Context::bytes_used() const { return impl_->bytes; }
+void set_limits(Context& c, const Limits& l) {
+  ContextAccess::impl(c).limits = l;
+  ContextAccess::impl(c).since_clock = 0;
+}
+Limits limits(Context& c) { return ContextAccess::impl(c).limits; }
 
 }  // namespace dirigo::ir

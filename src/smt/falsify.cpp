@@ -1,5 +1,6 @@
 #include "smt/falsify.h"
 
+#include <algorithm>
 #include <cmath>
 #include <map>
 #include <string>
@@ -30,12 +31,14 @@ std::optional<Witness> falsify(ir::Expr a, ir::Expr b, const FalsifyOptions& opt
   for (unsigned p = 0; p < opt.points; ++p) {
     double bound = p % 2 ? 1.0 : opt.bound;
     uint64_t base = mix(opt.seed * 1000003 + p);
-    std::map<std::pair<int32_t, int64_t>, LeafValue> elems;  // what this evaluation read, in a stable order
+    // What this evaluation read; sorted (stable order) and deduplicated only when a witness is kept: a
+    // location over a GEMM reads millions of elements, and a map insert per read cost a minute a point.
+    std::vector<LeafValue> elems;
     std::map<std::string, LeafValue> vars;
     ir::Env env;
     env.elem = [&](int32_t t, int64_t i, ir::Sort s) {
       ir::Value v = sample(mix(base ^ mix(uint64_t(t) << 40 ^ uint64_t(i))), s, bound);
-      elems.try_emplace({t, i}, LeafValue{LeafValue::Kind::Elem, t, i, {}, v});
+      elems.push_back(LeafValue{LeafValue::Kind::Elem, t, i, {}, v});
       return v;
     };
     env.var = [&](std::string_view name, ir::Sort s) {
@@ -67,7 +70,12 @@ std::optional<Witness> falsify(ir::Expr a, ir::Expr b, const FalsifyOptions& opt
         if (l->op == ir::Op::Var) env.var(l->name(), l->sort);
         else if (l->op == ir::Op::TensorElem) env.elem(l->tensor(), l->index(), l->sort);
       }
-    for (auto& [k, l] : elems) w.leaves.push_back(std::move(l));
+    auto key = [](const LeafValue& l) { return std::make_pair(l.tensor, l.index); };
+    std::stable_sort(elems.begin(), elems.end(), [&](const LeafValue& x, const LeafValue& y) { return key(x) < key(y); });
+    elems.erase(std::unique(elems.begin(), elems.end(), [&](const LeafValue& x, const LeafValue& y) { return key(x) == key(y); }),
+                elems.end());
+    w.leaves.reserve(elems.size() + vars.size());
+    for (auto& l : elems) w.leaves.push_back(std::move(l));
     for (auto& [k, l] : vars) w.leaves.push_back(std::move(l));
     if (opt.tolerance && w.a.sort == ir::Sort::Real)
       w.exceeds_tolerance =

@@ -39,6 +39,23 @@ TEST(Check, RunningExampleFixedIsVerifiedWithoutSolver) {
   EXPECT_EQ(r.solver_calls, 0u);  // canonical forms decide every location
 }
 
+// A location whose expression would exceed the node budget ends as an undecided (timeout)
+// location naming the budget, never as a verdict or a crash.
+TEST(Check, NodeBudgetEndsLocationAsTimeoutNamingIt) {
+  check::Options opt;
+  opt.budget_s = 60;
+  opt.max_locations = 3;
+  opt.max_location_nodes = 3;
+  auto r = check::check_path(example("bundle-buggy"), opt);
+  EXPECT_EQ(r.outcome, check::Outcome::Timeout) << r.reason;
+  ASSERT_FALSE(r.locations.empty());
+  for (const auto& l : r.locations) {
+    EXPECT_EQ(l.verdict, smt::Verdict::Timeout);
+    EXPECT_NE(l.reason.find("node budget"), std::string::npos) << l.reason;
+    EXPECT_NE(l.reason.find("reference program"), std::string::npos) << l.reason;
+  }
+}
+
 TEST(Check, SameSeedSameOrder) {
   check::Options opt;
   opt.max_locations = 12;

@@ -3,6 +3,7 @@
 
 #include "ir/eval.h"
 #include "ir/expr.h"
+#include "ir/limits.h"
 #include "ir/print.h"
 
 using namespace dirigo::ir;
@@ -39,4 +40,33 @@ TEST(Basic, Evaluate) {
   env.var = [](std::string_view, Sort) { return Value::of_real(3.0); };
   Evaluator ev(env);
   EXPECT_DOUBLE_EQ(ev.real(c.add(c.mul(x, x), c.real_const(1))), 10.0);
+}
+
+// Context limits: the node budget and the deadline end expression building with LimitExceeded.
+TEST(Basic, NodeBudgetThrows) {
+  Context c;
+  int32_t t = c.tensor("budget_t");
+  set_limits(c, {.max_nodes = c.num_nodes() + 1000});
+  std::vector<Expr> xs;
+  EXPECT_THROW(
+      {
+        for (int i = 0; i < 5000; ++i) xs.push_back(c.elem(t, i));
+      },
+      LimitExceeded);
+  EXPECT_LE(c.num_nodes(), limits(c).max_nodes);
+  EXPECT_EQ(c.elem(t, 0), xs[0]);  // existing nodes are still found
+  set_limits(c, {});
+  EXPECT_NE(c.elem(t, 4999), nullptr);
+}
+
+TEST(Basic, DeadlineThrows) {
+  Context c;
+  int32_t t = c.tensor("deadline_t");
+  set_limits(c, {.deadline = std::chrono::steady_clock::now() - std::chrono::seconds(1)});
+  try {
+    for (int i = 0; i < 100000; ++i) c.elem(t, i);
+    FAIL() << "no LimitExceeded past the deadline";
+  } catch (const LimitExceeded& e) {
+    EXPECT_NE(std::string(e.what()).find("deadline"), std::string::npos) << e.what();
+  }
 }

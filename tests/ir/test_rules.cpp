@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include "ir/expr.h"
+#include "ir/limits.h"
 #include "ir/print.h"
 
 using namespace dirigo::ir;
@@ -131,6 +132,21 @@ TEST_F(Rules, MulDistributeConst) {
   check(Rule::MulDistributeConst, [&] { return c.bv_mul(bv(4), c.bv_add(a, bv(1))); },
         c.bv_add(c.bv_mul(bv(4), a), bv(4)));
   untouched(Rule::MulDistributeConst, [&] { return c.mul(r(2), c.call(Fn::Exp, x)); });
+  // A sum of more than kDistributeConstLimit terms (a batch statistic over a GEMM) stays factored:
+  // scaling it would copy every term; as a term of another sum it is one monomial.
+  std::vector<Expr> big;
+  for (unsigned i = 0; i <= kDistributeConstLimit; ++i) big.push_back(c.elem(c.tensor("t"), i));
+  Expr s = c.add(big);
+  untouched(Rule::MulDistributeConst, [&] { return c.mul(q(1, 3), s); });
+  Expr scaled = c.mul(q(1, 3), s);
+  ASSERT_EQ(scaled->op, Op::Mul);
+  EXPECT_EQ(scaled->nargs, 2u);
+  EXPECT_EQ(c.add(x, c.neg(scaled))->nargs, 2u);
+  EXPECT_EQ(c.mul(r(3), scaled), s);  // constants still fold
+  // next to another big sum it is distributed, so shared terms cancel as before
+  EXPECT_EQ(c.sub(s, s), r(0));
+  EXPECT_EQ(c.sub(c.add(s, x), s), x);
+  EXPECT_EQ(c.add(c.neg(s), c.add(s, y)), y);
 }
 
 TEST_F(Rules, MulDistributeSmall) {
