@@ -25,7 +25,7 @@ Expr attention(Env& e, const char* mask_param) {
   for (size_t d = 0; d + 2 < r; ++d)
     e.require(k.shape[d] > 0 && v.shape[d] > 0 && q.shape[d] % k.shape[d] == 0 && q.shape[d] % v.shape[d] == 0,
               "attention: batch dims must divide");
-  int64_t L = q.shape[r - 2], E = q.shape[r - 1], S = k.shape[r - 2];
+  int64_t E = q.shape[r - 1], S = k.shape[r - 2];
   e.require(E > 0, "attention with an empty head dim");
   // batch index of the location (all dims but the last two), mapped onto key/value (GQA: fewer kv heads)
   Index qb(e.idx.begin(), e.idx.begin() + (r - 2));

@@ -288,7 +288,7 @@ aten::Arg convert_arg(const bundle::Arg& a, const std::string& path,
                       const std::map<std::string, const program::Operand*>& reads,
                       const std::function<int32_t(ValueId)>& tensor_of) {
   using namespace bundle;
-  if (const auto* t = std::get_if<TensorRef>(&a.value)) {
+  if (std::holds_alternative<TensorRef>(a.value)) {
     auto it = reads.find(path);
     if (it == reads.end()) throw Unsupported("tensor argument " + path + " has no SSA read");
     return aten::Arg::of(aten_ref(it->second->view, tensor_of(it->second->view.value)));
