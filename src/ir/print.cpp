@@ -156,10 +156,17 @@ std::string to_string(const Context& ctx, Expr e, const PrintOptions& opt) {
       case Op::Var: s = std::string(x->name()); break;
       case Op::TensorElem: s = fmt::format("{}[{}]", reg.name(x->tensor()), x->index()); break;
       case Op::Undef: s = fmt::format("undef:{}", sort_name(x->sort)); break;
+      // The fixed-arity forms need one part per operand: elided operands merge into one "…" part,
+      // so with any of them elided these print in the generic f(args) form below.
       case Op::Load: s = fmt::format("{}[{}]", reg.name(x->tensor()), parts[0]); break;
       case Op::Not: s = "!" + parts[0]; break;
       case Op::BvNot: s = "~" + parts[0]; break;
-      case Op::Ite: s = fmt::format("({} ? {} : {})", parts[0], parts[1], parts[2]); break;
+      case Op::Ite:
+        if (parts.size() == 3) {
+          s = fmt::format("({} ? {} : {})", parts[0], parts[1], parts[2]);
+          break;
+        }
+        [[fallthrough]];
       default: {
         std::string_view op = infix(x->op);
         if (!op.empty()) {

@@ -38,6 +38,20 @@ TEST(Print, SharedSubtermsAreLetBound) {
   EXPECT_EQ(t.find("let"), std::string::npos);
 }
 
+TEST(Print, IteWithElidedOperandsPrintsAsFunction) {
+  // Past the node budget an ite's elided operands merge into one "…" part; the (c ? a : b) form
+  // then read parts past the end (bad_alloc on a real transposed-conv location).
+  Context c;
+  Expr x = c.var("x", Sort::Real), y = c.var("y", Sort::Real);
+  Expr e = c.ite(c.lt(x, y), c.call(Fn::Exp, c.add(x, y)), c.call(Fn::Tanh, c.mul(x, y)));
+  PrintOptions tiny;
+  tiny.max_nodes = 2;  // the ite and its condition: both arms elided
+  std::string s = to_string(c, e, tiny);
+  EXPECT_EQ(s.rfind("ite(", 0), 0u) << s;
+  EXPECT_NE(s.find("nodes)"), std::string::npos) << s;
+  EXPECT_EQ(to_string(c, c.ite(c.lt(x, y), c.call(Fn::Exp, x), y)), "((x < y) ? exp(x) : y)");
+}
+
 TEST(Print, BudgetBoundsOutputOfHugeDag) {
   Context c;
   // a chain of 1e6 nodes plus a sum of 1e5 terms
