@@ -344,18 +344,21 @@ Expr replace_nodes(ir::Context& ctx, Expr root, const std::unordered_map<Expr, E
   return memo.at(root);
 }
 
+constexpr const char* kCutStage = "while cutting shared sub-terms (cut points)";
+
 // Cut points for shared PARTS of sums. cut_shared replaces shared sub-terms,
 // but gelu(S1) vs gelu(S2), with S1 and S2 sharing 9,999 of 10,000 terms,
 // shares only the terms: each becomes its own variable and Z3 gets two
 // 10,000-term sums. Here a sum of A pairs with the sum of B that shares the
 // most terms with it; the common part becomes ONE variable:
 // S1 -> v + r1, S2 -> v + r2.
-void cut_shared_sums(ir::Context& ctx, Expr& pa, Expr& pb, std::vector<std::pair<Expr, Expr>>& cuts) {
+void cut_shared_sums(ir::Context& ctx, Expr& pa, Expr& pb, std::vector<std::pair<Expr, Expr>>& cuts, Ticker& ticker) {
   constexpr size_t kMinTerms = 8;
-  auto collect_sums = [](Expr root) {
+  auto collect_sums = [&ticker](Expr root) {
     std::vector<Expr> sums, stack{root};
     std::unordered_set<Expr> seen{root};
     while (!stack.empty()) {
+      ticker.tick(kCutStage);
       Expr e = stack.back();
       stack.pop_back();
       if (e->op == Op::Add && e->nargs >= kMinTerms) sums.push_back(e);
@@ -374,8 +377,10 @@ void cut_shared_sums(ir::Context& ctx, Expr& pa, Expr& pb, std::vector<std::pair
         if (!t->is_const()) holders[t].push_back(j);
   std::unordered_map<Expr, Expr> repl;
   std::vector<bool> b_used(sb.size());
+  std::unordered_set<Expr> in_b(sb.begin(), sb.end());
   for (Expr A : sa) {
-    if (std::find(sb.begin(), sb.end(), A) != sb.end()) continue;  // shared whole: cut_shared's job
+    ticker.check(kCutStage);
+    if (in_b.count(A)) continue;  // shared whole: cut_shared's job
     std::unordered_map<size_t, size_t> overlap;
     for (Expr t : A->args())
       if (auto h = holders.find(t); h != holders.end())
@@ -408,7 +413,7 @@ void cut_shared_sums(ir::Context& ctx, Expr& pa, Expr& pb, std::vector<std::pair
 // need_qb: a tolerance query wants a right side for its rtol*|b| term; it gets
 // the (small) cut residual B', a heuristic — exceeding the tolerance is decided
 // afterwards by evaluating the originals.
-Query reduce(ir::Context& ctx, Expr na, Expr nb, bool cut_points, bool need_qb) {
+Query reduce(ir::Context& ctx, Expr na, Expr nb, bool cut_points, bool need_qb, Ticker& ticker) {
   Query q;
   q.real = na->sort == Sort::Real;
   Expr pa = na, pb = nb;
@@ -421,8 +426,10 @@ Query reduce(ir::Context& ctx, Expr na, Expr nb, bool cut_points, bool need_qb) 
   std::vector<std::pair<Expr, Expr>> cuts;
   Expr ca = pa, cb = pb;
   if (cut_points) {
-    if (q.real) cut_shared_sums(ctx, ca, cb, cuts);
+    if (q.real) cut_shared_sums(ctx, ca, cb, cuts, ticker);
+    ticker.check(kCutStage);
     ir::CutResult cr = ir::cut_shared(ctx, ca, cb);
+    ticker.check(kCutStage);
     ca = cr.a, cb = cr.b;
     cuts.insert(cuts.end(), cr.cuts.begin(), cr.cuts.end());
   }
@@ -527,6 +534,8 @@ Decision Solver::decide(ir::Context& ctx, Expr a, Expr b, const DecideOptions& o
     return {};
   };
 
+  Ticker ticker(deadline);  // every stage below stops (StageTimeout) once it passed
+  Stage stage = Stage::Canonical;  // the stage running now (a timeout names it)
   try {
     // Reals: terms the two sums share cancel in the canonical difference; only
     // the residual is normalized and sent on (10,000-term sums stay cheap).
@@ -539,14 +548,18 @@ Decision Solver::decide(ir::Context& ctx, Expr a, Expr b, const DecideOptions& o
       }
       std::tie(na, nb) = split_difference(ctx, d0);
     }
+    stage = Stage::Axioms;
+    ticker.check("before normalizing both sides (axioms)");
     Normalizer norm(ctx, opt.axioms);
+    norm.set_deadline(&ticker);
     na = norm(na), nb = norm(nb);
     if (na == nb) { ++stats_.equal_axioms; return done(Verdict::Equal, Stage::Axioms); }
     if (opt.tolerance && opt.within_tolerance && a->sort == Sort::Real) {
       const Tolerance& t = *opt.tolerance;
       // on the originals: the split residual pairs the reference's positive terms with the
       // candidate's negated ones, which no longer line up term for term (linear passes, memoized)
-      double bound = difference_bound(ctx, a, b, t.bound, opt.axioms);
+      stage = Stage::Tolerance;
+      double bound = difference_bound(ctx, a, b, t.bound, opt.axioms, &ticker);
       if (bound <= t.atol) {
         ++stats_.equal_tolerance;
         d.difference_bound = bound;
@@ -560,14 +573,16 @@ Decision Solver::decide(ir::Context& ctx, Expr a, Expr b, const DecideOptions& o
       FalsifyOptions fo{.points = opt.falsify_points, .seed = opt.random_seed,
                         .bound = opt.tolerance ? opt.tolerance->bound : 10, .tolerance = opt.tolerance,
                         .confirm_rtol = opt.confirm_rtol, .confirm_atol = opt.confirm_atol,
-                        .assumptions = &opt.assumptions};
+                        .assumptions = &opt.assumptions, .deadline = &ticker};
+      stage = Stage::Sampling;
       if (auto w = falsify(a, b, fo); w && (w->exceeds_tolerance || !opt.tolerance)) {
         ++stats_.differ_sampled;
         d.witness = std::move(*w);
         return done(Verdict::Differ, Stage::Sampling);
       }
     }
-    Query q = reduce(ctx, na, nb, opt.cut_points, opt.tolerance.has_value());
+    stage = Stage::CutPoints;
+    Query q = reduce(ctx, na, nb, opt.cut_points, opt.tolerance.has_value(), ticker);
     d.cuts = q.num_cuts;
     d.query_nodes = q.real ? ir::dag_size(q.diff) : ir::dag_size(q.qa) + ir::dag_size(q.qb);
     if (q.trivially_equal()) { ++stats_.equal_cut; return done(Verdict::Equal, Stage::CutPoints); }
@@ -599,6 +614,7 @@ Decision Solver::decide(ir::Context& ctx, Expr a, Expr b, const DecideOptions& o
     }
 
     // ---- Z3
+    stage = Stage::Solver;
     d.solver_called = true;
     ++stats_.solver_calls;
     z3::context& z = impl_->fresh();
@@ -644,7 +660,7 @@ Decision Solver::decide(ir::Context& ctx, Expr a, Expr b, const DecideOptions& o
     for (const Attempt& at : attempts) {
       for (unsigned round = 0;; ++round) {
         unsigned left = remaining_ms();
-        if (left == 0) return done(Verdict::Timeout, Stage::Solver, "wall-clock budget exhausted");
+        if (left == 0) return done(Verdict::Timeout, Stage::Solver, "the budget ran out before the next Z3 check (solver)");
         z3::solver s(z);  // fresh per check: keeps Z3's nlsat path (no incremental asserts)
         apply_params(z, s, opt, left);
         for (const z3::expr& c : base) s.add(c);
@@ -727,8 +743,10 @@ Decision Solver::decide(ir::Context& ctx, Expr a, Expr b, const DecideOptions& o
       }
     }
     return done(Verdict::Unknown, Stage::Solver, last_spurious.empty() ? "no witness" : last_spurious);
+  } catch (const StageTimeout& t) {
+    return done(Verdict::Timeout, stage, t.what());
   } catch (const TranslateTimeout&) {
-    return done(Verdict::Timeout, Stage::Solver, "wall-clock budget exhausted while translating the query to Z3");
+    return done(Verdict::Timeout, Stage::Solver, "the budget ran out while translating the query to Z3 (solver)");
   } catch (const z3::exception& ex) {
     ++stats_.exceptions;
     return done(Verdict::Unknown, Stage::Error, std::string("z3 exception: ") + ex.msg());

@@ -261,7 +261,7 @@ Factors factors(Expr e) {
 
 class DiffBound {
  public:
-  DiffBound(IntervalEval& iv, Skeleton& sk) : iv_(iv), sk_(sk) {}
+  DiffBound(IntervalEval& iv, Skeleton& sk, Ticker* ticker) : iv_(iv), sk_(sk), ticker_(ticker) {}
 
   double operator()(Expr a, Expr b) {
     struct Frame {
@@ -272,6 +272,7 @@ class DiffBound {
     std::vector<Frame> stack;
     stack.push_back({a, b});
     while (!stack.empty()) {
+      if (ticker_) ticker_->tick("while bounding the difference (tolerance)");
       Frame& f = stack.back();
       Key k{f.a, f.b};
       if (memo_.count(k)) { stack.pop_back(); continue; }
@@ -486,6 +487,7 @@ class DiffBound {
   IntervalEval& iv_;
   Skeleton& sk_;
   std::unordered_map<Key, double, KeyHash> memo_;
+  Ticker* ticker_ = nullptr;
 };
 
 }  // namespace
@@ -497,7 +499,7 @@ Interval interval_of(Expr e, double bound) {
   return iv(e);
 }
 
-double difference_bound(ir::Context& ctx, Expr a, Expr b, double bound, const AxiomOptions& axioms) {
+double difference_bound(ir::Context& ctx, Expr a, Expr b, double bound, const AxiomOptions& axioms, Ticker* deadline) {
   if (a == b) return 0;
   if (a->sort != ir::Sort::Real || b->sort != ir::Sort::Real) return kInf;
   // Keep tanh, sigmoid, softplus, log1p, expm1 ... as functions: their Lipschitz constants are
@@ -508,11 +510,12 @@ double difference_bound(ir::Context& ctx, Expr a, Expr b, double bound, const Ax
                   Axiom::RecipExp, Axiom::ExpLog})
     opt.set(x, false);
   Normalizer norm(ctx, opt);
+  norm.set_deadline(deadline);
   Expr na = norm(a), nb = norm(b);
   if (na == nb) return 0;
   IntervalEval iv(bound);
   Skeleton sk;
-  DiffBound db(iv, sk);
+  DiffBound db(iv, sk, deadline);
   return db(na, nb);
 }
 

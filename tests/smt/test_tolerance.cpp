@@ -121,3 +121,15 @@ TEST_F(ToleranceTest, TranslationStopsAtItsDeadline) {
   Expr other = c.add(doubled);  // nothing cancels: the whole query must be translated
   EXPECT_EQ(smt::decide(c, big, other, o).verdict, smt::Verdict::Timeout);
 }
+
+TEST_F(ToleranceTest, PassedDeadlineStopsTheBoundNamingIt) {
+  std::vector<Expr> ta, tb;
+  for (int i = 0; i < 5000; ++i) {
+    ta.push_back(c.mul(c.elem(t, i), exact(1, 6)));
+    tb.push_back(c.mul(c.elem(t, i), f32(1.0 / 6)));
+  }
+  Expr a = c.call(ir::Fn::Tanh, c.add(ta)), b = c.call(ir::Fn::Tanh, c.add(tb));
+  smt::Ticker passed(std::chrono::steady_clock::now() - std::chrono::seconds(1));
+  EXPECT_THROW(smt::difference_bound(c, a, b, 10, {}, &passed), smt::StageTimeout);
+  EXPECT_LT(smt::difference_bound(c, a, b, 10), 1e-2);  // without a deadline: a rounding-only difference
+}
