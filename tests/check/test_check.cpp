@@ -50,6 +50,20 @@ TEST(Check, SameSeedSameOrder) {
   EXPECT_EQ(a.outcome, check::Outcome::Checked);
 }
 
+// The budget bounds the whole check: with (almost) none, whatever stage runs first stops, and the
+// verdict is TIMEOUT naming where the time ran out — never UNSUPPORTED, never a verdict without
+// evidence.
+TEST(Check, NoBudgetIsTimeoutNamingTheStage) {
+  for (const char* bundle : {"bundle-buggy", "bundle-fixed"}) {
+    check::Options opt;
+    opt.budget_s = 1e-6;
+    auto r = check::check_path(example(bundle), opt);
+    EXPECT_EQ(r.outcome, check::Outcome::Timeout) << bundle << ": " << r.reason;
+    EXPECT_NE(r.reason.find("the budget ran out"), std::string::npos) << r.reason;
+    EXPECT_EQ(r.reason.find("UNSUPPORTED"), std::string::npos) << r.reason;
+  }
+}
+
 TEST(Check, MissingBundleIsUnsupportedNotACrash) {
   auto r = check::check_path("/nonexistent/bundle");
   EXPECT_EQ(r.outcome, check::Outcome::Unsupported);
