@@ -225,7 +225,8 @@ class Search {
       : b_(b), m_(m), opt_(opt), tol_(tol), dopt_(dopt), report_(r), order_(order), ctx_(ctx), ref_(ref),
         cand_(cand), jobs_(std::max<size_t>(1, opt.jobs)) {}
 
-  std::vector<Slot> run() {
+  // The slots in search order, up to the last one handed out (moved out, not copied: 10^6 of them).
+  std::vector<std::optional<Slot>> run() {
     t0_ = Clock::now();
     std::vector<std::thread> threads;
     active_ = jobs_;
@@ -240,12 +241,9 @@ class Search {
     for (auto& t : threads) t.join();
     if (opt_.progress && printed_) std::fprintf(stderr, "\r\033[K");
     if (error_) std::rethrow_exception(error_);
-    std::vector<Slot> out;
-    for (auto& s : slots_) {
-      if (!s) break;  // every slot up to the last handed out is filled
-      out.push_back(std::move(*s));
-    }
-    return out;
+    auto filled = std::find_if(slots_.begin(), slots_.end(), [](const auto& s) { return !s; });
+    slots_.erase(filled, slots_.end());  // every slot up to the last handed out is filled
+    return std::move(slots_);
   }
 
   uint64_t solver_calls() const { return solver_calls_; }
@@ -357,9 +355,6 @@ class Search {
     }
     lr.ref_nodes = ir::dag_size(ea);
     lr.cand_nodes = ir::dag_size(eb);
-    ir::PrintOptions popt{.max_nodes = 40};
-    lr.ref_expr = ir::to_string(ctx, ea, popt);
-    lr.cand_expr = ir::to_string(ctx, eb, popt);
     std::optional<PairKey> key;
     if (opt_.full && opt_.dedup && ea != eb) {
       key = renamed_pair_key(ea, eb);
@@ -393,6 +388,11 @@ class Search {
     if (key && d.verdict != smt::Verdict::Differ) {
       std::lock_guard lock(mu_);
       decided_.try_emplace(*key, Decided{d.verdict, d.stage, d.reason});
+    }
+    if (d.verdict == smt::Verdict::Differ) {  // only a difference is shown (10^6 equal locations are not)
+      ir::PrintOptions popt{.max_nodes = 40};
+      lr.ref_expr = ir::to_string(ctx, ea, popt);
+      lr.cand_expr = ir::to_string(ctx, eb, popt);
     }
     if (d.verdict == smt::Verdict::Differ && d.witness) witness_values(ctx, ea, eb, *d.witness, lr, seq);
     lr.ms = std::chrono::duration<double, std::milli>(Clock::now() - tl).count();
@@ -504,6 +504,17 @@ std::string where_time_ran_out(const Report& r, double before_search_s) {
   return "";
 }
 
+// Owns an object, or, when `leak`, lets it go unfreed (the process is about to exit).
+template <class T>
+struct Kept {
+  std::unique_ptr<T> p;
+  bool leak;
+  Kept(std::unique_ptr<T> q, bool l) : p(std::move(q)), leak(l) {}
+  ~Kept() {
+    if (leak) (void)p.release();
+  }
+};
+
 }  // namespace
 
 Report check_bundle(const bundle::Bundle& b, const Options& user_opt) {
@@ -543,8 +554,13 @@ Report check_bundle(const bundle::Bundle& b, const Options& user_opt) {
       r.outputs.push_back(std::move(info));
     }
 
-    ir::Context ctx;
-    Lowering ref(ctx, b, m, true, opt.exec), cand(ctx, b, m, false, opt.exec);
+    // The big tables (10^6 memoized elements, the order's permutation, the nodes) are left to the
+    // OS when the caller exits right after (Options::release_memory): freeing them took seconds.
+    Kept<ir::Context> ctx_held(std::make_unique<ir::Context>(), !opt.release_memory);
+    ir::Context& ctx = *ctx_held.p;
+    Kept<Lowering> ref_held(std::make_unique<Lowering>(ctx, b, m, true, opt.exec), !opt.release_memory);
+    Kept<Lowering> cand_held(std::make_unique<Lowering>(ctx, b, m, false, opt.exec), !opt.release_memory);
+    Lowering &ref = *ref_held.p, &cand = *cand_held.p;
     std::optional<std::string> stopped;  // why Execute could not finish every launch
     bool out_of_time = false;
     try {
@@ -583,7 +599,10 @@ Report check_bundle(const bundle::Bundle& b, const Options& user_opt) {
     smt::DecideOptions dopt = opt.decide;
     dopt.tolerance = tol;
 
-    LocationOrder order(ctx, m.outputs, cand, opt.seed, opt.full, opt.exec.deadline.value_or(Clock::time_point::max()));
+    Kept<LocationOrder> order_held(std::make_unique<LocationOrder>(ctx, m.outputs, cand, opt.seed, opt.full,
+                                                                   opt.exec.deadline.value_or(Clock::time_point::max())),
+                                   !opt.release_memory);
+    LocationOrder& order = *order_held.p;
     if (!order.stopped().empty()) r.notes.push_back(order.stopped());
     // The budget covers the whole check: the search gets what merge and Execute left of it.
     Options search_opt = opt;
@@ -591,23 +610,29 @@ Report check_bundle(const bundle::Bundle& b, const Options& user_opt) {
     double before_search_s = since(t0);
     Search search(b, m, search_opt, tol, dopt, r, order, ctx, ref, cand);
     auto search0 = Clock::now();
-    std::vector<Slot> slots = search.run();
+    std::vector<std::optional<Slot>> slots = search.run();
     r.search_seconds = since(search0);
     r.solver_calls = search.solver_calls();
     r.deduplicated = search.deduplicated();
     r.jobs = search.jobs();
     // Verdict from the slots in search order: the same for any number of workers.
-    for (Slot& slot : slots) {
+    for (auto& held : slots) {
+      Slot& slot = *held;
       if (slot.kind == Slot::Kind::Race) {
         r.evidence = "execute-safety";
         r.locations.push_back(std::move(slot.lr));
         return finish(Outcome::Bug, "global write-write race: " + slot.message);
       }
       if (slot.kind == Slot::Kind::Unsupported) return finish(Outcome::Unsupported, slot.message);
+      ++r.checked;
+      if (slot.lr.verdict == smt::Verdict::Equal) {
+        // a fast program decides 10^6 locations in a budget: count equal ones past kListedEqual
+        if (++r.equal > kListedEqual) ++r.locations_omitted;
+        else r.locations.push_back(std::move(slot.lr));
+        continue;
+      }
       r.locations.push_back(std::move(slot.lr));
       const LocationResult& last = r.locations.back();
-      ++r.checked;
-      if (last.verdict == smt::Verdict::Equal) ++r.equal;
       if (last.verdict != smt::Verdict::Differ) continue;
       if (!r.first_differ || last.confirmed_f32) r.first_differ = r.locations.size() - 1;
       if (last.confirmed_f32) {

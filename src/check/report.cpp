@@ -111,21 +111,8 @@ std::string to_json(const Report& r) {
     fs.push_back(x);
   }
   j["findings"] = fs;
-  // A fast elementwise program checks 10^6 locations in a 20 s budget: listing each one made
-  // the report take longer than the check (45 s). Equal locations past the first
-  // kListedEqual are counted, not listed; every other location is listed, and first_differ
-  // indexes the listed ones.
-  constexpr size_t kListedEqual = 10000;
   json locs = json::array();
-  size_t equal_listed = 0, omitted = 0;
-  std::optional<size_t> first_differ_listed;
-  for (size_t i = 0; i < r.locations.size(); ++i) {
-    const LocationResult& l = r.locations[i];
-    if (l.verdict == smt::Verdict::Equal && equal_listed++ >= kListedEqual) {
-      ++omitted;
-      continue;
-    }
-    if (r.first_differ && *r.first_differ == i) first_differ_listed = locs.size();
+  for (const auto& l : r.locations) {
     json x = {{"output", l.loc.output}, {"index", l.loc.index}, {"tier", std::string(tier_name(l.loc.tier))},
               {"verdict", std::string(smt::verdict_name(l.verdict))}, {"stage", std::string(smt::stage_name(l.stage))},
               {"ms", l.ms}, {"ref_nodes", l.ref_nodes}, {"cand_nodes", l.cand_nodes}};
@@ -144,9 +131,9 @@ std::string to_json(const Report& r) {
     locs.push_back(x);
   }
   j["locations"] = locs;
-  if (omitted) j["locations_omitted"] = omitted;  // equal locations not listed
+  if (r.locations_omitted) j["locations_omitted"] = r.locations_omitted;  // equal locations not listed
   if (r.first_differ) {
-    j["first_differ"] = first_differ_listed.value_or(0);
+    j["first_differ"] = *r.first_differ;
     j["witness"] = json::parse(witness_json(r));
   }
   j["tolerance"] = {{"atol", r.tolerance.atol}, {"rtol", r.tolerance.rtol}, {"bound", r.tolerance.bound}};
