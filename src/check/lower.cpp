@@ -150,7 +150,7 @@ ir::Expr Lowering::storage_element(ValueId v, int64_t j) {
 }
 
 ir::Expr Lowering::compute(ValueId v, int64_t j) {
-  if (++computes_since_clock_ >= 4096) {
+  if (++computes_since_clock_ >= 64) {  // one element can substitute through a 10^5-node expression
     computes_since_clock_ = 0;
     if (std::chrono::steady_clock::now() > deadline_)
       throw OutOfTime("building the location's expression ran past the budget");
@@ -500,8 +500,15 @@ ir::Expr Lowering::from_launch(size_t op_index, const program::Write& w, int64_t
 }
 
 ir::Expr Lowering::project_leaves(ir::Expr e) {
+  // memo hits and the substitution below never reach compute()'s clock: look here too
+  uint32_t looked = 0;
+  auto tick = [&] {
+    if ((++looked & 1023) == 0 && std::chrono::steady_clock::now() > deadline_)
+      throw OutOfTime("building the location's expression ran past the budget");
+  };
   std::unordered_map<ir::Expr, ir::Expr> map;
   for (ir::Expr leaf : ir::leaves(e)) {
+    tick();
     switch (leaf->op) {
       case ir::Op::TensorElem: {
         int32_t t = leaf->tensor();
@@ -524,6 +531,7 @@ ir::Expr Lowering::project_leaves(ir::Expr e) {
   }
   if (map.empty()) return e;
   return ir::substitute(ctx_, e, [&](ir::Expr leaf) -> ir::Expr {
+    tick();
     auto it = map.find(leaf);
     return it == map.end() ? nullptr : it->second;
   });
