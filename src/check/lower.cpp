@@ -1,5 +1,7 @@
 #include "check/lower.h"
 
+#include "exec/deadline.h"
+
 #include <algorithm>
 #include <cmath>
 #include <map>
@@ -453,7 +455,13 @@ ir::Expr Lowering::from_launch(size_t op_index, const program::Write& w, int64_t
   for (const auto& [t, after] : L.after)
     if (after == w.after) tensor = t;
   if (tensor < 0) throw Unsupported("kernel " + L.kernel + ": written storage is no argument");
-  auto writers = exec::writers_of(ctx_, *L.result, tensor, j, L.resolver.get());
+  std::vector<exec::Writer> writers;
+  try {
+    L.resolver->set_deadline(deadline_);
+    writers = exec::writers_of(ctx_, *L.result, tensor, j, L.resolver.get());
+  } catch (const exec::TimeLimit&) {  // the inversion ran past the budget
+    throw OutOfTime("building the location's expression ran past the budget");
+  }
   auto before = [&]() -> ir::Expr {
     if (w.before == program::kNoValue) return ctx_.elem(value_tensor(w.after), j);
     return storage_element(w.before, j);
