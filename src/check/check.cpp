@@ -231,7 +231,8 @@ class Search {
       : b_(b), m_(m), opt_(opt), tol_(tol), dopt_(dopt), report_(r), order_(order), ctx_(ctx), ref_(ref),
         cand_(cand), jobs_(std::max<size_t>(1, opt.jobs)) {}
 
-  std::vector<Slot> run() {
+  // The slots in search order, up to the last one handed out (moved out, not copied: 10^6 of them).
+  std::vector<std::optional<Slot>> run() {
     t0_ = Clock::now();
     std::vector<std::thread> threads;
     active_ = jobs_;
@@ -246,12 +247,9 @@ class Search {
     for (auto& t : threads) t.join();
     if (opt_.progress && printed_) std::fprintf(stderr, "\r\033[K");
     if (error_) std::rethrow_exception(error_);
-    std::vector<Slot> out;
-    for (auto& s : slots_) {
-      if (!s) break;  // every slot up to the last handed out is filled
-      out.push_back(std::move(*s));
-    }
-    return out;
+    auto filled = std::find_if(slots_.begin(), slots_.end(), [](const auto& s) { return !s; });
+    slots_.erase(filled, slots_.end());  // every slot up to the last handed out is filled
+    return std::move(slots_);
   }
 
   uint64_t solver_calls() const { return solver_calls_; }
@@ -280,10 +278,19 @@ class Search {
         own_ctx = std::make_unique<ir::Context>();
         own_ref = std::make_unique<Lowering>(*own_ctx, b_, m_, true, opt_.exec);
         own_cand = std::make_unique<Lowering>(*own_ctx, b_, m_, false, opt_.exec);
-        own_ref->execute_all();
-        own_cand->execute_all();
-        ctx = own_ctx.get(), ref = own_ref.get(), cand = own_cand.get();
+        try {
+          own_ref->execute_all();
+          own_cand->execute_all();
+        } catch (const Unsupported&) {  // the caller's lowering ran: only the budget can stop this one
+          bool out_of_time = false;
+          for (const auto* low : {own_ref.get(), own_cand.get()})
+            for (const auto& L : low->launches()) out_of_time = out_of_time || (L.result && L.result->out_of_time);
+          if (!out_of_time) throw;
+          own_ctx.reset();  // this worker takes no location
+        }
+        if (own_ctx) ctx = own_ctx.get(), ref = own_ref.get(), cand = own_cand.get();
       }
+      if (jobs_ > 1 && !own_ctx) throw StopWorker{};
       auto deadline = t0_ + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(opt_.budget_s));
       ref->set_deadline(deadline);
       cand->set_deadline(deadline);
@@ -300,6 +307,7 @@ class Search {
       }
       std::lock_guard lock(mu_);
       solver_calls_ += solver.stats().solver_calls - calls0;
+    } catch (const StopWorker&) {
     } catch (...) {
       std::lock_guard lock(mu_);
       if (!error_) error_ = std::current_exception();
@@ -361,16 +369,14 @@ class Search {
       slot.kind = Slot::Kind::Unsupported;
       slot.message = u.what();
       return slot;
-    } catch (const OutOfTime& t) {  // undecided: the budget ended while expanding this location
+    } catch (const OutOfTime&) {  // undecided: the budget ended while expanding this location
       lr.verdict = smt::Verdict::Timeout;
-      lr.reason = t.what();
+      lr.reason = "the budget ran out while building the location's expressions (back-projection)";
+      lr.ms = std::chrono::duration<double, std::milli>(Clock::now() - tl).count();
       return slot;
     }
     lr.ref_nodes = ir::dag_size(ea);
     lr.cand_nodes = ir::dag_size(eb);
-    ir::PrintOptions popt{.max_nodes = 40};
-    lr.ref_expr = ir::to_string(ctx, ea, popt);
-    lr.cand_expr = ir::to_string(ctx, eb, popt);
     std::optional<PairKey> key;
     if (opt_.full && opt_.dedup && ea != eb) {
       key = renamed_pair_key(ea, eb);
@@ -391,7 +397,7 @@ class Search {
     if (opt_.budget_s > 0) {
       if (left_ms < 1) {
         lr.verdict = smt::Verdict::Timeout;
-        lr.reason = "budget exhausted before the decision";
+        lr.reason = "the budget ran out before the decision (building the location's expressions took the rest)";
         lr.ms = std::chrono::duration<double, std::milli>(Clock::now() - tl).count();
         return slot;
       }
@@ -439,6 +445,11 @@ class Search {
       std::lock_guard lock(mu_);
       decided_.try_emplace(*key, Decided{d.verdict, d.stage, d.reason});
     }
+    if (d.verdict == smt::Verdict::Differ) {  // only a difference is shown (10^6 equal locations are not)
+      ir::PrintOptions popt{.max_nodes = 40};
+      lr.ref_expr = ir::to_string(ctx, ea, popt);
+      lr.cand_expr = ir::to_string(ctx, eb, popt);
+    }
     if (d.verdict == smt::Verdict::Differ && d.witness) witness_values(ctx, ea, eb, *d.witness, lr, seq);
     lr.ms = std::chrono::duration<double, std::milli>(Clock::now() - tl).count();
     return slot;
@@ -461,7 +472,11 @@ class Search {
       ir::Value v = wenv.elem(l->tensor(), l->index(), l->sort);
       values.push_back(l->sort == ir::Sort::Real ? v.real : double(int64_t(v.bits)));
     }
-    if (!w.exceeds_tolerance) values = refine_witness(ea, eb, leaves, values, tol_, opt_.seed + seq + 1, 200);
+    if (!w.exceeds_tolerance) {  // at most 200 ms, and never past the budget
+      double left_ms = opt_.budget_s * 1000 - std::chrono::duration<double, std::milli>(Clock::now() - t0_).count();
+      double refine_ms = opt_.budget_s > 0 ? std::clamp(left_ms, 0.0, 200.0) : 200.0;
+      values = refine_witness(ea, eb, leaves, values, tol_, opt_.seed + seq + 1, refine_ms);
+    }
     std::unordered_map<std::pair<int32_t, int64_t>, double, PairHash> at;
     for (size_t k = 0; k < leaves.size(); ++k) at[{leaves[k]->tensor(), leaves[k]->index()}] = values[k];
     ir::Env env;
@@ -498,6 +513,8 @@ class Search {
     }
   }
 
+  struct StopWorker {};  // a worker whose own Execute ran out of time: it takes no location
+
   struct Decided {
     smt::Verdict verdict;
     smt::Stage stage;
@@ -524,6 +541,35 @@ class Search {
   uint64_t solver_calls_ = 0;
   std::atomic<size_t> dedup_hits_{0};
   std::unordered_map<PairKey, Decided, PairKeyHash> decided_;
+};
+
+// Which stage the budget ran out in: the last location that timed out, else the stages before the
+// search when it got no time at all.
+std::string where_time_ran_out(const Report& r, double before_search_s) {
+  for (size_t k = r.locations.size(); k-- > 0;) {
+    const LocationResult& l = r.locations[k];
+    if (l.verdict != smt::Verdict::Timeout) continue;
+    return fmt::format("; at {}[{}]: {}", r.outputs[l.loc.output].ref_name, index_str(l.loc.index),
+                       l.reason.empty() ? "timeout" : l.reason);
+  }
+  if (r.locations.empty())
+    return fmt::format("; the budget ran out before the location search (merge, Execute and choosing locations took "
+                       "{:.1f} s{})",
+                       before_search_s, r.notes.empty() || r.notes.back().find("budget ran out") == std::string::npos
+                                            ? ""
+                                            : ", then " + r.notes.back());
+  return "";
+}
+
+// Owns an object, or, when `leak`, lets it go unfreed (the process is about to exit).
+template <class T>
+struct Kept {
+  std::unique_ptr<T> p;
+  bool leak;
+  Kept(std::unique_ptr<T> q, bool l) : p(std::move(q)), leak(l) {}
+  ~Kept() {
+    if (leak) (void)p.release();
+  }
 };
 
 }  // namespace
@@ -565,8 +611,13 @@ Report check_bundle(const bundle::Bundle& b, const Options& user_opt) {
       r.outputs.push_back(std::move(info));
     }
 
-    ir::Context ctx;
-    Lowering ref(ctx, b, m, true, opt.exec), cand(ctx, b, m, false, opt.exec);
+    // The big tables (10^6 memoized elements, the order's permutation, the nodes) are left to the
+    // OS when the caller exits right after (Options::release_memory): freeing them took seconds.
+    Kept<ir::Context> ctx_held(std::make_unique<ir::Context>(), !opt.release_memory);
+    ir::Context& ctx = *ctx_held.p;
+    Kept<Lowering> ref_held(std::make_unique<Lowering>(ctx, b, m, true, opt.exec), !opt.release_memory);
+    Kept<Lowering> cand_held(std::make_unique<Lowering>(ctx, b, m, false, opt.exec), !opt.release_memory);
+    Lowering &ref = *ref_held.p, &cand = *cand_held.p;
     std::optional<std::string> stopped;  // why Execute could not finish every launch
     bool out_of_time = false;
     try {
@@ -593,7 +644,10 @@ Report check_bundle(const bundle::Bundle& b, const Options& user_opt) {
       return finish(Outcome::Bug, fmt::format("{} in kernel {} (PTX line {}{}): {}", f.kind, f.kernel, f.where.ptx_line,
                                               f.where.source.empty() ? "" : ", " + f.where.source, f.message));
     }
-    if (stopped) return finish(out_of_time ? Outcome::Timeout : Outcome::Unsupported, *stopped);
+    if (stopped && out_of_time)  // "UNSUPPORTED: kernel K: time limit ... reached at PTX line N ..."
+      return finish(Outcome::Timeout, "the budget ran out in Execute (symbolic execution of the kernels): " +
+                                          (stopped->rfind("UNSUPPORTED: ", 0) == 0 ? stopped->substr(13) : *stopped));
+    if (stopped) return finish(Outcome::Unsupported, *stopped);
 
     smt::Tolerance tol;
     if (opt.tolerance) tol = *opt.tolerance;
@@ -602,29 +656,40 @@ Report check_bundle(const bundle::Bundle& b, const Options& user_opt) {
     smt::DecideOptions dopt = opt.decide;
     dopt.tolerance = tol;
 
-    LocationOrder order(ctx, m.outputs, cand, opt.seed, opt.full);
+    Kept<LocationOrder> order_held(std::make_unique<LocationOrder>(ctx, m.outputs, cand, opt.seed, opt.full,
+                                                                   opt.exec.deadline.value_or(Clock::time_point::max())),
+                                   !opt.release_memory);
+    LocationOrder& order = *order_held.p;
+    if (!order.stopped().empty()) r.notes.push_back(order.stopped());
     // The budget covers the whole check: the search gets what merge and Execute left of it.
     Options search_opt = opt;
-    if (opt.budget_s > 0) search_opt.budget_s = std::max(0.0, opt.budget_s - since(t0));
+    if (opt.budget_s > 0) search_opt.budget_s = std::max(1e-9, opt.budget_s - since(t0));
+    double before_search_s = since(t0);
     Search search(b, m, search_opt, tol, dopt, r, order, ctx, ref, cand);
     auto search0 = Clock::now();
-    std::vector<Slot> slots = search.run();
+    std::vector<std::optional<Slot>> slots = search.run();
     r.search_seconds = since(search0);
     r.solver_calls = search.solver_calls();
     r.deduplicated = search.deduplicated();
     r.jobs = search.jobs();
     // Verdict from the slots in search order: the same for any number of workers.
-    for (Slot& slot : slots) {
+    for (auto& held : slots) {
+      Slot& slot = *held;
       if (slot.kind == Slot::Kind::Race) {
         r.evidence = "execute-safety";
         r.locations.push_back(std::move(slot.lr));
         return finish(Outcome::Bug, "global write-write race: " + slot.message);
       }
       if (slot.kind == Slot::Kind::Unsupported) return finish(Outcome::Unsupported, slot.message);
+      ++r.checked;
+      if (slot.lr.verdict == smt::Verdict::Equal) {
+        // a fast program decides 10^6 locations in a budget: count equal ones past kListedEqual
+        if (++r.equal > kListedEqual) ++r.locations_omitted;
+        else r.locations.push_back(std::move(slot.lr));
+        continue;
+      }
       r.locations.push_back(std::move(slot.lr));
       const LocationResult& last = r.locations.back();
-      ++r.checked;
-      if (last.verdict == smt::Verdict::Equal) ++r.equal;
       if (last.verdict != smt::Verdict::Differ) continue;
       if (!r.first_differ || last.confirmed_f32) r.first_differ = r.locations.size() - 1;
       if (last.confirmed_f32) {
@@ -651,8 +716,9 @@ Report check_bundle(const bundle::Bundle& b, const Options& user_opt) {
     // min_locations must be decided before anything but BUG is said
     if (int64_t(r.equal) == r.total_locations) return finish(Outcome::Verified, "");
     if (r.checked < opt.min_locations || (undecided && r.equal < opt.min_locations))
-      return finish(Outcome::Timeout, fmt::format("{} locations decided equal, {} undecided within {:.1f} s (at least {} needed)",
-                                                  r.equal, undecided, opt.budget_s, opt.min_locations));
+      return finish(Outcome::Timeout, fmt::format("{} locations decided equal, {} undecided within {:.1f} s (at least {} needed){}",
+                                                  r.equal, undecided, opt.budget_s, opt.min_locations,
+                                                  where_time_ran_out(r, before_search_s)));
     return finish(Outcome::Checked, undecided ? fmt::format("{} locations undecided", undecided) : "");
   } catch (const program::MergeError& e) {
     return finish(Outcome::Unsupported, std::string("UNSUPPORTED: merge: ") + e.what());

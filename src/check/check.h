@@ -41,6 +41,9 @@ struct Options {
   // Nodes one location may add to its worker's ir::Context (~100 bytes each with the unique table):
   // a location that would not fit ends as TIMEOUT naming the node budget instead of swapping.
   size_t max_location_nodes = 30'000'000;
+  // false: the caller exits right after the check (the CLI), so the lowering's memo, the order and
+  // the expression nodes are left to the OS instead of freed one by one (seconds for 10^6 locations)
+  bool release_memory = true;
 };
 
 // Why a location was chosen (paper §4.3).
@@ -111,13 +114,18 @@ struct OutputInfo {
   int64_t numel = 0;
 };
 
+// Equal locations past this many are counted, not kept: a fast elementwise program decides 10^6
+// locations in a 20 s budget, and listing each made the report take longer than the check.
+inline constexpr size_t kListedEqual = 10000;
+
 struct Report {
   Outcome outcome = Outcome::Unsupported;
   std::string reason;                    // UNSUPPORTED / TIMEOUT detail, or the BUG headline
   std::string evidence;                  // what backs a BUG: "execute-safety", "fp32-evaluation"
   std::vector<OutputInfo> outputs;
   std::vector<exec::Finding> findings;   // Execute safety violations (each is a BUG)
-  std::vector<LocationResult> locations; // in the order checked
+  std::vector<LocationResult> locations; // in the order checked, less equal ones past kListedEqual
+  size_t locations_omitted = 0;          // equal locations checked but not listed
   std::optional<size_t> first_differ;    // index into locations
   size_t checked = 0, equal = 0;
   int64_t total_locations = 0;

@@ -1,5 +1,7 @@
 #include "check/lower.h"
 
+#include "exec/deadline.h"
+
 #include <algorithm>
 #include <cmath>
 #include <map>
@@ -178,7 +180,7 @@ ir::Expr Lowering::storage_element(ValueId v, int64_t j) {
 }
 
 ir::Expr Lowering::compute(ValueId v, int64_t j) {
-  if (++computes_since_clock_ >= 4096) {
+  if (++computes_since_clock_ >= 64) {  // one element can substitute through a 10^5-node expression
     computes_since_clock_ = 0;
     if (std::chrono::steady_clock::now() > deadline_)
       throw OutOfTime(fmt::format("building the {} program's expression for this location ran past the budget",
@@ -482,7 +484,13 @@ ir::Expr Lowering::from_launch(size_t op_index, const program::Write& w, int64_t
   for (const auto& [t, after] : L.after)
     if (after == w.after) tensor = t;
   if (tensor < 0) throw Unsupported("kernel " + L.kernel + ": written storage is no argument");
-  auto writers = exec::writers_of(ctx_, *L.result, tensor, j, L.resolver.get());
+  std::vector<exec::Writer> writers;
+  try {
+    L.resolver->set_deadline(deadline_);
+    writers = exec::writers_of(ctx_, *L.result, tensor, j, L.resolver.get());
+  } catch (const exec::TimeLimit&) {  // the inversion ran past the budget
+    throw OutOfTime("building the location's expression ran past the budget");
+  }
   auto before = [&]() -> ir::Expr {
     if (w.before == program::kNoValue) return ctx_.elem(value_tensor(w.after), j);
     return storage_element(w.before, j);
@@ -529,8 +537,15 @@ ir::Expr Lowering::from_launch(size_t op_index, const program::Write& w, int64_t
 }
 
 ir::Expr Lowering::project_leaves(ir::Expr e) {
+  // memo hits and the substitution below never reach compute()'s clock: look here too
+  uint32_t looked = 0;
+  auto tick = [&] {
+    if ((++looked & 1023) == 0 && std::chrono::steady_clock::now() > deadline_)
+      throw OutOfTime("building the location's expression ran past the budget");
+  };
   std::unordered_map<ir::Expr, ir::Expr> map;
   for (ir::Expr leaf : ir::leaves(e)) {
+    tick();
     switch (leaf->op) {
       case ir::Op::TensorElem: {
         int32_t t = leaf->tensor();
@@ -553,6 +568,7 @@ ir::Expr Lowering::project_leaves(ir::Expr e) {
   }
   if (map.empty()) return e;
   return ir::substitute(ctx_, e, [&](ir::Expr leaf) -> ir::Expr {
+    tick();
     auto it = map.find(leaf);
     return it == map.end() ? nullptr : it->second;
   });

@@ -1,6 +1,8 @@
 // Human and JSON renderings of a check Report.
 #include <fmt/format.h>
 
+#include <optional>
+
 #include <nlohmann/json.hpp>
 
 #include "check/check.h"
@@ -129,6 +131,7 @@ std::string to_json(const Report& r) {
     locs.push_back(x);
   }
   j["locations"] = locs;
+  if (r.locations_omitted) j["locations_omitted"] = r.locations_omitted;  // equal locations not listed
   if (r.first_differ) {
     j["first_differ"] = *r.first_differ;
     j["witness"] = json::parse(witness_json(r));

@@ -2,12 +2,13 @@
 
 #include <algorithm>
 
+#include "exec/deadline.h"
 #include "exec/sat.h"
 
 namespace dirigo::check {
 
 LocationOrder::LocationOrder(ir::Context& ctx, const std::vector<program::OutputPair>& outputs, const Lowering& cand,
-                             uint64_t seed, bool full)
+                             uint64_t seed, bool full, std::chrono::steady_clock::time_point deadline)
     : full_(full), rng_(seed) {
   for (const auto& o : outputs) {
     int64_t n = 1;
@@ -18,7 +19,7 @@ LocationOrder::LocationOrder(ir::Context& ctx, const std::vector<program::Output
     total_ += n;
   }
   if (full) return;  // --full visits every location in order; no prefix needed
-  add_launch_locations(ctx, outputs, cand);
+  add_launch_locations(ctx, outputs, cand, deadline);
   for (size_t o = 0; o < numel_.size(); ++o) {
     if (numel_[o] == 0) continue;
     add_prefix(o, 0, Tier::Boundary);
@@ -37,13 +38,22 @@ void LocationOrder::add_prefix(size_t output, int64_t flat, Tier tier) {
 // mapped to the output location at the same relative position (a heuristic: the bug that a
 // corner thread exposes usually sits at the same end of every tensor downstream).
 void LocationOrder::add_launch_locations(ir::Context& ctx, const std::vector<program::OutputPair>& outputs,
-                                         const Lowering& cand) {
+                                         const Lowering& cand, std::chrono::steady_clock::time_point deadline) {
   const auto& launches = cand.launches();
   const auto& prog = cand.program();
-  for (size_t li = launches.size(); li-- > 0;) {
-    const LaunchInfo& L = launches[li];
+  exec::Deadline dl(deadline);  // ticked by the satisfiability enumeration; checked per write below
+  try {
+    for (size_t li = launches.size(); li-- > 0;) add_launch(ctx, outputs, cand, launches[li], prog, dl);
+  } catch (const exec::TimeLimit&) {
+    stopped_ = "the budget ran out while choosing corner and path-condition locations";
+  }
+}
+
+void LocationOrder::add_launch(ir::Context& ctx, const std::vector<program::OutputPair>& outputs, const Lowering& cand,
+                               const LaunchInfo& L, const program::SsaProgram& prog, exec::Deadline& dl) {
+  {
     const exec::ExecResult& r = *L.result;
-    if (r.unsupported) continue;
+    if (r.unsupported) return;
     const exec::Dim3 b = r.launch.block, g = r.launch.grid;
     auto coord = [](uint64_t linear, const exec::Dim3& d) {
       return exec::Dim3{uint32_t(linear % d.x), uint32_t((linear / d.x) % d.y), uint32_t(linear / (uint64_t(d.x) * d.y))};
@@ -56,12 +66,15 @@ void LocationOrder::add_launch_locations(ir::Context& ctx, const std::vector<pro
     // One satisfying thread per bundle that writes.
     exec::ThreadVars tv(ctx, b, g);
     exec::ThreadSat sat(ctx, tv, uint64_t(1) << 20);
+    sat.set_deadline(&dl);
     for (const auto& bi : r.bundles) {
+      dl.check("");
       if (bi.writes.empty()) continue;
       if (auto w = sat.witness(bi.pred)) threads.push_back({*w, Tier::PathCondition});
     }
     for (const auto& [thread, tier] : threads) {
       for (const auto& wr : r.writes) {
+        dl.check("");  // Resolver::specialize itself does not look at the clock
         ir::Expr p = L.resolver->specialize(wr.pred, thread);
         if (p->op != ir::Op::ConstBool || !p->bool_value()) continue;
         ir::Expr idx = L.resolver->specialize(wr.index, thread);

@@ -3,7 +3,9 @@
 // permutation of the rest (or every location in order, for --full).
 #pragma once
 
+#include <chrono>
 #include <cstdint>
+#include <string>
 #include <optional>
 #include <random>
 #include <unordered_map>
@@ -12,20 +14,29 @@
 
 #include "check/check.h"
 #include "check/lower.h"
+#include "exec/deadline.h"
 
 namespace dirigo::check {
 
 class LocationOrder {
  public:
-  // `outputs` are the compared views of the candidate (same shapes as the reference's).
+  // `outputs` are the compared views of the candidate (same shapes as the reference's). Past
+  // `deadline` no more corner / path-condition locations are derived (the rest of the order, tensor
+  // boundaries and random locations, costs nothing); stopped() then says where it stopped.
   LocationOrder(ir::Context& ctx, const std::vector<program::OutputPair>& outputs, const Lowering& cand,
-                uint64_t seed, bool full);
+                uint64_t seed, bool full,
+                std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max());
   std::optional<Location> next();
   int64_t total() const { return total_; }
+  const std::string& stopped() const { return stopped_; }  // "" when every launch was looked at
 
  private:
   void add_prefix(size_t output, int64_t flat, Tier tier);
-  void add_launch_locations(ir::Context& ctx, const std::vector<program::OutputPair>& outputs, const Lowering& cand);
+  void add_launch_locations(ir::Context& ctx, const std::vector<program::OutputPair>& outputs, const Lowering& cand,
+                            std::chrono::steady_clock::time_point deadline);
+  void add_launch(ir::Context& ctx, const std::vector<program::OutputPair>& outputs, const Lowering& cand,
+                  const LaunchInfo& L, const program::SsaProgram& prog, exec::Deadline& dl);
+  std::string stopped_;
   std::vector<int64_t> numel_;
   std::vector<std::vector<int64_t>> shapes_;
   int64_t total_ = 0;

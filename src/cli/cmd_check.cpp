@@ -93,6 +93,7 @@ dirigo::cli::Register reg({"check", "check a trace bundle: BUG / SUSPECT / CHECK
     opt.max_locations = a->max_locations;
     opt.jobs = std::max<size_t>(1, a->jobs);
     opt.dedup = !a->no_dedup;
+    opt.release_memory = false;  // the process exits after the report: freeing 10^6-entry tables took seconds
     opt.trim_prefix = !a->no_trim;
     opt.progress = !a->json && isatty(2);
     if (a->atol >= 0 || a->rtol >= 0)

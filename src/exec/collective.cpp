@@ -351,6 +351,7 @@ void Machine::collective_warp(std::vector<size_t> group) {
     Expr inblock = ctx_.ult(plin, c32(nthreads));
     std::vector<Expr> covered;
     for (size_t si : group) {
+      deadline_.check("");  // each partner substitutes thread ids through whole expressions
       Bundle& S = bundles_[si];
       Expr valid = ctx_.and_(inblock, to_p(S.pred));
       if (!sat(ctx_.and_(cond, valid))) continue;

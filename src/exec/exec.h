@@ -185,6 +185,8 @@ class Resolver {
   ~Resolver();
   ir::Expr specialize(ir::Expr e, const ThreadCoord& t);
   ir::Expr resolve(ir::Expr e);  // e already free of thread identity
+  // Past this deadline specialize / resolve throw TimeLimit (a caller's budget; default none).
+  void set_deadline(std::chrono::steady_clock::time_point t);
  private:
   struct Impl;
   std::unique_ptr<Impl> impl_;

@@ -503,7 +503,7 @@ bool Machine::step(size_t bi) {
   if (++steps_ > opt_.max_steps)
     throw Unsupported(fmt::format("step limit ({} instructions) reached at PTX line {} in kernel {}", opt_.max_steps,
                                   f_.body[b->pc].loc.ptx_line, f_.name));
-  if ((steps_ & 4095) == 0) deadline_.check("");
+  if ((steps_ & 63) == 0) deadline_.check("");  // one step can build a 10^5-term sum: look often
   const auto& in = f_.body[b->pc];
   const auto& rl = rollup_.at[b->pc];
   if (b->conv && ifconv_enter(*b)) return true;

@@ -8,6 +8,7 @@
 
 #include <fmt/format.h>
 
+#include "exec/deadline.h"
 #include "exec/exec.h"
 #include "exec/sat.h"
 
@@ -39,6 +40,7 @@ struct Resolver::Impl {
   };
   std::map<std::pair<int, uint64_t>, std::unordered_map<uint64_t, Cell>> writers;
   std::unordered_map<Expr, Expr> memo;
+  Deadline deadline;  // ticked per substituted leaf: one specialization can rebuild 10^5-term sums
 
   Impl(ir::Context& c, const ExecResult& res) : ctx(c), r(res), tv(c, res.launch.block, res.launch.grid) {
     for (size_t k = 0; k < r.smem_tensor.size(); ++k) epoch_of[r.smem_tensor[k]] = int(k);
@@ -47,7 +49,9 @@ struct Resolver::Impl {
   Expr specialize(Expr e, const ThreadCoord& t) {
     auto all = tv.all();
     auto p = point_of(t);
+    deadline.check("in the write inversion (Resolver::specialize)");
     Expr s = ir::substitute(ctx, e, [&](Expr leaf) -> Expr {
+      deadline.tick("in the write inversion (Resolver::specialize)");
       for (int i = 0; i < 6; ++i) if (leaf == all[i]) return ctx.bv_const(Sort::BV32, p[i]);
       return nullptr;
     });
@@ -114,6 +118,7 @@ struct Resolver::Impl {
   Expr resolve_elem(Expr leaf, int epoch) {
     auto it = memo.find(leaf);
     if (it != memo.end()) return it->second;
+    deadline.check("in the write inversion (Resolver::resolve)");
     uint64_t idx = uint64_t(leaf->index());
     uint64_t sb = std::max<uint64_t>(1, r.smem_bytes);
     uint64_t block = idx / sb, off = idx % sb;
@@ -167,6 +172,7 @@ Resolver::Resolver(ir::Context& ctx, const ExecResult& r) : impl_(std::make_uniq
 Resolver::~Resolver() = default;
 Expr Resolver::specialize(Expr e, const ThreadCoord& t) { return impl_->specialize(e, t); }
 Expr Resolver::resolve(Expr e) { return impl_->resolve(e); }
+void Resolver::set_deadline(std::chrono::steady_clock::time_point t) { impl_->deadline = Deadline(t); }
 
 
 std::vector<Writer> writers_of(ir::Context& ctx, const ExecResult& r, int32_t tensor, int64_t flat, Resolver* resolver) {

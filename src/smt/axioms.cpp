@@ -5,6 +5,7 @@
 #include <optional>
 #include <span>
 #include <stdexcept>
+#include <unordered_set>
 #include <vector>
 
 #include "smt/translate.h"  // kLn2Var
@@ -158,6 +159,18 @@ std::optional<mpq_class> small_rational_near(double v) {
   return std::nullopt;
 }
 
+// The scale a of a GELU form a*0.5*s*(1 + erf(s/sqrt(2))): a small rational n/d, or 1/n (a mean's
+// 1/900 folded into every term of the pooled sum). Any other value would match too (t == k*s is
+// checked for the k it implies) but would name erf(c*x) with a c far from 1/sqrt(2) a GELU of a
+// rescaled argument: the scale is the guard.
+std::optional<mpq_class> form_scale(double v) {
+  if (auto r = small_rational_near(v)) return r;
+  double inv = 1 / std::fabs(v), n = std::round(inv);
+  if (n >= 1 && n <= double(1 << 24) && std::fabs(inv / n - 1) < kF32RelTol)
+    return mpq_class(1, static_cast<unsigned long>(n)) * (v < 0 ? -1 : 1);
+  return std::nullopt;
+}
+
 // The canonical rational that c approximates, if any: (n/d) * a known
 // constant (canonicalization folds small scales into coefficients:
 // 0.70710678f*2 = sqrt(2), 3*sqrt(2/pi)*0.044715 in (x+y)^3).
@@ -226,6 +239,7 @@ Expr Normalizer::walk(Expr root, std::unordered_map<Expr, Expr>& memo, Expr (Nor
   uint64_t steps = 0, limit = 64 * std::min<uint64_t>(root->size, uint64_t{1} << 40) + (1u << 20);
   while (!stack.empty()) {
     if (++steps > limit) throw std::runtime_error("axiom normalization did not terminate (rule cycle)");
+    if (ticker_) ticker_->tick("while normalizing both sides (axioms)");
     Frame& f = stack.back();
     if (f.state == 0) {
       if (memo.count(f.e)) { stack.pop_back(); continue; }
@@ -317,77 +331,124 @@ Expr Normalizer::snap_constant(Expr e) {
   return ctx_.real_const(*q);
 }
 
+// One GELU form in the sum e: f (an erf/tanh factor) with the terms carrying it. Returns
+// (a, s) when those terms and f's argument spell a*0.5*s*(1 + f(k*s ...)), else nullopt.
+std::optional<std::pair<mpq_class, Expr>> Normalizer::gelu_form(Expr f, const std::vector<Expr>& carriers) {
+  // the terms carrying f sum to s*f/2
+  std::vector<Expr> quotients;
+  for (Expr term : carriers) {
+    if (term == f) { quotients.push_back(ctx_.real_const(1)); continue; }
+    std::vector<Expr> rest;
+    bool removed = false;
+    for (Expr a : term->args()) {
+      if (a == f && !removed) { removed = true; continue; }
+      rest.push_back(a);
+    }
+    quotients.push_back(ctx_.mul(rest));
+  }
+  if (quotients.empty()) return std::nullopt;
+  // The terms carrying f sum to q*f with q = a*s/2 for some small rational
+  // scale a, and f's argument is k*s (+ the cubic) with k ~ 1/sqrt(2) (resp.
+  // sqrt(2/pi)) as the program spelled it. On q's lead monomial m:
+  // coef(t, m) = k * lead(s) = k * 2*lead(q)/a fixes a (rounded to n/d),
+  // then s = 2q/a exactly, and t is checked exactly against k*s.
+  Expr q = ctx_.add(quotients);
+  auto q_lead = lead(ctx_, q);
+  if (!q_lead) return std::nullopt;
+  Expr t = f->arg(0);
+  bool is_erf = f->fn() == Fn::Erf;
+  const mpq_class& k_ideal = is_erf ? inv_sqrt2() : sqrt_2_over_pi();
+  mpq_class ct = coefficient_of(ctx_, t, q_lead->second);
+  if (ct == 0) return std::nullopt;
+  double a_value = mpq_class(2 * k_ideal * q_lead->first / ct).get_d();
+  if (a_value == 0 || !std::isfinite(a_value)) return std::nullopt;
+  auto a_near = form_scale(a_value);
+  if (!a_near) return std::nullopt;
+  const mpq_class a = *a_near;
+  Expr s = ctx_.mul(ctx_.real_const(mpq_class(2 / a)), q);
+  auto s_lead = lead(ctx_, s);
+  if (!s_lead || s_lead->second != q_lead->second) return std::nullopt;
+  const mpq_class k = ct / s_lead->first;  // the program's constant
+  if (!near_f32(k, k_ideal)) return std::nullopt;
+  Expr ks = ctx_.mul(ctx_.real_const(k), s);
+  if (is_erf) {  // erf(s/sqrt(2))
+    if (ks != t) return std::nullopt;
+  } else {  // tanh(sqrt(2/pi) * (s + 0.044715 s^3))
+    Expr s3 = ctx_.mul(std::vector<Expr>{s, s, s});
+    auto c_lead = lead(ctx_, s3);
+    if (!c_lead) return std::nullopt;
+    mpq_class kc = coefficient_of(ctx_, ctx_.sub(t, ks), c_lead->second) / c_lead->first;
+    if (!near(kc / k, 0.044715) || ctx_.add(ks, ctx_.mul(ctx_.real_const(kc), s3)) != t) return std::nullopt;
+  }
+  if (!opt_.on(is_erf ? Axiom::GeluErfForm : Axiom::GeluTanhForm)) return std::nullopt;
+  return std::make_pair(a, s);
+}
+
+// Every GELU form of a sum in ONE pass: e - a*(s/2 + s*f/2) + a*gelu(s) for each form found,
+// accepted when every such f is gone and the sum shrank. A pooled sum of 900 expanded GELUs
+// (50,000 terms) must not be rescanned per candidate and rebuilt per form: that was cubic.
 Expr Normalizer::recognize_forms(Expr e) {
   if (e->op != Op::Add || !opt_.gelu_forms) return e;
-  std::vector<Expr> candidates;
+  std::vector<Expr> candidates;  // erf/tanh factors in order of first appearance
+  std::unordered_map<Expr, std::vector<Expr>> carriers;  // factor -> the terms carrying it
   for (Expr term : e->args()) {
+    if (ticker_) ticker_->tick("while recognizing GELU forms (axioms)");
     std::span<const Expr> factors = term->op == Op::Mul ? term->args() : std::span<const Expr>(&term, 1);
-    for (Expr f : factors)
-      if (f->op == Op::Call && (f->fn() == Fn::Erf || f->fn() == Fn::Tanh) &&
-          std::find(candidates.begin(), candidates.end(), f) == candidates.end())
-        candidates.push_back(f);
+    for (Expr f : factors) {
+      if (f->op != Op::Call || (f->fn() != Fn::Erf && f->fn() != Fn::Tanh)) continue;
+      auto [it, fresh] = carriers.try_emplace(f);
+      if (fresh) candidates.push_back(f);
+      if (it->second.empty() || it->second.back() != term) it->second.push_back(term);
+    }
   }
   const mpq_class half(1, 2);
+  struct Found {
+    Expr f, expanded, named;
+    size_t carrying;
+  };
+  std::vector<Found> found;
   for (Expr f : candidates) {
-    // the terms carrying f sum to s*f/2
-    std::vector<Expr> quotients;
-    size_t carrying = 0;
-    for (Expr term : terms_of(e)) {
-      if (!has_factor(term, f)) continue;
-      ++carrying;
-      if (term == f) { quotients.push_back(ctx_.real_const(1)); continue; }
-      std::vector<Expr> rest;
-      bool removed = false;
-      for (Expr a : term->args()) {
-        if (a == f && !removed) { removed = true; continue; }
-        rest.push_back(a);
-      }
-      quotients.push_back(ctx_.mul(rest));
-    }
-    if (quotients.empty()) continue;
-    // The terms carrying f sum to q*f with q = a*s/2 for some small rational
-    // scale a, and f's argument is k*s (+ the cubic) with k ~ 1/sqrt(2) (resp.
-    // sqrt(2/pi)) as the program spelled it. On q's lead monomial m:
-    // coef(t, m) = k * lead(s) = k * 2*lead(q)/a fixes a (rounded to n/d),
-    // then s = 2q/a exactly, and t is checked exactly against k*s.
-    Expr q = ctx_.add(quotients);
-    auto q_lead = lead(ctx_, q);
-    if (!q_lead) continue;
-    Expr t = f->arg(0);
-    bool is_erf = f->fn() == Fn::Erf;
-    const mpq_class& k_ideal = is_erf ? inv_sqrt2() : sqrt_2_over_pi();
-    mpq_class ct = coefficient_of(ctx_, t, q_lead->second);
-    if (ct == 0) continue;
-    auto a_near = small_rational_near(mpq_class(2 * k_ideal * q_lead->first / ct).get_d());
-    if (!a_near) continue;
-    const mpq_class a = *a_near;
-    Expr s = ctx_.mul(ctx_.real_const(mpq_class(2 / a)), q);
-    auto s_lead = lead(ctx_, s);
-    if (!s_lead || s_lead->second != q_lead->second) continue;
-    const mpq_class k = ct / s_lead->first;  // the program's constant
-    if (!near_f32(k, k_ideal)) continue;
-    Expr ks = ctx_.mul(ctx_.real_const(k), s);
-    Axiom rule = is_erf ? Axiom::GeluErfForm : Axiom::GeluTanhForm;
-    Fn named = is_erf ? Fn::GeluErf : Fn::GeluTanh;
-    if (is_erf) {  // erf(s/sqrt(2))
-      if (ks != t) continue;
-    } else {  // tanh(sqrt(2/pi) * (s + 0.044715 s^3))
-      Expr s3 = ctx_.mul(std::vector<Expr>{s, s, s});
-      auto c_lead = lead(ctx_, s3);
-      if (!c_lead) continue;
-      mpq_class kc = coefficient_of(ctx_, ctx_.sub(t, ks), c_lead->second) / c_lead->first;
-      if (!near(kc / k, 0.044715) || ctx_.add(ks, ctx_.mul(ctx_.real_const(kc), s3)) != t) continue;
-    }
-    if (!opt_.on(rule)) continue;
-    // e - a*(s/2 + s*f/2) + a*gelu(s): accepted only when f is gone and the sum shrank
+    if (ticker_) ticker_->check("while recognizing GELU forms (axioms)");
+    const auto& carrying = carriers.at(f);
+    auto form = gelu_form(f, carrying);
+    if (!form) continue;
+    auto [a, s] = *form;
     Expr ha = ctx_.real_const(mpq_class(half * a));
     Expr expanded = ctx_.add(ctx_.mul(ha, s), ctx_.mul(std::vector<Expr>{ha, s, f}));
-    Expr replaced = ctx_.add(std::vector<Expr>{e, ctx_.neg(expanded), ctx_.mul(ctx_.real_const(a), ctx_.call(named, s))});
-    bool gone = true;
-    for (Expr term : terms_of(replaced)) gone = gone && !has_factor(term, f);
-    if (!gone || terms_of(replaced).size() + carrying > terms_of(e).size() + 1) continue;
-    fire(rule);
-    return replaced;  // walked again: another form in the same sum is found then
+    Fn named = f->fn() == Fn::Erf ? Fn::GeluErf : Fn::GeluTanh;
+    found.push_back({f, expanded, ctx_.mul(ctx_.real_const(a), ctx_.call(named, s)), carrying.size()});
+  }
+  if (found.empty()) return e;
+  // Whether `replaced` is free of the forms' factors and no longer than e (plus one term per form).
+  auto accept = [&](Expr replaced, std::span<const Found> forms) {
+    std::unordered_set<Expr> fs;
+    size_t carrying = 0;
+    for (const Found& x : forms) fs.insert(x.f), carrying += x.carrying;
+    for (Expr term : terms_of(replaced)) {
+      std::span<const Expr> factors = term->op == Op::Mul ? term->args() : std::span<const Expr>(&term, 1);
+      for (Expr g : factors)
+        if (fs.count(g)) return false;
+    }
+    return terms_of(replaced).size() + carrying <= terms_of(e).size() + forms.size();
+  };
+  auto replace = [&](std::span<const Found> forms) {
+    std::vector<Expr> parts{e};
+    for (const Found& x : forms) parts.push_back(ctx_.neg(x.expanded)), parts.push_back(x.named);
+    return ctx_.add(parts);
+  };
+  auto fire_all = [&](std::span<const Found> forms) {
+    for (const Found& x : forms) fire(x.f->fn() == Fn::Erf ? Axiom::GeluErfForm : Axiom::GeluTanhForm);
+  };
+  if (Expr all = replace(found); accept(all, found)) {
+    fire_all(found);
+    return all;  // walked again: forms that only show after these are found then
+  }
+  for (size_t i = 0; i < found.size(); ++i) {  // together they do not fit: one at a time
+    std::span<const Found> one(&found[i], 1);
+    if (Expr r = replace(one); accept(r, one)) {
+      fire_all(one);
+      return r;
+    }
   }
   return e;
 }

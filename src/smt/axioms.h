@@ -26,10 +26,14 @@
 
 #include <array>
 #include <cstdint>
+#include <optional>
+#include <utility>
+#include <vector>
 #include <string_view>
 #include <unordered_map>
 
 #include "ir/expr.h"
+#include "smt/deadline.h"
 
 namespace dirigo::smt {
 
@@ -87,12 +91,15 @@ class Normalizer {
   ir::Expr operator()(ir::Expr e);
   uint64_t applications(Axiom a) const { return counts_[static_cast<size_t>(a)]; }
   uint64_t total_applications() const;
+  // Past this deadline every walk throws StageTimeout (not owned; null: no deadline).
+  void set_deadline(Ticker* t) { ticker_ = t; }
 
  private:
   // Bottom-up rebuild of root applying `step` at every node (and again on what it returns).
   ir::Expr walk(ir::Expr root, std::unordered_map<ir::Expr, ir::Expr>& memo, ir::Expr (Normalizer::*step)(ir::Expr));
   ir::Expr rewrite(ir::Expr e);  // one top-level step on a node with normalized children
   ir::Expr recognize_forms(ir::Expr e);  // expanded formulas -> named functions (runs first)
+  std::optional<std::pair<mpq_class, ir::Expr>> gelu_form(ir::Expr f, const std::vector<ir::Expr>& carriers);
   ir::Expr snap_constant(ir::Expr e);    // SnapConstants on a ConstReal
   ir::Expr rewrite_call(ir::Expr e);
   ir::Expr rewrite_mul(ir::Expr e);
@@ -104,6 +111,7 @@ class Normalizer {
   AxiomOptions opt_;
   std::unordered_map<ir::Expr, ir::Expr> memo_, forms_memo_;
   std::array<uint64_t, static_cast<size_t>(Axiom::Count_)> counts_{};
+  Ticker* ticker_ = nullptr;
 };
 
 // Sign facts provable by a shallow syntactic look (bounded depth).

@@ -235,14 +235,13 @@ struct Solver::Impl {
     if (interrupted) ctx = std::make_unique<z3::context>(), interrupted = false;
     return *ctx;
   }
-  // check() with a watchdog: Z3's own timeout is not honoured in every phase
-  // (preprocessing a huge term ran minutes over), so the context is interrupted
-  // a little after the deadline.
+  // check() with a watchdog, the only wall-clock limit Z3 gets (apply_params sets no Z3 timeout):
+  // the context is interrupted at the deadline.
   z3::check_result check(z3::solver& s, unsigned timeout_ms) {
     std::mutex m;
     std::condition_variable cv;
     bool done = false, fired = false;
-    auto deadline = Clock::now() + std::chrono::milliseconds(timeout_ms + timeout_ms / 10 + 50);
+    auto deadline = Clock::now() + std::chrono::milliseconds(std::max(1u, timeout_ms));
     std::thread dog([&] {
       std::unique_lock lock(m);
       if (!cv.wait_until(lock, deadline, [&] { return done; })) {
@@ -344,18 +343,24 @@ Expr replace_nodes(ir::Context& ctx, Expr root, const std::unordered_map<Expr, E
   return memo.at(root);
 }
 
+// Originals larger than this (tree size, saturating) are sampled before they are normalized.
+constexpr uint64_t kSampleFirstNodes = 20000;
+
+constexpr const char* kCutStage = "while cutting shared sub-terms (cut points)";
+
 // Cut points for shared PARTS of sums. cut_shared replaces shared sub-terms,
 // but gelu(S1) vs gelu(S2), with S1 and S2 sharing 9,999 of 10,000 terms,
 // shares only the terms: each becomes its own variable and Z3 gets two
 // 10,000-term sums. Here a sum of A pairs with the sum of B that shares the
 // most terms with it; the common part becomes ONE variable:
 // S1 -> v + r1, S2 -> v + r2.
-void cut_shared_sums(ir::Context& ctx, Expr& pa, Expr& pb, std::vector<std::pair<Expr, Expr>>& cuts) {
+void cut_shared_sums(ir::Context& ctx, Expr& pa, Expr& pb, std::vector<std::pair<Expr, Expr>>& cuts, Ticker& ticker) {
   constexpr size_t kMinTerms = 8;
-  auto collect_sums = [](Expr root) {
+  auto collect_sums = [&ticker](Expr root) {
     std::vector<Expr> sums, stack{root};
     std::unordered_set<Expr> seen{root};
     while (!stack.empty()) {
+      ticker.tick(kCutStage);
       Expr e = stack.back();
       stack.pop_back();
       if (e->op == Op::Add && e->nargs >= kMinTerms) sums.push_back(e);
@@ -374,8 +379,10 @@ void cut_shared_sums(ir::Context& ctx, Expr& pa, Expr& pb, std::vector<std::pair
         if (!t->is_const()) holders[t].push_back(j);
   std::unordered_map<Expr, Expr> repl;
   std::vector<bool> b_used(sb.size());
+  std::unordered_set<Expr> in_b(sb.begin(), sb.end());
   for (Expr A : sa) {
-    if (std::find(sb.begin(), sb.end(), A) != sb.end()) continue;  // shared whole: cut_shared's job
+    ticker.check(kCutStage);
+    if (in_b.count(A)) continue;  // shared whole: cut_shared's job
     std::unordered_map<size_t, size_t> overlap;
     for (Expr t : A->args())
       if (auto h = holders.find(t); h != holders.end())
@@ -408,7 +415,7 @@ void cut_shared_sums(ir::Context& ctx, Expr& pa, Expr& pb, std::vector<std::pair
 // need_qb: a tolerance query wants a right side for its rtol*|b| term; it gets
 // the (small) cut residual B', a heuristic — exceeding the tolerance is decided
 // afterwards by evaluating the originals.
-Query reduce(ir::Context& ctx, Expr na, Expr nb, bool cut_points, bool need_qb) {
+Query reduce(ir::Context& ctx, Expr na, Expr nb, bool cut_points, bool need_qb, Ticker& ticker) {
   Query q;
   q.real = na->sort == Sort::Real;
   Expr pa = na, pb = nb;
@@ -421,8 +428,10 @@ Query reduce(ir::Context& ctx, Expr na, Expr nb, bool cut_points, bool need_qb) 
   std::vector<std::pair<Expr, Expr>> cuts;
   Expr ca = pa, cb = pb;
   if (cut_points) {
-    if (q.real) cut_shared_sums(ctx, ca, cb, cuts);
+    if (q.real) cut_shared_sums(ctx, ca, cb, cuts, ticker);
+    ticker.check(kCutStage);
     ir::CutResult cr = ir::cut_shared(ctx, ca, cb);
+    ticker.check(kCutStage);
     ca = cr.a, cb = cr.b;
     cuts.insert(cuts.end(), cr.cuts.begin(), cr.cuts.end());
   }
@@ -473,8 +482,11 @@ ResultCache::Key cache_key(Expr x, Expr y, const DecideOptions& opt, bool uncut)
 }
 
 void apply_params(z3::context& z, z3::solver& s, const DecideOptions& opt, unsigned timeout_ms) {
+  // No Z3 "timeout": it arms Z3 4.8.12's thread-pool scoped_timer, which deadlocks when it expires
+  // inside a nested timer (Z3Prover/z3#5369/#5990; pair 083 hung until killed, every run). The
+  // watchdog in Impl::check interrupts the context at the deadline instead, the same cancel flag.
+  (void)timeout_ms;
   z3::params p(z);
-  p.set("timeout", std::max(1u, timeout_ms));
   if (opt.rlimit) p.set("rlimit", opt.rlimit);
   p.set("random_seed", opt.random_seed);
   p.set("model", true);
@@ -527,6 +539,8 @@ Decision Solver::decide(ir::Context& ctx, Expr a, Expr b, const DecideOptions& o
     return {};
   };
 
+  Ticker ticker(deadline);  // every stage below stops (StageTimeout) once it passed
+  Stage stage = Stage::Canonical;  // the stage running now (a timeout names it)
   try {
     // Reals: terms the two sums share cancel in the canonical difference; only
     // the residual is normalized and sent on (10,000-term sums stay cheap).
@@ -539,14 +553,37 @@ Decision Solver::decide(ir::Context& ctx, Expr a, Expr b, const DecideOptions& o
       }
       std::tie(na, nb) = split_difference(ctx, d0);
     }
+    // Random points first for large originals: evaluation is one linear pass, while
+    // normalizing a 10^5-node pooled sum can take the rest of the budget (pairs 068, 094: a
+    // dropped term found only after the budget). Small ones go to the cheap exact stages first.
+    bool points_tried = false;
+    auto sample = [&]() -> bool {
+      points_tried = true;
+      if (opt.falsify_points == 0) return false;
+      stage = Stage::Sampling;
+      FalsifyOptions fo{.points = opt.falsify_points, .seed = opt.random_seed,
+                        .bound = opt.tolerance ? opt.tolerance->bound : 10, .tolerance = opt.tolerance,
+                        .confirm_rtol = opt.confirm_rtol, .confirm_atol = opt.confirm_atol,
+                        .assumptions = &opt.assumptions, .deadline = &ticker};
+      auto w = falsify(a, b, fo);
+      if (!w || (!w->exceeds_tolerance && opt.tolerance)) return false;
+      ++stats_.differ_sampled;
+      d.witness = std::move(*w);
+      return true;
+    };
+    if (std::max(a->size, b->size) > kSampleFirstNodes && sample()) return done(Verdict::Differ, Stage::Sampling);
+    stage = Stage::Axioms;
+    ticker.check("before normalizing both sides (axioms)");
     Normalizer norm(ctx, opt.axioms);
+    norm.set_deadline(&ticker);
     na = norm(na), nb = norm(nb);
     if (na == nb) { ++stats_.equal_axioms; return done(Verdict::Equal, Stage::Axioms); }
     if (opt.tolerance && opt.within_tolerance && a->sort == Sort::Real) {
       const Tolerance& t = *opt.tolerance;
       // on the originals: the split residual pairs the reference's positive terms with the
       // candidate's negated ones, which no longer line up term for term (linear passes, memoized)
-      double bound = difference_bound(ctx, a, b, t.bound, opt.axioms);
+      stage = Stage::Tolerance;
+      double bound = difference_bound(ctx, a, b, t.bound, opt.axioms, &ticker);
       if (bound <= t.atol) {
         ++stats_.equal_tolerance;
         d.difference_bound = bound;
@@ -556,18 +593,10 @@ Decision Solver::decide(ir::Context& ctx, Expr a, Expr b, const DecideOptions& o
                                 bound, t.atol, t.bound, t.bound));
       }
     }
-    if (opt.falsify_points > 0) {  // random points: most real inequivalences show at any input
-      FalsifyOptions fo{.points = opt.falsify_points, .seed = opt.random_seed,
-                        .bound = opt.tolerance ? opt.tolerance->bound : 10, .tolerance = opt.tolerance,
-                        .confirm_rtol = opt.confirm_rtol, .confirm_atol = opt.confirm_atol,
-                        .assumptions = &opt.assumptions};
-      if (auto w = falsify(a, b, fo); w && (w->exceeds_tolerance || !opt.tolerance)) {
-        ++stats_.differ_sampled;
-        d.witness = std::move(*w);
-        return done(Verdict::Differ, Stage::Sampling);
-      }
-    }
-    Query q = reduce(ctx, na, nb, opt.cut_points, opt.tolerance.has_value());
+    // random points: most real inequivalences show at any input
+    if (!points_tried && sample()) return done(Verdict::Differ, Stage::Sampling);
+    stage = Stage::CutPoints;
+    Query q = reduce(ctx, na, nb, opt.cut_points, opt.tolerance.has_value(), ticker);
     d.cuts = q.num_cuts;
     d.query_nodes = q.real ? ir::dag_size(q.diff) : ir::dag_size(q.qa) + ir::dag_size(q.qb);
     if (q.trivially_equal()) { ++stats_.equal_cut; return done(Verdict::Equal, Stage::CutPoints); }
@@ -599,6 +628,7 @@ Decision Solver::decide(ir::Context& ctx, Expr a, Expr b, const DecideOptions& o
     }
 
     // ---- Z3
+    stage = Stage::Solver;
     d.solver_called = true;
     ++stats_.solver_calls;
     z3::context& z = impl_->fresh();
@@ -644,7 +674,7 @@ Decision Solver::decide(ir::Context& ctx, Expr a, Expr b, const DecideOptions& o
     for (const Attempt& at : attempts) {
       for (unsigned round = 0;; ++round) {
         unsigned left = remaining_ms();
-        if (left == 0) return done(Verdict::Timeout, Stage::Solver, "wall-clock budget exhausted");
+        if (left == 0) return done(Verdict::Timeout, Stage::Solver, "the budget ran out before the next Z3 check (solver)");
         z3::solver s(z);  // fresh per check: keeps Z3's nlsat path (no incremental asserts)
         apply_params(z, s, opt, left);
         for (const z3::expr& c : base) s.add(c);
@@ -727,8 +757,10 @@ Decision Solver::decide(ir::Context& ctx, Expr a, Expr b, const DecideOptions& o
       }
     }
     return done(Verdict::Unknown, Stage::Solver, last_spurious.empty() ? "no witness" : last_spurious);
+  } catch (const StageTimeout& t) {
+    return done(Verdict::Timeout, stage, t.what());
   } catch (const TranslateTimeout&) {
-    return done(Verdict::Timeout, Stage::Solver, "wall-clock budget exhausted while translating the query to Z3");
+    return done(Verdict::Timeout, Stage::Solver, "the budget ran out while translating the query to Z3 (solver)");
   } catch (const z3::exception& ex) {
     ++stats_.exceptions;
     return done(Verdict::Unknown, Stage::Error, std::string("z3 exception: ") + ex.msg());

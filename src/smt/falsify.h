@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <optional>
 
+#include "smt/deadline.h"
 #include "smt/decide.h"
 
 namespace dirigo::smt {
@@ -14,10 +15,12 @@ namespace dirigo::smt {
 struct FalsifyOptions {
   unsigned points = 8;
   uint64_t seed = 1;
-  double bound = 10;                   // real leaves uniform in [-bound, bound] (every other point in [-1, 1])
+  double bound = 10;                   // real leaves uniform in [-bound, bound]; points 1, 2, 3 (mod 4) in
+                                       // [-1, 1], [-0.1, 0.1], [-0.01, 0.01] (sums of many terms stay O(1))
   std::optional<Tolerance> tolerance;  // set: look for a point whose difference exceeds it
   double confirm_rtol = 1e-9, confirm_atol = 1e-12;
   const std::vector<ir::Expr>* assumptions = nullptr;  // a point must satisfy every one
+  Ticker* deadline = nullptr;  // past it (ticked per leaf read) falsify throws StageTimeout
 };
 
 // The first point where a and b differ beyond fp64 noise and, when a tolerance is given, beyond it

@@ -259,9 +259,54 @@ Factors factors(Expr e) {
   return f;
 }
 
+// c*max(x, y) -> max(c*x, c*y) for c > 0 and -> min(c*x, c*y) for c < 0 (and min alike): a
+// kernel that negates or scales before a clamp and PyTorch scaling after it then have one shape,
+// which the min/max rule (1-Lipschitz) bounds; otherwise only intervals would. One memoized
+// post-order pass; a pass that rewrote something runs again for min/max nested inside.
+Expr scale_into_minmax(ir::Context& ctx, Expr root, Ticker* ticker) {
+  for (int pass = 0; pass < 4; ++pass) {
+    bool changed_any = false;
+    std::unordered_map<Expr, Expr> memo;
+    std::vector<std::pair<Expr, bool>> stack{{root, false}};
+    std::vector<Expr> kids;
+    while (!stack.empty()) {
+      if (ticker) ticker->tick("while bounding the difference (tolerance)");
+      auto [e, expanded] = stack.back();
+      if (memo.count(e)) { stack.pop_back(); continue; }
+      if (!expanded) {
+        stack.back().second = true;
+        for (Expr c : e->args())
+          if (!memo.count(c)) stack.push_back({c, false});
+        continue;
+      }
+      stack.pop_back();
+      kids.clear();
+      bool changed = false;
+      for (Expr c : e->args()) {
+        kids.push_back(memo.at(c));
+        changed = changed || kids.back() != c;
+      }
+      Expr r = changed ? ctx.rebuild(e, kids) : e;
+      if (r->op == Op::Mul && r->nargs == 2 && r->arg(0)->op == Op::ConstReal &&
+          (r->arg(1)->op == Op::Min || r->arg(1)->op == Op::Max) && r->arg(0)->rational() != 0) {
+        Expr c = r->arg(0), m = r->arg(1);
+        std::vector<Expr> scaled;
+        for (Expr x : m->args()) scaled.push_back(ctx.mul(c, x));
+        bool flip = c->rational() < 0;
+        r = (m->op == Op::Max) != flip ? ctx.max(scaled) : ctx.min(scaled);
+        changed_any = true;
+      }
+      memo[e] = r;
+    }
+    root = memo.at(root);
+    if (!changed_any) break;
+  }
+  return root;
+}
+
 class DiffBound {
  public:
-  DiffBound(IntervalEval& iv, Skeleton& sk) : iv_(iv), sk_(sk) {}
+  DiffBound(IntervalEval& iv, Skeleton& sk, Ticker* ticker) : iv_(iv), sk_(sk), ticker_(ticker) {}
 
   double operator()(Expr a, Expr b) {
     struct Frame {
@@ -272,6 +317,7 @@ class DiffBound {
     std::vector<Frame> stack;
     stack.push_back({a, b});
     while (!stack.empty()) {
+      if (ticker_) ticker_->tick("while bounding the difference (tolerance)");
       Frame& f = stack.back();
       Key k{f.a, f.b};
       if (memo_.count(k)) { stack.pop_back(); continue; }
@@ -486,6 +532,7 @@ class DiffBound {
   IntervalEval& iv_;
   Skeleton& sk_;
   std::unordered_map<Key, double, KeyHash> memo_;
+  Ticker* ticker_ = nullptr;
 };
 
 }  // namespace
@@ -497,7 +544,7 @@ Interval interval_of(Expr e, double bound) {
   return iv(e);
 }
 
-double difference_bound(ir::Context& ctx, Expr a, Expr b, double bound, const AxiomOptions& axioms) {
+double difference_bound(ir::Context& ctx, Expr a, Expr b, double bound, const AxiomOptions& axioms, Ticker* deadline) {
   if (a == b) return 0;
   if (a->sort != ir::Sort::Real || b->sort != ir::Sort::Real) return kInf;
   // Keep tanh, sigmoid, softplus, log1p, expm1 ... as functions: their Lipschitz constants are
@@ -508,11 +555,12 @@ double difference_bound(ir::Context& ctx, Expr a, Expr b, double bound, const Ax
                   Axiom::RecipExp, Axiom::ExpLog})
     opt.set(x, false);
   Normalizer norm(ctx, opt);
-  Expr na = norm(a), nb = norm(b);
+  norm.set_deadline(deadline);
+  Expr na = scale_into_minmax(ctx, norm(a), deadline), nb = scale_into_minmax(ctx, norm(b), deadline);
   if (na == nb) return 0;
   IntervalEval iv(bound);
   Skeleton sk;
-  DiffBound db(iv, sk);
+  DiffBound db(iv, sk, deadline);
   return db(na, nb);
 }
 

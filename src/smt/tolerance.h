@@ -31,6 +31,8 @@ Interval interval_of(ir::Expr e, double bound);
 // +inf when nothing useful is known. Both sides are first rewritten by a Normalizer restricted to
 // the identities that keep functions Lipschitz-friendly (mish -> x*tanh(softplus x), silu, gelu
 // forms; tanh/sigmoid/softplus are not expanded into exp).
-double difference_bound(ir::Context& ctx, ir::Expr a, ir::Expr b, double bound, const AxiomOptions& axioms = {});
+// Past `deadline` (when given) it throws StageTimeout.
+double difference_bound(ir::Context& ctx, ir::Expr a, ir::Expr b, double bound, const AxiomOptions& axioms = {},
+                        Ticker* deadline = nullptr);
 
 }  // namespace dirigo::smt

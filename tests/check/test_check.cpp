@@ -8,6 +8,8 @@
 #include "check/check.h"
 #include "check/lower.h"
 
+#include <nlohmann/json.hpp>
+
 using namespace dirigo;
 
 namespace {
@@ -67,6 +69,20 @@ TEST(Check, SameSeedSameOrder) {
   EXPECT_EQ(a.outcome, check::Outcome::Checked);
 }
 
+// The budget bounds the whole check: with (almost) none, whatever stage runs first stops, and the
+// verdict is TIMEOUT naming where the time ran out — never UNSUPPORTED, never a verdict without
+// evidence.
+TEST(Check, NoBudgetIsTimeoutNamingTheStage) {
+  for (const char* bundle : {"bundle-buggy", "bundle-fixed"}) {
+    check::Options opt;
+    opt.budget_s = 1e-6;
+    auto r = check::check_path(example(bundle), opt);
+    EXPECT_EQ(r.outcome, check::Outcome::Timeout) << bundle << ": " << r.reason;
+    EXPECT_NE(r.reason.find("the budget ran out"), std::string::npos) << r.reason;
+    EXPECT_EQ(r.reason.find("UNSUPPORTED"), std::string::npos) << r.reason;
+  }
+}
+
 TEST(Check, MissingBundleIsUnsupportedNotACrash) {
   auto r = check::check_path("/nonexistent/bundle");
   EXPECT_EQ(r.outcome, check::Outcome::Unsupported);
@@ -96,4 +112,26 @@ TEST(Lower, LogicalStorageIndexRoundTrip) {
   for (int64_t l = 0; l < 12; ++l) EXPECT_EQ(check::logical_of_storage(v, check::storage_of_logical(v, l)), l);
   EXPECT_EQ(check::logical_of_storage(v, 4), -1);   // before the view
   EXPECT_EQ(check::logical_of_storage(v, 17), -1);  // after it
+}
+
+// Equal locations past kListedEqual are counted (locations_omitted), not kept; the report says so.
+TEST(Report, OmittedEqualLocationsAreCounted) {
+  check::Report r;
+  r.outcome = check::Outcome::Suspect;
+  r.outputs.push_back({"out0", "out0", {30000}, 30000});
+  for (int64_t i = 0; i < 3; ++i) {
+    check::LocationResult l;
+    l.loc.flat = i;
+    l.loc.index = {i};
+    l.verdict = i == 2 ? smt::Verdict::Differ : smt::Verdict::Equal;
+    r.locations.push_back(l);
+  }
+  r.first_differ = 2;
+  r.locations_omitted = 24000;
+  auto j = nlohmann::json::parse(check::to_json(r));
+  EXPECT_EQ(j["locations"].size(), 3u);
+  EXPECT_EQ(j["locations_omitted"], 24000);
+  EXPECT_EQ(j["locations"][j["first_differ"].get<size_t>()]["verdict"], "differ");
+  check::Report none;
+  EXPECT_FALSE(nlohmann::json::parse(check::to_json(none)).contains("locations_omitted"));
 }

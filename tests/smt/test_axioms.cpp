@@ -367,3 +367,36 @@ TEST_F(AxiomTest, ScaledGeluEqualsTorchGeluWithoutSolver) {
   EXPECT_EQ(d.verdict, smt::Verdict::Equal) << d.reason;
   EXPECT_FALSE(d.solver_called);
 }
+
+// A global average pool over expanded GELUs: every form of one sum is recognized in one pass
+// (the sum used to be rescanned per candidate and rebuilt per form: cubic in the pooled size).
+TEST_F(AxiomTest, GeluErfFormsOfAPooledSumAllAtOnce) {
+  constexpr int kN = 300;
+  int32_t t = ctx.tensor("in:pool");
+  std::vector<Expr> forms, gelus;
+  for (int i = 0; i < kN; ++i) {
+    Expr s = ctx.add(ctx.elem(t, 2 * i), ctx.elem(t, 2 * i + 1));  // a conv output: a sum itself
+    forms.push_back(erf_form(ctx, s));
+    gelus.push_back(call(Fn::GeluErf, s));
+  }
+  Expr mean = ctx.mul(ctx.real_const(mpq_class(1, kN)), ctx.add(forms));
+  smt::Normalizer n(ctx);
+  EXPECT_EQ(n(mean), ctx.mul(ctx.real_const(mpq_class(1, kN)), ctx.add(gelus)));
+  EXPECT_EQ(n.applications(Axiom::GeluErfForm), uint64_t(kN));
+}
+
+// Past its deadline a normalization stops with StageTimeout naming the stage.
+TEST_F(AxiomTest, PassedDeadlineStopsNormalizationNamingIt) {
+  int32_t t = ctx.tensor("in:big");
+  std::vector<Expr> terms;
+  for (int i = 0; i < 5000; ++i) terms.push_back(call(Fn::Sigmoid, ctx.elem(t, i)));
+  smt::Ticker passed(std::chrono::steady_clock::now() - std::chrono::seconds(1));
+  smt::Normalizer n(ctx);
+  n.set_deadline(&passed);
+  try {
+    n(ctx.add(terms));
+    FAIL() << "no StageTimeout";
+  } catch (const smt::StageTimeout& e) {
+    EXPECT_NE(std::string(e.what()).find("normalizing"), std::string::npos) << e.what();
+  }
+}

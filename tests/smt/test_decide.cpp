@@ -549,6 +549,11 @@ TEST(DecideIdioms, HalfColumnSumBeforeGeluDiffers) {
   Expr kernel = ctx.add(ctx.call(Fn::GeluTanh, column_sum(32)), ctx.elem(B, 0));  // and the tanh approximation
   smt::DecideOptions opt;
   opt.tolerance = smt::Tolerance{};
+  // random points find it (at [-0.01, 0.01]: at [-10, 10] both column sums are ~-300, where gelu is 0)
+  smt::Decision sampled = solver.decide(ctx, reference, kernel, opt);
+  ASSERT_EQ(sampled.verdict, Verdict::Differ) << sampled.reason;
+  EXPECT_EQ(sampled.stage, smt::Stage::Sampling);
+  opt.falsify_points = 0;  // and so does Z3, on a small query
   smt::Decision d = solver.decide(ctx, reference, kernel, opt);
   ASSERT_EQ(d.verdict, Verdict::Differ) << d.reason;
   EXPECT_EQ(d.cuts, 1u);  // the 32 shared row minima reach Z3 as one variable
@@ -630,4 +635,23 @@ TEST(DecideSampling, ADroppedTermIsFoundWithoutZ3AndEqualityStillNeedsAProof) {
   smt::Decision e = solver.decide(ctx, ctx.add(t, v), ctx.add(s, v), opt);
   EXPECT_NE(e.verdict, Verdict::Differ);
   EXPECT_NE(e.stage, smt::Stage::Sampling);
+}
+
+// A decision whose time is already up answers Timeout at the first stage that looks, naming it,
+// without reaching Z3 (the check passes the rest of its budget as timeout_ms).
+TEST(DecideDeadline, NoTimeLeftIsTimeoutNamingTheStage) {
+  ir::Context ctx;
+  smt::Solver solver;
+  smt::DecideOptions opt;
+  opt.timeout_ms = 0;
+  Expr x = ctx.var("x", Sort::Real), y = ctx.var("y", Sort::Real);
+  smt::Decision d = solver.decide(ctx, ctx.add(x, y), ctx.mul(x, y), opt);
+  EXPECT_EQ(d.verdict, Verdict::Timeout);
+  EXPECT_EQ(d.stage, smt::Stage::Axioms);
+  EXPECT_NE(d.reason.find("ran out"), std::string::npos) << d.reason;
+  EXPECT_NE(d.reason.find("axioms"), std::string::npos) << d.reason;
+  EXPECT_FALSE(d.solver_called);
+  // with time, the same query is decided
+  opt.timeout_ms = 10000;
+  EXPECT_EQ(solver.decide(ctx, ctx.add(x, y), ctx.mul(x, y), opt).verdict, Verdict::Differ);
 }

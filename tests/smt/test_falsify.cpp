@@ -88,3 +88,30 @@ TEST_F(FalsifyTest, SameSeedSamePoint) {
 }
 
 }  // namespace
+
+// A dropped bias behind a clamp: at [-10, 10] (and [-1, 1]) the 8,192-term dot product is far beyond
+// the clamp on both sides, so only the small-scale points of the ladder show the bias.
+TEST_F(FalsifyTest, DroppedBiasBehindAClampIsFoundAtASmallScale) {
+  Expr lo = ctx.real_const(-2), hi = ctx.real_const(2);
+  auto clamp = [&](Expr v) { return ctx.min(ctx.max(v, lo), hi); };
+  Expr sum = dot(8192);
+  Expr ref = clamp(ctx.add(sum, ctx.elem(bias, 0))), cand = clamp(sum);
+  smt::FalsifyOptions opt;
+  opt.tolerance = smt::Tolerance{};
+  opt.points = 2;  // [-10, 10] and [-1, 1] only: saturated, both sides equal
+  EXPECT_FALSE(smt::falsify(ref, cand, opt));
+  opt.points = 8;
+  auto wit = smt::falsify(ref, cand, opt);
+  ASSERT_TRUE(wit);
+  EXPECT_TRUE(wit->exceeds_tolerance);
+  expect_replays(*wit, ref, cand);
+}
+
+TEST_F(FalsifyTest, PassedDeadlineThrowsNamingSampling) {
+  smt::Ticker passed(std::chrono::steady_clock::now() - std::chrono::seconds(1));
+  smt::FalsifyOptions opt;
+  opt.deadline = &passed;
+  EXPECT_THROW(smt::falsify(dot(8), ctx.add(dot(8), ctx.elem(bias, 0)), opt), smt::StageTimeout);
+  opt.deadline = nullptr;
+  EXPECT_TRUE(smt::falsify(dot(8), ctx.add(dot(8), ctx.elem(bias, 0)), opt));
+}

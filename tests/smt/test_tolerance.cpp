@@ -121,3 +121,27 @@ TEST_F(ToleranceTest, TranslationStopsAtItsDeadline) {
   Expr other = c.add(doubled);  // nothing cancels: the whole query must be translated
   EXPECT_EQ(smt::decide(c, big, other, o).verdict, smt::Verdict::Timeout);
 }
+
+TEST_F(ToleranceTest, PassedDeadlineStopsTheBoundNamingIt) {
+  std::vector<Expr> ta, tb;
+  for (int i = 0; i < 5000; ++i) {
+    ta.push_back(c.mul(c.elem(t, i), exact(1, 6)));
+    tb.push_back(c.mul(c.elem(t, i), f32(1.0 / 6)));
+  }
+  Expr a = c.call(ir::Fn::Tanh, c.add(ta)), b = c.call(ir::Fn::Tanh, c.add(tb));
+  smt::Ticker passed(std::chrono::steady_clock::now() - std::chrono::seconds(1));
+  EXPECT_THROW(smt::difference_bound(c, a, b, 10, {}, &passed), smt::StageTimeout);
+  EXPECT_LT(smt::difference_bound(c, a, b, 10), 1e-2);  // without a deadline: a rounding-only difference
+}
+
+// c*max(x, y) with c < 0 is min(c*x, c*y): a kernel that scales by -1/3 before a clamp and a
+// reference that scales after it differ only by the rounding of the constant.
+TEST_F(ToleranceTest, NegativeFactorPushedIntoMinMax) {
+  Expr after = c.mul(exact(-1, 3), c.max(x, y));
+  Expr before = c.min(c.mul(f32(-1.0 / 3), x), c.mul(f32(-1.0 / 3), y));
+  EXPECT_LT(smt::difference_bound(c, after, before, 10), 1e-6);
+  Expr positive = c.mul(exact(1, 3), c.min(x, y));  // c > 0 keeps the kind
+  EXPECT_LT(smt::difference_bound(c, positive, c.min(c.mul(f32(1.0 / 3), x), c.mul(f32(1.0 / 3), y)), 10), 1e-6);
+  // a min is not a max: still a real difference
+  EXPECT_GT(smt::difference_bound(c, after, c.max(c.mul(f32(-1.0 / 3), x), c.mul(f32(-1.0 / 3), y)), 10), 1e-2);
+}
