@@ -414,7 +414,7 @@ class Search {
                              "{} points showed no difference beyond the tolerance",
                              lr.ref_nodes, lr.cand_nodes, dopt.falsify_points);
       // One point per call, so that the check's deadline is looked at between points (an evaluation
-      // of the location takes seconds); bounds alternate as in decide's own falsification stage.
+      // of the location takes seconds); the same ladder of bounds and signs as decide's own stage.
       auto deadline = t0_ + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(opt_.budget_s));
       for (unsigned p = 0; p < dopt.falsify_points; ++p) {
         if (Clock::now() > deadline) {
@@ -423,8 +423,8 @@ class Search {
                                  "point(s)", lr.ref_nodes + lr.cand_nodes, p);
           break;
         }
-        smt::FalsifyOptions fo{.points = 1, .seed = dopt.random_seed * 7919 + p,
-                               .bound = p % 2 || !dopt.tolerance ? (p % 2 ? 1.0 : 10.0) : dopt.tolerance->bound,
+        smt::FalsifyOptions fo{.points = 1, .first_point = p, .seed = dopt.random_seed,
+                               .bound = dopt.tolerance ? dopt.tolerance->bound : 10.0,
                                .tolerance = dopt.tolerance, .confirm_rtol = dopt.confirm_rtol,
                                .confirm_atol = dopt.confirm_atol, .assumptions = &dopt.assumptions};
         if (auto w = smt::falsify(ea, eb, fo); w && (w->exceeds_tolerance || !dopt.tolerance)) {

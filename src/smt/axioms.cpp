@@ -314,13 +314,6 @@ std::optional<std::pair<mpq_class, Expr>> lead(ir::Context& ctx, Expr s) {
   return std::nullopt;
 }
 
-bool has_factor(Expr term, Expr f) {
-  if (term == f) return true;
-  if (term->op != Op::Mul) return false;
-  for (Expr a : term->args())
-    if (a == f) return true;
-  return false;
-}
 }  // namespace
 
 Expr Normalizer::snap_constant(Expr e) {

@@ -14,9 +14,11 @@ namespace dirigo::smt {
 
 struct FalsifyOptions {
   unsigned points = 8;
+  unsigned first_point = 0;            // where on the ladder of bounds/signs to start (one point per call)
   uint64_t seed = 1;
-  double bound = 10;                   // real leaves uniform in [-bound, bound]; points 1, 2, 3 (mod 4) in
-                                       // [-1, 1], [-0.1, 0.1], [-0.01, 0.01] (sums of many terms stay O(1))
+  double bound = 10;                   // real leaves uniform in [-bound, bound] at points 0, 1; points 2–3, 4–5,
+                                       // 6–7 (mod 8) in [-1, 1], [-0.1, 0.1], [-0.01, 0.01] (sums of many terms
+                                       // stay O(1)); odd points draw from the non-negative half only
   std::optional<Tolerance> tolerance;  // set: look for a point whose difference exceeds it
   double confirm_rtol = 1e-9, confirm_atol = 1e-12;
   const std::vector<ir::Expr>* assumptions = nullptr;  // a point must satisfy every one

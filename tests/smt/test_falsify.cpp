@@ -115,3 +115,37 @@ TEST_F(FalsifyTest, PassedDeadlineThrowsNamingSampling) {
   opt.deadline = nullptr;
   EXPECT_TRUE(smt::falsify(dot(8), ctx.add(dot(8), ctx.elem(bias, 0)), opt));
 }
+
+TEST_F(FalsifyTest, OddPointsDrawNonNegativeValues) {
+  // x and |x| differ exactly where x < 0: never at the non-negative (odd) points, at some even one
+  Expr u = ctx.elem(x, 0);
+  Expr a = u, b = ctx.abs(u);
+  smt::FalsifyOptions opt;
+  opt.points = 1;
+  bool even_differs = false;
+  for (unsigned p = 0; p < 8; ++p) {
+    opt.first_point = p;
+    auto wit = smt::falsify(a, b, opt);
+    if (p % 2) EXPECT_FALSE(wit) << "point " << p;
+    else even_differs = even_differs || wit.has_value();
+  }
+  EXPECT_TRUE(even_differs);
+}
+
+TEST_F(FalsifyTest, RunningVarUnderRsqrtIsFoundAtANonNegativePoint) {
+  // eval-mode batch norm (running_var read under rsqrt) vs a reference that normalizes by a
+  // variance it computes: at symmetric points rv < 0 gives NaN, never a difference beyond tolerance
+  int32_t rv = ctx.tensor("in:running_var");
+  Expr eps = ctx.real_const_from_double(1e-5);
+  Expr u = ctx.elem(x, 0), v = ctx.elem(x, 1);
+  Expr mean = ctx.mul(ctx.real_const(mpq_class(1, 2)), ctx.add(u, v));
+  Expr var = ctx.mul(ctx.real_const(mpq_class(1, 4)), ctx.mul(ctx.sub(u, v), ctx.sub(u, v)));
+  Expr ref = ctx.mul(ctx.sub(u, mean), ctx.call(ir::Fn::Rsqrt, ctx.add(var, eps)));
+  Expr cand = ctx.mul(u, ctx.call(ir::Fn::Rsqrt, ctx.add(ctx.elem(rv, 0), eps)));
+  smt::FalsifyOptions opt;
+  opt.tolerance = smt::Tolerance{};
+  auto wit = smt::falsify(ref, cand, opt);
+  ASSERT_TRUE(wit);
+  EXPECT_TRUE(wit->exceeds_tolerance);
+  expect_replays(*wit, ref, cand);
+}
