@@ -13,6 +13,7 @@
 #include <fmt/format.h>
 #include <z3++.h>
 
+#include "ir/walk.h"
 #include "smt/falsify.h"
 #include "smt/tolerance.h"
 #include "smt/translate.h"
@@ -319,19 +320,15 @@ std::pair<Expr, Expr> split_difference(ir::Context& ctx, Expr d) {
 // Rebuild root with some nodes replaced (iterative, memoized).
 Expr replace_nodes(ir::Context& ctx, Expr root, const std::unordered_map<Expr, Expr>& repl,
                    std::unordered_map<Expr, Expr>& memo) {
-  std::vector<std::pair<Expr, bool>> stack{{root, false}};
   std::vector<Expr> kids;
-  while (!stack.empty()) {
-    auto [e, expanded] = stack.back();
-    if (memo.count(e)) { stack.pop_back(); continue; }
-    if (auto r = repl.find(e); r != repl.end()) { memo[e] = r->second; stack.pop_back(); continue; }
-    if (!expanded) {
-      stack.back().second = true;
-      for (Expr c : e->args())
-        if (!memo.count(c)) stack.push_back({c, false});
-      continue;
-    }
-    stack.pop_back();
+  auto done = [&](Expr e) {  // a replaced node is done as soon as it is seen: its operands are not visited
+    if (memo.count(e)) return true;
+    auto r = repl.find(e);
+    if (r == repl.end()) return false;
+    memo[e] = r->second;
+    return true;
+  };
+  ir::post_order(root, done, [&](Expr e) {
     kids.clear();
     bool changed = false;
     for (Expr c : e->args()) {
@@ -339,7 +336,7 @@ Expr replace_nodes(ir::Context& ctx, Expr root, const std::unordered_map<Expr, E
       changed = changed || kids.back() != c;
     }
     memo[e] = changed ? ctx.rebuild(e, kids) : e;
-  }
+  });
   return memo.at(root);
 }
 

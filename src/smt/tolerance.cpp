@@ -267,37 +267,29 @@ Expr scale_into_minmax(ir::Context& ctx, Expr root, Ticker* ticker) {
   for (int pass = 0; pass < 4; ++pass) {
     bool changed_any = false;
     std::unordered_map<Expr, Expr> memo;
-    std::vector<std::pair<Expr, bool>> stack{{root, false}};
     std::vector<Expr> kids;
-    while (!stack.empty()) {
-      if (ticker) ticker->tick("while bounding the difference (tolerance)");
-      auto [e, expanded] = stack.back();
-      if (memo.count(e)) { stack.pop_back(); continue; }
-      if (!expanded) {
-        stack.back().second = true;
-        for (Expr c : e->args())
-          if (!memo.count(c)) stack.push_back({c, false});
-        continue;
-      }
-      stack.pop_back();
-      kids.clear();
-      bool changed = false;
-      for (Expr c : e->args()) {
-        kids.push_back(memo.at(c));
-        changed = changed || kids.back() != c;
-      }
-      Expr r = changed ? ctx.rebuild(e, kids) : e;
-      if (r->op == Op::Mul && r->nargs == 2 && r->arg(0)->op == Op::ConstReal &&
-          (r->arg(1)->op == Op::Min || r->arg(1)->op == Op::Max) && r->arg(0)->rational() != 0) {
-        Expr c = r->arg(0), m = r->arg(1);
-        std::vector<Expr> scaled;
-        for (Expr x : m->args()) scaled.push_back(ctx.mul(c, x));
-        bool flip = c->rational() < 0;
-        r = (m->op == Op::Max) != flip ? ctx.max(scaled) : ctx.min(scaled);
-        changed_any = true;
-      }
-      memo[e] = r;
-    }
+    ir::post_order(
+        root, [&](Expr e) { return memo.count(e) > 0; },
+        [&](Expr e) {
+          if (ticker) ticker->tick("while bounding the difference (tolerance)");
+          kids.clear();
+          bool changed = false;
+          for (Expr c : e->args()) {
+            kids.push_back(memo.at(c));
+            changed = changed || kids.back() != c;
+          }
+          Expr r = changed ? ctx.rebuild(e, kids) : e;
+          if (r->op == Op::Mul && r->nargs == 2 && r->arg(0)->op == Op::ConstReal &&
+              (r->arg(1)->op == Op::Min || r->arg(1)->op == Op::Max) && r->arg(0)->rational() != 0) {
+            Expr c = r->arg(0), m = r->arg(1);
+            std::vector<Expr> scaled;
+            for (Expr x : m->args()) scaled.push_back(ctx.mul(c, x));
+            bool flip = c->rational() < 0;
+            r = (m->op == Op::Max) != flip ? ctx.max(scaled) : ctx.min(scaled);
+            changed_any = true;
+          }
+          memo[e] = r;
+        });
     root = memo.at(root);
     if (!changed_any) break;
   }
