@@ -8,6 +8,8 @@
 #include <stdexcept>
 #include <string>
 
+#include "ir/deadline.h"
+
 namespace dirigo::exec {
 
 // Thrown when the deadline passes; execute() turns it into ExecResult::unsupported with
@@ -17,27 +19,6 @@ struct TimeLimit : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-class Deadline {
- public:
-  using Clock = std::chrono::steady_clock;
-  Deadline() = default;
-  explicit Deadline(Clock::time_point at) : at_(at), set_(true) {}
-  bool set() const { return set_; }
-  Clock::time_point at() const { return at_; }
-  bool passed() const { return set_ && Clock::now() > at_; }
-  // Throws TimeLimit naming `phase` once the deadline passed.
-  void check(const char* phase) const {
-    if (passed()) throw TimeLimit(phase);
-  }
-  // For inner loops: reads the clock once every 4096 calls.
-  void tick(const char* phase) {
-    if (set_ && (++ticks_ & 4095) == 0) check(phase);
-  }
-
- private:
-  Clock::time_point at_{};
-  bool set_ = false;
-  uint64_t ticks_ = 0;
-};
+using Deadline = ir::BasicDeadline<TimeLimit, 4096>;
 
 }  // namespace dirigo::exec

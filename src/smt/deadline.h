@@ -10,31 +10,14 @@
 #include <stdexcept>
 #include <string>
 
+#include "ir/deadline.h"
+
 namespace dirigo::smt {
 
 struct StageTimeout : std::runtime_error {
   explicit StageTimeout(const std::string& stage) : std::runtime_error("the budget ran out " + stage) {}
 };
 
-class Ticker {
- public:
-  using Clock = std::chrono::steady_clock;
-  Ticker() = default;
-  explicit Ticker(Clock::time_point at) : at_(at) {}
-  bool set() const { return at_ != Clock::time_point::max(); }
-  Clock::time_point at() const { return at_; }
-  // Reads the clock now; throws StageTimeout("<stage>") once the deadline passed.
-  void check(const char* stage) const {
-    if (set() && Clock::now() > at_) throw StageTimeout(stage);
-  }
-  // For inner loops: reads the clock once every 1024 calls.
-  void tick(const char* stage) {
-    if (set() && (++ticks_ & 1023) == 0) check(stage);
-  }
-
- private:
-  Clock::time_point at_ = Clock::time_point::max();
-  uint64_t ticks_ = 0;
-};
+using Ticker = ir::BasicDeadline<StageTimeout, 1024>;
 
 }  // namespace dirigo::smt
