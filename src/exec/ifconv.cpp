@@ -6,6 +6,8 @@
 
 #include <fmt/format.h>
 
+#include "ir/walk.h"
+
 namespace dirigo::exec {
 
 using ir::Expr;
@@ -158,23 +160,18 @@ Expr exists_data(ir::Context& ctx, Expr cond, const std::function<bool(Expr)>& t
 
 Expr undef_condition(ir::Context& ctx, Expr v) {
   std::unordered_map<Expr, Expr> memo;
-  std::vector<std::pair<Expr, bool>> stack{{v, false}};
-  while (!stack.empty()) {
-    auto [e, expanded] = stack.back();
-    stack.pop_back();
-    if (memo.count(e)) continue;
-    if (!e->has_undef()) { memo[e] = ctx.bool_const(false); continue; }
-    if (e->op == Op::Undef) { memo[e] = ctx.bool_const(true); continue; }
-    if (!expanded) {
-      stack.push_back({e, true});
-      for (Expr a : e->args()) stack.push_back({a, false});
-      continue;
-    }
+  auto done = [&](Expr e) {  // leaves and Undef-free sub-terms are decided where they are met
+    if (memo.count(e)) return true;
+    if (e->has_undef() && e->op != Op::Undef) return false;
+    memo[e] = ctx.bool_const(e->op == Op::Undef);
+    return true;
+  };
+  ir::post_order(v, done, [&](Expr e) {
     if (e->op == Op::Ite) {
       Expr c = e->arg(0);
       memo[e] = ctx.or_(std::vector<Expr>{memo.at(c), ctx.and_(c, memo.at(e->arg(1))),
                                           ctx.and_(ctx.not_(c), memo.at(e->arg(2)))});
-      continue;
+      return;
     }
     std::vector<Expr> parts;
     for (Expr a : e->args()) parts.push_back(memo.at(a));
@@ -187,7 +184,7 @@ Expr undef_condition(ir::Context& ctx, Expr v) {
       any = ctx.and_(any, ctx.not_(ctx.or_(deciders)));
     }
     memo[e] = any;
-  }
+  });
   return memo.at(v);
 }
 
@@ -286,26 +283,20 @@ Expr Machine::drop_unreachable_undef_uncached(Bundle& b, Expr v) {
   }
   // rebuild every node above an Undef leaf (ir::substitute maps Var/data leaves only)
   std::unordered_map<Expr, Expr> memo;
-  std::vector<std::pair<Expr, bool>> stack{{v, false}};
-  while (!stack.empty()) {
-    auto [e, expanded] = stack.back();
-    stack.pop_back();
-    if (memo.count(e)) continue;
-    if (!e->has_undef()) { memo[e] = e; continue; }
-    if (e->op == Op::Undef) {
+  auto done = [&](Expr e) {
+    if (memo.count(e)) return true;
+    if (!e->has_undef()) memo[e] = e;
+    else if (e->op == Op::Undef)
       memo[e] = e->sort == ir::Sort::Bool ? ctx_.bool_const(false)
                 : e->sort == ir::Sort::Real ? ctx_.real_const(0) : ctx_.bv_const(e->sort, 0);
-      continue;
-    }
-    if (!expanded) {
-      stack.push_back({e, true});
-      for (Expr a : e->args()) stack.push_back({a, false});
-      continue;
-    }
+    else return false;
+    return true;
+  };
+  ir::post_order(v, done, [&](Expr e) {
     std::vector<Expr> args;
     for (Expr a : e->args()) args.push_back(memo.at(a));
     memo[e] = ctx_.rebuild(e, args);
-  }
+  });
   return memo.at(v);
 }
 
