@@ -291,7 +291,7 @@ class Search {
         if (own_ctx) ctx = own_ctx.get(), ref = own_ref.get(), cand = own_cand.get();
       }
       if (jobs_ > 1 && !own_ctx) throw StopWorker{};
-      auto deadline = t0_ + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(opt_.budget_s));
+      auto deadline = budget_end();
       ref->set_deadline(deadline);
       cand->set_deadline(deadline);
       smt::Solver& solver = smt::thread_solver();
@@ -352,7 +352,7 @@ class Search {
     std::optional<LimitGuard> limited;
     limited.emplace(ctx);
     ir::set_limits(ctx, {ctx.num_nodes() + opt_.max_location_nodes,
-                    t0_ + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(opt_.budget_s))});
+                    budget_end()});
     try {
       ea = ref.element(pair.ref, loc.flat);
       building = "candidate";
@@ -415,7 +415,7 @@ class Search {
                              lr.ref_nodes, lr.cand_nodes, dopt.falsify_points);
       // One point per call, so that the check's deadline is looked at between points (an evaluation
       // of the location takes seconds); the same ladder of bounds and signs as decide's own stage.
-      auto deadline = t0_ + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(opt_.budget_s));
+      auto deadline = budget_end();
       for (unsigned p = 0; p < dopt.falsify_points; ++p) {
         if (Clock::now() > deadline) {
           d.verdict = smt::Verdict::Timeout;
@@ -514,6 +514,10 @@ class Search {
   }
 
   struct StopWorker {};  // a worker whose own Execute ran out of time: it takes no location
+
+  Clock::time_point budget_end() const {
+    return t0_ + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(opt_.budget_s));
+  }
 
   struct Decided {
     smt::Verdict verdict;
