@@ -141,6 +141,10 @@ WitnessLeaf describe_leaf(const ir::Context& ctx, const program::Merged& m, int3
   return w;
 }
 
+bool sets_trimmed_result(const LocationResult& l) {
+  return std::any_of(l.leaves.begin(), l.leaves.end(), [](const WitnessLeaf& w) { return w.kind == "trimmed"; });
+}
+
 std::string leaf_display(const WitnessLeaf& w) { return fmt::format("{}[{}]", w.input, index_str(w.index)); }
 
 bool beyond_tolerance(double a, double b, const smt::Tolerance& tol) {
@@ -451,6 +455,7 @@ class Search {
       lr.cand_expr = ir::to_string(ctx, eb, popt);
     }
     if (d.verdict == smt::Verdict::Differ && d.witness) witness_values(ctx, ea, eb, *d.witness, lr, seq);
+    if (lr.confirmed_f32 && opt_.trim_prefix && sets_trimmed_result(lr)) confirm_over_program_inputs(lr);
     lr.ms = std::chrono::duration<double, std::milli>(Clock::now() - tl).count();
     return slot;
   }
@@ -513,6 +518,54 @@ class Search {
     }
   }
 
+  // A witness that chose values for results of the trimmed prefix shows a difference of the trimmed
+  // programs, and those values may be out of the prefix's reach (a GELU result of -9). The location
+  // is decided again over program inputs (prefix trimming off, this location only): only a
+  // difference found there is evidence about the real programs (a replay may still carry the first
+  // witness back to the inputs: the location is then SUSPECT, not BUG).
+  void confirm_over_program_inputs(LocationResult& lr) {
+    Options u = opt_;
+    u.trim_prefix = false;
+    u.only_locations = {{lr.loc.output, lr.loc.flat}};
+    u.min_locations = 1;
+    u.full = false;
+    u.progress = false;
+    u.jobs = 1;
+    if (opt_.budget_s > 0) u.budget_s = opt_.budget_s - since(t0_);
+    Report ur;
+    if (opt_.budget_s <= 0 || u.budget_s > 0.01) {
+      std::lock_guard one_at_a_time(recheck_mu_);  // each re-check lowers both programs again
+      ur = check_bundle(b_, u);
+    }
+    const LocationResult* again = ur.first_differ ? &ur.locations[*ur.first_differ] : nullptr;
+    if (ur.outcome == Outcome::Bug && again && again->confirmed_f32 && again->loc.flat == lr.loc.flat) {
+      Location loc = lr.loc;
+      lr = *again;
+      lr.loc = loc;
+      lr.reason = "the first witness set results of the trimmed prefix; this one, over program inputs, was found "
+                  "with prefix trimming off at this location";
+      return;
+    }
+    lr.confirmed_f32 = false;
+    const LocationResult* first = ur.locations.empty() ? nullptr : &ur.locations.front();
+    if (first && first->verdict == smt::Verdict::Equal) {
+      lr.verdict = smt::Verdict::Equal;
+      lr.stage = first->stage;
+      lr.reason = "equal over program inputs (decided with prefix trimming off): the difference shown over the "
+                  "trimmed prefix's results is out of that prefix's reach";
+      lr.witness.clear();
+      lr.leaves.clear();
+      lr.ref_expr.clear();
+      lr.cand_expr.clear();
+      return;
+    }
+    lr.reason = fmt::format("the witness sets results of the trimmed prefix, which no program input is known to "
+                            "produce; over program inputs: {}",
+                            first ? fmt::format("{}{}", smt::verdict_name(first->verdict),
+                                                first->reason.empty() ? "" : " (" + first->reason + ")")
+                                  : (ur.reason.empty() ? std::string("no time left") : ur.reason));
+  }
+
   struct StopWorker {};  // a worker whose own Execute ran out of time: it takes no location
 
   Clock::time_point budget_end() const {
@@ -537,6 +590,7 @@ class Search {
   size_t jobs_;
   Clock::time_point t0_;
   std::mutex mu_;
+  std::mutex recheck_mu_;
   std::condition_variable done_cv_;
   std::vector<std::optional<Slot>> slots_;
   size_t handed_ = 0, finished_ = 0, active_ = 0;
@@ -661,7 +715,8 @@ Report check_bundle(const bundle::Bundle& b, const Options& user_opt) {
     dopt.tolerance = tol;
 
     Kept<LocationOrder> order_held(std::make_unique<LocationOrder>(ctx, m.outputs, cand, opt.seed, opt.full,
-                                                                   opt.exec.deadline.value_or(Clock::time_point::max())),
+                                                                   opt.exec.deadline.value_or(Clock::time_point::max()),
+                                                                   opt.only_locations),
                                    !opt.release_memory);
     LocationOrder& order = *order_held.p;
     if (!order.stopped().empty()) r.notes.push_back(order.stopped());
@@ -707,9 +762,11 @@ Report check_bundle(const bundle::Bundle& b, const Options& user_opt) {
     if (r.first_differ) {
       const auto& l = r.locations[*r.first_differ];
       return finish(Outcome::Suspect,
-                    fmt::format("{}[{}]: the symbolic values differ, but the witness does not show the difference "
-                                "beyond tolerance when evaluated in fp32",
-                                r.outputs[l.loc.output].ref_name, index_str(l.loc.index)));
+                    fmt::format("{}[{}]: the symbolic values differ, but {}", r.outputs[l.loc.output].ref_name,
+                                index_str(l.loc.index),
+                                l.reason.empty() ? "the witness does not show the difference beyond tolerance when "
+                                                   "evaluated in fp32"
+                                                 : l.reason));
     }
     size_t undecided = r.checked - r.equal;
     if (opt.full && r.checked > 0 && int64_t(r.checked) < r.total_locations && r.search_seconds >= search_opt.budget_s) {

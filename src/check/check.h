@@ -32,6 +32,9 @@ struct Options {
   bool full = false;             // every output location (VERIFIED when all are equal)
   uint64_t seed = 0;             // seeds the random part of the search order
   bool trim_prefix = true;
+  // Check exactly these (output, flat index) locations, in this order, and nothing else (empty: the
+  // usual search). Used to re-decide a location without prefix trimming.
+  std::vector<std::pair<size_t, int64_t>> only_locations;
   std::optional<smt::Tolerance> tolerance;  // default: the bundle's, else atol = rtol = 1e-2
   smt::DecideOptions decide;     // solver budgets, axioms
   exec::ExecOptions exec;

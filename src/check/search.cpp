@@ -8,8 +8,9 @@
 namespace dirigo::check {
 
 LocationOrder::LocationOrder(ir::Context& ctx, const std::vector<program::OutputPair>& outputs, const Lowering& cand,
-                             uint64_t seed, bool full, std::chrono::steady_clock::time_point deadline)
-    : full_(full), rng_(seed) {
+                             uint64_t seed, bool full, std::chrono::steady_clock::time_point deadline,
+                             const std::vector<std::pair<size_t, int64_t>>& only)
+    : full_(full), only_(!only.empty()), rng_(seed) {
   for (const auto& o : outputs) {
     int64_t n = 1;
     for (int64_t d : o.cand.shape) n *= d;
@@ -17,6 +18,11 @@ LocationOrder::LocationOrder(ir::Context& ctx, const std::vector<program::Output
     numel_.push_back(n);
     shapes_.push_back(o.cand.shape);
     total_ += n;
+  }
+  if (only_) {
+    for (auto [o, flat] : only)
+      if (o < numel_.size()) add_prefix(o, flat, Tier::Sequential);
+    return;
   }
   if (full) return;  // --full visits every location in order; no prefix needed
   add_launch_locations(ctx, outputs, cand, deadline);
@@ -105,7 +111,7 @@ void LocationOrder::add_launch(ir::Context& ctx, const std::vector<program::Outp
 
 std::optional<Location> LocationOrder::next() {
   if (prefix_pos_ < prefix_.size()) return prefix_[prefix_pos_++];
-  while (drawn_ < total_) {
+  while (!only_ && drawn_ < total_) {
     int64_t id;
     if (full_) {
       id = drawn_++;

@@ -25,7 +25,8 @@ class LocationOrder {
   // boundaries and random locations, costs nothing); stopped() then says where it stopped.
   LocationOrder(ir::Context& ctx, const std::vector<program::OutputPair>& outputs, const Lowering& cand,
                 uint64_t seed, bool full,
-                std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max());
+                std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max(),
+                const std::vector<std::pair<size_t, int64_t>>& only = {});
   std::optional<Location> next();
   int64_t total() const { return total_; }
   const std::string& stopped() const { return stopped_; }  // "" when every launch was looked at
@@ -48,6 +49,7 @@ class LocationOrder {
   std::unordered_map<int64_t, int64_t> swapped_;
   int64_t drawn_ = 0;
   bool full_;
+  bool only_ = false;  // the caller named the locations: nothing past prefix_
   std::mt19937_64 rng_;
 };
 

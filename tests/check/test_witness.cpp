@@ -93,3 +93,14 @@ TEST(Replay, MalformedAnswerIsAnErrorNamingIt) {
   EXPECT_NE(rp.message.find("malformed"), std::string::npos);
   EXPECT_EQ(check::parse_replay("not json").status, "error");
 }
+
+// The running example trims its transposed convolution (both programs start with it). A BUG's
+// witness must be over program inputs: one over the trimmed result may be out of its reach.
+TEST(Witness, BugWitnessIsOverProgramInputsNotTrimmedResults) {
+  const auto& r = buggy_report();
+  ASSERT_EQ(r.outcome, check::Outcome::Bug) << r.reason;
+  ASSERT_GT(r.prefix_trimmed, 0u);
+  const auto& l = r.locations[*r.first_differ];
+  ASSERT_FALSE(l.leaves.empty());
+  for (const auto& leaf : l.leaves) EXPECT_NE(leaf.kind, "trimmed") << leaf.input;
+}
