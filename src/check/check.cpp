@@ -186,7 +186,8 @@ std::vector<double> refine_witness(ir::Expr ea, ir::Expr eb, const std::vector<i
     e.var = [](std::string_view, ir::Sort s) { return s == ir::Sort::Real ? ir::Value::of_real(0) : ir::Value::of_bv(s, 0); };
     try {
       ir::Evaluator ev(e, ir::Precision::F64);
-      return excess(ev.real(ea), ev.real(eb), tol);
+      double a = ev.real(ea), b = ev.real(eb);
+      return std::isfinite(a) && std::isfinite(b) ? excess(a, b, tol) : -1e300;  // an overflow is no witness
     } catch (const std::exception&) {
       return -1e300;
     }
@@ -510,9 +511,14 @@ class Search {
       ir::Value va = value(ea, ir::Precision::F32), vb = value(eb, ir::Precision::F32);
       lr.ref_value_f32 = va.sort == ir::Sort::Real ? va.real : double(va.bits);
       lr.cand_value_f32 = vb.sort == ir::Sort::Real ? vb.real : double(vb.bits);
-      lr.confirmed_f32 = !va.undef && !vb.undef && beyond_tolerance(lr.ref_value_f32, lr.cand_value_f32, tol_);
+      // An infinity or NaN is no evidence: the symbolic value is evaluated in its canonical form (a
+      // logsumexp as log(sum(exp(x)))), which overflows where the real program (max-shifted) does not.
+      bool finite = std::isfinite(lr.ref_value_f32) && std::isfinite(lr.cand_value_f32);
+      lr.confirmed_f32 = !va.undef && !vb.undef && finite && beyond_tolerance(lr.ref_value_f32, lr.cand_value_f32, tol_);
       lr.exceeds_tolerance = beyond_tolerance(lr.ref_value, lr.cand_value, tol_);
       if (w.depends_on_undef) lr.reason = "one side depends on an undefined value";
+      else if (!finite) lr.reason = "the fp32 evaluation at the witness is not finite (an overflow of the symbolic form is "
+                                    "no evidence of what the real program computes)";
     } catch (const std::exception& e) {
       lr.reason = std::string("fp32 evaluation failed: ") + e.what();
     }
