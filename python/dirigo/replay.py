@@ -171,16 +171,43 @@ class _Programs:
         return outs
 
 
-def _set_element(t, index, value) -> None:
+def _flat_indices(t, idx):
+    """Row-major flat positions of the multi-indices idx (an n x dim long tensor) in t, checked."""
     import torch
-    idx = tuple(int(i) for i in index)
-    if len(idx) != t.dim():
-        raise ReplayError(f"index {list(idx)} does not fit a tensor of shape {list(t.shape)}")
-    for i, n in zip(idx, t.shape):
-        if not 0 <= i < n:
-            raise ReplayError(f"index {list(idx)} is outside shape {list(t.shape)}")
+    if idx.dim() != 2 or idx.shape[1] != t.dim():
+        raise ReplayError(f"index of {idx.shape[-1] if idx.dim() == 2 else '?'} dimensions does not fit a tensor of "
+                          f"shape {list(t.shape)}")
+    shape = torch.tensor(list(t.shape), dtype=torch.long, device=idx.device)
+    bad = ((idx < 0) | (idx >= shape)).any(dim=1)
+    if bool(bad.any()):
+        raise ReplayError(f"index {idx[bad.nonzero()[0, 0]].tolist()} is outside shape {list(t.shape)}")
+    strides = [1] * t.dim()
+    for d in range(t.dim() - 2, -1, -1):
+        strides[d] = strides[d + 1] * t.shape[d + 1]
+    return (idx * torch.tensor(strides, dtype=torch.long, device=idx.device)).sum(dim=1)
+
+
+def _gather(t, idx):
+    """The elements of t at the multi-indices idx (differentiable)."""
+    return t.reshape(-1)[_flat_indices(t, idx.to(t.device))]
+
+
+def _set_elements(t, indices: list, values: list) -> None:
+    """t[index] = value for every pair, in one write (a giant witness sets 10^6 elements)."""
+    import torch
+    idx = torch.tensor(indices, dtype=torch.long).reshape(len(indices), -1).to(t.device)
+    flat = _flat_indices(t, idx)
+    vals = torch.tensor(values, dtype=torch.float64)
+    if not t.dtype.is_floating_point:
+        vals = vals.round()
+    vals = vals.to(device=t.device, dtype=t.dtype)
     with torch.no_grad():
-        t[idx] = value if t.dtype.is_floating_point else int(round(value))
+        if t.is_contiguous():
+            t.view(-1)[flat] = vals
+        else:  # a strided parameter: write through a contiguous copy
+            c = t.contiguous()
+            c.view(-1)[flat] = vals
+            t.copy_(c)
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -288,28 +315,44 @@ def carry_back(progs: _Programs, trimmed: list[dict], bound: float, steps: int =
         if t.dtype.is_floating_point:
             variables[tid] = t.detach().clone().requires_grad_(True)
     limits = {tid: torch.clamp(v.detach().abs(), min=bound) for tid, v in variables.items()}
-    fixed_masks = {}
+    # elements the witness sets directly stay at its values while the rest moves (masks built with one
+    # write per tensor: a giant witness fixes 10^6 elements)
+    fixed_by_name: dict = {}
     for name, index, value in fixed or []:
-        for tid, (n, _, _) in sources.items():
-            if n == name and tid in variables:
-                m = fixed_masks.setdefault(tid, (torch.zeros_like(variables[tid], dtype=torch.bool),
-                                                 torch.zeros_like(variables[tid])))
-                m[0][tuple(index)] = True
-                m[1][tuple(index)] = value
+        fixed_by_name.setdefault(name, ([], []))[0].append(index)
+        fixed_by_name[name][1].append(value)
+    fixed_masks = {}
+    for tid, (n, _, _) in sources.items():
+        if n in fixed_by_name and tid in variables:
+            v = variables[tid]
+            indices, values = fixed_by_name[n]
+            flat = _flat_indices(v, torch.tensor(indices, dtype=torch.long, device=v.device).reshape(len(indices), -1))
+            mask = torch.zeros(v.numel(), dtype=torch.bool, device=v.device)
+            vals = torch.zeros(v.numel(), dtype=v.dtype, device=v.device)
+            mask[flat] = True
+            vals[flat] = torch.tensor(values, dtype=v.dtype, device=v.device)
+            fixed_masks[tid] = (mask.view_as(v), vals.view_as(v))
     constants = {tid: t for tid, t, _ in rec.constants}  # (id, tensor, value at first use)
     ops = rec.ops
     rec.alive.clear()  # the recorder keeps every tensor of the forward alive: not needed any more
     rec.entries.clear()
-    need = {}
+    # per op, per tensor: the witness positions and multi-indices of its trimmed leaves, read with one
+    # gather per tensor (10^4 leaves read one by one made each Adam step ~10^4 kernel launches)
+    need: dict = {}
     for k, l in enumerate(trimmed):
-        need.setdefault(int(l["op"]), []).append(k)
+        pos, idx = need.setdefault(int(l["op"]), {}).setdefault(l["tensor"], ([], []))
+        pos.append(k)
+        idx.append([int(i) for i in l["index"]])
+    need = {k: {tensor: (torch.tensor(pos, device=progs.device), torch.tensor(idx, dtype=torch.long, device=progs.device))
+                for tensor, (pos, idx) in by_tensor.items()}
+            for k, by_tensor in need.items()}
     target = torch.tensor([_float(l["value"]) for l in trimmed], dtype=torch.float64, device=progs.device)
 
     def forward():
         env = dict(constants)
         for tid, (name, kind, t) in sources.items():
             env[tid] = variables[tid] * 1 if tid in variables else t.detach().clone()  # non-leaf: in-place ok
-        got = [None] * len(trimmed)
+        got_pos, got_val = [], []
         for k in range(last + 1):
             op = ops[k]
             if op["kind"] != "aten":
@@ -326,12 +369,13 @@ def carry_back(progs: _Programs, trimmed: list[dict], bound: float, steps: int =
             outs = [x for x in tree_leaves(result) if isinstance(x, torch.Tensor)]
             for tid, t in zip(op["outputs"], outs):
                 env[tid] = t
-            for j in need.get(k, []):
-                l = trimmed[j]
-                if l["tensor"] not in env:
-                    raise ReplayError(f"prefix op {k}: tensor {l['tensor']} is not among its results or operands")
-                got[j] = env[l["tensor"]][tuple(int(i) for i in l["index"])].to(torch.float64)
-        return torch.stack(got)
+            for tensor, (pos, idx) in need.get(k, {}).items():
+                if tensor not in env:
+                    raise ReplayError(f"prefix op {k}: tensor {tensor} is not among its results or operands")
+                got_pos.append(pos)
+                got_val.append(_gather(env[tensor], idx).to(torch.float64))
+        order = torch.argsort(torch.cat(got_pos))
+        return torch.cat(got_val)[order]
 
     t0 = time.monotonic()
     torch.manual_seed(seed)
@@ -431,24 +475,32 @@ def _replay_on(progs: _Programs, witness: dict, steps: int) -> dict:
     pairs = {p["input"]: p.get("candidate_input", p["input"]) for p in witness.get("inputs", [])}
     ref_state, new_state = progs.state("ref"), progs.state("new")
     trimmed, fixed, notes = [], [], []
+    writes: dict = {}  # id(tensor) -> (tensor, indices, values): one write per tensor
+
+    def write(t, index, value):
+        writes.setdefault(id(t), (t, [], []))[1].append(index)
+        writes[id(t)][2].append(value)
+
     for leaf in witness["leaves"]:
         kind, name, value = leaf["kind"], leaf["input"], _float(leaf["value"])
         if kind == "trimmed":
             trimmed.append(leaf)
         elif kind == "input":
-            _set_element(progs.input_tensor(name), leaf["index"], value)
+            write(progs.input_tensor(name), leaf["index"], value)
             fixed.append((name, leaf["index"], value))
         elif kind in ("parameter", "buffer") and leaf.get("program") == "candidate":
             if name not in new_state:  # the candidate's own state, no reference counterpart
                 raise ReplayError(f"the candidate has no {kind} {name!r}")
-            _set_element(new_state[name], leaf["index"], value)
+            write(new_state[name], leaf["index"], value)
         elif kind in ("parameter", "buffer"):
             if name not in ref_state:
                 raise ReplayError(f"the reference has no {kind} {name!r}")
-            _set_element(ref_state[name], leaf["index"], value)
+            write(ref_state[name], leaf["index"], value)
             fixed.append((name, leaf["index"], value))
         else:
             notes.append(f"{name}{leaf['index']} is read by one program only: left at its traced value")
+    for t, indices, values in writes.values():
+        _set_elements(t, indices, values)
     res["carried_back"] = None
     if trimmed:
         with contextlib.redirect_stdout(sys.stderr):

@@ -162,12 +162,15 @@ def test_golden_bugs_replay_on_the_cpu(case):
 
 
 @needs_core
-def test_end_to_end_witness_over_the_trimmed_prefix(tmp_path):
+def test_end_to_end_prefix_witness_is_found_again_over_program_inputs(tmp_path):
+    # The solver's first witness sets exp's results (trimmed); the check decides the location again over
+    # x, so the BUG's witness needs no carry-back (test_prefix_witness_is_carried_back_to_the_inputs
+    # covers the carry-back of a witness that does).
     (tmp_path / "ref.py").write_text(PREFIX_REF)
     (tmp_path / "new.py").write_text(PREFIX_NEW)
     v = dirigo.check(str(tmp_path / "ref.py"), str(tmp_path / "new.py"), budget_s=20, device="cpu")
-    assert any(l["kind"] == "trimmed" for l in v.witness["leaves"]), v.witness["leaves"]
-    assert v.replay["carried_back"] is not None
+    assert v.witness["leaves"] and all(l["kind"] == "input" for l in v.witness["leaves"]), v.witness["leaves"]
+    assert v.replay["carried_back"] is None
     assert v.outcome == "BUG" and v.evidence == "replay-cpu", (v.outcome, v.reason, v.replay)
 
 
