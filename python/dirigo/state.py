@@ -155,10 +155,8 @@ def named_state(module) -> dict:
 def stats(t) -> dict:
     """numel, mean, std, min, max, max |v| and the first few values (float64 arithmetic)."""
     import torch
-    x = t.detach().reshape(-1).to("cpu")
-    if x.dtype == torch.bool:
-        x = x.to(torch.uint8)
-    x = x.double()
+    x = t.detach().reshape(-1)  # on its own device: a GPU parameter is not copied out
+    x = x.to(torch.float64)
     n = x.numel()
     if n == 0:
         return {"numel": 0}
@@ -180,7 +178,8 @@ def _shape_of(s: dict) -> tuple[str, float]:
     if n < 16:
         return "other", std
     ratio = amax / std if std > 0 else math.inf
-    if abs(mean) < 0.25 * std and 1.55 < ratio < 1.85:
+    lowest = 1.55 if n >= 256 else 1.3  # the largest of few uniform draws stays further below the bound
+    if abs(mean) < 0.25 * std and lowest < ratio < 1.85:
         return "uniform", amax
     if abs(mean) < 0.25 * std and ratio > 2.4:
         return "normal", std
@@ -275,8 +274,12 @@ def compare_pair(a, b) -> dict:
     """Values of one matched pair: equal or how they differ."""
     import torch
     ra, cb = a.detach().reshape(-1), b.detach().reshape(-1)
+    import hashlib
+    from .trace import _tensor_bytes
     rec = {"shape": list(a.shape), "candidate_shape": list(b.shape), "dtype": str(a.dtype).replace("torch.", ""),
-           "reference_stats": stats(a), "candidate_stats": stats(b)}
+           "reference_stats": stats(a), "candidate_stats": stats(b),
+           "reference_sha256": hashlib.sha256(_tensor_bytes(a)).hexdigest(),
+           "candidate_sha256": hashlib.sha256(_tensor_bytes(b)).hexdigest()}
     if ra.numel() != cb.numel():
         rec.update(equal=False, note="different numbers of elements")
         return rec
