@@ -364,7 +364,7 @@ def _record_state(rec: Recorder) -> None:
         if inp["kind"] == "input":
             continue
         t = _lookup(rec, inp["tensor"])
-        inp["sha256"] = hashlib.sha256(_tensor_bytes(t)).hexdigest()
+        inp["sha256"] = state_mod.digest(t)
         inp["stats"] = state_mod.stats(t)
 
 

@@ -220,3 +220,23 @@ def test_bundle_state_annotates_the_manifest(tmp_path):
     manifest, _ = bundle_mod.read_bundle(str(tmp_path / "c"))
     assert manifest["match"]["state"]["verdict"] == "BUG"
     assert ["ref.linear.weight", "new.weight"] in manifest["match"]["differing_values"]
+
+
+def test_chunked_digest_stats_and_comparison_agree_with_whole_tensor_arithmetic(monkeypatch):
+    import hashlib
+    from dirigo.trace import _tensor_bytes
+    monkeypatch.setattr(state, "CHUNK", 7)  # several chunks, the last one short
+    torch.manual_seed(1)
+    a = torch.randn(5, 9)
+    b = a.clone()
+    b[4, 8] += 3.0  # the largest difference sits in the last chunk
+    b[0, 1] -= 1.0
+    assert state.digest(a) == hashlib.sha256(_tensor_bytes(a)).hexdigest()
+    assert state.digest(a.t()) == hashlib.sha256(_tensor_bytes(a.t())).hexdigest()  # row-major of a view
+    s = state.stats(a)
+    assert math.isclose(s["mean"], float(a.double().mean()), rel_tol=1e-12, abs_tol=1e-12)
+    assert math.isclose(s["std"], float(a.double().std(unbiased=False)), rel_tol=1e-12)
+    assert s["absmax"] == float(a.abs().max())
+    rec = state.compare_pair(a, b)
+    assert rec["elements_differing"] == 2 and rec["first_max_at"] == 44
+    assert math.isclose(rec["max_abs_diff"], 3.0, rel_tol=1e-6)
