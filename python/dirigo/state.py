@@ -213,7 +213,7 @@ def _shape_of(s: dict) -> tuple[str, float]:
     ratio = amax / std if std > 0 else math.inf
     lowest = 1.55 if n >= 256 else 1.3  # the largest of few uniform draws stays further below the bound
     if abs(mean) < 0.25 * std and lowest < ratio < 1.85:
-        return "uniform", amax
+        return "uniform", amax * (n + 1) / n  # E[max |v|] of n draws from U(-b, b) is b n / (n + 1)
     if abs(mean) < 0.25 * std and ratio > 2.4:
         return "normal", std
     return "other", std

@@ -21,7 +21,7 @@ std::string evidence_sentence(const Report& r) {
   if (r.evidence == "replay-gpu") return "replay-gpu (both real programs run on a GPU at the witness)";
   if (r.evidence == "replay-cpu") return "replay-cpu (both real programs run on the CPU at the witness)";
   if (r.evidence == "state-replay-gpu" || r.evidence == "state-replay-cpu")
-    return r.evidence + " (both real programs, each with its own parameters as constructed, run on one random input)";
+    return r.evidence + " (both real programs, each with its own parameters as constructed, run on KernelBench's trial inputs)";
   if (r.evidence == "state-proven-location")
     return "state-proven-location (the reference run in fp32 on the CPU with its own parameters and with the "
            "candidate's, at a location proven equal as functions)";
