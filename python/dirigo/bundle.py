@@ -435,7 +435,8 @@ def annotate_state(manifest: dict, answer: dict) -> dict:
         match["differing_values"] = differing
     else:
         match.pop("differing_values", None)
-    keep = ("verdict", "evidence", "reason", "init_seed", "paired_by", "differing", "pairs", "outputs", "tolerance")
+    keep = ("format", "version", "verdict", "evidence", "reason", "init_seed", "paired_by", "differing", "pairs",
+            "outputs", "tolerance")
     match["state"] = {k: answer[k] for k in keep if k in answer}
     return match["state"]
 

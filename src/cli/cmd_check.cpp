@@ -12,6 +12,8 @@
 #include <iostream>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "check/check.h"
 #include "cli/command.h"
 #include "cli/python_child.h"
@@ -75,6 +77,17 @@ void compare_state(dirigo::check::Report& report, const std::filesystem::path& d
   dirigo::check::StateFinding st = dirigo::check::parse_state(text);
   if (st.verdict == "error" && text.empty()) st.reason = "the state stage did not answer (exit status " + std::to_string(rc) + ")";
   dirigo::check::apply_state(report, std::move(st));
+}
+
+// A bundle annotated by `python3 -m dirigo.bundle state` carries the state stage's answer in
+// match.state: checked without its program files, the verdict rules apply to that answer.
+void recorded_state(dirigo::check::Report& report, const std::string& bundle) {
+  std::ifstream in(std::filesystem::path(bundle) / "manifest.json");
+  if (!in) return;
+  auto m = nlohmann::json::parse(in, nullptr, false);
+  if (m.is_discarded() || !m.contains("match") || !m["match"].is_object() || !m["match"].contains("state")) return;
+  dirigo::check::apply_state(report, dirigo::check::parse_state(m["match"]["state"].dump()));
+  report.notes.push_back("state: from the bundle's match.state (python3 -m dirigo.bundle state), not recomputed");
 }
 
 dirigo::cli::Register reg({"check", "check a trace bundle: BUG / SUSPECT / CHECKED / VERIFIED / TIMEOUT / UNSUPPORTED",
@@ -157,6 +170,8 @@ dirigo::cli::Register reg({"check", "check a trace bundle: BUG / SUSPECT / CHECK
       if (!dir.empty()) replay_witness(report, dir, witness, a->replay_device);
       if (dir != tmp) std::filesystem::remove_all(dir);
     }
+    if (!a->no_state && (src.ref.empty() || src.cand.empty()) && std::filesystem::is_directory(bundle))
+      recorded_state(report, bundle);
     if (!a->no_state && !src.ref.empty() && !src.cand.empty()) {
       char templ[] = "/tmp/dirigo-XXXXXX";
       if (mkdtemp(templ)) {

@@ -220,6 +220,18 @@ def test_bundle_state_annotates_the_manifest(tmp_path):
     manifest, _ = bundle_mod.read_bundle(str(tmp_path / "c"))
     assert manifest["match"]["state"]["verdict"] == "BUG"
     assert ["ref.linear.weight", "new.weight"] in manifest["match"]["differing_values"]
+    # checked without its program files, `dirigo check` applies the recorded answer (src/cli/cmd_check.cpp)
+    dirigo_bin = pathlib.Path(os.environ.get("DIRIGO_BIN", ROOT / "build" / "dirigo"))
+    if not dirigo_bin.exists():
+        pytest.skip("build/dirigo not built")
+    p = subprocess.run([str(dirigo_bin), "check", str(tmp_path / "c"), "--json", "--budget", "20"], capture_output=True,
+                       text=True)
+    rep = json.loads(p.stdout)
+    assert p.returncode == 1 and rep["outcome"] == "BUG" and rep["stage"] == "state", rep["reason"]
+    assert rep["function_outcome"] in ("CHECKED", "VERIFIED") and rep["evidence"] == "state-replay-cpu"
+    p = subprocess.run([str(dirigo_bin), "check", str(tmp_path / "c"), "--json", "--budget", "20", "--no-state"],
+                       capture_output=True, text=True)
+    assert json.loads(p.stdout)["outcome"] in ("CHECKED", "VERIFIED")
 
 
 def test_chunked_digest_stats_and_comparison_agree_with_whole_tensor_arithmetic(monkeypatch):
