@@ -249,6 +249,14 @@ def likely_cause(rs: dict, cs: dict) -> str:
         if abs(rsc - csc) <= 0.03 * max(rsc, csc):
             return (f"the same distribution ({ref_d}), a different draw: the candidate consumes the random "
                     f"generator in another order (layers created in another order, or extra draws before)")
+        ratio = csc / rsc
+        gains = {math.sqrt(3): "kaiming_uniform_ with a = 1 (bound sqrt(3/fan_in))",
+                 math.sqrt(6): "kaiming_uniform_ with a = 0 (bound sqrt(6/fan_in), the ReLU gain)"}
+        for r, what in gains.items():
+            if abs(ratio - r) <= 0.04 * r:  # the reference's bound is PyTorch's default, 1/sqrt(fan_in)
+                return (f"both uniform, with bounds ±{rsc:.4g} (reference) and ±{csc:.4g} (candidate), "
+                        f"{ratio:.3f} times larger: the candidate uses {what} where the reference has PyTorch's "
+                        f"default a = sqrt(5) (bound 1/sqrt(fan_in), fan-in {1 / rsc ** 2:.0f})")
         return (f"both uniform, with bounds ±{rsc:.4g} (reference) and ±{csc:.4g} (candidate): the candidate "
                 f"computes the bound from another fan-in ({1 / rsc ** 2:.0f} vs {1 / csc ** 2:.0f})")
     if rk == ck and rk in ("normal",) and abs(rsc - csc) <= 0.03 * max(rsc, csc):
@@ -527,8 +535,10 @@ def analyze(ref: str, new: str, *, bundle: str | None = None, report: dict | Non
     where = (f"{'reference ' if obs['evidence'] == 'state-proven-location' else ''}output {obs.get('output', 0)}"
              f"[{', '.join(map(str, obs.get('index', [])))}]")
     first = next(p for p in ans["pairs"] if not p["equal"])
-    cause = f"{first['reference']} ~ {first['candidate']}: max |diff| {first.get('max_abs_diff', 'n/a')}, " \
-            f"{first.get('likely_cause', first.get('note', ''))}"
+    worst = first.get("max_abs_diff", "n/a")
+    cause = (f"{names}; {first['reference']} ~ {first['candidate']}: max |diff| "
+             f"{format(worst, '.4g') if isinstance(worst, float) else worst}, "
+             f"{first.get('likely_cause', first.get('note', ''))}")
     if obs["exceeds"] and obs["evidence"] in ("state-replay-gpu", "state-replay-cpu", "state-proven-location"):
         how = {"state-replay-gpu": "the real programs, each with its own state, on a GPU",
                "state-replay-cpu": "the real programs, each with its own state, on the CPU",

@@ -89,6 +89,14 @@ def test_bound_from_another_fan_in_is_named():
     assert "another fan-in" in cause and "256" in cause and "64" in cause
 
 
+def test_kaiming_gain_one_is_named():
+    torch.manual_seed(0)
+    ref = torch.nn.Linear(2048, 1024).weight                      # a = sqrt(5): bound 1/sqrt(2048)
+    cand = torch.empty(1024, 2048)
+    torch.nn.init.kaiming_uniform_(cand, a=1)                      # bound sqrt(3/2048)
+    assert "a = 1" in state.likely_cause(state.stats(ref), state.stats(cand))
+
+
 def test_same_distribution_other_draw_is_named():
     torch.manual_seed(0)
     a, b = torch.empty(4096).uniform_(-0.1, 0.1), torch.empty(4096).uniform_(-0.1, 0.1)
