@@ -260,3 +260,17 @@ def test_chunked_digest_stats_and_comparison_agree_with_whole_tensor_arithmetic(
     rec = state.compare_pair(a, b)
     assert rec["elements_differing"] == 2 and rec["first_max_at"] == 44
     assert math.isclose(rec["max_abs_diff"], 3.0, rel_tol=1e-6)
+
+
+def test_bundle_with_equal_recorded_values_needs_no_construction(tmp_path):
+    from dirigo import trace
+    case = GOLDEN / "state_same_init"
+    out = str(tmp_path / "b")
+    assert trace.trace(str(case / "ref.py"), str(case / "new.py"), out, device="cpu", timeout=300).status == "ok"
+    assert state.recorded_equal(out) == 2
+    ans = state.analyze(str(case / "ref.py"), "/nonexistent/new.py", bundle=out)  # never loaded
+    assert ans["verdict"] == "NONE" and "recorded values" in ans["reason"]
+    differing = GOLDEN / "state_randn_weight"
+    out2 = str(tmp_path / "b2")
+    assert trace.trace(str(differing / "ref.py"), str(differing / "new.py"), out2, device="cpu", timeout=300).status == "ok"
+    assert state.recorded_equal(out2) is None
