@@ -54,6 +54,11 @@ class StateError(RuntimeError):
     """The state cannot be constructed here; the message says why."""
 
 
+def _g(v, spec: str = ".6g") -> str:
+    """A number of an answer (possibly "nan"/"inf" strings, see _jf) for a sentence."""
+    return format(v, spec) if isinstance(v, (int, float)) else str(v)
+
+
 def _jf(v: float):
     v = float(v)
     return v if math.isfinite(v) else ("nan" if math.isnan(v) else ("inf" if v > 0 else "-inf"))
@@ -563,10 +568,9 @@ def analyze(ref: str, new: str, *, bundle: str | None = None, report: dict | Non
     where = (f"{'reference ' if obs['evidence'] == 'state-proven-location' else ''}output {obs.get('output', 0)}"
              f"[{', '.join(map(str, obs.get('index', [])))}]")
     first = next(p for p in ans["pairs"] if not p["equal"])
-    worst = first.get("max_abs_diff", "n/a")
     cause = (f"{names}; {first['reference']} ~ {first['candidate']}: max |diff| "
-             f"{format(worst, '.4g') if isinstance(worst, float) else worst}, "
-             f"{first.get('likely_cause', first.get('note', ''))}")
+             f"{_g(first.get('max_abs_diff', 'n/a'), '.4g')}, {first.get('likely_cause', first.get('note', ''))}")
+    trial = f" (trial {obs['trial'] + 1} of KernelBench's inputs)" if obs.get("trial") else ""
     if obs["exceeds"] and obs["evidence"] in ("state-replay-gpu", "state-replay-cpu", "state-proven-location"):
         how = {"state-replay-gpu": "the real programs, each with its own state, on a GPU",
                "state-replay-cpu": "the real programs, each with its own state, on the CPU",
@@ -574,20 +578,20 @@ def analyze(ref: str, new: str, *, bundle: str | None = None, report: dict | Non
                                         "CPU with its state vs with the candidate's"}[obs["evidence"]]
         ans.update(verdict="BUG", evidence=obs["evidence"],
                    reason=f"the programs are constructed with different state ({cause}); {how} give "
-                          f"{obs['reference']:.7g} vs {obs['candidate']:.7g} at {where} (difference "
-                          f"{obs['max_difference']:.6g} > allowed {obs['allowed']:.6g}; "
+                          f"{_g(obs['reference'], '.7g')} vs {_g(obs['candidate'], '.7g')} at {where}{trial} "
+                          f"(difference {_g(obs['max_difference'])} > allowed {_g(obs['allowed'])}; "
                           f"{obs['exceeding']} of {obs['compared']} elements beyond)")
     elif obs["exceeds"]:
         ans.update(verdict="SUSPECT", evidence="",
                    reason=f"the programs are constructed with different state ({cause}); the reference's output "
-                          f"moves with it ({obs['reference']:.7g} vs {obs['candidate']:.7g} at {where}, difference "
-                          f"{obs['max_difference']:.6g} > allowed {obs['allowed']:.6g}), but no location proven equal "
-                          f"shows it and the candidate could not run here")
+                          f"moves with it ({_g(obs['reference'], '.7g')} vs {_g(obs['candidate'], '.7g')} at {where}, "
+                          f"difference {_g(obs['max_difference'])} > allowed {_g(obs['allowed'])}), but no location "
+                          f"proven equal shows it and the candidate could not run here")
     else:
         ans.update(verdict="NONE",
                    reason=f"matched state differs ({names}) but the outputs agree within tolerance under each "
                           f"program's own state ({obs['evidence']}: max difference "
-                          f"{obs.get('max_difference', 0):.6g}): the difference does not reach the output")
+                          f"{_g(obs.get('max_difference', 0))}): the difference does not reach the output")
     return ans
 
 

@@ -274,3 +274,13 @@ def test_bundle_with_equal_recorded_values_needs_no_construction(tmp_path):
     out2 = str(tmp_path / "b2")
     assert trace.trace(str(differing / "ref.py"), str(differing / "new.py"), out2, device="cpu", timeout=300).status == "ok"
     assert state.recorded_equal(out2) is None
+
+
+def test_nan_output_difference_is_reported_not_a_crash(tmp_path):
+    # The candidate's bias is NaN: the outputs differ by NaN against a number, which counts as beyond tolerance.
+    new = REF.replace("class Model(", "class ModelNew(").replace(
+        "self.linear = nn.Linear(n, m)", "self.linear = nn.Linear(n, m)\n        self.linear.bias.data[0] = float('nan')")
+    ans = state.analyze(_write(tmp_path, "ref.py", REF), _write(tmp_path, "new.py", new))
+    assert ans["verdict"] == "BUG" and ans["evidence"] == "state-replay-cpu", ans["reason"]
+    assert ans["outputs"]["max_difference"] == "inf" and "inf" in ans["reason"]
+    json.dumps(ans, allow_nan=False)  # the CLI answer stays valid JSON
