@@ -16,6 +16,10 @@ Everything it writes is derived from corpus programs and stays under .cache/ (gi
     python3 scripts/corpus-eval.py stage .cache/eval-s3:s3 .cache/eval-s3b:s3b [--to .cache/replay-b/witnesses]
         copies the witnesses of BUG (fp32 evidence) and SUSPECT results as NNN-<tag>.json for scripts/gpu/replay.sh;
         `fold --replay DIR --tag s3b` then folds only the replays of that run's witnesses
+    python3 scripts/corpus-eval.py state --results .cache/eval-s4/results.json --out .cache/s5-state [--only K ...]
+        runs the state stage (python -m dirigo.state: both programs constructed under KernelBench's protocol on
+        the CPU, matched parameters compared, output evidence) on each checked pair, with its bundle and saved
+        report, and folds the answer into the outcome with docs/check.md's rules (stage, function_outcome)
     python3 scripts/corpus-eval.py table [--results .cache/eval/results.json]
         prints the markdown tables of docs/evaluation.md
     python3 scripts/corpus-eval.py pick --out .cache/sweep3 --start 80 --mismatch 28 --correct 12
@@ -365,6 +369,63 @@ def cmd_run(a) -> int:
     return cmd_table(argparse.Namespace(results=res_path))
 
 
+def cmd_state(a) -> int:
+    sys.path.insert(0, os.path.join(ROOT, "python"))
+    from dirigo.api import Verdict, apply_state
+    results = json.load(open(a.results))
+    reports = os.path.join(os.path.dirname(os.path.abspath(a.results)), "reports")
+    os.makedirs(os.path.join(a.out, "state"), exist_ok=True)
+    res_path = os.path.join(a.out, "results.json")
+    done = {r["k"]: r for r in json.load(open(res_path))} if a.resume and os.path.exists(res_path) else {}
+    todo = [r for r in results if r.get("bundle") and (not a.only or r["k"] in set(a.only)) and r["k"] not in done]
+
+    def one(r: dict) -> dict:
+        r = dict(r)
+        m = re.search(r"--ref-file (\S+) --new-file (\S+)", r.get("command") or "")
+        if not m:
+            r["state_verdict"] = "UNKNOWN"
+            r["state_reason"] = "no program files in the check command"
+            return r
+        # paths in results.json are relative to the checkout that ran them (the working directory, else ROOT)
+        here = lambda x: x if os.path.isabs(x) or os.path.exists(x) else os.path.join(ROOT, x)
+        ref, new = (os.path.abspath(here(x)) for x in m.groups())
+        cmd = [sys.executable, "-m", "dirigo.state", ref, new, "--bundle", os.path.abspath(here(r["bundle"])), "--json",
+               "--device", a.device]
+        rep = os.path.join(reports, f"{r['k']:03d}.json")
+        if os.path.exists(rep):
+            cmd += ["--report", rep]
+        env = dict(os.environ, PYTHONPATH=os.path.join(ROOT, "python"))
+        t0 = time.monotonic()
+        try:
+            p = subprocess.run(["nice", *cmd], capture_output=True, text=True, timeout=a.timeout, env=env)
+            ans = json.loads(p.stdout)
+        except subprocess.TimeoutExpired:
+            ans = {"verdict": "UNKNOWN", "reason": f"the state stage did not finish within {a.timeout:.0f} s"}
+        except json.JSONDecodeError:
+            ans = {"verdict": "UNKNOWN", "reason": f"no answer (exit {p.returncode}): {p.stderr[-300:]}"}
+        json.dump(ans, open(os.path.join(a.out, "state", f"{r['k']:03d}.json"), "w"), indent=1)
+        v = Verdict(outcome_of(r), reason=r.get("reason") or "", evidence=r.get("evidence") or "",
+                    report={"notes": []})
+        apply_state(v, ans)
+        r.update(state_verdict=ans.get("verdict"), state_evidence=ans.get("evidence", ""),
+                 state_reason=ans.get("reason", ""), state_differing=ans.get("differing", []),
+                 state_seconds=round(time.monotonic() - t0, 1))
+        if v.stage == "state":
+            r.update(final_outcome=v.outcome, function_outcome=v.function_outcome, stage="state",
+                     evidence=v.evidence, reason=v.reason)
+        return r
+
+    with cf.ThreadPoolExecutor(max(1, min(a.jobs, 2))) as pool:
+        for r in pool.map(one, todo):
+            done[r["k"]] = r
+            print(f"{r['k']:03d} [{r['label']}] {r.get('function_outcome') or outcome_of(r):11s} -> {outcome_of(r):8s} "
+                  f"state {r.get('state_verdict')} {r.get('state_evidence', '')} {r.get('state_seconds', 0)}s "
+                  f"{(r.get('state_reason') or '')[:160]}", flush=True)
+            json.dump([done[k] for k in sorted(done)], open(res_path, "w"), indent=1)
+    print(f"wrote {res_path}")
+    return 0
+
+
 def load_replays(replay_dir: str, tag: str | None = None) -> dict[int, dict]:
     """k -> replay result, from any *.json under replay_dir named NNN*.json or holding a list of {k: ...}.
     With a tag, only files named NNN-<tag>.json (witnesses of one evaluation run, staged by `stage`)."""
@@ -649,6 +710,14 @@ def main() -> int:
     t.add_argument("--results", default=os.path.join(CACHE, "eval", "results.json"))
     t.add_argument("--not-function", help="file of 'k reason' lines: incorrect pairs whose error is not a "
                    "different real function (init-only, rounding-only); a second recall leaves them out")
+    sa = sub.add_parser("state", help="run the state stage on checked pairs and fold it into the outcomes")
+    sa.add_argument("--results", default=os.path.join(CACHE, "eval-s4", "results.json"))
+    sa.add_argument("--out", default=os.path.join(CACHE, "s5-state"))
+    sa.add_argument("--only", type=int, nargs="*")
+    sa.add_argument("--jobs", type=int, default=1, help="parallel state stages (at most 2)")
+    sa.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
+    sa.add_argument("--timeout", type=float, default=600)
+    sa.add_argument("--resume", action="store_true")
     pk = sub.add_parser("pick")
     pk.add_argument("--out", default=os.path.join(CACHE, "sweep3"))
     pk.add_argument("--start", type=int, default=80, help="number of the first pair (after the earlier sweeps')")
@@ -667,7 +736,7 @@ def main() -> int:
     tr.add_argument("--results", default="results3.json")
     a = ap.parse_args()
     return {"run": cmd_run, "fold": cmd_fold, "table": cmd_table, "pick": cmd_pick, "trace": cmd_trace,
-            "stage": cmd_stage, "merge": cmd_merge}[a.cmd](a)
+            "stage": cmd_stage, "merge": cmd_merge, "state": cmd_state}[a.cmd](a)
 
 
 if __name__ == "__main__":

@@ -29,6 +29,14 @@ class Verdict:
     findings: list = field(default_factory=list)  # Execute safety violations
     report: dict = field(default_factory=dict)    # the full JSON report
     replay: dict | None = None   # the witness replayed on the real programs (docs/check.md, dirigo-replay)
+    state: dict | None = None    # the state stage's answer (dirigo-state: parameters as constructed)
+    stage: str = ""              # "state": the outcome comes from the state stage (docs/check.md "State")
+    function_outcome: str = ""   # the function check's own outcome when the state stage changed it
+
+    @property
+    def state_differs(self) -> bool:
+        """Matched parameters/buffers hold different values as the two programs are constructed."""
+        return bool(self.state and self.state.get("differing"))
 
     @property
     def witness(self) -> dict | None:
@@ -62,7 +70,8 @@ class Verdict:
         return cls(outcome=rep["outcome"], reason=rep.get("reason", ""), checked=rep.get("checked", 0),
                    equal=rep.get("equal", 0), total_locations=rep.get("total_locations", 0),
                    seconds=rep.get("seconds", 0.0), evidence=rep.get("evidence", ""), location=loc,
-                   findings=rep.get("findings", []), report=rep)
+                   findings=rep.get("findings", []), report=rep, state=rep.get("state"), stage=rep.get("stage", ""),
+                   function_outcome=rep.get("function_outcome", ""))
 
 
 def check_bundle(bundle_dir: str, *, budget_s: float = 30.0, seed: int = 0, full: bool = False,
@@ -80,9 +89,11 @@ def check_bundle(bundle_dir: str, *, budget_s: float = 30.0, seed: int = 0, full
 
 def check(ref: str, new: str, *, budget_s: float = 30.0, jobs: int = 1, seed: int = 0, full: bool = False,
           device: str | None = None, timeout: float = 300.0, keep_bundle: str | None = None,
-          atol: float | None = None, rtol: float | None = None, replay: bool = True) -> Verdict:
+          atol: float | None = None, rtol: float | None = None, replay: bool = True, state: bool = True) -> Verdict:
     """Trace REF and NEW (on the GPU when one is present, else the CPU) and check them. A differing
     location's witness is replayed on the real programs (``replay=False``: keep the fp32 evidence).
+    The state stage (``state=False``: skip it) compares the parameters both programs are constructed
+    with and whether a difference reaches the outputs (docs/check.md "State").
 
     ``jobs`` location workers (threads) search in parallel; the verdict does not depend on it.
     """
@@ -112,6 +123,8 @@ def check(ref: str, new: str, *, budget_s: float = 30.0, jobs: int = 1, seed: in
             w = dict(v.witness, ref=os.path.abspath(ref), new=os.path.abspath(new))
             v.report["witness"] = w
             apply_replay(v, replay_witness(w, device=device, timeout=timeout))
+        if state:
+            apply_state(v, state_answer(ref, new, bundle=out, report=v.report, device=device, timeout=timeout))
         return v
     finally:
         if tmp is not None:
@@ -138,6 +151,64 @@ def replay_witness(witness: dict, *, device: str | None = None, timeout: float =
         except json.JSONDecodeError:
             return {"format": "dirigo-replay", "version": 1, "status": "error",
                     "message": f"the replayer did not answer (exit status {p.returncode}): {p.stderr[-500:]}"}
+
+
+def state_answer(ref: str, new: str, *, bundle: str | None = None, report: dict | None = None,
+                 device: str | None = None, timeout: float = 300.0) -> dict:
+    """The dirigo-state answer for two program files, from a child process (it runs user code)."""
+    with tempfile.TemporaryDirectory(prefix="dirigo-state-") as d:
+        cmd = [sys.executable, "-m", "dirigo.state", os.path.abspath(ref), os.path.abspath(new), "--json"]
+        if bundle:
+            cmd += ["--bundle", os.path.abspath(bundle)]
+        if report is not None:
+            path = os.path.join(d, "report.json")
+            with open(path, "w") as fh:
+                json.dump(report, fh)
+            cmd += ["--report", path]
+        if device:
+            cmd += ["--device", device]
+        env = dict(os.environ)
+        pkg = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+        env["PYTHONPATH"] = pkg + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+        try:
+            p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env)
+        except subprocess.TimeoutExpired:
+            return {"format": "dirigo-state", "version": 1, "verdict": "UNKNOWN",
+                    "reason": f"the state stage did not finish within {timeout:.0f} s"}
+        try:
+            return json.loads(p.stdout)
+        except json.JSONDecodeError:
+            return {"format": "dirigo-state", "version": 1, "verdict": "UNKNOWN",
+                    "reason": f"the state stage did not answer (exit status {p.returncode}): {p.stderr[-500:]}"}
+
+
+def apply_state(v: Verdict, st: dict) -> None:
+    """The state stage's verdict rules (docs/check.md "State", the same as the CLI's): an output difference
+    observed under each program's own state (evidence state-replay-gpu/cpu, state-proven-location) is a BUG
+    unless the function check found one already; values that differ and move the reference's output, not
+    observed on the candidate, make CHECKED/VERIFIED/TIMEOUT a SUSPECT; the rest are notes."""
+    v.state = st
+    v.report["state"] = st
+    verdict, reason = st.get("verdict"), st.get("reason", "")
+    notes = v.report.setdefault("notes", [])
+
+    def take(outcome: str, evidence: str) -> None:
+        v.function_outcome, v.stage = v.outcome, "state"
+        v.outcome, v.evidence, v.reason = outcome, evidence, "state: " + reason
+        v.report["function_outcome"], v.report["stage"] = v.function_outcome, "state"
+
+    if verdict == "BUG" and v.outcome != "BUG" and st.get("evidence"):
+        take("BUG", st["evidence"])
+    elif verdict == "SUSPECT" and v.outcome in ("CHECKED", "VERIFIED", "TIMEOUT", "SUSPECT"):
+        if v.outcome != "SUSPECT":
+            take("SUSPECT", "")
+        else:
+            notes.append("state: " + reason)
+    elif verdict in ("UNKNOWN", None) or verdict not in ("BUG", "SUSPECT", "NONE"):
+        notes.append("state not compared: " + reason)
+    elif reason:
+        notes.append("state: " + reason)
+    v.report["outcome"], v.report["evidence"], v.report["reason"] = v.outcome, v.evidence, v.reason
 
 
 def apply_replay(v: Verdict, rp: dict) -> None:

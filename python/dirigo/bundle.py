@@ -410,6 +410,70 @@ def rematch_bundle(path: str, out: str | None = None) -> dict:
     old_match = json.loads(json.dumps(manifest.get("match")))
     new_match, _ = match_mod.rematch_manifest(manifest)
     validate_manifest(manifest, files)
+    target = _write_copy(path, out, manifest, files)
+    return {"bundle": path, "out": target, "changed": not match_mod.same_pairs(old_match, new_match),
+            "old": old_match, "new": new_match}
+
+
+def annotate_state(manifest: dict, answer: dict) -> dict:
+    """Put a dirigo-state answer into a manifest: each compared input gets the sha256 and statistics of its
+    values as constructed (where the trace had none), `match.differing_values` lists the pairs whose values
+    differ, and `match.state` keeps the answer's verdict, reason, evidence and pairs. Returns match.state."""
+    from . import match as match_mod
+    ref, cand = match_mod.reference_and_candidate(manifest)
+    entries = {(p["name"], e["name"]): e for p in (ref, cand) for e in p["inputs"]}
+    for pr in answer.get("pairs", []):
+        for prog, name, side in ((ref, pr["reference"], "reference"), (cand, pr["candidate"], "candidate")):
+            e = entries.get((prog["name"], name))
+            if e is None:
+                continue
+            e.setdefault("sha256", pr.get(f"{side}_sha256"))
+            e.setdefault("stats", pr.get(f"{side}_stats"))
+    match = manifest.setdefault("match", {"inputs": [], "outputs": []})
+    differing = [[f"{ref['name']}.{a}", f"{cand['name']}.{b}"] for a, b in answer.get("differing", [])]
+    if differing:
+        match["differing_values"] = differing
+    else:
+        match.pop("differing_values", None)
+    keep = ("format", "version", "verdict", "evidence", "reason", "init_seed", "paired_by", "differing", "pairs",
+            "outputs", "tolerance")
+    match["state"] = {k: answer[k] for k in keep if k in answer}
+    return match["state"]
+
+
+def state_bundle(path: str, ref_file: str, new_file: str, out: str | None = None, device: str = "cpu",
+                 report: str | None = None, outputs: bool = True, timeout: float = 600.0) -> dict:
+    """Construct both programs (in a child process: user code) under KernelBench's protocol and annotate
+    the bundle with what their matched parameters hold (annotate_state). Writes the manifest like
+    rematch_bundle (in place for a directory, or a copy at `out`). Returns the dirigo-state answer."""
+    import subprocess
+    import sys
+    manifest, files = read_bundle(path)
+    cmd = [sys.executable, "-m", "dirigo.state", ref_file, new_file, "--bundle", path, "--json", "--device", device]
+    if report:
+        cmd += ["--report", report]
+    if not outputs:
+        cmd.append("--no-outputs")
+    env = dict(os.environ)
+    pkg = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    env["PYTHONPATH"] = pkg + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+    try:
+        p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env)
+        answer = json.loads(p.stdout)
+    except subprocess.TimeoutExpired:
+        raise BundleError(f"{path}: the state stage did not finish within {timeout:.0f} s") from None
+    except json.JSONDecodeError:
+        raise BundleError(f"{path}: the state stage did not answer (exit status {p.returncode}): "
+                          f"{p.stderr.strip()[-300:]}") from None
+    annotate_state(manifest, answer)
+    validate_manifest(manifest, files)
+    _write_copy(path, out, manifest, files)
+    return answer
+
+
+def _write_copy(path: str, out: str | None, manifest: dict, files: dict) -> str:
+    """Write `manifest` for the bundle at `path`: in place (a directory), or as a copy at `out` (data and
+    ptx files hard-linked where possible)."""
     target = out or path
     if os.path.isdir(path):
         if out and os.path.abspath(out) != os.path.abspath(path):
@@ -428,8 +492,7 @@ def rematch_bundle(path: str, out: str | None = None) -> dict:
     else:
         raise BundleError(f"{path}: an archive is not rewritten in place; give --out DIR")
     _write_manifest(target, manifest)
-    return {"bundle": path, "out": target, "changed": not match_mod.same_pairs(old_match, new_match),
-            "old": old_match, "new": new_match}
+    return target
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -443,7 +506,30 @@ def main(argv: list[str] | None = None) -> int:
     rm.add_argument("bundle")
     rm.add_argument("--out", help="write the rematched bundle here (default: rewrite the manifest in place)")
     rm.add_argument("--json", action="store_true", help="print old and new match as JSON")
+    st = sub.add_parser("state", help="construct both programs (KernelBench's protocol) and record what their "
+                                      "matched parameters hold (match.state, docs/check.md \"State\")")
+    st.add_argument("bundle")
+    st.add_argument("--ref-file", required=True, help="the reference program the bundle was traced from")
+    st.add_argument("--new-file", required=True, help="the candidate program")
+    st.add_argument("--out", help="write the annotated bundle here (default: rewrite the manifest in place)")
+    st.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
+    st.add_argument("--report", help="dirigo check --json report (its proven-equal locations back the evidence)")
+    st.add_argument("--no-outputs", action="store_true", help="compare values only (no forward runs)")
+    st.add_argument("--json", action="store_true", help="print the dirigo-state answer as JSON")
     a = ap.parse_args(argv)
+    if a.cmd == "state":
+        try:
+            ans = state_bundle(a.bundle, a.ref_file, a.new_file, a.out, a.device, a.report, not a.no_outputs)
+        except BundleError as e:
+            print(f"ERROR: {e}", file=sys.stderr)
+            return 2
+        if a.json:
+            print(json.dumps(ans, indent=1))
+        else:
+            from .state import to_text
+            print(f"{a.out or a.bundle}: match.state written")
+            sys.stdout.write(to_text(ans))
+        return 0
     try:
         if a.cmd == "validate":
             read_bundle(a.bundle)

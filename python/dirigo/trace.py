@@ -291,7 +291,7 @@ def _strip_ptrs(obj):
     out = dict(obj)
     out["storages"] = [{k: v for k, v in s.items() if k != "data_ptr"} for s in obj["storages"]]
     for key in ("inputs", "outputs"):  # recorded values differ by design
-        out[key] = [{k: v for k, v in e.items() if k not in ("sha256", "data")} for e in obj[key]]
+        out[key] = [{k: v for k, v in e.items() if k not in ("sha256", "data", "stats")} for e in obj[key]]
     return out
 
 
@@ -355,10 +355,24 @@ def _constant_bytes(t) -> bytes | str:
         return _tensor_bytes(src)
 
 
+def _record_state(rec: Recorder) -> None:
+    """Every parameter and buffer as constructed, whatever its size: sha256 of its bytes and a few statistics
+    and sample values (`stats`, dirigo.state.stats), so a bundle says whether the two programs' matched
+    parameters hold the same values (docs/bundle-format.md) without carrying them."""
+    from . import state as state_mod
+    for inp in rec.inputs:
+        if inp["kind"] == "input":
+            continue
+        t = _lookup(rec, inp["tensor"])
+        inp["sha256"] = state_mod.digest(t)
+        inp["stats"] = state_mod.stats(t)
+
+
 def _trace_once(call, module, inputs, input_names, device, capture_values: bool,
-                capture_limit: int = REAL_LIMIT_BYTES):
+                capture_limit: int = REAL_LIMIT_BYTES, record_state: bool = False):
     """One traced forward. With capture_values, input/parameter bytes are taken before the call (forward
-    may update buffers in place, e.g. BatchNorm running statistics)."""
+    may update buffers in place, e.g. BatchNorm running statistics); with record_state (real tensors), every
+    parameter and buffer gets its hash and statistics however large it is."""
     import torch
     from .load import EXTENSION_CONTEXT
     rec = Recorder()
@@ -382,6 +396,8 @@ def _trace_once(call, module, inputs, input_names, device, capture_values: bool,
     if capture_values:
         for inp in rec.inputs:
             values[inp["name"]] = _tensor_bytes(_lookup(rec, inp["tensor"]))
+    if record_state:
+        _record_state(rec)
     _Phase.name = "in forward"
     try:
         with torch.no_grad(), rec.mode():
@@ -580,7 +596,8 @@ def _trace_program(spec, loaded, get_inputs, get_init_inputs, attempt, device) -
                 inputs = [x.cuda() if isinstance(x, torch.Tensor) else x for x in inputs]
             names = load.forward_arg_names(module, len(inputs))
             rec, values = _trace_once(call, module, inputs, names, device, capture_values=attempt == "real",
-                                      capture_limit=spec.get("max_data_bytes", REAL_LIMIT_BYTES))
+                                      capture_limit=spec.get("max_data_bytes", REAL_LIMIT_BYTES),
+                                      record_state=attempt == "real" and k == 0)
             if device == "cuda":
                 launch.finalize_launches(rec, modules)
                 from . import cublas

@@ -94,6 +94,17 @@ struct Replay {
 };
 Replay parse_replay(const std::string& json);  // malformed -> status "error" naming what was wrong
 
+// The state stage (python -m dirigo.state, docs/check.md "State"): do the two programs, constructed
+// the way KernelBench constructs them, hold equal values in their matched parameters and buffers, and
+// does a difference reach the outputs?
+struct StateFinding {
+  std::string verdict;   // "BUG" | "SUSPECT" | "NONE" | "UNKNOWN"; "error": the answer was unreadable
+  std::string evidence;  // "state-replay-gpu" | "state-replay-cpu" | "state-proven-location" | ""
+  std::string reason;
+  std::string json;      // the whole dirigo-state answer
+};
+StateFinding parse_state(const std::string& json);  // malformed -> verdict "error" naming what was wrong
+
 struct LocationResult {
   Location loc;
   smt::Verdict verdict = smt::Verdict::Unknown;
@@ -143,6 +154,9 @@ struct Report {
   smt::Tolerance tolerance;              // the tolerance witnesses were judged by
   std::vector<WitnessLeaf> shared_inputs;  // inputs/parameters/buffers both programs read (name pairs)
   std::optional<Replay> replay;          // the first differing location's witness replayed
+  std::optional<StateFinding> state;     // the state stage's answer, when it ran
+  std::string stage;                     // "state": the verdict comes from the state stage
+  std::optional<Outcome> function_outcome;  // the function check's own verdict, when the state stage changed it
 };
 
 // Where the witness's programs come from (dirigo-witness fields; empty: unknown).
@@ -157,6 +171,11 @@ std::string witness_json(const Report& r, const WitnessSource& src = {});
 // evidence replay-gpu/replay-cpu; it ran and does not -> SUSPECT; it could not run -> unchanged
 // (fp32 evidence, labelled as such).
 void apply_replay(Report& r, Replay replay);
+// The verdict rules of the state stage: a state BUG (an output difference observed under each program's
+// own state) makes a BUG unless the function check already found one; a state SUSPECT (values differ and
+// move the reference's output, not observed on the candidate) makes CHECKED/VERIFIED/TIMEOUT a SUSPECT;
+// the rest are notes. The function check's own verdict stays in `function_outcome`.
+void apply_state(Report& r, StateFinding state);
 
 // Checks the reference against the candidate of a bundle. Never throws: anything it cannot
 // model is Outcome::Unsupported with a reason naming what was missing.

@@ -20,8 +20,34 @@ std::string evidence_sentence(const Report& r) {
     return "fp32-evaluation (both symbolic values evaluated in IEEE fp32 at the witness; no replay on the real programs)";
   if (r.evidence == "replay-gpu") return "replay-gpu (both real programs run on a GPU at the witness)";
   if (r.evidence == "replay-cpu") return "replay-cpu (both real programs run on the CPU at the witness)";
+  if (r.evidence == "state-replay-gpu" || r.evidence == "state-replay-cpu")
+    return r.evidence + " (both real programs, each with its own parameters as constructed, run on KernelBench's trial inputs)";
+  if (r.evidence == "state-proven-location")
+    return "state-proven-location (the reference run in fp32 on the CPU with its own parameters and with the "
+           "candidate's, at a location proven equal as functions)";
   if (r.evidence.empty()) return "none beyond the solver's model";
   return r.evidence;
+}
+// The differing parameter pairs of the state stage: values, samples, likely cause.
+std::string state_text(const Report& r) {
+  std::string s;
+  if (r.function_outcome)
+    s += fmt::format("  the function check alone: {}\n", outcome_name(*r.function_outcome));
+  auto j = nlohmann::json::parse(r.state->json, nullptr, false);
+  if (j.is_discarded() || !j.contains("pairs")) return s;
+  auto num = [](const nlohmann::json& v) { return v.is_number() ? fmt::format("{:.6g}", v.get<double>()) : v.dump(); };
+  for (const auto& p : j["pairs"]) {
+    if (p.value("equal", true)) continue;
+    s += fmt::format("  state differs: {} ~ {} (shape {}): max |diff| {}, {} element(s) differ\n",
+                     p.value("reference", "?"), p.value("candidate", "?"), p.value("shape", nlohmann::json::array()).dump(),
+                     num(p.value("max_abs_diff", nlohmann::json())), p.value("elements_differing", 0));
+    s += fmt::format("    samples: reference {}, candidate {}\n",
+                     p["reference_stats"].value("samples", nlohmann::json::array()).dump(),
+                     p["candidate_stats"].value("samples", nlohmann::json::array()).dump());
+    if (p.contains("likely_cause")) s += "    likely cause: " + p["likely_cause"].get<std::string>() + "\n";
+  }
+  if (r.stage == "state") s += fmt::format("  evidence: {}\n", evidence_sentence(r));
+  return s;
 }
 }  // namespace
 
@@ -42,7 +68,8 @@ std::string to_text(const Report& r, bool verbose) {
     if (f.other_thread) s += fmt::format(" by thread {}", f.other_thread->str());
     s += "\n    " + f.message + "\n";
   }
-  if (r.first_differ) {
+  if (r.state && (r.state->verdict == "BUG" || r.state->verdict == "SUSPECT")) s += state_text(r);
+  if (r.first_differ && r.stage != "state") {
     const auto& l = r.locations[*r.first_differ];
     const auto& out = r.outputs[l.loc.output];
     s += fmt::format("  location  {}[{}]  (found by {} search, {} of {} checked)\n", out.ref_name, index_str(l.loc.index),
@@ -140,6 +167,12 @@ std::string to_json(const Report& r) {
   if (r.replay) {
     json p = json::parse(r.replay->json, nullptr, false);
     j["replay"] = p.is_discarded() ? json{{"status", r.replay->status}, {"message", r.replay->message}} : p;
+  }
+  if (!r.stage.empty()) j["stage"] = r.stage;
+  if (r.function_outcome) j["function_outcome"] = std::string(outcome_name(*r.function_outcome));
+  if (r.state) {
+    json p = json::parse(r.state->json, nullptr, false);
+    j["state"] = p.is_discarded() ? json{{"verdict", r.state->verdict}, {"reason", r.state->reason}} : p;
   }
   return j.dump(2);
 }

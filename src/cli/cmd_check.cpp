@@ -12,6 +12,8 @@
 #include <iostream>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "check/check.h"
 #include "cli/command.h"
 #include "cli/python_child.h"
@@ -23,7 +25,7 @@ using dirigo::cli::run_python;
 struct CheckArgs {
   std::vector<std::string> inputs;  // BUNDLE, or REF.py NEW.py
   std::string device, keep, witness_out, replay_device, ref_file, new_file;
-  bool no_replay = false, no_dedup = false;
+  bool no_replay = false, no_dedup = false, no_state = false;
   double trace_timeout = 300;
   double budget = 30;
   uint64_t seed = 0;
@@ -59,6 +61,35 @@ void replay_witness(dirigo::check::Report& report, const std::filesystem::path& 
   dirigo::check::apply_replay(report, std::move(rp));
 }
 
+// The state stage (python -m dirigo.state, a child process: it constructs both programs): matched
+// parameters holding different values under KernelBench's construction, and whether that reaches the
+// outputs (docs/check.md "State").
+void compare_state(dirigo::check::Report& report, const std::filesystem::path& dir, const std::string& bundle,
+                   const std::string& ref, const std::string& cand, std::string device) {
+  if (device.empty()) device = default_device();
+  auto rfile = (dir / "report.json").string(), answer = (dir / "state.json").string();
+  { std::ofstream(rfile) << dirigo::check::to_json(report); }
+  std::cerr << "dirigo check: comparing the two programs' parameters as constructed (" << device << ")\n";
+  int rc = run_python("dirigo.state", {ref, cand, "--bundle", bundle, "--report", rfile, "--json", "--device", device},
+                      answer);
+  std::ifstream in(answer);
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  dirigo::check::StateFinding st = dirigo::check::parse_state(text);
+  if (st.verdict == "error" && text.empty()) st.reason = "the state stage did not answer (exit status " + std::to_string(rc) + ")";
+  dirigo::check::apply_state(report, std::move(st));
+}
+
+// A bundle annotated by `python3 -m dirigo.bundle state` carries the state stage's answer in
+// match.state: checked without its program files, the verdict rules apply to that answer.
+void recorded_state(dirigo::check::Report& report, const std::string& bundle) {
+  std::ifstream in(std::filesystem::path(bundle) / "manifest.json");
+  if (!in) return;
+  auto m = nlohmann::json::parse(in, nullptr, false);
+  if (m.is_discarded() || !m.contains("match") || !m["match"].is_object() || !m["match"].contains("state")) return;
+  dirigo::check::apply_state(report, dirigo::check::parse_state(m["match"]["state"].dump()));
+  report.notes.push_back("state: from the bundle's match.state (python3 -m dirigo.bundle state), not recomputed");
+}
+
 dirigo::cli::Register reg({"check", "check a trace bundle: BUG / SUSPECT / CHECKED / VERIFIED / TIMEOUT / UNSUPPORTED",
                            [](CLI::App& sub) {
   auto a = std::make_shared<CheckArgs>();
@@ -82,7 +113,9 @@ dirigo::cli::Register reg({"check", "check a trace bundle: BUG / SUSPECT / CHECK
   sub.add_option("--new-file", a->new_file, "BUNDLE: the candidate program it was traced from (named in the witness)");
   sub.add_flag("--no-dedup", a->no_dedup, "--full: solve every location, even queries identical up to renaming");
   sub.add_flag("--no-replay", a->no_replay, "REF.py NEW.py: do not replay the witness on the real programs");
-  sub.add_option("--replay-device", a->replay_device, "replay on cpu or cuda (default: cuda when a GPU is present)");
+  sub.add_option("--replay-device", a->replay_device, "replay (and the state stage) on cpu or cuda (default: cuda when a GPU is present)");
+  sub.add_flag("--no-state", a->no_state, "do not compare the programs' parameters as constructed (the state stage; "
+               "it runs when the program files are known: REF.py NEW.py, or --ref-file and --new-file)");
   sub.add_flag("-v,--verbose", a->verbose, "list every location checked");
   return [a]() {
     dirigo::check::Options opt;
@@ -136,6 +169,15 @@ dirigo::cli::Register reg({"check", "check a trace bundle: BUG / SUSPECT / CHECK
       }
       if (!dir.empty()) replay_witness(report, dir, witness, a->replay_device);
       if (dir != tmp) std::filesystem::remove_all(dir);
+    }
+    if (!a->no_state && (src.ref.empty() || src.cand.empty()) && std::filesystem::is_directory(bundle))
+      recorded_state(report, bundle);
+    if (!a->no_state && !src.ref.empty() && !src.cand.empty()) {
+      char templ[] = "/tmp/dirigo-XXXXXX";
+      if (mkdtemp(templ)) {
+        compare_state(report, templ, std::filesystem::absolute(bundle).string(), src.ref, src.cand, a->replay_device);
+        std::filesystem::remove_all(templ);
+      }
     }
     if (!tmp.empty()) std::filesystem::remove_all(tmp);
     if (!a->witness_out.empty() && !witness.empty()) std::ofstream(a->witness_out) << witness << "\n";

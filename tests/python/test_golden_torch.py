@@ -26,7 +26,11 @@ def test_golden_verdict(case, tmp_path):
     want = expected(case)
     accepted = ("CHECKED", "VERIFIED") if want == "EQUAL" else (want,)
     assert v.outcome in accepted, f"{case}: expected {want}, got {v.outcome}: {v.reason}"
-    if want == "BUG":
+    if want == "BUG" and v.stage == "state":
+        # A state BUG (docs/check.md "State"): the programs as constructed give different outputs.
+        assert v.evidence in ("state-replay-cpu", "state-replay-gpu", "state-proven-location")
+        assert v.state["differing"] and v.state["outputs"]["exceeds"]
+    elif want == "BUG":
         # A BUG always carries evidence: a location whose witness shows the difference beyond tolerance.
         assert v.evidence in ("replay-cpu", "replay-gpu", "fp32-evaluation", "execute-safety")
         if v.evidence == "fp32-evaluation":

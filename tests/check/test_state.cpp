@@ -1,0 +1,87 @@
+// The state stage's answer (python -m dirigo.state) and its verdict rules (docs/check.md "State").
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "check/check.h"
+
+using namespace dirigo;
+using nlohmann::json;
+
+namespace {
+check::StateFinding answer(const std::string& verdict, const std::string& evidence = "") {
+  json pairs = json::array({json{{"reference", "linear.weight"}, {"candidate", "weight"}, {"equal", false},
+                                 {"shape", {16, 32}}, {"max_abs_diff", 2.9}, {"elements_differing", 512},
+                                 {"reference_stats", {{"samples", {0.1, 0.2}}}},
+                                 {"candidate_stats", {{"samples", {1.9, -2.1}}}},
+                                 {"likely_cause", "the candidate draws its values from torch.randn"}}});
+  return check::parse_state(json{{"format", "dirigo-state"}, {"version", 1}, {"verdict", verdict},
+                                 {"evidence", evidence}, {"reason", "weights differ"}, {"pairs", pairs},
+                                 {"differing", json::array({json::array({"linear.weight", "weight"})})}}
+                                .dump());
+}
+check::Report report(check::Outcome o) {
+  check::Report r;
+  r.outcome = o;
+  r.reason = "function verdict";
+  return r;
+}
+}  // namespace
+
+TEST(State, BugOverridesCheckedKeepingTheFunctionVerdict) {
+  auto r = report(check::Outcome::Checked);
+  check::apply_state(r, answer("BUG", "state-replay-gpu"));
+  EXPECT_EQ(r.outcome, check::Outcome::Bug);
+  EXPECT_EQ(r.stage, "state");
+  EXPECT_EQ(r.evidence, "state-replay-gpu");
+  ASSERT_TRUE(r.function_outcome);
+  EXPECT_EQ(*r.function_outcome, check::Outcome::Checked);
+  json j = json::parse(check::to_json(r));
+  EXPECT_EQ(j["stage"], "state");
+  EXPECT_EQ(j["function_outcome"], "CHECKED");
+  EXPECT_EQ(j["state"]["differing"][0][1], "weight");
+  std::string text = check::to_text(r);
+  EXPECT_NE(text.find("state differs: linear.weight ~ weight"), std::string::npos) << text;
+  EXPECT_NE(text.find("torch.randn"), std::string::npos) << text;
+  EXPECT_NE(text.find("the function check alone: CHECKED"), std::string::npos) << text;
+}
+
+TEST(State, FunctionBugIsKeptAndTheStateAttached) {
+  auto r = report(check::Outcome::Bug);
+  r.evidence = "replay-gpu";
+  check::apply_state(r, answer("BUG", "state-replay-gpu"));
+  EXPECT_EQ(r.outcome, check::Outcome::Bug);
+  EXPECT_EQ(r.evidence, "replay-gpu");
+  EXPECT_TRUE(r.stage.empty());
+  EXPECT_TRUE(r.state);
+}
+
+TEST(State, SuspectOverridesTimeoutButNotUnsupported) {
+  auto r = report(check::Outcome::Timeout);
+  check::apply_state(r, answer("SUSPECT"));
+  EXPECT_EQ(r.outcome, check::Outcome::Suspect);
+  EXPECT_EQ(check::exit_code(r.outcome), 2);
+  auto u = report(check::Outcome::Unsupported);
+  check::apply_state(u, answer("SUSPECT"));
+  EXPECT_EQ(u.outcome, check::Outcome::Unsupported);
+  EXPECT_FALSE(u.notes.empty());
+}
+
+TEST(State, NoneIsANoteOnly) {
+  auto r = report(check::Outcome::Checked);
+  check::apply_state(r, answer("NONE"));
+  EXPECT_EQ(r.outcome, check::Outcome::Checked);
+  ASSERT_EQ(r.notes.size(), 1u);
+  EXPECT_EQ(r.notes[0], "state: weights differ");
+}
+
+TEST(State, BugWithoutEvidenceOrMalformedAnswerIsAnError) {
+  auto s = answer("BUG");  // no evidence: never a BUG
+  EXPECT_EQ(s.verdict, "error");
+  EXPECT_NE(s.reason.find("without evidence"), std::string::npos);
+  auto r = report(check::Outcome::Checked);
+  check::apply_state(r, check::parse_state("{not json"));
+  EXPECT_EQ(r.outcome, check::Outcome::Checked);
+  ASSERT_FALSE(r.notes.empty());
+  EXPECT_NE(r.notes[0].find("malformed state answer"), std::string::npos);
+}
