@@ -251,7 +251,10 @@ Expr Machine::read_raw(Bundle& b, const Operand& o, Type ty) {
       } else {
         int s = slot(o.name);
         if (size_t(s) >= b.regs.size()) b.regs.resize(slot_types_.size(), nullptr);
-        if (auto it = b.sums.find(s); it != b.sums.end()) {  // materialize
+        // materialize once: accumulate() clears regs[s] whenever it extends the list, so a set
+        // register with a pending list holds that list's node already (a softmax's exp pass reads
+        // the 10^5-term running max every step; rebuilding it per read is O(n) each)
+        if (auto it = b.sums.find(s); it != b.sums.end() && !b.regs[s]) {
           const auto& p = it->second;
           std::span<const Expr> xs(p.terms->data(), p.n);
           if (p.op == Op::Add) b.regs[s] = ctx_.add(xs);
@@ -583,8 +586,19 @@ bool Machine::step(size_t bi) {
     for (const auto& a : rl.args) args.push_back(read(*b, a, Type::F32));
     if (rl.negate) args[0] = ctx_.neg(args[0]);
     Expr v = ctx_.call(rl.fn, args);
-    if (rl.addend) v = ctx_.add(v, read(*b, *rl.addend, Type::F32));
     Operand d; d.kind = Operand::Kind::Register; d.name = rl.dest;
+    if (rl.addend && !data_guard && !concrete_ && holds_list(*b, *rl.addend, d, Op::Add)) {
+      // `acc = fma(ex2(..), scale, acc)` (expf fused into a softmax's sum): one more term of acc's
+      // list, like accumulate(); `v + acc` would copy the n-ary sum every step (O(n^2))
+      int src = slot(rl.addend->name);
+      Expr cur = b->sums.count(src) ? nullptr : read(*b, *rl.addend, Type::F32);
+      if (!cur || (cur != ctx_.var("-inf", Sort::Real) && cur != ctx_.var("+inf", Sort::Real))) {
+        append_to_list(*b, src, slot(rl.dest), cur, v, Op::Add);
+        ++b->pc;
+        return true;
+      }
+    }
+    if (rl.addend) v = ctx_.add(v, read(*b, *rl.addend, Type::F32));
     if (data_guard) v = merge_guarded(*b, data_guard, v, read_raw(*b, d, Type::F32));
     write(*b, d, v);
     ++b->pc;

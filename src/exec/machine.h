@@ -98,6 +98,10 @@ class Machine {
   // ---- values
   ir::Expr read(Bundle& b, const ptx::Operand& o, ptx::Type ty);
   bool accumulate(Bundle& b, const ptx::Instruction& in, ptx::Type ty);  // the lazy `acc += x` path
+  // o is dst itself or a register holding a (pending) list of list_op (Add/Max/Min)
+  bool holds_list(Bundle& b, const ptx::Operand& o, const ptx::Operand& dst, ir::Op list_op);
+  // dst := src's list + term; cur is src's value when src holds no pending list
+  void append_to_list(Bundle& b, int src, int dst, ir::Expr cur, ir::Expr term, ir::Op list_op);
   ir::Expr read_raw(Bundle& b, const ptx::Operand& o, ptx::Type ty);
   ir::Expr special(Bundle& b, const std::string& name);
   void write(Bundle& b, const ptx::Operand& o, ir::Expr v);
