@@ -609,7 +609,9 @@ bool Machine::step(size_t bi) {
       if (b->conv) { ifconv_branch(*b, in, own_guard); ++b->pc; return true; }
       auto it = f_.labels.find(in.operands.at(0).name);
       if (it == f_.labels.end()) unsupported(in, "branch to unknown label");
+      bool backward = it->second <= b->pc;
       b->pc = it->second;
+      if (backward) predict_step_limit(*b);  // a loop: will it run past max_steps?
       return true;
     }
     case Opcode::Ret: case Opcode::Exit:

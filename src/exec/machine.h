@@ -64,6 +64,7 @@ struct Bundle {
   // bundle again (merge.cpp); innermost split last
   struct MergeFrame { size_t end = 0; uint64_t id = 0; ir::Expr cond, pred_before; bool yes = false; };
   std::vector<MergeFrame> merges;
+  uint64_t dry_run_until = 0;  // predict_step_limit: no new dry run before the step count gets here
 };
 
 struct SharedAccess {
@@ -92,6 +93,28 @@ class Machine {
   void run_all();
   void run_bundle(size_t bi);
   bool step(size_t bi);  // false: bundle stopped (blocked/exited)
+  // throws the step-limit Unsupported now when replaying the bundle's concrete counters (dryrun.cpp)
+  // shows that it runs into max_steps before anything it cannot decide
+  void predict_step_limit(Bundle& b);
+  struct DryInstr {  // one instruction decoded for the dry run (name lookups would be its cost)
+    // Native: add/sub/mov/setp on 32/64-bit integers, evaluated on machine words (interning the
+    // counters' constants was 90 % of the dry run)
+    enum Kind : uint8_t { Forget, Alu, Native, Branch, Stop, Skip } kind = Forget;
+    int guard = -1;  // predicate slot, -1: unguarded
+    bool guard_negated = false;
+    size_t target = 0;         // Branch
+    std::vector<int> dests;    // Forget/Alu: registers written
+    std::vector<int> sources;  // Alu: registers read (all must hold constants)
+    // Native: the operation, width, signedness; a source is a register slot or an immediate
+    ptx::Opcode op = ptx::Opcode::Add;
+    ptx::CmpOp cmp = ptx::CmpOp::None;
+    unsigned width = 0;
+    bool is_signed = false;
+    struct Src { int slot = -1; uint64_t imm = 0; };
+    std::vector<Src> args;
+  };
+  std::vector<DryInstr> dry_;
+  void decode_dry_run();
   void collective_warp(std::vector<size_t> group);
   void barrier(std::vector<size_t> group);
 

@@ -99,6 +99,58 @@ TEST(Semantics, InfiniteLoopHitsTheStepLimit) {
   EXPECT_NE(r.unsupported->find("step limit"), std::string::npos);
 }
 
+// A loop nest with concrete counters (50 x 200 iterations, a constant guard computed by a
+// multiply on the way): the dry run of the counters reports the step limit at the very instruction
+// and with the message stepping reaches, after a few real steps; under the limit nothing changes.
+ptx::Module counter_nest() {
+  return kernel("ld.global.f32 %f1, [%rd4];\nmov.f32 %f2, 0f00000000;\nmov.u32 %r2, 0;\nOUTER:\nmov.u32 %r3, 200;\n"
+                "mul.lo.s32 %r4, %r2, 3;\nsetp.gt.u32 %p3, %r4, 1000;\n@%p3 bra DONE;\nINNER:\n"
+                "fma.rn.f32 %f2, %f1, %f1, %f2;\nadd.s32 %r3, %r3, -1;\nsetp.ne.s32 %p1, %r3, 0;\n@%p1 bra INNER;\n"
+                "add.s32 %r2, %r2, 1;\nsetp.lt.u32 %p2, %r2, 50;\n@%p2 bra OUTER;\nDONE:\nst.global.f32 [%rd3], %f2;");
+}
+
+ExecResult run_nest(const ptx::Module& m, uint64_t max_steps, bool predict, Harness&& h = Harness()) {
+  h.tensor("out", DType::F32, {0, 0, 0, 0});
+  h.tensor("in", DType::F32, {1, 2, 3, 4});
+  h.launch.block = {4};
+  ExecOptions o;
+  o.max_steps = max_steps;
+  o.predict_step_limit = predict;
+  return execute(h.ctx, m, "k", h.launch, o);
+}
+
+TEST(Semantics, StepLimitPredictionMatchesStepping) {
+  auto m = counter_nest();
+  for (uint64_t limit : {700ull, 20000ull, 40000ull}) {
+    auto stepped = run_nest(m, limit, false), predicted = run_nest(m, limit, true);
+    ASSERT_TRUE(stepped.unsupported) << limit;
+    ASSERT_TRUE(predicted.unsupported) << limit;
+    EXPECT_EQ(*predicted.unsupported, *stepped.unsupported) << limit;
+    EXPECT_EQ(stepped.steps, limit + 1);
+    EXPECT_LT(predicted.steps, 30u) << "reported at the first back edge";
+  }
+  Harness h;  // one Context for both runs: equal values are the same hash-consed node
+  auto stepped = run_nest(m, 1'000'000, false, std::move(h));
+  ExecOptions o;
+  o.max_steps = 1'000'000;
+  auto predicted = execute(h.ctx, m, "k", h.launch, o);
+  ASSERT_TRUE(stepped.ok());
+  ASSERT_TRUE(predicted.ok());
+  EXPECT_EQ(predicted.steps, stepped.steps);
+  ASSERT_EQ(predicted.writes.size(), 1u);
+  EXPECT_EQ(predicted.writes[0].value, stepped.writes[0].value);
+}
+
+// A trip count that depends on the thread (a guard on tid) is not replayed: stepping decides.
+TEST(Semantics, StepLimitIsNotPredictedPastAThreadPredicate) {
+  auto m = kernel("mov.u32 %r2, 0;\nLOOP:\nadd.s32 %r2, %r2, 1;\nsetp.lt.u32 %p1, %r2, %r1;\n@%p1 bra LOOP;\n"
+                  "setp.lt.u32 %p2, %r2, 100000;\n@%p2 bra LOOP;");
+  auto r = run_nest(m, 5000, true);
+  ASSERT_TRUE(r.unsupported);
+  EXPECT_NE(r.unsupported->find("step limit (5000 instructions)"), std::string::npos) << *r.unsupported;
+  EXPECT_EQ(r.steps, 5001u) << "stepped to the limit";
+}
+
 TEST(Semantics, FloatBitManipulationWithoutIdiomIsUnsupported) {
   auto m = kernel("ld.global.f32 %f1, [%rd4];\nmov.b32 %r2, %f1;\nand.b32 %r3, %r2, 2147483647;\nmov.b32 %f2, %r3;\n"
                   "st.global.f32 [%rd3], %f2;");
