@@ -315,7 +315,7 @@ void Machine::append_to_list(Bundle& b, int src, int dst, Expr cur, Expr term, O
     sum.op = list_op;
     sum.terms = std::make_shared<std::vector<Expr>>();
     if (cur->op == list_op) sum.terms->assign(cur->args().begin(), cur->args().end());
-    else if (list_op == Op::Add || cur != ctx_.var(list_op == Op::Max ? "-inf" : "+inf", Sort::Real))
+    else if (list_op == Op::Add || cur != (list_op == Op::Max ? ninf_ : pinf_))
       sum.terms->push_back(cur);  // the identity -inf / +inf of max / min is left out
     sum.n = sum.terms->size();
   }
@@ -343,7 +343,7 @@ bool Machine::accumulate(Bundle& b, const ptx::Instruction& in, Type ty) {
   if (is_minmax && ops.size() == 3 && acc < 0 && is_acc(1)) acc = 1;
   if ((in.op == Opcode::Fma || in.op == Opcode::Mad) && ops.size() == 4 && is_acc(3)) acc = 3;
   if (acc < 0) return false;
-  Expr ninf = ctx_.var("-inf", Sort::Real), pinf = ctx_.var("+inf", Sort::Real);
+  Expr ninf = ninf_, pinf = pinf_;
   // max/min: -inf/+inf is the identity (left out of the list) or absorbs (the plain path decides)
   Expr identity = in.op == Opcode::Max ? ninf : pinf;
   auto arg = [&](size_t i) -> Expr {  // nullptr: an absorbing infinity (not an accumulation)
@@ -373,7 +373,7 @@ bool Machine::accumulate(Bundle& b, const ptx::Instruction& in, Type ty) {
 void Machine::exec_float(Bundle& b, const ptx::Instruction& in, Type ty) {
   if (accumulate(b, in, ty)) return;
   const auto& ops = in.operands;
-  Expr ninf = ctx_.var("-inf", Sort::Real), pinf = ctx_.var("+inf", Sort::Real);
+  Expr ninf = ninf_, pinf = pinf_;
   bool is_minmax = in.op == Opcode::Min || in.op == Opcode::Max;
   auto arg = [&](size_t i) {
     Expr x = read(b, ops.at(i), ty);
@@ -482,7 +482,7 @@ void Machine::exec_setp(Bundle& b, const ptx::Instruction& in) {
   using C = ptx::CmpOp;
   auto lt = [&](Expr a, Expr c) { return fl ? ctx_.lt(a, c) : sgn ? ctx_.slt(a, c) : ctx_.ult(a, c); };
   auto le = [&](Expr a, Expr c) { return fl ? ctx_.le(a, c) : sgn ? ctx_.sle(a, c) : ctx_.ule(a, c); };
-  Expr ninf = ctx_.var("-inf", Sort::Real), pinf = ctx_.var("+inf", Sort::Real);
+  Expr ninf = ninf_, pinf = pinf_;
   // comparisons with +-inf against finite reals (all reals are finite) fold to constants
   auto rank = [&](Expr v) { return v == ninf ? -1 : v == pinf ? 1 : 0; };
   bool inf_cmp = fl && (rank(x) != 0 || rank(y) != 0);

@@ -258,7 +258,7 @@ Expr Machine::read_raw(Bundle& b, const Operand& o, Type ty) {
           const auto& p = it->second;
           std::span<const Expr> xs(p.terms->data(), p.n);
           if (p.op == Op::Add) b.regs[s] = ctx_.add(xs);
-          else if (p.n == 0) b.regs[s] = ctx_.var(p.op == Op::Max ? "-inf" : "+inf", Sort::Real);
+          else if (p.n == 0) b.regs[s] = (p.op == Op::Max ? ninf_ : pinf_);
           else b.regs[s] = p.op == Op::Max ? ctx_.max(xs) : ctx_.min(xs);
         }
         v = b.regs[s];
@@ -592,7 +592,7 @@ bool Machine::step(size_t bi) {
       // list, like accumulate(); `v + acc` would copy the n-ary sum every step (O(n^2))
       int src = slot(rl.addend->name);
       Expr cur = b->sums.count(src) ? nullptr : read(*b, *rl.addend, Type::F32);
-      if (!cur || (cur != ctx_.var("-inf", Sort::Real) && cur != ctx_.var("+inf", Sort::Real))) {
+      if (!cur || (cur != ninf_ && cur != pinf_)) {
         append_to_list(*b, src, slot(rl.dest), cur, v, Op::Add);
         ++b->pc;
         return true;

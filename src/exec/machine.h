@@ -246,6 +246,8 @@ class Machine {
   bool is_concrete() const { return concrete_; }
 
   ir::Context& ctx_;
+  // the Vars +inf / -inf (looked up once: float instructions test against them every step)
+  ir::Expr ninf_ = ctx_.var("-inf", ir::Sort::Real), pinf_ = ctx_.var("+inf", ir::Sort::Real);
   const ptx::Module& m_;
   const ptx::Function& f_;
   Launch launch_;
@@ -285,6 +287,11 @@ class Machine {
   std::set<std::string> reported_;
   struct GlobalRead { int32_t tensor; ir::Expr index, pred; Where where; };
   std::vector<GlobalRead> global_reads_;  // symbolic loads of pre-launch contents (check_global_reads)
+  // a + l with l the only tensor pointer leaf, a direct summand: the pointer l, and a without it
+  // (nullptr: another shape; the caller takes the general path; !with_rest: the pointer only). Per access of every loop step,
+  // so the pointer-free summands' test is memoized (they recur; only the constant changes).
+  std::pair<ir::Expr, ir::Expr> single_pointer_summand(ir::Expr a, bool with_rest = true);
+  std::unordered_map<ir::Expr, bool> pointer_free_;
   std::unordered_map<ir::Expr, int> ptr_param_;  // "&tensor" Var -> kernel param index  // de-duplicate findings by kind+line
 };
 
