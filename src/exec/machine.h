@@ -99,12 +99,14 @@ class Machine {
   struct DryInstr {  // one instruction decoded for the dry run (name lookups would be its cost)
     // Native: add/sub/mov/setp on 32/64-bit integers, evaluated on machine words (interning the
     // counters' constants was 90 % of the dry run)
-    enum Kind : uint8_t { Forget, Alu, Native, Branch, Stop, Skip } kind = Forget;
+    // Param: ld.param (the launch's scalars, side-effect free)
+    enum Kind : uint8_t { Forget, Alu, Native, Param, Branch, Stop, Skip } kind = Forget;
     int guard = -1;  // predicate slot, -1: unguarded
     bool guard_negated = false;
     size_t target = 0;         // Branch
     std::vector<int> dests;    // Forget/Alu: registers written
     std::vector<int> sources;  // Alu: registers read (all must hold constants)
+    bool special = false;      // Alu: also reads a special register (%tid.x, ...)
     // Native: the operation, width, signedness; a source is a register slot or an immediate
     ptx::Opcode op = ptx::Opcode::Add;
     ptx::CmpOp cmp = ptx::CmpOp::None;

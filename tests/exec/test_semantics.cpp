@@ -141,14 +141,41 @@ TEST(Semantics, StepLimitPredictionMatchesStepping) {
   EXPECT_EQ(predicted.writes[0].value, stepped.writes[0].value);
 }
 
-// A trip count that depends on the thread (a guard on tid) is not replayed: stepping decides.
-TEST(Semantics, StepLimitIsNotPredictedPastAThreadPredicate) {
-  auto m = kernel("mov.u32 %r2, 0;\nLOOP:\nadd.s32 %r2, %r2, 1;\nsetp.lt.u32 %p1, %r2, %r1;\n@%p1 bra LOOP;\n"
-                  "setp.lt.u32 %p2, %r2, 100000;\n@%p2 bra LOOP;");
+// The dry run stops at a branch on data: what comes after it (a data-dependent region with a loop,
+// UNSUPPORTED when stepping gets there) is not skipped by a prediction of its long tail.
+TEST(Semantics, StepLimitIsNotPredictedPastADataBranch) {
+  auto m = kernel("ld.global.f32 %f1, [%rd4];\nsetp.gt.f32 %p4, %f1, 0f00000000;\nmov.u32 %r2, 0;\nLOOP:\n"
+                  "add.s32 %r2, %r2, 1;\nsetp.lt.u32 %p1, %r2, 3;\n@%p1 bra LOOP;\n@%p4 bra DONE;\nmov.u32 %r3, 0;\n"
+                  "TAIL:\nadd.s32 %r3, %r3, 1;\nsetp.lt.u32 %p2, %r3, 100000;\n@%p2 bra TAIL;\nDONE:");
   auto r = run_nest(m, 5000, true);
   ASSERT_TRUE(r.unsupported);
-  EXPECT_NE(r.unsupported->find("step limit (5000 instructions)"), std::string::npos) << *r.unsupported;
-  EXPECT_EQ(r.steps, 5001u) << "stepped to the limit";
+  EXPECT_NE(r.unsupported->find("data-dependent control flow"), std::string::npos) << *r.unsupported;
+}
+
+// Past a thread predicate (a trip count that depends on tid) the dry run follows one thread: its
+// path alone runs past the limit, so the launch does. The loop also re-reads a pointer parameter
+// and tests it against null (ld.param and a comparison that folds: a tensor pointer is not null).
+ptx::Module thread_then_counter(uint32_t tail) {
+  return kernel("mov.u32 %r2, 0;\nLOOP:\nadd.s32 %r2, %r2, 1;\nld.param.u64 %rd6, [k_in];\nsetp.eq.s64 %p3, %rd6, 0;\n"
+                "@%p3 bra DONE;\nsetp.lt.u32 %p1, %r2, %r1;\n@%p1 bra LOOP;\nmov.u32 %r3, 0;\nTAIL:\nadd.s32 %r3, %r3, 1;\n"
+                "setp.lt.u32 %p2, %r3, " + std::to_string(tail) + ";\n@%p2 bra TAIL;\nDONE:");
+}
+
+TEST(Semantics, StepLimitPredictionFollowsOneThreadPastAThreadPredicate) {
+  auto long_tail = thread_then_counter(100000);
+  auto stepped = run_nest(long_tail, 5000, false), predicted = run_nest(long_tail, 5000, true);
+  ASSERT_TRUE(stepped.unsupported);
+  ASSERT_TRUE(predicted.unsupported);
+  EXPECT_NE(stepped.unsupported->find("step limit (5000 instructions) reached at PTX line"), std::string::npos);
+  EXPECT_NE(predicted.unsupported->find("step limit (5000 instructions) reached: thread (tid "), std::string::npos)
+      << *predicted.unsupported;
+  EXPECT_LT(predicted.steps, 100u);
+  // under the limit nothing is predicted: same answer, same steps
+  auto short_tail = thread_then_counter(300);
+  auto s2 = run_nest(short_tail, 5000, false), p2 = run_nest(short_tail, 5000, true);
+  EXPECT_TRUE(s2.ok()) << *s2.unsupported;
+  EXPECT_TRUE(p2.ok()) << *p2.unsupported;
+  EXPECT_EQ(p2.steps, s2.steps);
 }
 
 TEST(Semantics, FloatBitManipulationWithoutIdiomIsUnsupported) {
