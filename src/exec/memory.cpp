@@ -61,6 +61,10 @@ std::pair<Expr, Expr> Machine::single_pointer_summand(Expr a, bool with_rest) {
       ptr = x;
       continue;
     }
+    if (x->nargs == 0) {  // a constant (new every step: not memoized) or another leaf
+      rest.push_back(x);
+      continue;
+    }
     auto [it, fresh] = pointer_free_.try_emplace(x, true);
     if (fresh)
       for (Expr l : ir::leaves(x))
