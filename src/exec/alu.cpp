@@ -297,30 +297,53 @@ void Machine::exec_int(Bundle& b, const ptx::Instruction& in, Type ty) {
 // or a register holding a sum (pending, or an n-ary Add node: a chain that started outside the
 // loop): d's sum is c's terms plus one (Bundle::sums), instead of a new n-ary node each step.
 // `d = max(c, x)` / `min`, the running maximum of a softmax or a max-pool, alike.
+bool Machine::holds_list(Bundle& b, const Operand& o, const Operand& dst, Op list_op) {
+  if (o.kind != Operand::Kind::Register || o.negated) return false;
+  if (o.name == dst.name) return true;
+  auto it = slots_.find(o.name);
+  if (it == slots_.end()) return false;
+  if (auto p = b.sums.find(it->second); p != b.sums.end()) return p->second.op == list_op;
+  return size_t(it->second) < b.regs.size() && b.regs[it->second] && b.regs[it->second]->op == list_op &&
+         b.regs[it->second]->sort == Sort::Real;
+}
+
+void Machine::append_to_list(Bundle& b, int src, int dst, Expr cur, Expr term, Op list_op) {
+  Bundle::PendingSum sum;
+  if (auto it = b.sums.find(src); it != b.sums.end() && it->second.op == list_op) {
+    sum = it->second;
+  } else {
+    sum.op = list_op;
+    sum.terms = std::make_shared<std::vector<Expr>>();
+    if (cur->op == list_op) sum.terms->assign(cur->args().begin(), cur->args().end());
+    else if (list_op == Op::Add || cur != (list_op == Op::Max ? ninf_ : pinf_))
+      sum.terms->push_back(cur);  // the identity -inf / +inf of max / min is left out
+    sum.n = sum.terms->size();
+  }
+  if (sum.terms->size() != sum.n)  // another register extended this list past our prefix: branch off
+    sum.terms = std::make_shared<std::vector<Expr>>(sum.terms->begin(), sum.terms->begin() + long(sum.n));
+  sum.terms->push_back(term);
+  ++sum.n;
+  if (size_t(dst) >= b.regs.size()) b.regs.resize(slot_types_.size(), nullptr);
+  b.regs[dst] = nullptr;  // materialized from the sum when read
+  b.sums[dst] = std::move(sum);
+}
+
 bool Machine::accumulate(Bundle& b, const ptx::Instruction& in, Type ty) {
   const auto& ops = in.operands;
   if (concrete_ || in.mod.sat || (ty != Type::F32 && ty != Type::F64) || ops.empty() ||
       ops[0].kind != Operand::Kind::Register)
     return false;
-  auto is_reg = [&](size_t i) { return ops.size() > i && ops[i].kind == Operand::Kind::Register && !ops[i].negated; };
   const bool is_minmax = in.op == Opcode::Max || in.op == Opcode::Min;
   const Op list_op = in.op == Opcode::Max ? Op::Max : in.op == Opcode::Min ? Op::Min : Op::Add;
-  auto is_acc = [&](size_t i) {  // the destination itself, or a register holding a (pending) sum/max/min
-    if (!is_reg(i)) return false;
-    if (ops[i].name == ops[0].name) return true;
-    auto it = slots_.find(ops[i].name);
-    if (it == slots_.end()) return false;
-    if (auto p = b.sums.find(it->second); p != b.sums.end()) return p->second.op == list_op;
-    return size_t(it->second) < b.regs.size() && b.regs[it->second] && b.regs[it->second]->op == list_op &&
-           b.regs[it->second]->sort == Sort::Real;
-  };
+  // the destination itself, or a register holding a (pending) sum/max/min
+  auto is_acc = [&](size_t i) { return ops.size() > i && holds_list(b, ops[i], ops[0], list_op); };
   int acc = -1;  // operand index of the accumulator
   if ((in.op == Opcode::Add || in.op == Opcode::Sub) && ops.size() == 3 && is_acc(1)) acc = 1;
   if ((in.op == Opcode::Add || is_minmax) && ops.size() == 3 && acc < 0 && is_acc(2)) acc = 2;
   if (is_minmax && ops.size() == 3 && acc < 0 && is_acc(1)) acc = 1;
   if ((in.op == Opcode::Fma || in.op == Opcode::Mad) && ops.size() == 4 && is_acc(3)) acc = 3;
   if (acc < 0) return false;
-  Expr ninf = ctx_.var("-inf", Sort::Real), pinf = ctx_.var("+inf", Sort::Real);
+  Expr ninf = ninf_, pinf = pinf_;
   // max/min: -inf/+inf is the identity (left out of the list) or absorbs (the plain path decides)
   Expr identity = in.op == Opcode::Max ? ninf : pinf;
   auto arg = [&](size_t i) -> Expr {  // nullptr: an absorbing infinity (not an accumulation)
@@ -337,33 +360,20 @@ bool Machine::accumulate(Bundle& b, const ptx::Instruction& in, Type ty) {
   else if (in.op == Opcode::Sub) term = ctx_.neg(arg(2));
   else term = ctx_.mul(arg(1), arg(2));
   if (!term) return false;
-  Bundle::PendingSum sum;
-  if (auto it = b.sums.find(src); it != b.sums.end() && it->second.op == list_op) {
-    sum = it->second;
-  } else {
-    Expr cur = arg(size_t(acc));
+  Expr cur = nullptr;
+  if (auto it = b.sums.find(src); it == b.sums.end() || it->second.op != list_op) {
+    cur = arg(size_t(acc));
     if (!cur) return false;
-    sum.op = list_op;
-    sum.terms = std::make_shared<std::vector<Expr>>();
-    if (cur->op == list_op) sum.terms->assign(cur->args().begin(), cur->args().end());
-    else if (!(is_minmax && cur == identity)) sum.terms->push_back(cur);
-    sum.n = sum.terms->size();
   }
   if (is_minmax && term == identity) return src == dst;  // max(m, -inf) is m: nothing to append
-  if (sum.terms->size() != sum.n)  // another register extended this list past our prefix: branch off
-    sum.terms = std::make_shared<std::vector<Expr>>(sum.terms->begin(), sum.terms->begin() + long(sum.n));
-  sum.terms->push_back(term);
-  ++sum.n;
-  if (size_t(dst) >= b.regs.size()) b.regs.resize(slot_types_.size(), nullptr);
-  b.regs[dst] = nullptr;  // materialized from the sum when read
-  b.sums[dst] = std::move(sum);
+  append_to_list(b, src, dst, cur, term, list_op);
   return true;
 }
 
 void Machine::exec_float(Bundle& b, const ptx::Instruction& in, Type ty) {
   if (accumulate(b, in, ty)) return;
   const auto& ops = in.operands;
-  Expr ninf = ctx_.var("-inf", Sort::Real), pinf = ctx_.var("+inf", Sort::Real);
+  Expr ninf = ninf_, pinf = pinf_;
   bool is_minmax = in.op == Opcode::Min || in.op == Opcode::Max;
   auto arg = [&](size_t i) {
     Expr x = read(b, ops.at(i), ty);
@@ -472,7 +482,7 @@ void Machine::exec_setp(Bundle& b, const ptx::Instruction& in) {
   using C = ptx::CmpOp;
   auto lt = [&](Expr a, Expr c) { return fl ? ctx_.lt(a, c) : sgn ? ctx_.slt(a, c) : ctx_.ult(a, c); };
   auto le = [&](Expr a, Expr c) { return fl ? ctx_.le(a, c) : sgn ? ctx_.sle(a, c) : ctx_.ule(a, c); };
-  Expr ninf = ctx_.var("-inf", Sort::Real), pinf = ctx_.var("+inf", Sort::Real);
+  Expr ninf = ninf_, pinf = pinf_;
   // comparisons with +-inf against finite reals (all reals are finite) fold to constants
   auto rank = [&](Expr v) { return v == ninf ? -1 : v == pinf ? 1 : 0; };
   bool inf_cmp = fl && (rank(x) != 0 || rank(y) != 0);

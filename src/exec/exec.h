@@ -72,6 +72,9 @@ struct Launch {
 
 struct ExecOptions {
   uint64_t max_steps = 20'000'000;          // instructions over all bundles
+  // at a loop's back edge, replay the concrete counters alone and report the step limit at once when
+  // they run into it (dryrun.cpp); off: step until it is reached (same message, same line)
+  bool predict_step_limit = true;
   double max_ms = 60'000;                   // wall-clock budget of one execute(); 0 = none
   // An absolute deadline as well (a caller's budget shared by several launches); the earlier wins.
   std::optional<std::chrono::steady_clock::time_point> deadline;

@@ -251,11 +251,14 @@ Expr Machine::read_raw(Bundle& b, const Operand& o, Type ty) {
       } else {
         int s = slot(o.name);
         if (size_t(s) >= b.regs.size()) b.regs.resize(slot_types_.size(), nullptr);
-        if (auto it = b.sums.find(s); it != b.sums.end()) {  // materialize
+        // materialize once: accumulate() clears regs[s] whenever it extends the list, so a set
+        // register with a pending list holds that list's node already (a softmax's exp pass reads
+        // the 10^5-term running max every step; rebuilding it per read is O(n) each)
+        if (auto it = b.sums.find(s); it != b.sums.end() && !b.regs[s]) {
           const auto& p = it->second;
           std::span<const Expr> xs(p.terms->data(), p.n);
           if (p.op == Op::Add) b.regs[s] = ctx_.add(xs);
-          else if (p.n == 0) b.regs[s] = ctx_.var(p.op == Op::Max ? "-inf" : "+inf", Sort::Real);
+          else if (p.n == 0) b.regs[s] = (p.op == Op::Max ? ninf_ : pinf_);
           else b.regs[s] = p.op == Op::Max ? ctx_.max(xs) : ctx_.min(xs);
         }
         v = b.regs[s];
@@ -583,8 +586,19 @@ bool Machine::step(size_t bi) {
     for (const auto& a : rl.args) args.push_back(read(*b, a, Type::F32));
     if (rl.negate) args[0] = ctx_.neg(args[0]);
     Expr v = ctx_.call(rl.fn, args);
-    if (rl.addend) v = ctx_.add(v, read(*b, *rl.addend, Type::F32));
     Operand d; d.kind = Operand::Kind::Register; d.name = rl.dest;
+    if (rl.addend && !data_guard && !concrete_ && holds_list(*b, *rl.addend, d, Op::Add)) {
+      // `acc = fma(ex2(..), scale, acc)` (expf fused into a softmax's sum): one more term of acc's
+      // list, like accumulate(); `v + acc` would copy the n-ary sum every step (O(n^2))
+      int src = slot(rl.addend->name);
+      Expr cur = b->sums.count(src) ? nullptr : read(*b, *rl.addend, Type::F32);
+      if (!cur || (cur != ninf_ && cur != pinf_)) {
+        append_to_list(*b, src, slot(rl.dest), cur, v, Op::Add);
+        ++b->pc;
+        return true;
+      }
+    }
+    if (rl.addend) v = ctx_.add(v, read(*b, *rl.addend, Type::F32));
     if (data_guard) v = merge_guarded(*b, data_guard, v, read_raw(*b, d, Type::F32));
     write(*b, d, v);
     ++b->pc;
@@ -595,7 +609,9 @@ bool Machine::step(size_t bi) {
       if (b->conv) { ifconv_branch(*b, in, own_guard); ++b->pc; return true; }
       auto it = f_.labels.find(in.operands.at(0).name);
       if (it == f_.labels.end()) unsupported(in, "branch to unknown label");
+      bool backward = it->second <= b->pc;
       b->pc = it->second;
+      if (backward) predict_step_limit(*b);  // a loop: will it run past max_steps?
       return true;
     }
     case Opcode::Ret: case Opcode::Exit:

@@ -64,6 +64,7 @@ struct Bundle {
   // bundle again (merge.cpp); innermost split last
   struct MergeFrame { size_t end = 0; uint64_t id = 0; ir::Expr cond, pred_before; bool yes = false; };
   std::vector<MergeFrame> merges;
+  uint64_t dry_run_until = 0;  // predict_step_limit: no new dry run before the step count gets here
 };
 
 struct SharedAccess {
@@ -92,12 +93,40 @@ class Machine {
   void run_all();
   void run_bundle(size_t bi);
   bool step(size_t bi);  // false: bundle stopped (blocked/exited)
+  // throws the step-limit Unsupported now when replaying the bundle's concrete counters (dryrun.cpp)
+  // shows that it runs into max_steps before anything it cannot decide
+  void predict_step_limit(Bundle& b);
+  struct DryInstr {  // one instruction decoded for the dry run (name lookups would be its cost)
+    // Native: add/sub/mov/setp on 32/64-bit integers, evaluated on machine words (interning the
+    // counters' constants was 90 % of the dry run)
+    // Param: ld.param (the launch's scalars, side-effect free)
+    enum Kind : uint8_t { Forget, Alu, Native, Param, Branch, Stop, Skip } kind = Forget;
+    int guard = -1;  // predicate slot, -1: unguarded
+    bool guard_negated = false;
+    size_t target = 0;         // Branch
+    std::vector<int> dests;    // Forget/Alu: registers written
+    std::vector<int> sources;  // Alu: registers read (all must hold constants)
+    bool special = false;      // Alu: also reads a special register (%tid.x, ...)
+    // Native: the operation, width, signedness; a source is a register slot or an immediate
+    ptx::Opcode op = ptx::Opcode::Add;
+    ptx::CmpOp cmp = ptx::CmpOp::None;
+    unsigned width = 0;
+    bool is_signed = false;
+    struct Src { int slot = -1; uint64_t imm = 0; };
+    std::vector<Src> args;
+  };
+  std::vector<DryInstr> dry_;
+  void decode_dry_run();
   void collective_warp(std::vector<size_t> group);
   void barrier(std::vector<size_t> group);
 
   // ---- values
   ir::Expr read(Bundle& b, const ptx::Operand& o, ptx::Type ty);
   bool accumulate(Bundle& b, const ptx::Instruction& in, ptx::Type ty);  // the lazy `acc += x` path
+  // o is dst itself or a register holding a (pending) list of list_op (Add/Max/Min)
+  bool holds_list(Bundle& b, const ptx::Operand& o, const ptx::Operand& dst, ir::Op list_op);
+  // dst := src's list + term; cur is src's value when src holds no pending list
+  void append_to_list(Bundle& b, int src, int dst, ir::Expr cur, ir::Expr term, ir::Op list_op);
   ir::Expr read_raw(Bundle& b, const ptx::Operand& o, ptx::Type ty);
   ir::Expr special(Bundle& b, const std::string& name);
   void write(Bundle& b, const ptx::Operand& o, ir::Expr v);
@@ -219,6 +248,8 @@ class Machine {
   bool is_concrete() const { return concrete_; }
 
   ir::Context& ctx_;
+  // the Vars +inf / -inf (looked up once: float instructions test against them every step)
+  ir::Expr ninf_ = ctx_.var("-inf", ir::Sort::Real), pinf_ = ctx_.var("+inf", ir::Sort::Real);
   const ptx::Module& m_;
   const ptx::Function& f_;
   Launch launch_;
@@ -258,6 +289,11 @@ class Machine {
   std::set<std::string> reported_;
   struct GlobalRead { int32_t tensor; ir::Expr index, pred; Where where; };
   std::vector<GlobalRead> global_reads_;  // symbolic loads of pre-launch contents (check_global_reads)
+  // a + l with l the only tensor pointer leaf, a direct summand: the pointer l, and a without it
+  // (nullptr: another shape; the caller takes the general path; !with_rest: the pointer only). Per access of every loop step,
+  // so the pointer-free summands' test is memoized (they recur; only the constant changes).
+  std::pair<ir::Expr, ir::Expr> single_pointer_summand(ir::Expr a, bool with_rest = true);
+  std::unordered_map<ir::Expr, bool> pointer_free_;
   std::unordered_map<ir::Expr, int> ptr_param_;  // "&tensor" Var -> kernel param index  // de-duplicate findings by kind+line
 };
 

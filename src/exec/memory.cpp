@@ -50,12 +50,39 @@ Expr replace_node(ir::Context& ctx, Expr e, Expr from, Expr to) {
 }
 }  // namespace
 
+std::pair<Expr, Expr> Machine::single_pointer_summand(Expr a, bool with_rest) {
+  if (ptr_param_.count(a)) return {a, ctx_.bv_const(a->sort, 0)};
+  if (a->op != Op::BvAdd) return {nullptr, nullptr};
+  Expr ptr = nullptr;
+  std::vector<Expr> rest;
+  for (Expr x : a->args()) {
+    if (ptr_param_.count(x)) {
+      if (ptr) return {nullptr, nullptr};
+      ptr = x;
+      continue;
+    }
+    if (x->nargs == 0) {  // a constant (new every step: not memoized) or another leaf
+      rest.push_back(x);
+      continue;
+    }
+    auto [it, fresh] = pointer_free_.try_emplace(x, true);
+    if (fresh)
+      for (Expr l : ir::leaves(x))
+        if (ptr_param_.count(l)) { it->second = false; break; }
+    if (!it->second) return {nullptr, nullptr};
+    rest.push_back(x);
+  }
+  if (!ptr || !with_rest) return {ptr, nullptr};
+  return {ptr, ctx_.bv_add(rest)};  // a - ptr: the canonical sum of the other summands
+}
+
 std::vector<std::pair<Expr, Expr>> Machine::pointer_arms(Bundle& b, const ptx::Instruction& in, const Operand& o) {
   if (o.kind != Operand::Kind::Address || !o.base_is_register || concrete_) return {};
   Operand r = o;
   r.kind = Operand::Kind::Register;
   Expr base = read_raw(b, r, Type::U64);
   if (!ir::is_bv(base->sort)) return {};
+  if (single_pointer_summand(base, false).first) return {};  // one tensor, address - pointer cancels: not mixed
   // Undef arms stay as they are here: the arm conditions must be the very atoms of the guards
   // they run under (an if-converted region's guard keeps its own Undef arms), so that an arm
   // contradicting its guard is recognized without enumerating threads
@@ -134,6 +161,10 @@ Machine::Addr Machine::address(Bundle& b, const ptx::Instruction& in, const Oper
   }
   Expr a = ctx_.bv_add(as_bv(base, 64), ctx_.bv_const(Sort::BV64, uint64_t(o.offset)));
   if (ir::bv_width(base->sort) == 32) a = ctx_.bv_add(ctx_.zext(base, Sort::BV64), ctx_.bv_const(Sort::BV64, uint64_t(o.offset)));
+  if (auto [ptr, off] = single_pointer_summand(a); ptr) {
+    int param = ptr_param_.at(ptr);
+    return {Space::Global, off, param, launch_.params[size_t(param)].tensor};
+  }
   for (Expr l : ir::leaves(a)) {
     auto it = ptr_param_.find(l);
     if (it == ptr_param_.end()) continue;

@@ -284,6 +284,47 @@ TEST(CrossCheck, RunningMaxMinLoop) {
   }
 }
 
+// Thread-per-row softmax: expf fused into the accumulating fma appends to the pending sum like a
+// plain `s += x` (the symbolic sum equals the concrete interpreter and the reference), and the
+// running max / sum are materialized once for the passes that read them on every element.
+TEST(CrossCheck, RowSoftmaxFusedExpSum) {
+  DIRIGO_LOAD(m, "correct");
+  int K = 37, T = 64;
+  auto x = random_vec(size_t(T) * K, 29);
+  std::vector<double> ref(size_t(T) * K);
+  for (int i = 0; i < T; ++i) {
+    double mx = -FLT_MAX, s = 0;
+    for (int k = 0; k < K; ++k) mx = std::max(mx, x[size_t(i) * K + k]);
+    for (int k = 0; k < K; ++k) s += std::exp(x[size_t(i) * K + k] - mx);
+    for (int k = 0; k < K; ++k) ref[size_t(i) * K + k] = std::exp(x[size_t(i) * K + k] - mx) / s;
+  }
+  Harness h;
+  h.tensor("x", DType::F32, x);
+  h.tensor("y", DType::F32, std::vector<double>(ref.size(), 0));
+  h.scalar(K);
+  h.launch.grid = {2};
+  h.launch.block = {32};
+  cross_check(h, *m, "row_softmax", "y", ref, 1e-9);
+}
+
+// A 6000-element row: with `s = expf(..) + s` copying the n-ary sum every step the Context held
+// O(K^2) argument slots (~150 MB here); appended to the pending list it stays O(K).
+TEST(CrossCheck, RowSoftmaxLongRowStaysLinear) {
+  DIRIGO_LOAD(m, "correct");
+  int K = 6000;
+  ir::Context ctx;
+  int32_t x = ctx.tensor("sm.x"), y = ctx.tensor("sm.y");
+  Launch L;
+  L.grid = {1};
+  L.block = {32};
+  L.params = {ParamBinding::tensor_arg(x, DType::F32, uint64_t(32) * K), ParamBinding::tensor_arg(y, DType::F32, uint64_t(32) * K),
+              ParamBinding::int_arg(K)};
+  auto r = execute(ctx, *m, "row_softmax", L);
+  ASSERT_FALSE(r.unsupported) << *r.unsupported;
+  EXPECT_EQ(r.writes.size(), size_t(K));  // the store loop's records
+  EXPECT_LT(ctx.bytes_used(), size_t(48) << 20) << "bytes used: " << ctx.bytes_used();
+}
+
 }  // namespace
 }  // namespace dirigo::exec::test
 

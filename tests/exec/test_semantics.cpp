@@ -99,6 +99,85 @@ TEST(Semantics, InfiniteLoopHitsTheStepLimit) {
   EXPECT_NE(r.unsupported->find("step limit"), std::string::npos);
 }
 
+// A loop nest with concrete counters (50 x 200 iterations, a constant guard computed by a
+// multiply on the way): the dry run of the counters reports the step limit at the very instruction
+// and with the message stepping reaches, after a few real steps; under the limit nothing changes.
+ptx::Module counter_nest() {
+  return kernel("ld.global.f32 %f1, [%rd4];\nmov.f32 %f2, 0f00000000;\nmov.u32 %r2, 0;\nOUTER:\nmov.u32 %r3, 200;\n"
+                "mul.lo.s32 %r4, %r2, 3;\nsetp.gt.u32 %p3, %r4, 1000;\n@%p3 bra DONE;\nINNER:\n"
+                "fma.rn.f32 %f2, %f1, %f1, %f2;\nadd.s32 %r3, %r3, -1;\nsetp.ne.s32 %p1, %r3, 0;\n@%p1 bra INNER;\n"
+                "add.s32 %r2, %r2, 1;\nsetp.lt.u32 %p2, %r2, 50;\n@%p2 bra OUTER;\nDONE:\nst.global.f32 [%rd3], %f2;");
+}
+
+ExecResult run_nest(const ptx::Module& m, uint64_t max_steps, bool predict, Harness&& h = Harness()) {
+  h.tensor("out", DType::F32, {0, 0, 0, 0});
+  h.tensor("in", DType::F32, {1, 2, 3, 4});
+  h.launch.block = {4};
+  ExecOptions o;
+  o.max_steps = max_steps;
+  o.predict_step_limit = predict;
+  return execute(h.ctx, m, "k", h.launch, o);
+}
+
+TEST(Semantics, StepLimitPredictionMatchesStepping) {
+  auto m = counter_nest();
+  for (uint64_t limit : {700ull, 20000ull, 40000ull}) {
+    auto stepped = run_nest(m, limit, false), predicted = run_nest(m, limit, true);
+    ASSERT_TRUE(stepped.unsupported) << limit;
+    ASSERT_TRUE(predicted.unsupported) << limit;
+    EXPECT_EQ(*predicted.unsupported, *stepped.unsupported) << limit;
+    EXPECT_EQ(stepped.steps, limit + 1);
+    EXPECT_LT(predicted.steps, 30u) << "reported at the first back edge";
+  }
+  Harness h;  // one Context for both runs: equal values are the same hash-consed node
+  auto stepped = run_nest(m, 1'000'000, false, std::move(h));
+  ExecOptions o;
+  o.max_steps = 1'000'000;
+  auto predicted = execute(h.ctx, m, "k", h.launch, o);
+  ASSERT_TRUE(stepped.ok());
+  ASSERT_TRUE(predicted.ok());
+  EXPECT_EQ(predicted.steps, stepped.steps);
+  ASSERT_EQ(predicted.writes.size(), 1u);
+  EXPECT_EQ(predicted.writes[0].value, stepped.writes[0].value);
+}
+
+// The dry run stops at a branch on data: what comes after it (a data-dependent region with a loop,
+// UNSUPPORTED when stepping gets there) is not skipped by a prediction of its long tail.
+TEST(Semantics, StepLimitIsNotPredictedPastADataBranch) {
+  auto m = kernel("ld.global.f32 %f1, [%rd4];\nsetp.gt.f32 %p4, %f1, 0f00000000;\nmov.u32 %r2, 0;\nLOOP:\n"
+                  "add.s32 %r2, %r2, 1;\nsetp.lt.u32 %p1, %r2, 3;\n@%p1 bra LOOP;\n@%p4 bra DONE;\nmov.u32 %r3, 0;\n"
+                  "TAIL:\nadd.s32 %r3, %r3, 1;\nsetp.lt.u32 %p2, %r3, 100000;\n@%p2 bra TAIL;\nDONE:");
+  auto r = run_nest(m, 5000, true);
+  ASSERT_TRUE(r.unsupported);
+  EXPECT_NE(r.unsupported->find("data-dependent control flow"), std::string::npos) << *r.unsupported;
+}
+
+// Past a thread predicate (a trip count that depends on tid) the dry run follows one thread: its
+// path alone runs past the limit, so the launch does. The loop also re-reads a pointer parameter
+// and tests it against null (ld.param and a comparison that folds: a tensor pointer is not null).
+ptx::Module thread_then_counter(uint32_t tail) {
+  return kernel("mov.u32 %r2, 0;\nLOOP:\nadd.s32 %r2, %r2, 1;\nld.param.u64 %rd6, [k_in];\nsetp.eq.s64 %p3, %rd6, 0;\n"
+                "@%p3 bra DONE;\nsetp.lt.u32 %p1, %r2, %r1;\n@%p1 bra LOOP;\nmov.u32 %r3, 0;\nTAIL:\nadd.s32 %r3, %r3, 1;\n"
+                "setp.lt.u32 %p2, %r3, " + std::to_string(tail) + ";\n@%p2 bra TAIL;\nDONE:");
+}
+
+TEST(Semantics, StepLimitPredictionFollowsOneThreadPastAThreadPredicate) {
+  auto long_tail = thread_then_counter(100000);
+  auto stepped = run_nest(long_tail, 5000, false), predicted = run_nest(long_tail, 5000, true);
+  ASSERT_TRUE(stepped.unsupported);
+  ASSERT_TRUE(predicted.unsupported);
+  EXPECT_NE(stepped.unsupported->find("step limit (5000 instructions) reached at PTX line"), std::string::npos);
+  EXPECT_NE(predicted.unsupported->find("step limit (5000 instructions) reached: thread (tid "), std::string::npos)
+      << *predicted.unsupported;
+  EXPECT_LT(predicted.steps, 100u);
+  // under the limit nothing is predicted: same answer, same steps
+  auto short_tail = thread_then_counter(300);
+  auto s2 = run_nest(short_tail, 5000, false), p2 = run_nest(short_tail, 5000, true);
+  EXPECT_TRUE(s2.ok()) << *s2.unsupported;
+  EXPECT_TRUE(p2.ok()) << *p2.unsupported;
+  EXPECT_EQ(p2.steps, s2.steps);
+}
+
 TEST(Semantics, FloatBitManipulationWithoutIdiomIsUnsupported) {
   auto m = kernel("ld.global.f32 %f1, [%rd4];\nmov.b32 %r2, %f1;\nand.b32 %r3, %r2, 2147483647;\nmov.b32 %f2, %r3;\n"
                   "st.global.f32 [%rd3], %f2;");

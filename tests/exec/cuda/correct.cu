@@ -192,3 +192,16 @@ extern "C" __global__ void row_max_min(const float* x, float* mx, float* mn, int
   mx[i] = m;
   mn[i] = n;
 }
+
+// Thread-per-row softmax (the shape of a clamp+softmax over long rows): a running max, then
+// `s += expf(x - m)` (nvcc fuses expf's last multiply into the accumulating fma), then a pass that
+// reads m and s on every element.
+extern "C" __global__ void row_softmax(const float* x, float* y, int K) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  const float* xr = x + (size_t)i * K;
+  float m = -FLT_MAX;
+  for (int k = 0; k < K; ++k) m = fmaxf(m, xr[k]);
+  float s = 0.0f;
+  for (int k = 0; k < K; ++k) s += expf(xr[k] - m);
+  for (int k = 0; k < K; ++k) y[(size_t)i * K + k] = expf(xr[k] - m) / s;
+}
