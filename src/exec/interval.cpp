@@ -84,13 +84,16 @@ LinForm linearize(Expr root, const std::unordered_map<Expr, Bounds>& r) {
 //  - otherwise g(a) = k1 * (a mod c) + (k2 + k1 * c) * (a / c), with the mod in [0, c - 1]: nvcc's
 //    `i - (i / n) * n` and its scaled forms (`8192*L - 2^26*(L >> 13)` is 8192 * (L mod 8192)).
 // Returns the sum's range with every such pair replaced by its range and the other terms added as
-// intervals; nullopt when there is no pair or the result may wrap.
+// intervals; nullopt when there is no pair or the result may wrap. When several quotients of one a
+// sit in the sum (`4*L - 140*(L/35) + 2^18*(L/156800)`), the pairs that are exact remainders
+// (k2 + k1 * c == 0) are taken first: a monotone pair would use up k1 * a and leave the
+// remainder's quotient as an independent, wrapping term.
 std::optional<Bounds> quotient_pairs(Expr sum, const std::unordered_map<Expr, Bounds>& r) {
   const unsigned w = ir::bv_width(sum->sort);
   const uint64_t mask = umax_of(w);
   LinForm f = linearize(sum, r);
   std::vector<Bounds> pairs;
-  for (size_t i = 0; i < f.terms.size(); ++i) {
+  for (int pass = 0; pass < 2; ++pass) for (size_t i = 0; i < f.terms.size(); ++i) {
     auto [d, k2] = f.terms[i];
     if (k2 == 0 || d->nargs != 2 || d->arg(1)->op != Op::ConstBV) continue;
     const unsigned wa = ir::bv_width(d->sort);
@@ -110,6 +113,7 @@ std::optional<Bounds> quotient_pairs(Expr sum, const std::unordered_map<Expr, Bo
       if (t == x0) beta = b;
     if (alpha == 0 || beta == 0 || beta % alpha != 0) continue;
     const uint64_t k1 = beta / alpha, k3 = (k2 + k1 * c) & mask;
+    if (pass == 0 && k3 != 0) continue;
     const Bounds ra = r.at(a);
     u128 lo, hi;
     if (u128(k1) * ra.hi + u128(k2) * (ra.hi / c) <= mask) {  // k1, k2 small: monotone

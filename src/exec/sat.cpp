@@ -187,6 +187,20 @@ bool ThreadSat::thread_only(Expr e) {
   return ok;
 }
 
+// Path predicates repeat their atoms across thousands of queries (each split adds one atom):
+// the leaves of each atom are collected once.
+int ThreadSat::var_mask(Expr e) {
+  if (auto it = var_masks_.find(e); it != var_masks_.end()) return it->second;
+  int mask = 0;
+  for (Expr l : ir::leaves(e)) {
+    int id = var_id(l);
+    if (id < 0) { mask = -1; break; }
+    mask |= 1 << id;
+  }
+  var_masks_.emplace(e, mask);
+  return mask;
+}
+
 bool ThreadSat::mentions_ctaid(Expr e) {
   for (Expr l : ir::leaves(e)) {
     int id = var_id(l);
@@ -342,11 +356,10 @@ std::optional<ThreadCoord> ThreadSat::solve(Expr e, bool want_point) {
   auto find = [&](int x) { while (parent[x] != x) x = parent[x] = parent[parent[x]]; return x; };
   std::vector<std::vector<int>> atom_vars(atoms.size());
   for (size_t i = 0; i < atoms.size(); ++i) {
-    for (Expr l : ir::leaves(atoms[i])) {
-      int id = var_id(l);
-      if (id < 0) { ++inexact_; return want_point ? std::nullopt : std::optional<ThreadCoord>(tc); }
-      atom_vars[i].push_back(id);
-    }
+    int mask = var_mask(atoms[i]);
+    if (mask < 0) { ++inexact_; return want_point ? std::nullopt : std::optional<ThreadCoord>(tc); }
+    for (int v = 0; v < 6; ++v)
+      if (mask >> v & 1) atom_vars[i].push_back(v);
     for (size_t j = 1; j < atom_vars[i].size(); ++j) parent[find(atom_vars[i][j])] = find(atom_vars[i][0]);
   }
   std::vector<uint64_t> value(6, 0);

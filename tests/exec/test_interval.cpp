@@ -161,5 +161,32 @@ TEST(RangeOver, RandomQuotientSumsAreNeverUnderApproximated) {
   EXPECT_GT(proved, 100) << "most sums get a range";
 }
 
+// A transposed convolution's gather index (a traced launch's shape, 80M threads):
+// 4*t + 512*c - 140*(L/35) is 4*(L mod 35), next to another quotient of the same L
+// (2^18*(L/156800)). The remainder pair must be taken before the monotone one, which would use up
+// 4*L and leave -140*(L/35) to wrap.
+TEST(RangeOver, RemainderPairBeforeMonotonePairOfTheSameSum) {
+  ir::Context ctx;
+  ThreadVars tv(ctx, {128, 1, 1}, {627200, 1, 1});
+  auto c32 = [&](uint64_t v) { return ctx.bv_const(Sort::BV32, v); };
+  auto c64 = [&](uint64_t v) { return ctx.bv_const(Sort::BV64, v); };
+  auto z = [&](Expr e) { return ctx.zext(e, Sort::BV64); };
+  Expr L = ctx.bv_add(ctx.bv_mul(tv.ctaid[0], c32(128)), tv.tid[0]);
+  Expr q = ctx.bv_udiv(L, c32(35));
+  Expr e = ctx.bv_add(std::vector<Expr>{c64(132), ctx.bv_mul(z(q), c64(uint64_t(-140))), ctx.bv_mul(z(tv.ctaid[0]), c64(512)),
+                                        ctx.bv_mul(z(ctx.bv_urem(q, c32(35))), c64(128)),
+                                        ctx.bv_mul(z(ctx.bv_udiv(L, c32(156800))), c64(0x40000)), ctx.bv_mul(z(tv.tid[0]), c64(4))});
+  auto r = range_over(e, tv, *box_of(tv, ctx.bool_const(true)));
+  uint64_t lo = UINT64_MAX, hi = 0;  // the truth, over every L (t and c enter only through L)
+  for (uint64_t l = 0; l < 128u * 627200u; ++l) {
+    uint64_t v = 132 + 4 * (l % 35) + 128 * (l / 35 % 35) + 0x40000 * (l / 156800);
+    lo = std::min(lo, v), hi = std::max(hi, v);
+  }
+  ASSERT_TRUE(r);
+  EXPECT_LE(r->lo, lo);
+  EXPECT_GE(r->hi, hi);
+  EXPECT_EQ(r->hi, 132u + 4 * 34 + 128 * 34 + 0x40000u * 511) << "the three terms' ranges, no wraparound";
+}
+
 }  // namespace
 }  // namespace dirigo::exec::test
