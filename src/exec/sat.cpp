@@ -144,6 +144,10 @@ void BvProgram::eval(const uint64_t* point, uint64_t* out) {
 std::optional<AtomBound> bound_of_atom(Expr a) {
   bool neg = false;
   if (a->op == Op::Not) { neg = true; a = a->arg(0); }
+  return bound_of_atom(a, neg);
+}
+
+std::optional<AtomBound> bound_of_atom(Expr a, bool neg) {
   if ((a->op != Op::Ult && a->op != Op::Ule && a->op != Op::Eq) || a->nargs != 2) return std::nullopt;
   Expr x = a->arg(0), y = a->arg(1);
   const bool const_right = y->op == Op::ConstBV;

@@ -83,6 +83,7 @@ struct AtomBound {
   uint64_t lo, hi;
 };
 std::optional<AtomBound> bound_of_atom(ir::Expr atom);
+std::optional<AtomBound> bound_of_atom(ir::Expr atom, bool negated);  // what `!atom` says when negated
 
 // index = k + sum c_i * v_i over thread Vars (vars in ThreadVars::all() order), when e has that
 // shape (no wraparound assumed; callers verify candidates by evaluation or bound the ranges).
