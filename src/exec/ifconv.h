@@ -51,6 +51,10 @@ ir::Expr thread_projection(ir::Context& ctx, ir::Expr guard, const std::function
 ir::Expr exists_data(ir::Context& ctx, ir::Expr cond, const std::function<bool(ir::Expr)>& thread_only,
                      unsigned max_atoms = 8);
 
+// Whether `cond` is false for every assignment of its atoms taken as free variables (exact for up
+// to 10 distinct atoms; above, false): unsatisfiable for every thread and input.
+bool propositionally_unsat(ir::Context& ctx, ir::Expr cond);
+
 // The condition under which `v` is undefined: Undef leaves, through ite arms under their
 // conditions; any other operator is undefined when one of its operands is. `false` without Undef.
 ir::Expr undef_condition(ir::Context& ctx, ir::Expr v);

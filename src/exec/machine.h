@@ -195,6 +195,7 @@ class Machine {
   std::vector<std::vector<uint64_t>> live_in_;
   uint64_t next_merge_id_ = 0;
   std::unordered_map<ir::Expr, ir::Expr> exists_memo_;  // guard -> exists_data(guard)
+  std::unordered_map<ir::Expr, bool> prop_false_memo_;  // cond -> propositionally_false(cond)
 
   // ---- checks and helpers
   bool sat(ir::Expr e) { return sat_.sat(e); }

@@ -1,6 +1,8 @@
 // If-conversion of branch regions (exec/ifconv.h) on hand-written PTX: data-dependent
 // triangles/diamonds, regions that stay UNSUPPORTED, checks inside converted sides, and the
 // thread-identity conversion that replaces bundle splits.
+#include <random>
+
 #include "exec/ifconv.h"
 #include "exec_test_util.h"
 
@@ -322,6 +324,45 @@ TEST(PointerSelect, ThreadConditionChecksEachArmOnItsOwnThreads) {
   ASSERT_TRUE(has_finding(r, "global-out-of-bounds")) << to_text(s2.h.ctx, r);
   for (const auto& f : r.findings)
     if (f.kind == "global-out-of-bounds") { ASSERT_TRUE(f.thread); EXPECT_EQ(f.thread->tid.x, 16u); }
+}
+
+// The truth-table check agrees with enumerating assignments through the Context (exists_data
+// with every atom a variable) on random skeletons of Not/And/Or/ite over up to 10 atoms, some of
+// them negations of others; above 10 atoms it answers "not proven".
+TEST(IfConvParts, PropositionallyUnsatMatchesEnumeration) {
+  ir::Context ctx;
+  std::vector<ir::Expr> atoms;
+  for (int k = 0; k < 6; ++k) {
+    ir::Expr x = ctx.elem(ctx.tensor("x"), k, ir::Sort::Real);
+    atoms.push_back(ctx.lt(ctx.real_const(0), x));
+    atoms.push_back(ctx.le(x, ctx.real_const(0)));  // the first one's negation: one variable
+  }
+  std::mt19937 rng(7);
+  int unsat = 0;
+  for (int iter = 0; iter < 400; ++iter) {
+    size_t pool = 2 + rng() % 9;  // 2..10 atoms drawn from (so at most 10 variables)
+    std::vector<ir::Expr> nodes(atoms.begin(), atoms.begin() + pool);
+    for (int k = 0; k < 8; ++k) {
+      ir::Expr a = nodes[rng() % nodes.size()], b = nodes[rng() % nodes.size()], c = nodes[rng() % nodes.size()];
+      switch (rng() % 4) {
+        case 0: nodes.push_back(ctx.not_(a)); break;
+        case 1: nodes.push_back(ctx.and_(a, b)); break;
+        case 2: nodes.push_back(ctx.or_(a, b)); break;
+        default: nodes.push_back(ctx.ite(a, b, c)); break;
+      }
+    }
+    ir::Expr cond = ctx.and_(nodes.back(), nodes[nodes.size() - 2]);
+    ir::Expr e = exists_data(ctx, cond, [](ir::Expr) { return false; }, 10);
+    bool expect = e->op == ir::Op::ConstBool && !e->bool_value();
+    EXPECT_EQ(propositionally_unsat(ctx, cond), expect) << iter;
+    unsat += expect;
+  }
+  EXPECT_GT(unsat, 10) << "some random conditions are contradictions";
+  std::vector<ir::Expr> many;
+  for (int k = 0; k < 11; ++k) many.push_back(ctx.lt(ctx.real_const(k), ctx.elem(ctx.tensor("y"), k, ir::Sort::Real)));
+  many.push_back(ctx.not_(many[0]));  // unsatisfiable, but 11 variables: not decided here
+  EXPECT_FALSE(propositionally_unsat(ctx, ctx.and_(many)));
+  EXPECT_TRUE(propositionally_unsat(ctx, ctx.and_(atoms[0], atoms[1])));
 }
 
 }  // namespace
