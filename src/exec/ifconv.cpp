@@ -173,32 +173,38 @@ Expr exists_data(ir::Context& ctx, Expr cond, const std::function<bool(Expr)>& t
 
 Expr undef_condition(ir::Context& ctx, Expr v) {
   std::unordered_map<Expr, Expr> memo;
+  return undef_condition(ctx, v, memo);
+}
+
+Expr undef_condition(ir::Context& ctx, Expr v, std::unordered_map<Expr, Expr>& memo) {
   auto done = [&](Expr e) {  // leaves and Undef-free sub-terms are decided where they are met
+    if (!e->has_undef()) return true;
     if (memo.count(e)) return true;
-    if (e->has_undef() && e->op != Op::Undef) return false;
-    memo[e] = ctx.bool_const(e->op == Op::Undef);
+    if (e->op != Op::Undef) return false;
+    memo[e] = ctx.bool_const(true);
     return true;
   };
+  auto at = [&](Expr e) { return e->has_undef() ? memo.at(e) : ctx.bool_const(false); };
   ir::post_order(v, done, [&](Expr e) {
     if (e->op == Op::Ite) {
       Expr c = e->arg(0);
-      memo[e] = ctx.or_(std::vector<Expr>{memo.at(c), ctx.and_(c, memo.at(e->arg(1))),
-                                          ctx.and_(ctx.not_(c), memo.at(e->arg(2)))});
+      memo[e] = ctx.or_(std::vector<Expr>{at(c), ctx.and_(c, at(e->arg(1))),
+                                          ctx.and_(ctx.not_(c), at(e->arg(2)))});
       return;
     }
     std::vector<Expr> parts;
-    for (Expr a : e->args()) parts.push_back(memo.at(a));
+    for (Expr a : e->args()) parts.push_back(at(a));
     Expr any = ctx.or_(parts);
     if (e->op == Op::And || e->op == Op::Or) {
       // a defined false argument decides an And (a defined true one an Or) whatever the others are
       std::vector<Expr> deciders;
       for (Expr a : e->args())
-        deciders.push_back(ctx.and_(ctx.not_(memo.at(a)), e->op == Op::And ? ctx.not_(a) : a));
+        deciders.push_back(ctx.and_(ctx.not_(at(a)), e->op == Op::And ? ctx.not_(a) : a));
       any = ctx.and_(any, ctx.not_(ctx.or_(deciders)));
     }
     memo[e] = any;
   });
-  return memo.at(v);
+  return at(v);
 }
 
 }  // namespace dirigo::exec
@@ -284,7 +290,7 @@ Expr Machine::drop_unreachable_undef(Bundle& b, Expr v) {
 }
 
 Expr Machine::drop_unreachable_undef_uncached(Bundle& b, Expr v) {
-  Expr uc = undef_condition(ctx_, v);
+  Expr uc = undef_condition(ctx_, v, undef_cond_memo_);
   if (b.conv) uc = ctx_.and_(b.conv->guard, uc);
   // first as pure propositional logic (every atom a free variable, an atom and its negation one):
   // unsatisfiable there is unsatisfiable for every thread and input, also where thread
@@ -314,7 +320,7 @@ Expr Machine::drop_unreachable_undef_uncached(Bundle& b, Expr v) {
 }
 
 Expr Machine::undef_domain(Bundle& b, Expr v) {
-  Expr uc = undef_condition(ctx_, v);
+  Expr uc = undef_condition(ctx_, v, undef_cond_memo_);
   if (b.conv) uc = ctx_.and_(b.conv->guard, uc);
   // unsatisfiable as pure propositional logic (`g ∧ ¬g` between an if-converted guard and the
   // ite it wrote): no thread, no input — also where thread enumeration is too large to decide

@@ -14,6 +14,8 @@
 // multiply bundles combinatorially; their taps only load and accumulate).
 #pragma once
 
+#include <unordered_map>
+
 #include <functional>
 #include <string>
 
@@ -58,5 +60,8 @@ bool propositionally_unsat(ir::Context& ctx, ir::Expr cond);
 // The condition under which `v` is undefined: Undef leaves, through ite arms under their
 // conditions; any other operator is undefined when one of its operands is. `false` without Undef.
 ir::Expr undef_condition(ir::Context& ctx, ir::Expr v);
+// The same with a memo kept by the caller across calls (a Machine asks it of every register at
+// every region end; the values share their sub-terms).
+ir::Expr undef_condition(ir::Context& ctx, ir::Expr v, std::unordered_map<ir::Expr, ir::Expr>& memo);
 
 }  // namespace dirigo::exec

@@ -94,7 +94,7 @@ std::vector<std::pair<Expr, Expr>> Machine::pointer_arms(Bundle& b, const ptx::I
     if (!sel) unsupported(in, "address mixes several tensor pointers");
     Expr c = sel->arg(0);
     if (c->has_undef()) {  // undefined only where this arm's path or the region's guard excludes it?
-      Expr uc = ctx_.and_(g, undef_condition(ctx_, c));
+      Expr uc = ctx_.and_(g, undef_condition(ctx_, c, undef_cond_memo_));
       if (b.conv) uc = ctx_.and_(b.conv->guard, uc);
       if (!propositionally_false(uc)) {
         Expr when = guarded_domain(b, uc);

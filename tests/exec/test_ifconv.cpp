@@ -365,5 +365,19 @@ TEST(IfConvParts, PropositionallyUnsatMatchesEnumeration) {
   EXPECT_TRUE(propositionally_unsat(ctx, ctx.and_(atoms[0], atoms[1])));
 }
 
+// A memo kept across calls answers like fresh calls (shared sub-terms, Undef-free parts).
+TEST(IfConvParts, UndefConditionWithAKeptMemoMatchesFreshCalls) {
+  ir::Context ctx;
+  ir::Expr x = ctx.elem(ctx.tensor("x"), 0, ir::Sort::Real);
+  ir::Expr c = ctx.lt(ctx.real_const(0), x), d = ctx.lt(x, ctx.real_const(5));
+  ir::Expr u = ctx.ite(c, x, ctx.undef(ir::Sort::Real));
+  ir::Expr v1 = ctx.add(u, ctx.real_const(1));
+  ir::Expr v2 = ctx.ite(d, v1, ctx.ite(c, ctx.real_const(2), ctx.undef(ir::Sort::Real)));
+  std::unordered_map<ir::Expr, ir::Expr> memo;
+  for (ir::Expr v : {v1, v2, v1, x, u}) EXPECT_EQ(undef_condition(ctx, v, memo), undef_condition(ctx, v));
+  EXPECT_EQ(undef_condition(ctx, v1, memo), ctx.not_(c));
+  EXPECT_EQ(undef_condition(ctx, x, memo), ctx.bool_const(false));
+}
+
 }  // namespace
 }  // namespace dirigo::exec::test
