@@ -260,6 +260,8 @@ class Machine {
   std::set<std::string> reported_;
   struct GlobalRead { int32_t tensor; ir::Expr index, pred; Where where; };
   std::vector<GlobalRead> global_reads_;  // symbolic loads of pre-launch contents (check_global_reads)
+  // the last address base pointer_arms found to name one tensor: base = pointer + offset
+  struct PointerSplit { ir::Expr base, pointer, offset; } last_split_{};
   std::unordered_map<ir::Expr, int> ptr_param_;  // "&tensor" Var -> kernel param index  // de-duplicate findings by kind+line
 };
 

@@ -68,7 +68,12 @@ std::vector<std::pair<Expr, Expr>> Machine::pointer_arms(Bundle& b, const ptx::I
   // (`c ? &a[i] : &b[j]`, or `g ? &a[i] : old` from an if-converted region) does not
   auto mixed = [&](Expr e) {
     for (Expr l : ir::leaves(e))
-      if (ptr_param_.count(l)) return tensors_in(ctx_.bv_sub(e, l)) > 0;
+      if (ptr_param_.count(l)) {
+        Expr off = ctx_.bv_sub(e, l);
+        if (tensors_in(off) > 0) return true;
+        if (e == base) last_split_ = {base, l, off};  // address() reuses it for this access
+        return false;
+      }
     return false;
   };
   if (!mixed(base)) return {};
@@ -131,6 +136,13 @@ Machine::Addr Machine::address(Bundle& b, const ptx::Instruction& in, const Oper
   if (base->has_undef()) {
     finding("undef-address", in, b, undef_domain(b, base), "an undefined value is used as an address");
     unsupported(in, "undefined address");
+  }
+  if (base == last_split_.base && ir::bv_width(base->sort) == 64) {
+    // pointer_arms just split this base into pointer + pointer-free offset: (base + k) - pointer
+    // is that offset + k
+    Expr off = ctx_.bv_add(last_split_.offset, ctx_.bv_const(Sort::BV64, uint64_t(o.offset)));
+    int param = ptr_param_.at(last_split_.pointer);
+    return {Space::Global, off, param, launch_.params[param].tensor};
   }
   Expr a = ctx_.bv_add(as_bv(base, 64), ctx_.bv_const(Sort::BV64, uint64_t(o.offset)));
   if (ir::bv_width(base->sort) == 32) a = ctx_.bv_add(ctx_.zext(base, Sort::BV64), ctx_.bv_const(Sort::BV64, uint64_t(o.offset)));

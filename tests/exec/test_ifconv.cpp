@@ -379,5 +379,17 @@ TEST(IfConvParts, UndefConditionWithAKeptMemoMatchesFreshCalls) {
   EXPECT_EQ(undef_condition(ctx, x, memo), ctx.bool_const(false));
 }
 
+// Two accesses through one base register at different constant offsets (the address split the
+// pointer check made is reused for the access): out[t] = in[t + 8] - in[t + 3], exact against the
+// concrete interpreter.
+TEST(IfConvParts, OneBaseRegisterAtTwoOffsets) {
+  auto m = data_kernel("ld.global.f32 %f3, [%rd4+32];\nld.global.f32 %f4, [%rd4+12];\nsub.f32 %f5, %f3, %f4;\n"
+                       "st.global.f32 [%rd3], %f5;");
+  Case s(16, 24);
+  std::vector<double> ref(16);
+  for (size_t t = 0; t < 16; ++t) ref[t] = double(float(float(s.in[t + 8]) - float(s.in[t + 3])));
+  cross_check(s.h, m, "k", "out", ref, 1e-6);
+}
+
 }  // namespace
 }  // namespace dirigo::exec::test
