@@ -197,6 +197,7 @@ class Machine {
   std::unordered_map<ir::Expr, ir::Expr> exists_memo_;  // guard -> exists_data(guard)
   std::unordered_map<ir::Expr, bool> prop_false_memo_;  // cond -> propositionally_false(cond)
   std::unordered_map<ir::Expr, ir::Expr> undef_cond_memo_;  // undef_condition's memo, kept for the run
+  std::unordered_map<ir::Expr, std::optional<ThreadCoord>> witness_memo_;  // bundle predicate -> one of its threads
 
   // ---- checks and helpers
   bool sat(ir::Expr e) { return sat_.sat(e); }

@@ -162,8 +162,19 @@ Machine::Addr Machine::address(Bundle& b, const ptx::Instruction& in, const Oper
     Expr roots[] = {a};
     BvProgram prog(vars, roots);
     if (!prog.ok()) unsupported(in, "address depends on something other than thread identity");
-    // classify by the address of one thread of the bundle (spaces never overlap)
-    auto t = sat_.witness(b.pred);
+    // classify by the address of one thread of the bundle (spaces never overlap): any thread
+    // will do when the address's interval lies in the shared window; else one thread of the
+    // bundle, found once per predicate (an enumeration until the first model)
+    if (!b.coord)
+      if (auto box = box_of(tv_, b.pred)) {
+        auto guards = guards_of(b.pred);
+        auto r = range_over(a, tv_, *box, guards ? &*guards : nullptr);
+        if (r && r->lo >= kSharedBase && r->hi < kSharedBase + (uint64_t(1) << 24))
+          return {Space::Shared, ctx_.bv_sub(a, ctx_.bv_const(Sort::BV64, kSharedBase)), -1, -1};
+      }
+    auto wit = witness_memo_.find(b.pred);
+    if (wit == witness_memo_.end()) wit = witness_memo_.emplace(b.pred, sat_.witness(b.pred)).first;
+    const auto& t = wit->second;
     uint64_t pt[6] = {0, 0, 0, 0, 0, 0};
     if (t) {
       uint64_t v[6] = {t->tid.x, t->tid.y, t->tid.z, t->ctaid.x, t->ctaid.y, t->ctaid.z};
