@@ -391,5 +391,25 @@ TEST(IfConvParts, OneBaseRegisterAtTwoOffsets) {
   cross_check(s.h, m, "k", "out", ref, 1e-6);
 }
 
+// A shared-memory address is classified by its interval (inside the shared window for every
+// thread of the bundle), not by enumerating the bundle for one thread: out[t] = in[31 - t]
+// through a shared array, exact against the concrete interpreter.
+TEST(IfConvParts, SharedAddressByItsInterval) {
+  std::string text = std::string(".version 8.5\n.target sm_90\n.address_size 64\n") +
+                     ".visible .entry k(.param .u64 k_out, .param .u64 k_in)\n{\n"
+                     ".reg .b32 %r<16>;\n.reg .f32 %f<8>;\n.reg .b64 %rd<16>;\n.shared .align 4 .b8 sbuf[128];\n"
+                     "ld.param.u64 %rd1, [k_out];\nld.param.u64 %rd2, [k_in];\nmov.u32 %r1, %tid.x;\n"
+                     "mul.wide.u32 %rd5, %r1, 4;\nadd.s64 %rd3, %rd1, %rd5;\nadd.s64 %rd4, %rd2, %rd5;\n"
+                     "ld.global.f32 %f1, [%rd4];\nmov.u32 %r2, sbuf;\nshl.b32 %r3, %r1, 2;\nadd.s32 %r4, %r2, %r3;\n"
+                     "st.shared.f32 [%r4], %f1;\nbar.sync 0;\nsub.s32 %r5, 31, %r1;\nshl.b32 %r6, %r5, 2;\n"
+                     "add.s32 %r7, %r2, %r6;\nld.shared.f32 %f2, [%r7];\nst.global.f32 [%rd3], %f2;\nret;\n}\n";
+  auto m = ptx::parse(text);
+  ptx::inline_calls(m);
+  Case s(32);
+  std::vector<double> ref(32);
+  for (size_t t = 0; t < 32; ++t) ref[t] = s.in[31 - t];
+  cross_check(s.h, m, "k", "out", ref, 1e-9);
+}
+
 }  // namespace
 }  // namespace dirigo::exec::test
