@@ -134,6 +134,9 @@ int run(const std::string& path, const std::string& program, size_t op_index, do
   out["bundles"] = r.bundles.size();
   out["writes"] = r.writes.size();
   out["steps"] = r.steps;
+  out["merged"] = r.merged;
+  out["ifconverted"] = r.ifconverted;
+  out["undecided"] = r.undecided.size();
   out["idioms"] = r.idioms;
   std::set<std::string> kinds;
   for (const auto& f : r.findings) kinds.insert(f.kind);

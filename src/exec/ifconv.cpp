@@ -107,37 +107,50 @@ bool skeleton(Expr e) {
 }
 }  // namespace
 
-Expr exists_data(ir::Context& ctx, Expr cond, const std::function<bool(Expr)>& thread_only, unsigned max_atoms) {
-  // the data atoms, each with its representative (an atom and ctx.not_(atom) share one variable)
-  std::vector<Expr> order;  // skeleton nodes, children before parents
+namespace {
+// The Boolean skeleton of a condition over its data atoms: skeleton nodes children first, and
+// each data atom's variable (an atom and ctx.not_(atom) share one, with opposite polarity).
+struct Skeleton {
+  std::vector<Expr> order;
   std::unordered_map<Expr, std::pair<int, bool>> atom_var;  // data atom -> (variable, polarity)
+  size_t vars = 0;
+};
+Skeleton skeleton_of(ir::Context& ctx, Expr cond, const std::function<bool(Expr)>& thread_only) {
+  Skeleton sk;
   std::unordered_map<Expr, int> rep_var;
-  {
-    std::unordered_map<Expr, bool> seen;
-    std::vector<std::pair<Expr, bool>> stack{{cond, false}};
-    while (!stack.empty()) {
-      auto [e, expanded] = stack.back();
-      stack.pop_back();
-      if (expanded) { order.push_back(e); continue; }
-      if (seen.count(e)) continue;
-      seen[e] = true;
-      if (skeleton(e)) {
-        stack.push_back({e, true});
-        for (Expr a : e->args()) stack.push_back({a, false});
-        continue;
-      }
-      if (e->op == Op::ConstBool || (e->op != Op::Undef && thread_only(e))) continue;
-      Expr neg = ctx.not_(e);
-      bool positive = skeleton(neg) || e->id <= neg->id;
-      Expr rep = positive ? e : neg;
-      auto [it, fresh] = rep_var.emplace(rep, int(rep_var.size()));
-      atom_var[e] = {it->second, positive};
+  std::unordered_map<Expr, bool> seen;
+  std::vector<std::pair<Expr, bool>> stack{{cond, false}};
+  while (!stack.empty()) {
+    auto [e, expanded] = stack.back();
+    stack.pop_back();
+    if (expanded) { sk.order.push_back(e); continue; }
+    if (seen.count(e)) continue;
+    seen[e] = true;
+    if (skeleton(e)) {
+      stack.push_back({e, true});
+      for (Expr a : e->args()) stack.push_back({a, false});
+      continue;
     }
+    if (e->op == Op::ConstBool || (e->op != Op::Undef && thread_only(e))) continue;
+    Expr neg = ctx.not_(e);
+    bool positive = skeleton(neg) || e->id <= neg->id;
+    Expr rep = positive ? e : neg;
+    auto [it, fresh] = rep_var.emplace(rep, int(rep_var.size()));
+    sk.atom_var[e] = {it->second, positive};
   }
-  if (rep_var.empty()) return cond;
-  if (rep_var.size() > max_atoms) return thread_projection(ctx, cond, thread_only);
+  sk.vars = rep_var.size();
+  return sk;
+}
+}  // namespace
+
+Expr exists_data(ir::Context& ctx, Expr cond, const std::function<bool(Expr)>& thread_only, unsigned max_atoms) {
+  Skeleton sk = skeleton_of(ctx, cond, thread_only);
+  const auto& order = sk.order;
+  const auto& atom_var = sk.atom_var;
+  if (sk.vars == 0) return cond;
+  if (sk.vars > max_atoms) return thread_projection(ctx, cond, thread_only);
   std::vector<Expr> alternatives;
-  for (uint64_t mask = 0; mask < (uint64_t(1) << rep_var.size()); ++mask) {
+  for (uint64_t mask = 0; mask < (uint64_t(1) << sk.vars); ++mask) {
     std::unordered_map<Expr, Expr> val;
     auto value = [&](Expr e) -> Expr {
       if (auto it = val.find(e); it != val.end()) return it->second;
@@ -160,32 +173,38 @@ Expr exists_data(ir::Context& ctx, Expr cond, const std::function<bool(Expr)>& t
 
 Expr undef_condition(ir::Context& ctx, Expr v) {
   std::unordered_map<Expr, Expr> memo;
+  return undef_condition(ctx, v, memo);
+}
+
+Expr undef_condition(ir::Context& ctx, Expr v, std::unordered_map<Expr, Expr>& memo) {
   auto done = [&](Expr e) {  // leaves and Undef-free sub-terms are decided where they are met
+    if (!e->has_undef()) return true;
     if (memo.count(e)) return true;
-    if (e->has_undef() && e->op != Op::Undef) return false;
-    memo[e] = ctx.bool_const(e->op == Op::Undef);
+    if (e->op != Op::Undef) return false;
+    memo[e] = ctx.bool_const(true);
     return true;
   };
+  auto at = [&](Expr e) { return e->has_undef() ? memo.at(e) : ctx.bool_const(false); };
   ir::post_order(v, done, [&](Expr e) {
     if (e->op == Op::Ite) {
       Expr c = e->arg(0);
-      memo[e] = ctx.or_(std::vector<Expr>{memo.at(c), ctx.and_(c, memo.at(e->arg(1))),
-                                          ctx.and_(ctx.not_(c), memo.at(e->arg(2)))});
+      memo[e] = ctx.or_(std::vector<Expr>{at(c), ctx.and_(c, at(e->arg(1))),
+                                          ctx.and_(ctx.not_(c), at(e->arg(2)))});
       return;
     }
     std::vector<Expr> parts;
-    for (Expr a : e->args()) parts.push_back(memo.at(a));
+    for (Expr a : e->args()) parts.push_back(at(a));
     Expr any = ctx.or_(parts);
     if (e->op == Op::And || e->op == Op::Or) {
       // a defined false argument decides an And (a defined true one an Or) whatever the others are
       std::vector<Expr> deciders;
       for (Expr a : e->args())
-        deciders.push_back(ctx.and_(ctx.not_(memo.at(a)), e->op == Op::And ? ctx.not_(a) : a));
+        deciders.push_back(ctx.and_(ctx.not_(at(a)), e->op == Op::And ? ctx.not_(a) : a));
       any = ctx.and_(any, ctx.not_(ctx.or_(deciders)));
     }
     memo[e] = any;
   });
-  return memo.at(v);
+  return at(v);
 }
 
 }  // namespace dirigo::exec
@@ -271,7 +290,7 @@ Expr Machine::drop_unreachable_undef(Bundle& b, Expr v) {
 }
 
 Expr Machine::drop_unreachable_undef_uncached(Bundle& b, Expr v) {
-  Expr uc = undef_condition(ctx_, v);
+  Expr uc = undef_condition(ctx_, v, undef_cond_memo_);
   if (b.conv) uc = ctx_.and_(b.conv->guard, uc);
   // first as pure propositional logic (every atom a free variable, an atom and its negation one):
   // unsatisfiable there is unsatisfiable for every thread and input, also where thread
@@ -301,7 +320,7 @@ Expr Machine::drop_unreachable_undef_uncached(Bundle& b, Expr v) {
 }
 
 Expr Machine::undef_domain(Bundle& b, Expr v) {
-  Expr uc = undef_condition(ctx_, v);
+  Expr uc = undef_condition(ctx_, v, undef_cond_memo_);
   if (b.conv) uc = ctx_.and_(b.conv->guard, uc);
   // unsatisfiable as pure propositional logic (`g ∧ ¬g` between an if-converted guard and the
   // ite it wrote): no thread, no input — also where thread enumeration is too large to decide
@@ -310,8 +329,55 @@ Expr Machine::undef_domain(Bundle& b, Expr v) {
 }
 
 bool Machine::propositionally_false(Expr cond) {
-  Expr p = exists_data(ctx_, cond, [](Expr) { return false; }, 10);
-  return p->op == Op::ConstBool && !p->bool_value();
+  if (auto it = prop_false_memo_.find(cond); it != prop_false_memo_.end()) return it->second;
+  bool r = propositionally_unsat(ctx_, cond);
+  prop_false_memo_.emplace(cond, r);
+  return r;
+}
+
+// Every atom a free variable: the skeleton evaluated once over all 2^n assignments at a time,
+// as truth tables of 2^n bits (n <= 10: 16 words per node), instead of once per assignment
+// through the Context.
+bool propositionally_unsat(ir::Context& ctx, Expr cond) {
+  constexpr unsigned kMaxAtoms = 10;
+  Skeleton sk = skeleton_of(ctx, cond, [](Expr) { return false; });
+  if (sk.vars == 0) return cond->op == Op::ConstBool && !cond->bool_value();
+  if (sk.vars > kMaxAtoms) return false;  // exists_data's fallback keeps every atom satisfiable
+  const size_t n = sk.vars, words = ((size_t(1) << n) + 63) / 64;
+  const uint64_t last = (size_t(1) << n) % 64 == 0 ? ~uint64_t(0) : (uint64_t(1) << ((size_t(1) << n) % 64)) - 1;
+  using Table = std::vector<uint64_t>;
+  auto constant = [&](bool v) { return Table(words, v ? ~uint64_t(0) : 0); };
+  auto variable = [&](int k, bool positive) {
+    Table t(words, 0);
+    for (size_t m = 0; m < (size_t(1) << n); ++m)
+      if (((m >> k) & 1) == positive) t[m / 64] |= uint64_t(1) << (m % 64);
+    return t;
+  };
+  std::unordered_map<Expr, Table> val;
+  auto value = [&](Expr e) -> Table {
+    if (auto it = val.find(e); it != val.end()) return it->second;
+    if (auto it = sk.atom_var.find(e); it != sk.atom_var.end()) return variable(it->second.first, it->second.second);
+    return constant(e->op == Op::ConstBool && e->bool_value());  // only constants are neither
+  };
+  for (Expr e : sk.order) {
+    std::vector<Table> a;
+    for (Expr x : e->args()) a.push_back(value(x));
+    Table r = e->op == Op::Or ? constant(false) : constant(true);
+    for (size_t w = 0; w < words; ++w) {
+      switch (e->op) {
+        case Op::Not: r[w] = ~a[0][w]; break;
+        case Op::And: for (const auto& t : a) r[w] &= t[w]; break;
+        case Op::Or: for (const auto& t : a) r[w] |= t[w]; break;
+        default: r[w] = (a[0][w] & a[1][w]) | (~a[0][w] & a[2][w]); break;  // Bool ite
+      }
+    }
+    val[e] = std::move(r);
+  }
+  Table t = value(cond);
+  t.back() &= last;
+  for (uint64_t x : t)
+    if (x) return false;
+  return true;
 }
 
 }  // namespace dirigo::exec

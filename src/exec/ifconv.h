@@ -14,6 +14,8 @@
 // multiply bundles combinatorially; their taps only load and accumulate).
 #pragma once
 
+#include <unordered_map>
+
 #include <functional>
 #include <string>
 
@@ -51,8 +53,15 @@ ir::Expr thread_projection(ir::Context& ctx, ir::Expr guard, const std::function
 ir::Expr exists_data(ir::Context& ctx, ir::Expr cond, const std::function<bool(ir::Expr)>& thread_only,
                      unsigned max_atoms = 8);
 
+// Whether `cond` is false for every assignment of its atoms taken as free variables (exact for up
+// to 10 distinct atoms; above, false): unsatisfiable for every thread and input.
+bool propositionally_unsat(ir::Context& ctx, ir::Expr cond);
+
 // The condition under which `v` is undefined: Undef leaves, through ite arms under their
 // conditions; any other operator is undefined when one of its operands is. `false` without Undef.
 ir::Expr undef_condition(ir::Context& ctx, ir::Expr v);
+// The same with a memo kept by the caller across calls (a Machine asks it of every register at
+// every region end; the values share their sub-terms).
+ir::Expr undef_condition(ir::Context& ctx, ir::Expr v, std::unordered_map<ir::Expr, ir::Expr>& memo);
 
 }  // namespace dirigo::exec

@@ -84,13 +84,16 @@ LinForm linearize(Expr root, const std::unordered_map<Expr, Bounds>& r) {
 //  - otherwise g(a) = k1 * (a mod c) + (k2 + k1 * c) * (a / c), with the mod in [0, c - 1]: nvcc's
 //    `i - (i / n) * n` and its scaled forms (`8192*L - 2^26*(L >> 13)` is 8192 * (L mod 8192)).
 // Returns the sum's range with every such pair replaced by its range and the other terms added as
-// intervals; nullopt when there is no pair or the result may wrap.
+// intervals; nullopt when there is no pair or the result may wrap. When several quotients of one a
+// sit in the sum (`4*L - 140*(L/35) + 2^18*(L/156800)`), the pairs that are exact remainders
+// (k2 + k1 * c == 0) are taken first: a monotone pair would use up k1 * a and leave the
+// remainder's quotient as an independent, wrapping term.
 std::optional<Bounds> quotient_pairs(Expr sum, const std::unordered_map<Expr, Bounds>& r) {
   const unsigned w = ir::bv_width(sum->sort);
   const uint64_t mask = umax_of(w);
   LinForm f = linearize(sum, r);
   std::vector<Bounds> pairs;
-  for (size_t i = 0; i < f.terms.size(); ++i) {
+  for (int pass = 0; pass < 2; ++pass) for (size_t i = 0; i < f.terms.size(); ++i) {
     auto [d, k2] = f.terms[i];
     if (k2 == 0 || d->nargs != 2 || d->arg(1)->op != Op::ConstBV) continue;
     const unsigned wa = ir::bv_width(d->sort);
@@ -110,6 +113,7 @@ std::optional<Bounds> quotient_pairs(Expr sum, const std::unordered_map<Expr, Bo
       if (t == x0) beta = b;
     if (alpha == 0 || beta == 0 || beta % alpha != 0) continue;
     const uint64_t k1 = beta / alpha, k3 = (k2 + k1 * c) & mask;
+    if (pass == 0 && k3 != 0) continue;
     const Bounds ra = r.at(a);
     u128 lo, hi;
     if (u128(k1) * ra.hi + u128(k2) * (ra.hi / c) <= mask) {  // k1, k2 small: monotone
@@ -136,21 +140,137 @@ std::optional<Bounds> quotient_pairs(Expr sum, const std::unordered_map<Expr, Bo
   return Bounds{uint64_t(lo), uint64_t(hi)};
 }
 
+// What a condition says when it holds (or fails): the atoms below its conjunctions, De Morgan
+// through negated disjunctions, and `g ? a : b` as a (as b) once the facts so far decide g. These
+// are the guards of if-converted and merged regions: `!(g ? ((32 <=s i) || (i <s 0)) : false) && g`
+// says 0 <=s i <s 32. `known` maps every node met (Nots peeled) to its truth value.
+struct Facts {
+  std::vector<std::pair<Expr, bool>> atoms;  // (atom, holds)
+  std::unordered_map<Expr, bool> known;
+  // false: the condition contradicts the facts (no thread satisfies it)
+  bool add(Expr cond, bool holds) {
+    std::vector<std::pair<Expr, bool>> work{{cond, holds}}, ites;
+    for (;;) {
+      while (!work.empty()) {
+        auto [e, h] = work.back();
+        work.pop_back();
+        while (e->op == Op::Not) e = e->arg(0), h = !h;
+        if (e->op == Op::ConstBool) {
+          if (e->bool_value() != h) return false;
+          continue;
+        }
+        auto [it, fresh] = known.try_emplace(e, h);
+        if (!fresh) {
+          if (it->second != h) return false;
+          continue;
+        }
+        if ((e->op == Op::And && h) || (e->op == Op::Or && !h)) {
+          for (Expr a : e->args()) work.push_back({a, h});
+        } else if (e->op == Op::Ite) {
+          ites.push_back({e, h});
+        } else {
+          atoms.push_back({e, h});
+        }
+      }
+      bool progress = false;
+      for (size_t i = 0; i < ites.size();) {
+        auto [e, h] = ites[i];
+        auto g = value(e->arg(0));
+        if (!g) { ++i; continue; }
+        work.push_back({e->arg(*g ? 1 : 2), h});
+        ites[i] = ites.back();
+        ites.pop_back();
+        progress = true;
+      }
+      if (!progress) return true;
+    }
+  }
+  // g's truth value when the facts decide it: known, or an And/Or whose known arguments do
+  std::optional<bool> value(Expr g) const {
+    auto literal = [&](Expr x) -> std::optional<bool> {
+      bool neg = false;
+      while (x->op == Op::Not) x = x->arg(0), neg = !neg;
+      if (x->op == Op::ConstBool) return x->bool_value() != neg;
+      if (auto it = known.find(x); it != known.end()) return it->second != neg;
+      return std::nullopt;
+    };
+    if (auto v = literal(g)) return v;
+    bool neg = false;
+    while (g->op == Op::Not) g = g->arg(0), neg = !neg;
+    if (g->op != Op::And && g->op != Op::Or) return std::nullopt;
+    const bool is_and = g->op == Op::And;
+    bool all = true;
+    for (Expr a : g->args()) {
+      auto v = literal(a);
+      if (!v) all = false;
+      else if (*v != is_and) return is_and == neg;  // a false conjunct, a true disjunct
+    }
+    if (!all) return std::nullopt;
+    return is_and != neg;
+  }
+};
+
+// `s <s c`, `c <=s s`, ... and their negations as a signed interval of s; nullopt: another atom.
+struct SignedBound { Expr subject; __int128 lo, hi; };
+std::optional<SignedBound> signed_bound(Expr a, bool holds) {
+  if ((a->op != Op::Slt && a->op != Op::Sle) || a->nargs != 2) return std::nullopt;
+  Expr x = a->arg(0), y = a->arg(1);
+  const bool const_right = y->op == Op::ConstBV;
+  if (const_right == (x->op == Op::ConstBV)) return std::nullopt;
+  Expr s = const_right ? x : y;
+  const unsigned w = ir::bv_width(s->sort);
+  const __int128 smin = -(__int128(1) << (w - 1)), smax = (__int128(1) << (w - 1)) - 1;
+  const __int128 c = (const_right ? y : x)->bv_signed();
+  const bool strict = a->op == Op::Slt;
+  // s <(=) c (const_right) or c <(=) s; a failing atom is the opposite strictness on the other side
+  const bool upper = const_right == holds;
+  const bool excl = holds ? strict : !strict;
+  if (upper) return SignedBound{s, smin, excl ? c - 1 : c};
+  return SignedBound{s, excl ? c + 1 : c, smax};
+}
+
+// The unsigned bounds the facts put on sub-expressions; false when they contradict.
+bool guards_from(const Facts& f, Guards& g) {
+  auto narrow = [&](Expr s, Bounds b) {
+    auto [it, fresh] = g.try_emplace(s, b);
+    if (!fresh) it->second = {std::max(it->second.lo, b.lo), std::min(it->second.hi, b.hi)};
+    return it->second.lo <= it->second.hi;
+  };
+  std::unordered_map<Expr, std::pair<__int128, __int128>> sb;
+  for (auto [a, h] : f.atoms) {
+    if (auto ab = bound_of_atom(a, !h)) {
+      if (!narrow(ab->subject, {ab->lo, ab->hi})) return false;
+    } else if (auto s = signed_bound(a, h)) {
+      auto [it, fresh] = sb.try_emplace(s->subject, s->lo, s->hi);
+      if (!fresh) it->second = {std::max(it->second.first, s->lo), std::min(it->second.second, s->hi)};
+      if (it->second.first > it->second.second) return false;
+    }
+  }
+  for (auto& [s, b] : sb) {  // a signed interval on one side of zero is an unsigned one
+    const __int128 m = __int128(1) << ir::bv_width(s->sort);
+    if (b.first >= 0 && !narrow(s, {uint64_t(b.first), uint64_t(b.second)})) return false;
+    if (b.second < 0 && !narrow(s, {uint64_t(b.first + m), uint64_t(b.second + m)})) return false;
+  }
+  // `k + x` in [lo, hi] puts x in [lo - k, hi - k] when that does not wrap (`(63 & t) - 1 <= 30`
+  // says 1 <= (63 & t) <= 31, which the rewritten `4*sext(j)` = `-4 + 4*zext(63 & t)` needs)
+  std::vector<std::pair<Expr, Bounds>> shifted;
+  for (auto& [s, b] : g) {
+    if (s->op != Op::BvAdd || s->nargs != 2 || s->arg(0)->op != Op::ConstBV) continue;
+    const uint64_t mask = umax_of(ir::bv_width(s->sort)), k = s->arg(0)->bv_value();
+    const uint64_t lo = (b.lo - k) & mask, hi = (b.hi - k) & mask;
+    if (lo <= hi && hi - lo == b.hi - b.lo) shifted.push_back({s->arg(1), {lo, hi}});
+  }
+  for (auto& [x, b] : shifted)
+    if (!narrow(x, b)) return false;
+  return true;
+}
+
 }  // namespace
 
 std::optional<Guards> guards_of(Expr pred) {
   Guards g;
-  std::vector<Expr> atoms;
-  if (pred && pred->op == Op::And) atoms.assign(pred->args().begin(), pred->args().end());
-  else if (pred) atoms.push_back(pred);
-  for (Expr a : atoms) {
-    if (a->op == Op::ConstBool && !a->bool_value()) return std::nullopt;
-    auto ab = bound_of_atom(a);
-    if (!ab) continue;
-    auto [it, fresh] = g.try_emplace(ab->subject, Bounds{ab->lo, ab->hi});
-    if (!fresh) it->second = {std::max(it->second.lo, ab->lo), std::min(it->second.hi, ab->hi)};
-    if (it->second.lo > it->second.hi) return std::nullopt;
-  }
+  Facts f;
+  if (pred && (!f.add(pred, true) || !guards_from(f, g))) return std::nullopt;
   return g;
 }
 
@@ -168,7 +288,28 @@ std::optional<ThreadBox> box_of(const ThreadVars& tv, Expr pred) {
   return box;
 }
 
+namespace {
+std::optional<Bounds> range_in(Expr root, const ThreadVars& tv, const ThreadBox& box, const Guards* guards, int ite_depth);
+
+// An arm of `c ? x : y` matters only for the threads that take it: its range under the guards
+// plus what c (or !c) says. nullopt: no thread takes it; {} (hi < lo): no answer. Nested ites
+// beyond a few levels take the plain union (each level re-walks its arms).
+std::optional<std::optional<Bounds>> arm_range(Expr cond, bool taken, Expr arm, const ThreadVars& tv, const ThreadBox& box,
+                                               const Guards* guards, int ite_depth) {
+  Facts f;
+  Guards g = guards ? *guards : Guards{};
+  if (!f.add(cond, taken) || !guards_from(f, g)) return std::nullopt;
+  return range_in(arm, tv, box, &g, ite_depth + 1);
+}
+}  // namespace
+
 std::optional<Bounds> range_over(Expr root, const ThreadVars& tv, const ThreadBox& box, const Guards* guards) {
+  return range_in(root, tv, box, guards, 0);
+}
+
+namespace {
+std::optional<Bounds> range_in(Expr root, const ThreadVars& tv, const ThreadBox& box, const Guards* guards, int ite_depth) {
+  constexpr int kMaxIteDepth = 4;
   std::unordered_map<Expr, Bounds> r;
   std::vector<std::pair<Expr, bool>> stack{{root, false}};
   while (!stack.empty()) {
@@ -178,8 +319,8 @@ std::optional<Bounds> range_over(Expr root, const ThreadVars& tv, const ThreadBo
     if (!ir::is_bv(e->sort)) return std::nullopt;
     if (!expanded && e->nargs > 0) {
       stack.push_back({e, true});
-      for (Expr a : e->args())
-        if (!r.count(a)) stack.push_back({a, false});
+      for (Expr a : e->args())  // an ite's condition is no bitvector: its arms are ranged below
+        if (!r.count(a) && !(e->op == Op::Ite && a == e->arg(0))) stack.push_back({a, false});
       continue;
     }
     const unsigned w = ir::bv_width(e->sort);
@@ -199,7 +340,9 @@ std::optional<Bounds> range_over(Expr root, const ThreadVars& tv, const ThreadBo
       case Op::BvAdd: {
         u128 lo = 0, hi = 0;
         for (unsigned i = 0; i < e->nargs; ++i) lo += arg(i).lo, hi += arg(i).hi;
-        if (hi <= umax_of(w)) out = {uint64_t(lo), uint64_t(hi)};
+        // both ends wrapped the same number of times (`0xffffffff + x` with x >= 1): no gap between
+        if (w < 64 && (lo >> w) == (hi >> w)) out = {uint64_t(lo) & umax_of(w), uint64_t(hi) & umax_of(w)};
+        else if (w == 64 && (lo >> 64) == (hi >> 64)) out = {uint64_t(lo), uint64_t(hi)};
         if (auto q = quotient_pairs(e, r)) out = {std::max(out.lo, q->lo), std::min(out.hi, q->hi)};
         break;
       }
@@ -281,7 +424,19 @@ std::optional<Bounds> range_over(Expr root, const ThreadVars& tv, const ThreadBo
       case Op::ZExt: out = arg(0); break;
       case Op::SExt: if (signed_nonneg(0)) out = arg(0); break;
       case Op::Trunc: if (arg(0).hi <= umax_of(w)) out = arg(0); break;
-      case Op::Ite: out = {std::min(arg(1).lo, arg(2).lo), std::max(arg(1).hi, arg(2).hi)}; break;
+      case Op::Ite: {
+        std::optional<Bounds> arms[2] = {arg(1), arg(2)};
+        if (ite_depth < kMaxIteDepth)
+          for (int k = 0; k < 2; ++k) {
+            auto a = arm_range(e->arg(0), k == 0, e->arg(1 + k), tv, box, guards, ite_depth);
+            if (!a) arms[k].reset();  // no thread takes this arm
+            else if (*a) arms[k] = Bounds{std::max(arms[k]->lo, (*a)->lo), std::min(arms[k]->hi, (*a)->hi)};
+          }
+        if (!arms[0] && !arms[1]) out = arg(1);  // no thread at all: any range is vacuous
+        else if (!arms[0] || !arms[1]) out = arms[0] ? *arms[0] : *arms[1];
+        else out = {std::min(arms[0]->lo, arms[1]->lo), std::max(arms[0]->hi, arms[1]->hi)};
+        break;
+      }
       default:
         if (e->nargs == 0) return std::nullopt;  // TensorElem, Undef, other leaves: no range
         break;                                   // an unknown operation: the full range of its width
@@ -295,6 +450,7 @@ std::optional<Bounds> range_over(Expr root, const ThreadVars& tv, const ThreadBo
   }
   return r.at(root);
 }
+}  // namespace
 
 std::optional<Bounds> RangeCache::range(Expr e, Expr pred) {
   const unsigned w = ir::is_bv(e->sort) ? ir::bv_width(e->sort) : 0;

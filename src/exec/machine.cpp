@@ -518,7 +518,7 @@ bool Machine::step(size_t bi) {
     // undefined only on paths that do not reach here (if-converted regions): no finding
     Expr undef_when = c->has_undef() ? undef_domain(*b, c) : nullptr;
     if (undef_when && (undef_when == b->pred || sat(undef_when))) {
-      Expr holds = undef_condition(ctx_, c);
+      Expr holds = undef_condition(ctx_, c, undef_cond_memo_);
       if (b->conv) holds = ctx_.and_(b->conv->guard, holds);
       // no thread exhibited: the bundle's threads must not silently vanish
       if (!finding("undef-branch", in, *b, undef_when, "an undefined value decides a predicate", holds))

@@ -224,6 +224,9 @@ class Machine {
   std::vector<std::vector<uint64_t>> live_in_;
   uint64_t next_merge_id_ = 0;
   std::unordered_map<ir::Expr, ir::Expr> exists_memo_;  // guard -> exists_data(guard)
+  std::unordered_map<ir::Expr, bool> prop_false_memo_;  // cond -> propositionally_false(cond)
+  std::unordered_map<ir::Expr, ir::Expr> undef_cond_memo_;  // undef_condition's memo, kept for the run
+  std::unordered_map<ir::Expr, std::optional<ThreadCoord>> witness_memo_;  // bundle predicate -> one of its threads
 
   // ---- checks and helpers
   bool sat(ir::Expr e) { return sat_.sat(e); }
@@ -294,6 +297,8 @@ class Machine {
   // so the pointer-free summands' test is memoized (they recur; only the constant changes).
   std::pair<ir::Expr, ir::Expr> single_pointer_summand(ir::Expr a, bool with_rest = true);
   std::unordered_map<ir::Expr, bool> pointer_free_;
+  // the last address base pointer_arms found to name one tensor: base = pointer + offset
+  struct PointerSplit { ir::Expr base, pointer, offset; } last_split_{};
   std::unordered_map<ir::Expr, int> ptr_param_;  // "&tensor" Var -> kernel param index  // de-duplicate findings by kind+line
 };
 

@@ -95,7 +95,12 @@ std::vector<std::pair<Expr, Expr>> Machine::pointer_arms(Bundle& b, const ptx::I
   // (`c ? &a[i] : &b[j]`, or `g ? &a[i] : old` from an if-converted region) does not
   auto mixed = [&](Expr e) {
     for (Expr l : ir::leaves(e))
-      if (ptr_param_.count(l)) return tensors_in(ctx_.bv_sub(e, l)) > 0;
+      if (ptr_param_.count(l)) {
+        Expr off = ctx_.bv_sub(e, l);
+        if (tensors_in(off) > 0) return true;
+        if (e == base) last_split_ = {base, l, off};  // address() reuses it for this access
+        return false;
+      }
     return false;
   };
   if (!mixed(base)) return {};
@@ -121,7 +126,7 @@ std::vector<std::pair<Expr, Expr>> Machine::pointer_arms(Bundle& b, const ptx::I
     if (!sel) unsupported(in, "address mixes several tensor pointers");
     Expr c = sel->arg(0);
     if (c->has_undef()) {  // undefined only where this arm's path or the region's guard excludes it?
-      Expr uc = ctx_.and_(g, undef_condition(ctx_, c));
+      Expr uc = ctx_.and_(g, undef_condition(ctx_, c, undef_cond_memo_));
       if (b.conv) uc = ctx_.and_(b.conv->guard, uc);
       if (!propositionally_false(uc)) {
         Expr when = guarded_domain(b, uc);
@@ -159,6 +164,13 @@ Machine::Addr Machine::address(Bundle& b, const ptx::Instruction& in, const Oper
     finding("undef-address", in, b, undef_domain(b, base), "an undefined value is used as an address");
     unsupported(in, "undefined address");
   }
+  if (base == last_split_.base && ir::bv_width(base->sort) == 64) {
+    // pointer_arms just split this base into pointer + pointer-free offset: (base + k) - pointer
+    // is that offset + k
+    Expr off = ctx_.bv_add(last_split_.offset, ctx_.bv_const(Sort::BV64, uint64_t(o.offset)));
+    int param = ptr_param_.at(last_split_.pointer);
+    return {Space::Global, off, param, launch_.params[param].tensor};
+  }
   Expr a = ctx_.bv_add(as_bv(base, 64), ctx_.bv_const(Sort::BV64, uint64_t(o.offset)));
   if (ir::bv_width(base->sort) == 32) a = ctx_.bv_add(ctx_.zext(base, Sort::BV64), ctx_.bv_const(Sort::BV64, uint64_t(o.offset)));
   if (auto [ptr, off] = single_pointer_summand(a); ptr) {
@@ -181,8 +193,19 @@ Machine::Addr Machine::address(Bundle& b, const ptx::Instruction& in, const Oper
     Expr roots[] = {a};
     BvProgram prog(vars, roots);
     if (!prog.ok()) unsupported(in, "address depends on something other than thread identity");
-    // classify by the address of one thread of the bundle (spaces never overlap)
-    auto t = sat_.witness(b.pred);
+    // classify by the address of one thread of the bundle (spaces never overlap): any thread
+    // will do when the address's interval lies in the shared window; else one thread of the
+    // bundle, found once per predicate (an enumeration until the first model)
+    if (!b.coord)
+      if (auto box = box_of(tv_, b.pred)) {
+        auto guards = guards_of(b.pred);
+        auto r = range_over(a, tv_, *box, guards ? &*guards : nullptr);
+        if (r && r->lo >= kSharedBase && r->hi < kSharedBase + (uint64_t(1) << 24))
+          return {Space::Shared, ctx_.bv_sub(a, ctx_.bv_const(Sort::BV64, kSharedBase)), -1, -1};
+      }
+    auto wit = witness_memo_.find(b.pred);
+    if (wit == witness_memo_.end()) wit = witness_memo_.emplace(b.pred, sat_.witness(b.pred)).first;
+    const auto& t = wit->second;
     uint64_t pt[6] = {0, 0, 0, 0, 0, 0};
     if (t) {
       uint64_t v[6] = {t->tid.x, t->tid.y, t->tid.z, t->ctaid.x, t->ctaid.y, t->ctaid.z};

@@ -144,6 +144,10 @@ void BvProgram::eval(const uint64_t* point, uint64_t* out) {
 std::optional<AtomBound> bound_of_atom(Expr a) {
   bool neg = false;
   if (a->op == Op::Not) { neg = true; a = a->arg(0); }
+  return bound_of_atom(a, neg);
+}
+
+std::optional<AtomBound> bound_of_atom(Expr a, bool neg) {
   if ((a->op != Op::Ult && a->op != Op::Ule && a->op != Op::Eq) || a->nargs != 2) return std::nullopt;
   Expr x = a->arg(0), y = a->arg(1);
   const bool const_right = y->op == Op::ConstBV;
@@ -185,6 +189,20 @@ bool ThreadSat::thread_only(Expr e) {
     if (l->op != Op::Var || var_id(l) < 0) { ok = false; break; }
   thread_only_memo_[e] = ok;
   return ok;
+}
+
+// Path predicates repeat their atoms across thousands of queries (each split adds one atom):
+// the leaves of each atom are collected once.
+int ThreadSat::var_mask(Expr e) {
+  if (auto it = var_masks_.find(e); it != var_masks_.end()) return it->second;
+  int mask = 0;
+  for (Expr l : ir::leaves(e)) {
+    int id = var_id(l);
+    if (id < 0) { mask = -1; break; }
+    mask |= 1 << id;
+  }
+  var_masks_.emplace(e, mask);
+  return mask;
 }
 
 bool ThreadSat::mentions_ctaid(Expr e) {
@@ -342,11 +360,10 @@ std::optional<ThreadCoord> ThreadSat::solve(Expr e, bool want_point) {
   auto find = [&](int x) { while (parent[x] != x) x = parent[x] = parent[parent[x]]; return x; };
   std::vector<std::vector<int>> atom_vars(atoms.size());
   for (size_t i = 0; i < atoms.size(); ++i) {
-    for (Expr l : ir::leaves(atoms[i])) {
-      int id = var_id(l);
-      if (id < 0) { ++inexact_; return want_point ? std::nullopt : std::optional<ThreadCoord>(tc); }
-      atom_vars[i].push_back(id);
-    }
+    int mask = var_mask(atoms[i]);
+    if (mask < 0) { ++inexact_; return want_point ? std::nullopt : std::optional<ThreadCoord>(tc); }
+    for (int v = 0; v < 6; ++v)
+      if (mask >> v & 1) atom_vars[i].push_back(v);
     for (size_t j = 1; j < atom_vars[i].size(); ++j) parent[find(atom_vars[i][j])] = find(atom_vars[i][0]);
   }
   std::vector<uint64_t> value(6, 0);

@@ -61,6 +61,7 @@ class ThreadSat {
   std::optional<std::vector<uint64_t>> solve_component(ir::Expr conj, const std::vector<int>& var_ids, bool want_point);
   std::optional<ThreadCoord> solve(ir::Expr e, bool want_point);
   int var_id(ir::Expr v) const;
+  int var_mask(ir::Expr e);  // bit i: e mentions ThreadVars::all()[i]; -1: a leaf that is not a thread Var
   std::optional<bool> interval_decide(const std::vector<ir::Expr>& atoms);
 
   ir::Context& ctx_;
@@ -68,6 +69,7 @@ class ThreadSat {
   uint64_t max_enum_;
   std::unordered_map<ir::Expr, bool> memo_;
   std::unordered_map<ir::Expr, bool> thread_only_memo_;
+  std::unordered_map<ir::Expr, int> var_masks_;
   uint64_t inexact_ = 0, queries_ = 0;
   Deadline* deadline_ = nullptr;
 };
@@ -81,6 +83,7 @@ struct AtomBound {
   uint64_t lo, hi;
 };
 std::optional<AtomBound> bound_of_atom(ir::Expr atom);
+std::optional<AtomBound> bound_of_atom(ir::Expr atom, bool negated);  // what `!atom` says when negated
 
 // index = k + sum c_i * v_i over thread Vars (vars in ThreadVars::all() order), when e has that
 // shape (no wraparound assumed; callers verify candidates by evaluation or bound the ranges).

@@ -1,6 +1,8 @@
 // If-conversion of branch regions (exec/ifconv.h) on hand-written PTX: data-dependent
 // triangles/diamonds, regions that stay UNSUPPORTED, checks inside converted sides, and the
 // thread-identity conversion that replaces bundle splits.
+#include <random>
+
 #include "exec/ifconv.h"
 #include "exec_test_util.h"
 
@@ -322,6 +324,91 @@ TEST(PointerSelect, ThreadConditionChecksEachArmOnItsOwnThreads) {
   ASSERT_TRUE(has_finding(r, "global-out-of-bounds")) << to_text(s2.h.ctx, r);
   for (const auto& f : r.findings)
     if (f.kind == "global-out-of-bounds") { ASSERT_TRUE(f.thread); EXPECT_EQ(f.thread->tid.x, 16u); }
+}
+
+// The truth-table check agrees with enumerating assignments through the Context (exists_data
+// with every atom a variable) on random skeletons of Not/And/Or/ite over up to 10 atoms, some of
+// them negations of others; above 10 atoms it answers "not proven".
+TEST(IfConvParts, PropositionallyUnsatMatchesEnumeration) {
+  ir::Context ctx;
+  std::vector<ir::Expr> atoms;
+  for (int k = 0; k < 6; ++k) {
+    ir::Expr x = ctx.elem(ctx.tensor("x"), k, ir::Sort::Real);
+    atoms.push_back(ctx.lt(ctx.real_const(0), x));
+    atoms.push_back(ctx.le(x, ctx.real_const(0)));  // the first one's negation: one variable
+  }
+  std::mt19937 rng(7);
+  int unsat = 0;
+  for (int iter = 0; iter < 400; ++iter) {
+    size_t pool = 2 + rng() % 9;  // 2..10 atoms drawn from (so at most 10 variables)
+    std::vector<ir::Expr> nodes(atoms.begin(), atoms.begin() + pool);
+    for (int k = 0; k < 8; ++k) {
+      ir::Expr a = nodes[rng() % nodes.size()], b = nodes[rng() % nodes.size()], c = nodes[rng() % nodes.size()];
+      switch (rng() % 4) {
+        case 0: nodes.push_back(ctx.not_(a)); break;
+        case 1: nodes.push_back(ctx.and_(a, b)); break;
+        case 2: nodes.push_back(ctx.or_(a, b)); break;
+        default: nodes.push_back(ctx.ite(a, b, c)); break;
+      }
+    }
+    ir::Expr cond = ctx.and_(nodes.back(), nodes[nodes.size() - 2]);
+    ir::Expr e = exists_data(ctx, cond, [](ir::Expr) { return false; }, 10);
+    bool expect = e->op == ir::Op::ConstBool && !e->bool_value();
+    EXPECT_EQ(propositionally_unsat(ctx, cond), expect) << iter;
+    unsat += expect;
+  }
+  EXPECT_GT(unsat, 10) << "some random conditions are contradictions";
+  std::vector<ir::Expr> many;
+  for (int k = 0; k < 11; ++k) many.push_back(ctx.lt(ctx.real_const(k), ctx.elem(ctx.tensor("y"), k, ir::Sort::Real)));
+  many.push_back(ctx.not_(many[0]));  // unsatisfiable, but 11 variables: not decided here
+  EXPECT_FALSE(propositionally_unsat(ctx, ctx.and_(many)));
+  EXPECT_TRUE(propositionally_unsat(ctx, ctx.and_(atoms[0], atoms[1])));
+}
+
+// A memo kept across calls answers like fresh calls (shared sub-terms, Undef-free parts).
+TEST(IfConvParts, UndefConditionWithAKeptMemoMatchesFreshCalls) {
+  ir::Context ctx;
+  ir::Expr x = ctx.elem(ctx.tensor("x"), 0, ir::Sort::Real);
+  ir::Expr c = ctx.lt(ctx.real_const(0), x), d = ctx.lt(x, ctx.real_const(5));
+  ir::Expr u = ctx.ite(c, x, ctx.undef(ir::Sort::Real));
+  ir::Expr v1 = ctx.add(u, ctx.real_const(1));
+  ir::Expr v2 = ctx.ite(d, v1, ctx.ite(c, ctx.real_const(2), ctx.undef(ir::Sort::Real)));
+  std::unordered_map<ir::Expr, ir::Expr> memo;
+  for (ir::Expr v : {v1, v2, v1, x, u}) EXPECT_EQ(undef_condition(ctx, v, memo), undef_condition(ctx, v));
+  EXPECT_EQ(undef_condition(ctx, v1, memo), ctx.not_(c));
+  EXPECT_EQ(undef_condition(ctx, x, memo), ctx.bool_const(false));
+}
+
+// Two accesses through one base register at different constant offsets (the address split the
+// pointer check made is reused for the access): out[t] = in[t + 8] - in[t + 3], exact against the
+// concrete interpreter.
+TEST(IfConvParts, OneBaseRegisterAtTwoOffsets) {
+  auto m = data_kernel("ld.global.f32 %f3, [%rd4+32];\nld.global.f32 %f4, [%rd4+12];\nsub.f32 %f5, %f3, %f4;\n"
+                       "st.global.f32 [%rd3], %f5;");
+  Case s(16, 24);
+  std::vector<double> ref(16);
+  for (size_t t = 0; t < 16; ++t) ref[t] = double(float(float(s.in[t + 8]) - float(s.in[t + 3])));
+  cross_check(s.h, m, "k", "out", ref, 1e-6);
+}
+
+// A shared-memory address is classified by its interval (inside the shared window for every
+// thread of the bundle), not by enumerating the bundle for one thread: out[t] = in[31 - t]
+// through a shared array, exact against the concrete interpreter.
+TEST(IfConvParts, SharedAddressByItsInterval) {
+  std::string text = std::string(".version 8.5\n.target sm_90\n.address_size 64\n") +
+                     ".visible .entry k(.param .u64 k_out, .param .u64 k_in)\n{\n"
+                     ".reg .b32 %r<16>;\n.reg .f32 %f<8>;\n.reg .b64 %rd<16>;\n.shared .align 4 .b8 sbuf[128];\n"
+                     "ld.param.u64 %rd1, [k_out];\nld.param.u64 %rd2, [k_in];\nmov.u32 %r1, %tid.x;\n"
+                     "mul.wide.u32 %rd5, %r1, 4;\nadd.s64 %rd3, %rd1, %rd5;\nadd.s64 %rd4, %rd2, %rd5;\n"
+                     "ld.global.f32 %f1, [%rd4];\nmov.u32 %r2, sbuf;\nshl.b32 %r3, %r1, 2;\nadd.s32 %r4, %r2, %r3;\n"
+                     "st.shared.f32 [%r4], %f1;\nbar.sync 0;\nsub.s32 %r5, 31, %r1;\nshl.b32 %r6, %r5, 2;\n"
+                     "add.s32 %r7, %r2, %r6;\nld.shared.f32 %f2, [%r7];\nst.global.f32 [%rd3], %f2;\nret;\n}\n";
+  auto m = ptx::parse(text);
+  ptx::inline_calls(m);
+  Case s(32);
+  std::vector<double> ref(32);
+  for (size_t t = 0; t < 32; ++t) ref[t] = s.in[31 - t];
+  cross_check(s.h, m, "k", "out", ref, 1e-9);
 }
 
 }  // namespace

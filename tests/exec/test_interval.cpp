@@ -7,6 +7,7 @@
 #include "exec/interval.h"
 #include "exec/sat.h"
 #include "exec_test_util.h"
+#include "ir/print.h"
 
 namespace dirigo::exec::test {
 namespace {
@@ -159,6 +160,100 @@ TEST(RangeOver, RandomQuotientSumsAreNeverUnderApproximated) {
     EXPECT_GE(r->hi, truth->hi) << iter;
   }
   EXPECT_GT(proved, 100) << "most sums get a range";
+}
+
+// A transposed convolution's gather index (a traced launch's shape, 80M threads):
+// 4*t + 512*c - 140*(L/35) is 4*(L mod 35), next to another quotient of the same L
+// (2^18*(L/156800)). The remainder pair must be taken before the monotone one, which would use up
+// 4*L and leave -140*(L/35) to wrap.
+TEST(RangeOver, RemainderPairBeforeMonotonePairOfTheSameSum) {
+  ir::Context ctx;
+  ThreadVars tv(ctx, {128, 1, 1}, {627200, 1, 1});
+  auto c32 = [&](uint64_t v) { return ctx.bv_const(Sort::BV32, v); };
+  auto c64 = [&](uint64_t v) { return ctx.bv_const(Sort::BV64, v); };
+  auto z = [&](Expr e) { return ctx.zext(e, Sort::BV64); };
+  Expr L = ctx.bv_add(ctx.bv_mul(tv.ctaid[0], c32(128)), tv.tid[0]);
+  Expr q = ctx.bv_udiv(L, c32(35));
+  Expr e = ctx.bv_add(std::vector<Expr>{c64(132), ctx.bv_mul(z(q), c64(uint64_t(-140))), ctx.bv_mul(z(tv.ctaid[0]), c64(512)),
+                                        ctx.bv_mul(z(ctx.bv_urem(q, c32(35))), c64(128)),
+                                        ctx.bv_mul(z(ctx.bv_udiv(L, c32(156800))), c64(0x40000)), ctx.bv_mul(z(tv.tid[0]), c64(4))});
+  auto r = range_over(e, tv, *box_of(tv, ctx.bool_const(true)));
+  uint64_t lo = UINT64_MAX, hi = 0;  // the truth, over every L (t and c enter only through L)
+  for (uint64_t l = 0; l < 128u * 627200u; ++l) {
+    uint64_t v = 132 + 4 * (l % 35) + 128 * (l / 35 % 35) + 0x40000 * (l / 156800);
+    lo = std::min(lo, v), hi = std::max(hi, v);
+  }
+  ASSERT_TRUE(r);
+  EXPECT_LE(r->lo, lo);
+  EXPECT_GE(r->hi, hi);
+  EXPECT_EQ(r->hi, 132u + 4 * 34 + 128 * 34 + 0x40000u * 511) << "the three terms' ranges, no wraparound";
+}
+
+// `0 <=s i` and `!((16 <=s i) || (i <s 0))` in a path predicate bound i to [0, 15] (signed atoms
+// on one side of zero, De Morgan through a negated disjunction): i = (31 & L) - 1 wraps as an
+// interval, so without them 1024 * (i /s 2) has no range.
+TEST(RangeOver, SignedAtomsAndNegatedDisjunctionsGuard) {
+  Launch1D t;
+  Expr i = t.ctx.bv_add(t.ctx.bv_and(t.L(), t.c32(31)), t.c32(0xffffffff));
+  Expr half = t.ctx.bv_sdiv(i, t.c32(2));
+  Expr pred = t.ctx.and_(t.ctx.sle(t.c32(0), i), t.ctx.not_(t.ctx.or_(t.ctx.sle(t.c32(16), half), t.ctx.slt(half, t.c32(0)))));
+  Expr e = t.ctx.bv_add(t.ctx.bv_mul(half, t.c32(1024)), t.tv.tid[0]);
+  auto r = interval(t.tv, e, pred);
+  auto truth = brute_range(t.tv, e, pred);
+  ASSERT_TRUE(r && truth);
+  EXPECT_LE(r->lo, truth->lo);
+  EXPECT_GE(r->hi, truth->hi);
+  EXPECT_EQ(r->hi, 1024u * 15 + 255);
+  auto g = guards_of(pred);
+  ASSERT_TRUE(g && g->count(half) && g->count(i));
+  EXPECT_EQ(g->at(half).hi, 15u);
+  EXPECT_EQ(g->at(i).hi, 0x7fffffffu) << "0 <=s i alone: the non-negative half";
+  EXPECT_FALSE(guards_of(t.ctx.and_(t.ctx.slt(half, t.c32(0)), t.ctx.sle(t.c32(3), half)))) << "contradictory signed atoms";
+}
+
+// An ite's arm is ranged under its condition: `c ? 4*sext(j) : 0` with c = `!(g ? ((32 <=s j) ||
+// (j <s 0)) : false) && g` (an if-converted region's guard, g decided by the other conjunct)
+// keeps 0 <=s j <s 32 although j = (63 & tid) - 1 wraps; the arm no thread takes is dropped.
+TEST(RangeOver, IteArmsUnderTheirConditions) {
+  Launch1D t;
+  Expr j = t.ctx.bv_add(t.ctx.bv_and(t.tv.tid[0], t.c32(63)), t.c32(0xffffffff));
+  Expr g = t.ctx.sle(t.c32(0), j);
+  Expr bad = t.ctx.or_(t.ctx.sle(t.c32(32), j), t.ctx.slt(j, t.c32(0)));
+  Expr c = t.ctx.and_(t.ctx.not_(t.ctx.ite(g, bad, t.ctx.bool_const(false))), g);
+  Expr e = t.ctx.ite(c, t.ctx.bv_mul(t.ctx.sext(j, Sort::BV64), t.c64(4)), t.c64(0));
+  Expr pred = t.ctx.bool_const(true);
+  auto r = interval(t.tv, e, pred);
+  auto truth = brute_range(t.tv, e, pred);
+  ASSERT_TRUE(r && truth);
+  EXPECT_LE(r->lo, truth->lo);
+  EXPECT_GE(r->hi, truth->hi);
+  EXPECT_EQ(r->hi, 4u * 31) << ir::to_string(t.ctx, e);
+  // the else arm is unreachable under a predicate that implies c: only the then arm counts
+  Expr e2 = t.ctx.ite(g, t.ctx.bv_mul(t.ctx.zext(j, Sort::BV64), t.c64(4)), t.c64(1u << 20));
+  auto r2 = interval(t.tv, e2, t.ctx.and_(g, t.ctx.ult(j, t.c32(10))));
+  ASSERT_TRUE(r2);
+  EXPECT_EQ(r2->hi, 36u);
+}
+
+// A sum whose both ends wrap the same number of times has no gap: `0xffffffff + x` with x in
+// [1, 10] is [0, 9]. A guard on `k + x` bounds x too, when shifting back does not wrap.
+TEST(RangeOver, ConsistentWrapAndConstantOffsetGuards) {
+  Launch1D t;
+  Expr x = t.ctx.bv_add(t.ctx.bv_and(t.tv.tid[0], t.c32(7)), t.c32(1));  // [1, 8]
+  Expr e = t.ctx.bv_add(x, t.c32(0xffffffff));
+  auto r = interval(t.tv, e, t.ctx.bool_const(true));
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->lo, 0u);
+  EXPECT_EQ(r->hi, 7u);
+  Expr y = t.ctx.bv_and(t.tv.tid[0], t.c32(63));
+  Expr shifted = t.ctx.bv_add(y, t.c32(0xfffffffe));  // y - 2
+  auto g = guards_of(t.ctx.ult(shifted, t.c32(5)));
+  ASSERT_TRUE(g && g->count(y));
+  EXPECT_EQ(g->at(y).lo, 2u);
+  EXPECT_EQ(g->at(y).hi, 6u);
+  auto wraps = guards_of(t.ctx.ult(t.ctx.bv_add(y, t.c32(3)), t.c32(5)));  // y + 3 < 5: y in {0, 1} or y >= 2^32 - 3
+  ASSERT_TRUE(wraps);
+  EXPECT_FALSE(wraps->count(y)) << "[-3, 1] wraps: no interval for y";
 }
 
 }  // namespace
