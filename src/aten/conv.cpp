@@ -38,6 +38,17 @@ Expr convolve(const Env& e, const TensorRef& x, const TensorRef& w, const std::o
   int64_t oc = o[lead];
   std::vector<int64_t> ksize(w.shape.begin() + 2, w.shape.end());
   std::vector<Expr> terms;
+  // check's numeric evaluation takes the products as index pairs (see OpCall::sum_of_products)
+  bool as_products = e.call.sum_of_products && is_floating(x.dtype) && is_floating(w.dtype);
+  Products prods;
+  auto product = [&](const Index& xi, const Index& wi) {
+    if (as_products) {
+      prods.a_list.push_back(x.flat_index(xi));
+      prods.b_list.push_back(w.flat_index(wi));
+    } else {
+      terms.push_back(cx.mul(e.real_at(x, xi), e.real_at(w, wi)));
+    }
+  };
   auto x_index = [&](int64_t ic, const Index& pos) {
     Index xi;
     if (batched) xi.push_back(n);
@@ -57,7 +68,7 @@ Expr convolve(const Env& e, const TensorRef& x, const TensorRef& w, const std::o
         }
         Index wi{oc, ic};
         wi.insert(wi.end(), k.begin(), k.end());
-        terms.push_back(cx.mul(e.real_at(x, x_index(g * cin_g + ic, pos)), e.real_at(w, wi)));
+        product(x_index(g * cin_g + ic, pos), wi);
       });
   } else {
     int64_t cout_g = w.shape[1], cin_g = x.shape[lead] / p.groups;
@@ -72,8 +83,14 @@ Expr convolve(const Env& e, const TensorRef& x, const TensorRef& w, const std::o
         }
         Index wi{ic, ocg};
         wi.insert(wi.end(), k.begin(), k.end());
-        terms.push_back(cx.mul(e.real_at(x, x_index(ic, pos)), e.real_at(w, wi)));
+        product(x_index(ic, pos), wi);
       });
+  }
+  if (as_products && !prods.a_list.empty()) {
+    prods.a_tensor = x.tensor_id;
+    prods.b_tensor = w.tensor_id;
+    prods.count = int64_t(prods.a_list.size());
+    terms.push_back(e.call.sum_of_products(prods));
   }
   if (bias) terms.push_back(e.real_at(*bias, Index{oc}));
   return cx.add(terms);

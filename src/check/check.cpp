@@ -4,6 +4,7 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <map>
 #include <mutex>
 #include <thread>
 #include <cmath>
@@ -16,6 +17,7 @@
 
 #include "bundle/io.h"
 #include "check/lower.h"
+#include "check/numeric.h"
 #include "check/search.h"
 #include "ir/eval.h"
 #include "ir/limits.h"
@@ -28,6 +30,9 @@ namespace dirigo::check {
 // Above this many nodes (both sides) a location is only falsified at random points (no normalization,
 // bounds or Z3): a batch statistic over a GEMM output is ~17 M nodes.
 constexpr uint64_t kGiantLocationNodes = 4'000'000;
+// Building a location stops at this many nodes (both sides); the location is then evaluated
+// numerically at random points (check/numeric.h), and so are later locations of the same output.
+constexpr size_t kBuildNodes = kGiantLocationNodes;
 
 std::string_view outcome_name(Outcome o) {
   switch (o) {
@@ -351,16 +356,29 @@ class Search {
     };
     std::optional<LimitGuard> limited;
     limited.emplace(ctx);
-    ir::set_limits(ctx, {ctx.num_nodes() + opt_.max_location_nodes,
-                    budget_end()});
+    size_t nodes0 = ctx.num_nodes();
+    ir::set_limits(ctx, {nodes0 + std::min(opt_.max_location_nodes, kBuildNodes), budget_end()});
+    std::string too_large;  // set: decided numerically instead of building
+    {
+      std::lock_guard lock(mu_);
+      if (numeric_outputs_.count(loc.output))
+        too_large = fmt::format("an earlier location of this output passed {} nodes", kBuildNodes);
+    }
     try {
-      ea = ref.element(pair.ref, loc.flat);
-      building = "candidate";
-      eb = cand.element(pair.cand, loc.flat);
+      if (too_large.empty()) {
+        ea = ref.element(pair.ref, loc.flat);
+        building = "candidate";
+        eb = cand.element(pair.cand, loc.flat);
+      }
     } catch (const ir::LimitExceeded& x) {
-      lr.verdict = smt::Verdict::Timeout;
-      lr.reason = fmt::format("building the {} program's expression for this location: {}", building, x.what());
-      return slot;
+      if (ctx.num_nodes() < nodes0 + kBuildNodes) {  // the deadline, not the size
+        lr.verdict = smt::Verdict::Timeout;
+        lr.reason = fmt::format("building the {} program's expression for this location: {}", building, x.what());
+        return slot;
+      }
+      too_large = fmt::format("building the {} program's expression passed {} nodes", building, kBuildNodes);
+      std::lock_guard lock(mu_);
+      numeric_outputs_.insert(loc.output);
     } catch (const WriteRace& w) {
       slot.kind = Slot::Kind::Race;
       slot.message = w.what();
@@ -372,6 +390,12 @@ class Search {
     } catch (const OutOfTime&) {  // undecided: the budget ended while expanding this location
       lr.verdict = smt::Verdict::Timeout;
       lr.reason = "the budget ran out while building the location's expressions (back-projection)";
+      lr.ms = std::chrono::duration<double, std::milli>(Clock::now() - tl).count();
+      return slot;
+    }
+    if (!too_large.empty()) {
+      ir::set_limits(ctx, {ctx.num_nodes() + opt_.max_location_nodes, budget_end()});
+      numeric_decide(ref, cand, slot, too_large);
       lr.ms = std::chrono::duration<double, std::milli>(Clock::now() - tl).count();
       return slot;
     }
@@ -453,6 +477,89 @@ class Search {
     if (d.verdict == smt::Verdict::Differ && d.witness) witness_values(ctx, ea, eb, *d.witness, lr, seq);
     lr.ms = std::chrono::duration<double, std::milli>(Clock::now() - tl).count();
     return slot;
+  }
+
+  // A location too large to build, decided at the falsify ladder's points by evaluating both programs
+  // numerically (check/numeric.h): a point beyond the tolerance is a Sampling witness regenerable
+  // from (seed, point); none leaves the location undecided. Evaluators live as long as the search, so
+  // that neighbouring locations reuse the statistics they share.
+  void numeric_decide(Lowering& ref, Lowering& cand, Slot& slot, const std::string& why) {
+    LocationResult& lr = slot.lr;
+    const auto& pair = m_.outputs[lr.loc.output];
+    unsigned npoints = std::max(1u, dopt_.falsify_points);
+    double bound = dopt_.tolerance ? dopt_.tolerance->bound : 10.0;
+    auto options = [&](std::vector<unsigned> points, ir::Precision prec) {
+      NumericOptions o;
+      o.seed = dopt_.random_seed;
+      o.points = std::move(points);
+      o.bound = bound;
+      o.precision = prec;
+      o.deadline = budget_end();
+      return o;
+    };
+    // Points two at a time (one symmetric, one non-negative draw of a rung): the difference usually
+    // shows at the first pair, and a sum of products costs as much per point as the whole rest.
+    auto evaluator = [&](Lowering& low, unsigned first) -> NumericEvaluator& {
+      std::lock_guard lock(mu_);
+      auto& e = numeric_[{&low, first}];
+      if (!e) {
+        std::vector<unsigned> points;
+        for (unsigned p = first; p < std::min(first + 2, npoints); ++p) points.push_back(p);
+        e = std::make_unique<NumericEvaluator>(low, options(points, ir::Precision::F64));
+      }
+      return *e;
+    };
+    lr.stage = smt::Stage::Sampling;
+    lr.ref_expr = lr.cand_expr = "(not built: evaluated numerically)";
+    const char* side = "reference";
+    try {
+      std::optional<unsigned> hit;
+      std::vector<double> a, b;
+      for (unsigned first = 0; first < npoints && !hit; first += 2) {
+        side = "reference";
+        a = evaluator(ref, first).element(pair.ref, lr.loc.flat);
+        side = "candidate";
+        b = evaluator(cand, first).element(pair.cand, lr.loc.flat);
+        // As falsify judges a point: both values finite and apart beyond the tolerance (a NaN at a
+        // point whose variance went negative is no evidence).
+        for (unsigned p = 0; p < a.size() && !hit; ++p)
+          if (std::isfinite(a[p]) && std::isfinite(b[p]) && beyond_tolerance(a[p], b[p], tol_)) hit = first + p;
+      }
+      if (!hit) {
+        lr.verdict = smt::Verdict::Unknown;
+        lr.reason = fmt::format("{}: evaluated numerically at {} random points, none differs beyond the tolerance",
+                                why, npoints);
+        return;
+      }
+      lr.verdict = smt::Verdict::Differ;
+      lr.ref_value = a[*hit % 2];
+      lr.cand_value = b[*hit % 2];
+      lr.exceeds_tolerance = true;
+      lr.sampled = LocationResult::SampledPoint{dopt_.random_seed, *hit, bound};
+      lr.reason = fmt::format("{}: evaluated numerically at random point {} of seed {}", why, *hit, dopt_.random_seed);
+      side = "reference";
+      double fa = NumericEvaluator(ref, options({*hit}, ir::Precision::F32)).element(pair.ref, lr.loc.flat)[0];
+      side = "candidate";
+      double fb = NumericEvaluator(cand, options({*hit}, ir::Precision::F32)).element(pair.cand, lr.loc.flat)[0];
+      lr.ref_value_f32 = fa;
+      lr.cand_value_f32 = fb;
+      lr.confirmed_f32 = !std::isnan(fa) && !std::isnan(fb) && beyond_tolerance(fa, fb, tol_);
+    } catch (const WriteRace& w) {
+      slot.kind = Slot::Kind::Race;
+      slot.message = w.what();
+    } catch (const Unsupported& u) {  // the numeric path only: the location stays undecided
+      lr.verdict = smt::Verdict::Unknown;
+      lr.reason = fmt::format("{}; evaluating the {} program numerically: {}", why, side, u.what());
+    } catch (const OutOfTime&) {
+      lr.verdict = lr.verdict == smt::Verdict::Differ ? lr.verdict : smt::Verdict::Timeout;
+      if (lr.verdict == smt::Verdict::Timeout)
+        lr.reason = fmt::format("{}; the budget ran out evaluating the {} program numerically", why, side);
+    } catch (const ir::LimitExceeded& x) {
+      if (lr.verdict != smt::Verdict::Differ) {
+        lr.verdict = smt::Verdict::Timeout;
+        lr.reason = fmt::format("{}; evaluating the {} program numerically: {}", why, side, x.what());
+      }
+    }
   }
 
   // The witness's leaves, refined beyond tolerance when the solver's values are not, and both
@@ -545,6 +652,8 @@ class Search {
   uint64_t solver_calls_ = 0;
   std::atomic<size_t> dedup_hits_{0};
   std::unordered_map<PairKey, Decided, PairKeyHash> decided_;
+  std::unordered_set<size_t> numeric_outputs_;  // outputs whose locations are evaluated numerically
+  std::map<std::pair<const Lowering*, unsigned>, std::unique_ptr<NumericEvaluator>> numeric_;  // by first point
 };
 
 // Which stage the budget ran out in: the last location that timed out, else the stages before the

@@ -105,6 +105,15 @@ struct LocationResult {
   bool confirmed_f32 = false;    // the fp32 values differ beyond the tolerance
   bool exceeds_tolerance = false;
   bool deduplicated = false;     // --full: decided by an earlier query identical up to leaf renaming
+  // Decided by numeric evaluation of a location too large to build (check/numeric.h): the falsify
+  // ladder point whose inputs show the difference. Every input is regenerable from it (smt::draw keyed
+  // by smt::name_key of "in:<shared input>"), so `leaves` stays empty.
+  struct SampledPoint {
+    uint64_t seed = 0;
+    unsigned point = 0;
+    double bound = 10;  // the ladder's first rung; point `point` draws within smt::point_bound(point, bound)
+  };
+  std::optional<SampledPoint> sampled;
   double ms = 0;
 };
 
