@@ -30,9 +30,6 @@ namespace dirigo::check {
 // Above this many nodes (both sides) a location is only falsified at random points (no normalization,
 // bounds or Z3): a batch statistic over a GEMM output is ~17 M nodes.
 constexpr uint64_t kGiantLocationNodes = 4'000'000;
-// Building a location stops at this many nodes (both sides); the location is then evaluated
-// numerically at random points (check/numeric.h), and so are later locations of the same output.
-constexpr size_t kBuildNodes = kGiantLocationNodes;
 
 std::string_view outcome_name(Outcome o) {
   switch (o) {
@@ -357,12 +354,12 @@ class Search {
     std::optional<LimitGuard> limited;
     limited.emplace(ctx);
     size_t nodes0 = ctx.num_nodes();
-    ir::set_limits(ctx, {nodes0 + std::min(opt_.max_location_nodes, kBuildNodes), budget_end()});
+    ir::set_limits(ctx, {nodes0 + std::min(opt_.max_location_nodes, opt_.build_nodes), budget_end()});
     std::string too_large;  // set: decided numerically instead of building
     {
       std::lock_guard lock(mu_);
       if (numeric_outputs_.count(loc.output))
-        too_large = fmt::format("an earlier location of this output passed {} nodes", kBuildNodes);
+        too_large = fmt::format("an earlier location of this output passed {} nodes", opt_.build_nodes);
     }
     try {
       if (too_large.empty()) {
@@ -371,12 +368,12 @@ class Search {
         eb = cand.element(pair.cand, loc.flat);
       }
     } catch (const ir::LimitExceeded& x) {
-      if (ctx.num_nodes() < nodes0 + kBuildNodes) {  // the deadline, not the size
+      if (ctx.num_nodes() < nodes0 + opt_.build_nodes) {  // the deadline, not the size
         lr.verdict = smt::Verdict::Timeout;
         lr.reason = fmt::format("building the {} program's expression for this location: {}", building, x.what());
         return slot;
       }
-      too_large = fmt::format("building the {} program's expression passed {} nodes", building, kBuildNodes);
+      too_large = fmt::format("building the {} program's expression passed {} nodes", building, opt_.build_nodes);
       std::lock_guard lock(mu_);
       numeric_outputs_.insert(loc.output);
     } catch (const WriteRace& w) {

@@ -41,6 +41,9 @@ struct Options {
   // Nodes one location may add to its worker's ir::Context (~100 bytes each with the unique table):
   // a location that would not fit ends as TIMEOUT naming the node budget instead of swapping.
   size_t max_location_nodes = 30'000'000;
+  // Building a location stops at this many nodes; it is then evaluated numerically at random points
+  // (check/numeric.h), as are later locations of the same output (their size is alike).
+  size_t build_nodes = 4'000'000;
   // false: the caller exits right after the check (the CLI), so the lowering's memo, the order and
   // the expression nodes are left to the OS instead of freed one by one (seconds for 10^6 locations)
   bool release_memory = true;
@@ -159,6 +162,9 @@ struct WitnessSource {
 };
 // The dirigo-witness document (docs/check.md) of the first differing location; "" when none.
 std::string witness_json(const Report& r, const WitnessSource& src = {});
+// The "sampled" object of a location decided by numeric evaluation (report and witness): seed, point,
+// the point's bound and sign, and how each element is drawn, enough for a replay to regenerate every input.
+std::string sampled_json(const LocationResult::SampledPoint& s);
 // The verdict rules for a replay of the first differing location: it reproduces -> BUG with
 // evidence replay-gpu/replay-cpu; it ran and does not -> SUSPECT; it could not run -> unchanged
 // (fp32 evidence, labelled as such).
