@@ -354,7 +354,11 @@ class Search {
     std::optional<LimitGuard> limited;
     limited.emplace(ctx);
     size_t nodes0 = ctx.num_nodes();
-    ir::set_limits(ctx, {nodes0 + std::min(opt_.max_location_nodes, opt_.build_nodes), budget_end()});
+    // Building may take a share of what is left of the budget; past it (or past build_nodes) the
+    // location is evaluated numerically with the rest.
+    auto build_end = std::min(budget_end(), tl + std::chrono::duration_cast<Clock::duration>(
+                                                     (budget_end() - tl) * opt_.build_share));
+    ir::set_limits(ctx, {nodes0 + std::min(opt_.max_location_nodes, opt_.build_nodes), build_end});
     std::string too_large;  // set: decided numerically instead of building
     {
       std::lock_guard lock(mu_);
@@ -368,12 +372,17 @@ class Search {
         eb = cand.element(pair.cand, loc.flat);
       }
     } catch (const ir::LimitExceeded& x) {
-      if (ctx.num_nodes() < nodes0 + opt_.build_nodes) {  // the deadline, not the size
+      bool too_many = ctx.num_nodes() >= nodes0 + opt_.build_nodes;
+      if ((!too_many && ctx.num_nodes() >= nodes0 + opt_.max_location_nodes) || Clock::now() >= budget_end()) {
         lr.verdict = smt::Verdict::Timeout;
         lr.reason = fmt::format("building the {} program's expression for this location: {}", building, x.what());
         return slot;
       }
-      too_large = fmt::format("building the {} program's expression passed {} nodes", building, opt_.build_nodes);
+      too_large = too_many ? fmt::format("building the {} program's expression passed {} nodes", building,
+                                         opt_.build_nodes)
+                           : fmt::format("building the {} program's expression took {:.0f}% of the budget left "
+                                         "({} nodes by then)", building, opt_.build_share * 100,
+                                         ctx.num_nodes() - nodes0);
       std::lock_guard lock(mu_);
       numeric_outputs_.insert(loc.output);
     } catch (const WriteRace& w) {
@@ -502,7 +511,11 @@ class Search {
       if (!e) {
         std::vector<unsigned> points;
         for (unsigned p = first; p < std::min(first + 2, npoints); ++p) points.push_back(p);
-        e = std::make_unique<NumericEvaluator>(low, options(points, ir::Precision::F64));
+        NumericOptions o = options(points, ir::Precision::F64);
+        auto& shared = numeric_products_[first];
+        if (!shared) shared = make_products_cache();
+        o.products_cache = shared;
+        e = std::make_unique<NumericEvaluator>(low, o);
       }
       return *e;
     };
@@ -534,10 +547,12 @@ class Search {
       lr.exceeds_tolerance = true;
       lr.sampled = LocationResult::SampledPoint{dopt_.random_seed, *hit, bound};
       lr.reason = fmt::format("{}: evaluated numerically at random point {} of seed {}", why, *hit, dopt_.random_seed);
+      NumericOptions o32 = options({*hit}, ir::Precision::F32);
+      o32.products_cache = make_products_cache();
       side = "reference";
-      double fa = NumericEvaluator(ref, options({*hit}, ir::Precision::F32)).element(pair.ref, lr.loc.flat)[0];
+      double fa = NumericEvaluator(ref, o32).element(pair.ref, lr.loc.flat)[0];
       side = "candidate";
-      double fb = NumericEvaluator(cand, options({*hit}, ir::Precision::F32)).element(pair.cand, lr.loc.flat)[0];
+      double fb = NumericEvaluator(cand, o32).element(pair.cand, lr.loc.flat)[0];
       lr.ref_value_f32 = fa;
       lr.cand_value_f32 = fb;
       lr.confirmed_f32 = !std::isnan(fa) && !std::isnan(fb) && beyond_tolerance(fa, fb, tol_);
@@ -651,6 +666,7 @@ class Search {
   std::unordered_map<PairKey, Decided, PairKeyHash> decided_;
   std::unordered_set<size_t> numeric_outputs_;  // outputs whose locations are evaluated numerically
   std::map<std::pair<const Lowering*, unsigned>, std::unique_ptr<NumericEvaluator>> numeric_;  // by first point
+  std::map<unsigned, std::shared_ptr<ProductsCache>> numeric_products_;  // by first point, both programs'
 };
 
 // Which stage the budget ran out in: the last location that timed out, else the stages before the

@@ -43,7 +43,8 @@ struct Options {
   size_t max_location_nodes = 30'000'000;
   // Building a location stops at this many nodes; it is then evaluated numerically at random points
   // (check/numeric.h), as are later locations of the same output (their size is alike).
-  size_t build_nodes = 4'000'000;
+  size_t build_nodes = 2'000'000;
+  double build_share = 0.25;  // ... or when building it took this share of the budget left
   // false: the caller exits right after the check (the CLI), so the lowering's memo, the order and
   // the expression nodes are left to the OS instead of freed one by one (seconds for 10^6 locations)
   bool release_memory = true;

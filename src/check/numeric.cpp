@@ -1,6 +1,8 @@
 #include "check/numeric.h"
 
+#include <array>
 #include <cmath>
+#include <mutex>
 #include <limits>
 #include <unordered_map>
 
@@ -35,6 +37,22 @@ ir::Value from_number(double d, ir::Sort s) {
 
 }  // namespace
 
+// Keyed by both operands' leaf tensors, first logical index and step, the count, points and precision.
+struct ProductsCache {
+  using Key = std::array<int64_t, 9>;
+  struct KeyHash {
+    size_t operator()(const Key& k) const {
+      uint64_t h = 0;
+      for (int64_t x : k) h = smt::PointSampler::mix(h ^ uint64_t(x));
+      return h;
+    }
+  };
+  std::mutex mu;
+  std::unordered_map<Key, std::vector<double>, KeyHash> sums;
+};
+
+std::shared_ptr<ProductsCache> make_products_cache() { return std::make_shared<ProductsCache>(); }
+
 struct NumericEvaluator::Impl {
   Lowering& low;
   NumericOptions opt;
@@ -47,6 +65,7 @@ struct NumericEvaluator::Impl {
   // leaf draws keyed per ir tensor: smt::name_key of its name, looked up once
   std::unordered_map<int32_t, uint64_t> draw_key;
   std::vector<smt::PointSampler> samplers;  // per point
+  uint64_t points_key = 0;                   // seed, bound and points, for ProductsCache keys
   // Sums of products handed over whole (aten::Products): their values, npoints each, read back through
   // the leaf products_tensor[k] of the template; operands they found without a value yet.
   int32_t products_tensor = -1;
@@ -67,6 +86,8 @@ struct NumericEvaluator::Impl {
   Impl(Lowering& l, NumericOptions o) : low(l), opt(std::move(o)), npoints(opt.points.size()) {
     if (npoints == 0) throw std::invalid_argument("numeric evaluation needs at least one point");
     for (unsigned p : opt.points) samplers.emplace_back(opt.seed, p, opt.bound);
+    points_key = smt::PointSampler::mix(opt.seed ^ std::hash<double>()(opt.bound));
+    for (unsigned p : opt.points) points_key = smt::PointSampler::mix(points_key ^ p);
     hook = [this](const aten::Products& pr) { return products(pr); };
     fresh_scratch();
     products_tensor = scratch->tensor("numeric:products");
@@ -125,63 +146,105 @@ struct NumericEvaluator::Impl {
 
   // How one operand tensor of a sum of products is read: shared inputs drawn on the spot (the
   // common case: x and W of a GEMM), anything else through source() and the memo.
+  // Shared inputs read by sums of products, drawn once per element and point when the tensor is small
+  // enough (a GEMM's x row is read once per output column): NaN marks "not drawn yet".
+  static constexpr size_t kCachedDraws = size_t(32) << 20;
+  std::unordered_map<int32_t, std::vector<double>> draw_cache;  // by leaf tensor
+
+  // How one operand tensor of a sum of products is read: shared inputs drawn on the spot (the
+  // common case: x and W of a GEMM), anything else through source() and the memo.
   struct Access {
     Impl& im;
-    int32_t tensor;
     program::ValueId value = program::kNoValue;
     std::optional<Lowering::SharedView> shared;
     uint64_t key = 0;
+    std::vector<double>* cache = nullptr;
+    bool f32 = false;
 
-    Access(Impl& i, int32_t t) : im(i), tensor(t) {
+    Access(Impl& i, int32_t t) : im(i), f32(i.opt.precision == ir::Precision::F32) {
       auto op = im.low.operand(t, 0);
       if (!op) throw Unsupported(fmt::format("numeric evaluation: tensor {} is no value of {}",
                                              im.scratch->tensor_name(t), im.low.program().name));
       value = op->value;
       shared = im.low.shared_view(value);
       if (shared && !(shared->contiguous && shared->sort == ir::Sort::Real)) shared.reset();
-      if (shared) key = im.key_of(shared->tensor);
+      if (!shared) return;
+      key = im.key_of(shared->tensor);
+      if (size_t(shared->numel) * im.npoints <= kCachedDraws) {
+        cache = &im.draw_cache[shared->tensor];
+        if (cache->empty()) cache->assign(size_t(shared->numel) * im.npoints, std::numeric_limits<double>::quiet_NaN());
+      }
     }
-    // Values at every point into out; false (and the element noted as missing) when it has none yet.
-    bool values(int64_t j, double* out) {
+    // The values of storage element j at every point (buf holds them when they are computed here);
+    // nullptr (and the element noted as missing) when it has no value yet.
+    const double* values(int64_t j, double* buf) {
       if (shared && j >= shared->offset && j - shared->offset < shared->numel) {
+        int64_t l = j - shared->offset;
+        double* out = cache ? cache->data() + size_t(l) * im.npoints : buf;
+        if (cache && !std::isnan(out[0])) return out;
+        uint64_t leaf = smt::PointSampler::leaf_hash(key, l);
         for (size_t p = 0; p < im.npoints; ++p) {
-          double v = im.samplers[p].real(key, j - shared->offset);
-          out[p] = im.opt.precision == ir::Precision::F32 ? double(float(v)) : v;
+          double v = im.samplers[p].real_of(leaf);
+          out[p] = f32 ? double(float(v)) : v;
         }
-        return true;
+        return out;
       }
       Lowering::Source src = im.low.source(value, j);
       if (src.kind != Lowering::Source::Kind::Computed) {
-        for (size_t p = 0; p < im.npoints; ++p) out[p] = im.source_value(src, p);
-        return true;
+        for (size_t p = 0; p < im.npoints; ++p) buf[p] = im.source_value(src, p);
+        return buf;
       }
       auto it = im.memo.find({value, j});
       if (it == im.memo.end()) {
         im.products_missing.push_back({value, j});
-        return false;
+        return nullptr;
       }
-      for (size_t p = 0; p < im.npoints; ++p) out[p] = im.pool[it->second + p];
-      return true;
+      return im.pool.data() + it->second;
     }
   };
 
   ir::Expr products(const aten::Products& pr) {
     Access a(*this, pr.a_tensor), b(*this, pr.b_tensor);
-    std::vector<double> acc(npoints, 0.0), av(npoints), bv(npoints);
+    std::vector<double> acc(npoints, 0.0), abuf(npoints), bbuf(npoints);
+    auto leaf = [&](const std::vector<double>& values) {
+      size_t slot = products_values.size() / npoints;
+      products_values.insert(products_values.end(), values.begin(), values.end());
+      return scratch->elem(products_tensor, int64_t(slot), ir::Sort::Real);
+    };
+    // Over shared inputs only, with affine indices: the same sum in both programs.
+    std::optional<ProductsCache::Key> cache_key;
+    auto inside = [](const Access& x, int64_t first, int64_t step, int64_t n) {
+      int64_t last = first + step * (n - 1);
+      return x.shared && std::min(first, last) >= x.shared->offset &&
+             std::max(first, last) - x.shared->offset < x.shared->numel;
+    };
+    if (opt.products_cache && pr.a_list.empty() && inside(a, pr.a_first, pr.a_step, pr.count) &&
+        inside(b, pr.b_first, pr.b_step, pr.count)) {
+      cache_key = ProductsCache::Key{int64_t(a.key), pr.a_first - a.shared->offset, pr.a_step, int64_t(b.key),
+                                     pr.b_first - b.shared->offset, pr.b_step, pr.count,
+                                     int64_t(points_key),
+                                     int64_t(opt.precision)};
+      std::lock_guard lock(opt.products_cache->mu);
+      if (auto it = opt.products_cache->sums.find(*cache_key); it != opt.products_cache->sums.end())
+        return leaf(it->second);
+    }
     bool f32 = opt.precision == ir::Precision::F32;
     for (int64_t k = 0; k < pr.count; ++k) {
       int64_t ia = pr.a_list.empty() ? pr.a_first + k * pr.a_step : pr.a_list[size_t(k)];
       int64_t ib = pr.b_list.empty() ? pr.b_first + k * pr.b_step : pr.b_list[size_t(k)];
-      bool ok_a = a.values(ia, av.data()), ok_b = b.values(ib, bv.data());
-      if (!ok_a || !ok_b) continue;
+      const double* av = a.values(ia, abuf.data());
+      const double* bv = b.values(ib, bbuf.data());
+      if (!av || !bv) continue;
       if (f32)
         for (size_t p = 0; p < npoints; ++p) acc[p] = double(float(acc[p] + double(float(av[p] * bv[p]))));
       else
         for (size_t p = 0; p < npoints; ++p) acc[p] += av[p] * bv[p];
     }
-    size_t slot = products_values.size() / npoints;
-    products_values.insert(products_values.end(), acc.begin(), acc.end());
-    return scratch->elem(products_tensor, int64_t(slot), ir::Sort::Real);
+    if (cache_key) {
+      std::lock_guard lock(opt.products_cache->mu);
+      opt.products_cache->sums.emplace(*cache_key, acc);
+    }
+    return leaf(acc);
   }
 
   // The operand elements below `root` that still need a value, appended to `missing`; when none

@@ -20,6 +20,9 @@
 
 namespace dirigo::check {
 
+struct ProductsCache;  // sums of products over shared inputs, shared by evaluators (numeric.cpp)
+std::shared_ptr<ProductsCache> make_products_cache();
+
 struct NumericOptions {
   uint64_t seed = 1;
   std::vector<unsigned> points{0};  // falsify ladder points, evaluated together (one template walk each)
@@ -28,6 +31,9 @@ struct NumericOptions {
   // Templates live in a scratch Context, thrown away past this many nodes (with its evaluators'
   // memos): memory stays bounded while a statistic's shared sub-terms are reused between elements.
   size_t scratch_nodes = 1'000'000;
+  // Sums of products over shared inputs only are the same numbers in both programs (x @ W^T of the
+  // reference's addmm and of the candidate's cuBLAS call): evaluators given one cache compute them once.
+  std::shared_ptr<ProductsCache> products_cache;
   // Past it, element() throws OutOfTime (the lowering's own deadline binds its part).
   std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max();
 };

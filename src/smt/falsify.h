@@ -39,8 +39,11 @@ class PointSampler {
  public:
   PointSampler(uint64_t seed, unsigned p, double bound);
   ir::Value operator()(uint64_t key, int64_t index, ir::Sort sort) const;
-  double real(uint64_t key, int64_t index) const {  // the Sort::Real case, inline for long sums
-    double unit = double(mix(base_ ^ mix(key << 40 ^ uint64_t(index))) >> 11) * 0x1.0p-53;
+  double real(uint64_t key, int64_t index) const { return real_of(leaf_hash(key, index)); }  // Sort::Real
+  // The same in two steps: the leaf's hash does not depend on the point (one per leaf for many points).
+  static uint64_t leaf_hash(uint64_t key, int64_t index) { return mix(key << 40 ^ uint64_t(index)); }
+  double real_of(uint64_t leaf) const {
+    double unit = double(mix(base_ ^ leaf) >> 11) * 0x1.0p-53;
     return (nonnegative_ ? unit : unit * 2 - 1) * bound_;
   }
   // splitmix64's finalizer
