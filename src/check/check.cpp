@@ -343,7 +343,7 @@ class Search {
     lr.loc = loc;
     auto tl = Clock::now();
     const auto& pair = m_.outputs[loc.output];
-    ir::Expr ea, eb;
+    ir::Expr ea = nullptr, eb = nullptr;
     const char* building = "reference";
     // The check's deadline and the location's node budget also bind inside the canonicalizer's loops.
     struct LimitGuard {  // only while this location is built and decided
@@ -545,7 +545,9 @@ class Search {
       lr.ref_value = a[*hit % 2];
       lr.cand_value = b[*hit % 2];
       lr.exceeds_tolerance = true;
-      lr.sampled = LocationResult::SampledPoint{dopt_.random_seed, *hit, bound};
+      lr.sampled = LocationResult::SampledPoint{dopt_.random_seed, *hit, bound, {}};
+      for (const auto& si : m_.inputs)
+        if (si.origin == program::SharedInput::Origin::Trimmed) lr.sampled->trimmed.push_back(si.name);
       lr.reason = fmt::format("{}: evaluated numerically at random point {} of seed {}", why, *hit, dopt_.random_seed);
       NumericOptions o32 = options({*hit}, ir::Precision::F32);
       o32.products_cache = make_products_cache();

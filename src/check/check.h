@@ -116,6 +116,7 @@ struct LocationResult {
     uint64_t seed = 0;
     unsigned point = 0;
     double bound = 10;  // the ladder's first rung; point `point` draws within smt::point_bound(point, bound)
+    std::vector<std::string> trimmed;  // shared inputs that are results of the trimmed prefix (drawn too)
   };
   std::optional<SampledPoint> sampled;
   double ms = 0;

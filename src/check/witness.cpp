@@ -57,6 +57,7 @@ std::string sampled_json(const LocationResult::SampledPoint& s) {
             {"bound", smt::point_bound(s.point, s.bound)},
             {"nonnegative", smt::point_nonnegative(s.point)},
             {"ladder_bound", s.bound},
+            {"trimmed", s.trimmed},  // drawn for the prefix's results: no input assignment is known to give them
             {"draw", "element i of shared input NAME: u = splitmix64(splitmix64(seed * 1000003 + point) ^ "
                      "splitmix64(fnv1a64('in:' + NAME) % 2^24 << 40 ^ i)) >> 11 (53 bits); value = u * 2^-53 * bound, "
                      "or (2 * u * 2^-53 - 1) * bound when not nonnegative"}};
