@@ -132,7 +132,16 @@ struct NumericEvaluator::Impl {
 
   // The value of a template leaf T[i] at point p: a source drawn on the spot, else the memoized
   // value of the operand element it stands for (resolve() made sure it is there).
+  // The deadline, looked at every 4096 calls from the loops that run long without building nodes
+  // (template walks, evaluation of a statistic's million leaves).
+  uint32_t ticks = 0;
+  void tick() {
+    if ((++ticks & 4095) == 0 && std::chrono::steady_clock::now() > opt.deadline)
+      throw OutOfTime("numeric evaluation of the location ran past the budget");
+  }
+
   ir::Value leaf_value(int32_t t, int64_t i, ir::Sort s, size_t p) {
+    tick();
     if (t == products_tensor) return ir::Value::of_real(products_values.at(size_t(i) * npoints + p));
     auto op = low.operand(t, i);
     if (!op) throw Unsupported(fmt::format("numeric evaluation: tensor {} is no value of {}",
@@ -229,7 +238,9 @@ struct NumericEvaluator::Impl {
         return leaf(it->second);
     }
     bool f32 = opt.precision == ir::Precision::F32;
+    if (pr.count > 4096) tick();
     for (int64_t k = 0; k < pr.count; ++k) {
+      if ((k & 65535) == 65535) tick();
       int64_t ia = pr.a_list.empty() ? pr.a_first + k * pr.a_step : pr.a_list[size_t(k)];
       int64_t ib = pr.b_list.empty() ? pr.b_first + k * pr.b_step : pr.b_list[size_t(k)];
       const double* av = a.values(ia, abuf.data());
@@ -263,6 +274,7 @@ struct NumericEvaluator::Impl {
       stack.pop_back();
       if (resolved[e->id] || seen[e->id] == epoch) continue;
       seen[e->id] = epoch;
+      tick();
       visited.push_back(e);
       switch (e->op) {
         case ir::Op::TensorElem: {

@@ -30,7 +30,7 @@ struct NumericOptions {
   ir::Precision precision = ir::Precision::F64;
   // Templates live in a scratch Context, thrown away past this many nodes (with its evaluators'
   // memos): memory stays bounded while a statistic's shared sub-terms are reused between elements.
-  size_t scratch_nodes = 1'000'000;
+  size_t scratch_nodes = 10'000'000;
   // Sums of products over shared inputs only are the same numbers in both programs (x @ W^T of the
   // reference's addmm and of the candidate's cuBLAS call): evaluators given one cache compute them once.
   std::shared_ptr<ProductsCache> products_cache;
