@@ -4,6 +4,7 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <limits>
 #include <map>
 #include <mutex>
 #include <thread>
@@ -383,8 +384,10 @@ class Search {
                            : fmt::format("building the {} program's expression took {:.0f}% of the budget left "
                                          "({} nodes by then)", building, opt_.build_share * 100,
                                          ctx.num_nodes() - nodes0);
-      std::lock_guard lock(mu_);
-      numeric_outputs_.insert(loc.output);
+      if (too_many) {  // the size is the output's; a slow build may be this location's alone
+        std::lock_guard lock(mu_);
+        numeric_outputs_.insert(loc.output);
+      }
     } catch (const WriteRace& w) {
       slot.kind = Slot::Kind::Race;
       slot.message = w.what();
@@ -565,13 +568,28 @@ class Search {
       lr.verdict = smt::Verdict::Unknown;
       lr.reason = fmt::format("{}; evaluating the {} program numerically: {}", why, side, u.what());
     } catch (const OutOfTime&) {
-      lr.verdict = lr.verdict == smt::Verdict::Differ ? lr.verdict : smt::Verdict::Timeout;
-      if (lr.verdict == smt::Verdict::Timeout)
+      if (lr.verdict == smt::Verdict::Differ) {  // the fp32 pass did not finish: no fp32 evidence
+        lr.ref_value_f32 = lr.cand_value_f32 = std::numeric_limits<double>::quiet_NaN();
+        lr.reason += fmt::format("; the budget ran out evaluating the {} program in fp32 at that point", side);
+      } else {
+        lr.verdict = smt::Verdict::Timeout;
         lr.reason = fmt::format("{}; the budget ran out evaluating the {} program numerically", why, side);
-    } catch (const ir::LimitExceeded& x) {
-      if (lr.verdict != smt::Verdict::Differ) {
+      }
+    } catch (const ir::LimitExceeded& x) {  // the location's node budget or the deadline in the worker's context
+      if (lr.verdict == smt::Verdict::Differ) {
+        lr.ref_value_f32 = lr.cand_value_f32 = std::numeric_limits<double>::quiet_NaN();
+        lr.reason += fmt::format("; evaluating the {} program in fp32 at that point: {}", side, x.what());
+      } else {
         lr.verdict = smt::Verdict::Timeout;
         lr.reason = fmt::format("{}; evaluating the {} program numerically: {}", why, side, x.what());
+      }
+    } catch (const std::runtime_error& x) {  // e.g. exec's "launch too large to enumerate": undecided
+      if (lr.verdict != smt::Verdict::Differ) {
+        lr.verdict = smt::Verdict::Unknown;
+        lr.reason = fmt::format("{}; evaluating the {} program numerically: {}", why, side, x.what());
+      } else {
+        lr.ref_value_f32 = lr.cand_value_f32 = std::numeric_limits<double>::quiet_NaN();
+        lr.reason += fmt::format("; evaluating the {} program in fp32 at that point: {}", side, x.what());
       }
     }
   }
