@@ -423,6 +423,57 @@ def carry_back(progs: _Programs, trimmed: list[dict], bound: float, steps: int =
 # ---------------------------------------------------------------------------------------------------------
 # Replay
 
+_M64 = (1 << 64) - 1
+
+
+def _mix(x):
+    """splitmix64's finalizer on numpy uint64 arrays (wrapping arithmetic), as smt::PointSampler::mix."""
+    import numpy as np
+    with np.errstate(over="ignore"):
+        x = x + np.uint64(0x9E3779B97F4A7C15)
+        x = (x ^ (x >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+        x = (x ^ (x >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+        return x ^ (x >> np.uint64(31))
+
+
+def _name_key(name: str) -> int:
+    """smt::name_key: FNV-1a 64 of the tensor name, low 24 bits."""
+    h = 0xCBF29CE484222325
+    for c in name.encode():
+        h = ((h ^ c) * 0x100000001B3) & _M64
+    return h & 0xFFFFFF
+
+
+def sampled_values(sampled: dict, name: str, n: int):
+    """The n row-major values check's numeric evaluation drew for shared input `name` at the witness's
+    point (docs/check.md, "Giant locations"): the same as smt::draw keyed by smt::name_key("in:" + name)."""
+    import numpy as np
+    seed, point = int(sampled["seed"]), int(sampled["point"])
+    bound, nonnegative = float(sampled["bound"]), bool(sampled["nonnegative"])
+    base = _mix(np.array([(seed * 1000003 + point) & _M64], dtype=np.uint64))[0]
+    idx = np.arange(n, dtype=np.uint64)
+    leaf = _mix((np.uint64(_name_key("in:" + name)) << np.uint64(40)) ^ idx)
+    unit = (_mix(base ^ leaf) >> np.uint64(11)).astype(np.float64) * 2.0 ** -53
+    return (unit if nonnegative else unit * 2 - 1) * bound
+
+
+def _set_sampled(progs: "_Programs", witness: dict, ref_state: dict, fixed: list) -> None:
+    """Every shared input regenerated from a sampled witness's (seed, point)."""
+    import torch
+    sampled = witness["sampled"]
+    if sampled.get("trimmed"):
+        raise ReplayError(f"a sampled witness over a trimmed prefix: its values were drawn for the prefix's results "
+                          f"{sampled['trimmed']}, which no input assignment is known to produce")
+    for inp in witness.get("inputs", []):
+        kind, name = inp["kind"], inp["input"]
+        t = progs.input_tensor(name) if kind == "input" else ref_state.get(name)
+        if t is None:
+            raise ReplayError(f"the reference has no {kind} {name!r}")
+        vals = sampled_values(sampled, name, t.numel())
+        with torch.no_grad():
+            t.copy_(torch.from_numpy(vals).reshape(t.shape).to(t.dtype))
+
+
 def _allowed(ref: float, atol: float, rtol: float) -> float:
     return atol + rtol * abs(ref)
 
@@ -481,6 +532,8 @@ def _replay_on(progs: _Programs, witness: dict, steps: int) -> dict:
         writes.setdefault(id(t), (t, [], []))[1].append(index)
         writes[id(t)][2].append(value)
 
+    if witness.get("sampled"):
+        _set_sampled(progs, witness, ref_state, fixed)
     for leaf in witness["leaves"]:
         kind, name, value = leaf["kind"], leaf["input"], _float(leaf["value"])
         if kind == "trimmed":

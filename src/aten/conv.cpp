@@ -38,12 +38,29 @@ Expr convolve(const Env& e, const TensorRef& x, const TensorRef& w, const std::o
   int64_t oc = o[lead];
   std::vector<int64_t> ksize(w.shape.begin() + 2, w.shape.end());
   std::vector<Expr> terms;
+  // check's numeric evaluation takes the products as index pairs (see OpCall::sum_of_products)
+  bool as_products = e.call.sum_of_products && is_floating(x.dtype) && is_floating(w.dtype);
+  Products prods;
   auto x_index = [&](int64_t ic, const Index& pos) {
     Index xi;
     if (batched) xi.push_back(n);
     xi.push_back(ic);
     xi.insert(xi.end(), pos.begin(), pos.end());
     return xi;
+  };
+  // x[n, xc, pos...] * w[w0, w1, k...]; as flat indices without building index vectors (10^8 taps)
+  auto product = [&](int64_t xc, const Index& pos, int64_t w0, int64_t w1, const Index& k) {
+    if (as_products) {
+      int64_t xf = x.offset + (batched ? n * x.stride(0) : 0) + xc * x.stride(lead);
+      int64_t wf = w.offset + w0 * w.stride(0) + w1 * w.stride(1);
+      for (size_t d = 0; d < nsp; ++d) xf += pos[d] * x.stride(lead + 1 + d), wf += k[d] * w.stride(2 + d);
+      prods.a_list.push_back(xf);
+      prods.b_list.push_back(wf);
+      return;
+    }
+    Index wi{w0, w1};
+    wi.insert(wi.end(), k.begin(), k.end());
+    terms.push_back(cx.mul(e.real_at(x, x_index(xc, pos)), e.real_at(w, wi)));
   };
   Index pos(nsp);
   if (!p.transposed) {
@@ -55,9 +72,7 @@ Expr convolve(const Env& e, const TensorRef& x, const TensorRef& w, const std::o
           pos[d] = o[lead + 1 + d] * p.stride[d] - p.padding[d] + k[d] * p.dilation[d];
           if (pos[d] < 0 || pos[d] >= x.shape[lead + 1 + d]) return;
         }
-        Index wi{oc, ic};
-        wi.insert(wi.end(), k.begin(), k.end());
-        terms.push_back(cx.mul(e.real_at(x, x_index(g * cin_g + ic, pos)), e.real_at(w, wi)));
+        product(g * cin_g + ic, pos, oc, ic, k);
       });
   } else {
     int64_t cout_g = w.shape[1], cin_g = x.shape[lead] / p.groups;
@@ -70,10 +85,14 @@ Expr convolve(const Env& e, const TensorRef& x, const TensorRef& w, const std::o
           pos[d] = num / p.stride[d];
           if (pos[d] >= x.shape[lead + 1 + d]) return;
         }
-        Index wi{ic, ocg};
-        wi.insert(wi.end(), k.begin(), k.end());
-        terms.push_back(cx.mul(e.real_at(x, x_index(ic, pos)), e.real_at(w, wi)));
+        product(ic, pos, ic, ocg, k);
       });
+  }
+  if (as_products && !prods.a_list.empty()) {
+    prods.a_tensor = x.tensor_id;
+    prods.b_tensor = w.tensor_id;
+    prods.count = int64_t(prods.a_list.size());
+    terms.push_back(e.call.sum_of_products(prods));
   }
   if (bias) terms.push_back(e.real_at(*bias, Index{oc}));
   return cx.add(terms);

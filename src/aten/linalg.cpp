@@ -11,6 +11,17 @@ namespace {
 // sum_k a[ai(k)] * b[bi(k)]
 Expr dot_product(const Env& e, const TensorRef& a, const TensorRef& b, int64_t K,
                  const std::function<Index(int64_t)>& ai, const std::function<Index(int64_t)>& bi) {
+  if (e.call.sum_of_products && is_floating(a.dtype) && is_floating(b.dtype) && K > 0) {
+    Products p;  // every caller's index is affine in k (k is one coordinate of each operand)
+    p.a_tensor = a.tensor_id;
+    p.b_tensor = b.tensor_id;
+    p.count = K;
+    p.a_first = a.flat_index(ai(0));
+    p.b_first = b.flat_index(bi(0));
+    p.a_step = K > 1 ? a.flat_index(ai(1)) - p.a_first : 0;
+    p.b_step = K > 1 ? b.flat_index(bi(1)) - p.b_first : 0;
+    return e.call.sum_of_products(p);
+  }
   std::vector<Expr> terms;
   terms.reserve(K);
   for (int64_t k = 0; k < K; ++k) terms.push_back(e.cx.mul(e.real_at(a, ai(k)), e.real_at(b, bi(k))));

@@ -64,6 +64,15 @@ struct Arg {
   static Arg of_ints(const std::vector<int64_t>& xs);
 };
 
+// sum_k a[a_index(k)] * b[b_index(k)] over flat element indices: a_index(k) = a_first + k * a_step
+// (likewise b) when the explicit lists are empty, else the lists (k < their length).
+struct Products {
+  int32_t a_tensor = 0, b_tensor = 0;
+  int64_t count = 0;
+  int64_t a_first = 0, a_step = 0, b_first = 0, b_step = 0;
+  std::vector<int64_t> a_list, b_list;
+};
+
 struct OpCall {
   // "aten::convolution", "aten.add.Tensor", "add.Tensor", "relu_"; the overload may be
   // part of the name or given separately ("" and "default" mean the default overload).
@@ -75,6 +84,10 @@ struct OpCall {
   // How an element is read: unset, T[i] is the leaf elem(tensor_id, i); set (check's back-projection),
   // the equation is built directly over the values read, with no leaf-substitution pass after it.
   std::function<ir::Expr(int32_t tensor_id, int64_t flat_index, ir::Sort sort)> read;
+  // Set (check's numeric evaluation of giant locations): a sum of products of two float tensors'
+  // elements (matrix products, convolutions) is handed over as flat indices instead of being built
+  // term by term; the callback returns the sum as an expression (there: one leaf holding its value).
+  std::function<ir::Expr(const Products&)> sum_of_products;
 };
 
 }  // namespace dirigo::aten

@@ -309,19 +309,24 @@ std::string batch_key(const Call& c, const char* k, int64_t b) {
 }
 
 // alpha * op(A)op(B) [+ beta * Cold] [+ bias] and the epilogue, at (b, i, j).
-ir::Expr gemm_value(ir::Context& ctx, const Call& c, int64_t b, int64_t i, int64_t j, const Reader& read) {
+ir::Expr gemm_value(ir::Context& ctx, const Call& c, int64_t b, int64_t i, int64_t j, const Reader& read,
+                    const ProductsReader* products) {
   ir::Expr acc = nullptr;
   if (!c.alpha.is(0) && c.k > 0) {
     std::string ka = batch_key(c, "A", b), kb = batch_key(c, "B", b);
     int64_t oa = c.pointer_arrays ? 0 : b * c.A.stride, ob = c.pointer_arrays ? 0 : b * c.B.stride;
-    std::vector<ir::Expr> terms;
-    terms.reserve(size_t(c.k));
-    for (int64_t l = 0; l < c.k; ++l) {
-      ir::Expr x = read(ka, oa + (c.ta ? c.A.at(l, i) : c.A.at(i, l)));
-      ir::Expr y = read(kb, ob + (c.tb ? c.B.at(j, l) : c.B.at(l, j)));
-      terms.push_back(ctx.mul(x, y));
+    auto a_at = [&](int64_t l) { return oa + (c.ta ? c.A.at(l, i) : c.A.at(i, l)); };
+    auto b_at = [&](int64_t l) { return ob + (c.tb ? c.B.at(j, l) : c.B.at(l, j)); };
+    ir::Expr product;
+    if (products) {  // both offsets are affine in l
+      Products p{ka, kb, a_at(0), c.k > 1 ? a_at(1) - a_at(0) : 0, b_at(0), c.k > 1 ? b_at(1) - b_at(0) : 0, c.k};
+      product = (*products)(p);
+    } else {
+      std::vector<ir::Expr> terms;
+      terms.reserve(size_t(c.k));
+      for (int64_t l = 0; l < c.k; ++l) terms.push_back(ctx.mul(read(ka, a_at(l)), read(kb, b_at(l))));
+      product = ctx.add(terms);
     }
-    ir::Expr product = ctx.add(terms);
     acc = c.alpha.is(1) ? product : ctx.mul(scalar_expr(ctx, c.alpha, read), product);
   }
   if (!acc) acc = ctx.real_const(0);
@@ -462,7 +467,7 @@ std::vector<Extent> extents(const Call& c) {
 }
 
 std::optional<ir::Expr> element(ir::Context& ctx, const Call& c, const std::string& key, int64_t off,
-                                const Reader& read) {
+                                const Reader& read, const ProductsReader* products) {
   if (!c.valid) return std::nullopt;
   switch (c.kind) {
     case Kind::Gemm:
@@ -476,7 +481,7 @@ std::optional<ir::Expr> element(ir::Context& ctx, const Call& c, const std::stri
         int64_t b = std::stoll(key.substr(2));
         auto ij = matrix_index(o, off);
         if (!ij) return std::nullopt;
-        return gemm_value(ctx, c, b, ij->first, ij->second, read);
+        return gemm_value(ctx, c, b, ij->first, ij->second, read, products);
       }
       if (key != (c.kind == Kind::LtMatmul ? "D" : "C")) return std::nullopt;
       if (c.batch > 1 && o.stride == 0)
@@ -497,7 +502,7 @@ std::optional<ir::Expr> element(ir::Context& ctx, const Call& c, const std::stri
         hit = std::make_tuple(b, ij->first, ij->second);
       }
       if (!hit) return std::nullopt;
-      return gemm_value(ctx, c, std::get<0>(*hit), std::get<1>(*hit), std::get<2>(*hit), read);
+      return gemm_value(ctx, c, std::get<0>(*hit), std::get<1>(*hit), std::get<2>(*hit), read, products);
     }
     case Kind::Geam: {
       if (key != "C") return std::nullopt;

@@ -99,8 +99,15 @@ using Reader = std::function<ir::Expr(const std::string& key, int64_t off)>;
 
 // The value the call leaves at element offset `off` of output `key`, or nullopt when the call does not
 // write that element. Builds sums of products like the ATen matmul equations (one n-ary add).
+// `products` (optional, check's numeric evaluation): a GEMM's sum_l A[a_first + l*a_step] * B[b_first + l*b_step]
+// (count terms, offsets from the keys' pointers) handed over whole instead of built term by term.
+struct Products {
+  std::string a_key, b_key;
+  int64_t a_first = 0, a_step = 0, b_first = 0, b_step = 0, count = 0;
+};
+using ProductsReader = std::function<ir::Expr(const Products&)>;
 std::optional<ir::Expr> element(ir::Context& ctx, const Call& c, const std::string& key, int64_t off,
-                                const Reader& read);
+                                const Reader& read, const ProductsReader* products = nullptr);
 
 // Concrete evaluation (tests, the Python binding): tensor arguments name flat float32 buffers
 // ({"tensor": BUFFER, "byte_offset": B}); returns the buffers the call writes, after it, in fp64.

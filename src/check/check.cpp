@@ -4,6 +4,8 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <limits>
+#include <map>
 #include <mutex>
 #include <thread>
 #include <cmath>
@@ -16,6 +18,7 @@
 
 #include "bundle/io.h"
 #include "check/lower.h"
+#include "check/numeric.h"
 #include "check/search.h"
 #include "ir/eval.h"
 #include "ir/limits.h"
@@ -141,8 +144,11 @@ WitnessLeaf describe_leaf(const ir::Context& ctx, const program::Merged& m, int3
   return w;
 }
 
+// Does the witness choose values for results of the trimmed prefix? (A sampled point draws every
+// shared input, the trimmed results among them.)
 bool sets_trimmed_result(const LocationResult& l) {
-  return std::any_of(l.leaves.begin(), l.leaves.end(), [](const WitnessLeaf& w) { return w.kind == "trimmed"; });
+  return (l.sampled && !l.sampled->trimmed.empty()) ||
+         std::any_of(l.leaves.begin(), l.leaves.end(), [](const WitnessLeaf& w) { return w.kind == "trimmed"; });
 }
 
 std::string leaf_display(const WitnessLeaf& w) { return fmt::format("{}[{}]", w.input, index_str(w.index)); }
@@ -346,7 +352,7 @@ class Search {
     lr.loc = loc;
     auto tl = Clock::now();
     const auto& pair = m_.outputs[loc.output];
-    ir::Expr ea, eb;
+    ir::Expr ea = nullptr, eb = nullptr;
     const char* building = "reference";
     // The check's deadline and the location's node budget also bind inside the canonicalizer's loops.
     struct LimitGuard {  // only while this location is built and decided
@@ -356,16 +362,40 @@ class Search {
     };
     std::optional<LimitGuard> limited;
     limited.emplace(ctx);
-    ir::set_limits(ctx, {ctx.num_nodes() + opt_.max_location_nodes,
-                    budget_end()});
+    size_t nodes0 = ctx.num_nodes();
+    // Building may take a share of what is left of the budget; past it (or past build_nodes) the
+    // location is evaluated numerically with the rest.
+    auto build_end = std::min(budget_end(), tl + std::chrono::duration_cast<Clock::duration>(
+                                                     (budget_end() - tl) * opt_.build_share));
+    ir::set_limits(ctx, {nodes0 + std::min(opt_.max_location_nodes, opt_.build_nodes), build_end});
+    std::string too_large;  // set: decided numerically instead of building
+    {
+      std::lock_guard lock(mu_);
+      if (numeric_outputs_.count(loc.output))
+        too_large = fmt::format("an earlier location of this output passed {} nodes", opt_.build_nodes);
+    }
     try {
-      ea = ref.element(pair.ref, loc.flat);
-      building = "candidate";
-      eb = cand.element(pair.cand, loc.flat);
+      if (too_large.empty()) {
+        ea = ref.element(pair.ref, loc.flat);
+        building = "candidate";
+        eb = cand.element(pair.cand, loc.flat);
+      }
     } catch (const ir::LimitExceeded& x) {
-      lr.verdict = smt::Verdict::Timeout;
-      lr.reason = fmt::format("building the {} program's expression for this location: {}", building, x.what());
-      return slot;
+      bool too_many = ctx.num_nodes() >= nodes0 + opt_.build_nodes;
+      if ((!too_many && ctx.num_nodes() >= nodes0 + opt_.max_location_nodes) || Clock::now() >= budget_end()) {
+        lr.verdict = smt::Verdict::Timeout;
+        lr.reason = fmt::format("building the {} program's expression for this location: {}", building, x.what());
+        return slot;
+      }
+      too_large = too_many ? fmt::format("building the {} program's expression passed {} nodes", building,
+                                         opt_.build_nodes)
+                           : fmt::format("building the {} program's expression took {:.0f}% of the budget left "
+                                         "({} nodes by then)", building, opt_.build_share * 100,
+                                         ctx.num_nodes() - nodes0);
+      if (too_many) {  // the size is the output's; a slow build may be this location's alone
+        std::lock_guard lock(mu_);
+        numeric_outputs_.insert(loc.output);
+      }
     } catch (const WriteRace& w) {
       slot.kind = Slot::Kind::Race;
       slot.message = w.what();
@@ -377,6 +407,13 @@ class Search {
     } catch (const OutOfTime&) {  // undecided: the budget ended while expanding this location
       lr.verdict = smt::Verdict::Timeout;
       lr.reason = "the budget ran out while building the location's expressions (back-projection)";
+      lr.ms = std::chrono::duration<double, std::milli>(Clock::now() - tl).count();
+      return slot;
+    }
+    if (!too_large.empty()) {
+      ir::set_limits(ctx, {ctx.num_nodes() + opt_.max_location_nodes, budget_end()});
+      numeric_decide(ref, cand, slot, too_large);
+      if (lr.confirmed_f32 && opt_.trim_prefix && sets_trimmed_result(lr)) confirm_over_program_inputs(lr);
       lr.ms = std::chrono::duration<double, std::milli>(Clock::now() - tl).count();
       return slot;
     }
@@ -459,6 +496,112 @@ class Search {
     if (lr.confirmed_f32 && opt_.trim_prefix && sets_trimmed_result(lr)) confirm_over_program_inputs(lr);
     lr.ms = std::chrono::duration<double, std::milli>(Clock::now() - tl).count();
     return slot;
+  }
+
+  // A location too large to build, decided at the falsify ladder's points by evaluating both programs
+  // numerically (check/numeric.h): a point beyond the tolerance is a Sampling witness regenerable
+  // from (seed, point); none leaves the location undecided. Evaluators live as long as the search, so
+  // that neighbouring locations reuse the statistics they share.
+  void numeric_decide(Lowering& ref, Lowering& cand, Slot& slot, const std::string& why) {
+    LocationResult& lr = slot.lr;
+    const auto& pair = m_.outputs[lr.loc.output];
+    unsigned npoints = std::max(1u, dopt_.falsify_points);
+    double bound = dopt_.tolerance ? dopt_.tolerance->bound : 10.0;
+    auto options = [&](std::vector<unsigned> points, ir::Precision prec) {
+      NumericOptions o;
+      o.seed = dopt_.random_seed;
+      o.points = std::move(points);
+      o.bound = bound;
+      o.precision = prec;
+      o.deadline = budget_end();
+      return o;
+    };
+    // Points two at a time (one symmetric, one non-negative draw of a rung): the difference usually
+    // shows at the first pair, and a sum of products costs as much per point as the whole rest.
+    auto evaluator = [&](Lowering& low, unsigned first) -> NumericEvaluator& {
+      std::lock_guard lock(mu_);
+      auto& e = numeric_[{&low, first}];
+      if (!e) {
+        std::vector<unsigned> points;
+        for (unsigned p = first; p < std::min(first + 2, npoints); ++p) points.push_back(p);
+        NumericOptions o = options(points, ir::Precision::F64);
+        auto& shared = numeric_products_[first];
+        if (!shared) shared = make_products_cache();
+        o.products_cache = shared;
+        e = std::make_unique<NumericEvaluator>(low, o);
+      }
+      return *e;
+    };
+    lr.stage = smt::Stage::Sampling;
+    lr.ref_expr = lr.cand_expr = "(not built: evaluated numerically)";
+    const char* side = "reference";
+    try {
+      std::optional<unsigned> hit;
+      std::vector<double> a, b;
+      for (unsigned first = 0; first < npoints && !hit; first += 2) {
+        side = "reference";
+        a = evaluator(ref, first).element(pair.ref, lr.loc.flat);
+        side = "candidate";
+        b = evaluator(cand, first).element(pair.cand, lr.loc.flat);
+        // As falsify judges a point: both values finite and apart beyond the tolerance (a NaN at a
+        // point whose variance went negative is no evidence).
+        for (unsigned p = 0; p < a.size() && !hit; ++p)
+          if (std::isfinite(a[p]) && std::isfinite(b[p]) && beyond_tolerance(a[p], b[p], tol_)) hit = first + p;
+      }
+      if (!hit) {
+        lr.verdict = smt::Verdict::Unknown;
+        lr.reason = fmt::format("{}: evaluated numerically at {} random points, none differs beyond the tolerance",
+                                why, npoints);
+        return;
+      }
+      lr.verdict = smt::Verdict::Differ;
+      lr.ref_value = a[*hit % 2];
+      lr.cand_value = b[*hit % 2];
+      lr.exceeds_tolerance = true;
+      lr.sampled = LocationResult::SampledPoint{dopt_.random_seed, *hit, bound, {}};
+      for (const auto& si : m_.inputs)
+        if (si.origin == program::SharedInput::Origin::Trimmed) lr.sampled->trimmed.push_back(si.name);
+      lr.reason = fmt::format("{}: evaluated numerically at random point {} of seed {}", why, *hit, dopt_.random_seed);
+      NumericOptions o32 = options({*hit}, ir::Precision::F32);
+      o32.products_cache = make_products_cache();
+      side = "reference";
+      double fa = NumericEvaluator(ref, o32).element(pair.ref, lr.loc.flat)[0];
+      side = "candidate";
+      double fb = NumericEvaluator(cand, o32).element(pair.cand, lr.loc.flat)[0];
+      lr.ref_value_f32 = fa;
+      lr.cand_value_f32 = fb;
+      lr.confirmed_f32 = std::isfinite(fa) && std::isfinite(fb) && beyond_tolerance(fa, fb, tol_);
+    } catch (const WriteRace& w) {
+      slot.kind = Slot::Kind::Race;
+      slot.message = w.what();
+    } catch (const Unsupported& u) {  // the numeric path only: the location stays undecided
+      lr.verdict = smt::Verdict::Unknown;
+      lr.reason = fmt::format("{}; evaluating the {} program numerically: {}", why, side, u.what());
+    } catch (const OutOfTime&) {
+      if (lr.verdict == smt::Verdict::Differ) {  // the fp32 pass did not finish: no fp32 evidence
+        lr.ref_value_f32 = lr.cand_value_f32 = std::numeric_limits<double>::quiet_NaN();
+        lr.reason += fmt::format("; the budget ran out evaluating the {} program in fp32 at that point", side);
+      } else {
+        lr.verdict = smt::Verdict::Timeout;
+        lr.reason = fmt::format("{}; the budget ran out evaluating the {} program numerically", why, side);
+      }
+    } catch (const ir::LimitExceeded& x) {  // the location's node budget or the deadline in the worker's context
+      if (lr.verdict == smt::Verdict::Differ) {
+        lr.ref_value_f32 = lr.cand_value_f32 = std::numeric_limits<double>::quiet_NaN();
+        lr.reason += fmt::format("; evaluating the {} program in fp32 at that point: {}", side, x.what());
+      } else {
+        lr.verdict = smt::Verdict::Timeout;
+        lr.reason = fmt::format("{}; evaluating the {} program numerically: {}", why, side, x.what());
+      }
+    } catch (const std::runtime_error& x) {  // e.g. exec's "launch too large to enumerate": undecided
+      if (lr.verdict != smt::Verdict::Differ) {
+        lr.verdict = smt::Verdict::Unknown;
+        lr.reason = fmt::format("{}; evaluating the {} program numerically: {}", why, side, x.what());
+      } else {
+        lr.ref_value_f32 = lr.cand_value_f32 = std::numeric_limits<double>::quiet_NaN();
+        lr.reason += fmt::format("; evaluating the {} program in fp32 at that point: {}", side, x.what());
+      }
+    }
   }
 
   // The witness's leaves, refined beyond tolerance when the solver's values are not, and both
@@ -605,6 +748,9 @@ class Search {
   uint64_t solver_calls_ = 0;
   std::atomic<size_t> dedup_hits_{0};
   std::unordered_map<PairKey, Decided, PairKeyHash> decided_;
+  std::unordered_set<size_t> numeric_outputs_;  // outputs whose locations are evaluated numerically
+  std::map<std::pair<const Lowering*, unsigned>, std::unique_ptr<NumericEvaluator>> numeric_;  // by first point
+  std::map<unsigned, std::shared_ptr<ProductsCache>> numeric_products_;  // by first point, both programs'
 };
 
 // Which stage the budget ran out in: the last location that timed out, else the stages before the

@@ -44,6 +44,14 @@ struct Options {
   // Nodes one location may add to its worker's ir::Context (~100 bytes each with the unique table):
   // a location that would not fit ends as TIMEOUT naming the node budget instead of swapping.
   size_t max_location_nodes = 30'000'000;
+  // Building a location stops at this many nodes; it is then evaluated numerically at random points
+  // (check/numeric.h), as are later locations of the same output (their size is alike).
+  // 8 M: past kGiantLocationNodes (4 M) a built location was never decided equal anyway (random
+  // points only), and locations of 4–8 M nodes still get the built path's fp32 evidence.
+  size_t build_nodes = 8'000'000;
+  // ... or when building it took this share of the budget left (1: never; a lower share turned
+  // correct pairs whose slow locations were decided equal into TIMEOUT: 007, 046 of the corpus)
+  double build_share = 1.0;
   // false: the caller exits right after the check (the CLI), so the lowering's memo, the order and
   // the expression nodes are left to the OS instead of freed one by one (seconds for 10^6 locations)
   bool release_memory = true;
@@ -119,6 +127,16 @@ struct LocationResult {
   bool confirmed_f32 = false;    // the fp32 values differ beyond the tolerance
   bool exceeds_tolerance = false;
   bool deduplicated = false;     // --full: decided by an earlier query identical up to leaf renaming
+  // Decided by numeric evaluation of a location too large to build (check/numeric.h): the falsify
+  // ladder point whose inputs show the difference. Every input is regenerable from it (smt::draw keyed
+  // by smt::name_key of "in:<shared input>"), so `leaves` stays empty.
+  struct SampledPoint {
+    uint64_t seed = 0;
+    unsigned point = 0;
+    double bound = 10;  // the ladder's first rung; point `point` draws within smt::point_bound(point, bound)
+    std::vector<std::string> trimmed;  // shared inputs that are results of the trimmed prefix (drawn too)
+  };
+  std::optional<SampledPoint> sampled;
   double ms = 0;
 };
 
@@ -167,6 +185,9 @@ struct WitnessSource {
 };
 // The dirigo-witness document (docs/check.md) of the first differing location; "" when none.
 std::string witness_json(const Report& r, const WitnessSource& src = {});
+// The "sampled" object of a location decided by numeric evaluation (report and witness): seed, point,
+// the point's bound and sign, and how each element is drawn, enough for a replay to regenerate every input.
+std::string sampled_json(const LocationResult::SampledPoint& s);
 // The verdict rules for a replay of the first differing location: it reproduces -> BUG with
 // evidence replay-gpu/replay-cpu; it ran and does not -> SUSPECT; it could not run -> unchanged
 // (fp32 evidence, labelled as such).

@@ -56,8 +56,7 @@ aten::TensorRef aten_ref(const View& v, int32_t tensor_id) {
 
 // A captured constant (torch.tensor(0.5) in forward) is part of the program, not a free input: its
 // recorded value is the literal. Without recorded values the program cannot be checked.
-ir::Expr constant_element(ir::Context& ctx, const bundle::Bundle& b, const std::string& program,
-                          const program::SsaInput& in, int64_t j) {
+double constant_value(const bundle::Bundle& b, const std::string& program, const program::SsaInput& in, int64_t j) {
   const bundle::Program* bp = b.find_program(program);
   const bundle::Input* bi = nullptr;
   if (bp)
@@ -71,12 +70,16 @@ ir::Expr constant_element(ir::Context& ctx, const bundle::Bundle& b, const std::
     throw Unsupported(fmt::format("{}: element {} of captured constant {}'s storage is outside the constant",
                                   program, j, in.name));
   double x = bi->constant_values[size_t(l)];
+  if (sort_of(in.view.dtype) == ir::Sort::Real && !std::isfinite(x))
+    throw Unsupported(fmt::format("{}: captured constant {} holds the non-finite value {}", program, in.name, x));
+  return x;
+}
+
+ir::Expr constant_element(ir::Context& ctx, const bundle::Bundle& b, const std::string& program,
+                          const program::SsaInput& in, int64_t j) {
+  double x = constant_value(b, program, in, j);
   ir::Sort s = sort_of(in.view.dtype);
-  if (s == ir::Sort::Real) {
-    if (!std::isfinite(x))
-      throw Unsupported(fmt::format("{}: captured constant {} holds the non-finite value {}", program, in.name, x));
-    return ctx.real_const_from_double(x);
-  }
+  if (s == ir::Sort::Real) return ctx.real_const_from_double(x);
   return ctx.bv_const(s, uint64_t(int64_t(x)));  // integers and bools (as 0/1 bytes), exact below 2^53
 }
 
@@ -179,6 +182,62 @@ ir::Expr Lowering::storage_element(ValueId v, int64_t j) {
   return e;
 }
 
+ir::Expr Lowering::operand_element(ValueId v, int64_t j, ir::Sort s) {
+  return template_ctx_ ? template_ctx_->elem(value_tensor(v), j, s) : storage_element(v, j);
+}
+
+ir::Expr Lowering::element_template(ir::Context& cx, ValueId v, int64_t j, const ProductsHook& products) {
+  struct Restore {
+    Lowering& l;
+    ~Restore() { l.template_ctx_ = nullptr, l.products_ = nullptr; }
+  } restore{*this};
+  template_ctx_ = &cx;
+  products_ = products ? &products : nullptr;
+  return compute(v, j);
+}
+
+std::optional<Lowering::SharedView> Lowering::shared_view(ValueId v) {
+  const SharedLeaf& sl = shared_leaf(v);
+  if (sl.shared < 0) return std::nullopt;
+  return SharedView{sl.tensor, sl.sort, sl.view->offset, sl.numel, sl.contiguous};
+}
+
+std::optional<Lowering::Operand> Lowering::operand(int32_t tensor, int64_t index) const {
+  if (auto it = launch_tensor_.find(tensor); it != launch_tensor_.end()) return Operand{it->second.second, index};
+  if (auto it = tensor_value_.find(tensor); it != tensor_value_.end()) return Operand{it->second, index};
+  return std::nullopt;
+}
+
+Lowering::Source Lowering::source(ValueId v, int64_t j) {
+  Source src;
+  if (const SharedLeaf& sl = shared_leaf(v); sl.shared >= 0) {
+    int64_t l = sl.contiguous ? (j >= sl.view->offset && j - sl.view->offset < sl.numel ? j - sl.view->offset : -1)
+                              : logical_of_storage(*sl.view, j);
+    if (l >= 0) {
+      src.kind = Source::Kind::Shared;
+      src.tensor = sl.tensor;
+      src.index = l;
+      src.sort = sl.sort;
+      return src;
+    }
+  }
+  const program::Value& val = prog_.value(v);
+  if (val.producer >= 0) return src;
+  src.kind = Source::Kind::External;
+  src.tensor = value_tensor(v);
+  src.index = j;
+  for (const auto& in : prog_.inputs)
+    if (prog_.value(in.view.value).storage == val.storage) {
+      src.sort = sort_of(in.view.dtype);
+      if (in.constant) {
+        src.kind = Source::Kind::Constant;
+        src.constant = constant_value(bundle_, prog_.name, in, j);
+        return src;
+      }
+    }
+  return src;
+}
+
 ir::Expr Lowering::compute(ValueId v, int64_t j) {
   if (++computes_since_clock_ >= 64) {  // one element can substitute through a 10^5-node expression
     computes_since_clock_ = 0;
@@ -193,10 +252,10 @@ ir::Expr Lowering::compute(ValueId v, int64_t j) {
     bundle::DType d = bundle::DType::Float32;
     for (const auto& in : prog_.inputs)
       if (prog_.value(in.view.value).storage == val.storage) {
-        if (in.constant) return constant_element(ctx_, bundle_, prog_.name, in, j);
+        if (in.constant) return constant_element(cx(), bundle_, prog_.name, in, j);
         d = in.view.dtype;
       }
-    return ctx_.elem(value_tensor(v), j, sort_of(d));
+    return cx().elem(value_tensor(v), j, sort_of(d));
   };
   if (val.producer < 0) return leaf();
   const program::SsaOp& op = prog_.ops[size_t(val.producer)];
@@ -267,20 +326,36 @@ ir::Expr Lowering::from_library(size_t op_index, const program::Write& w, int64_
   blas::Reader read = [&](const std::string& key, int64_t off) -> ir::Expr {
     const program::Operand* r = operand(key);
     if (!r) throw Unsupported(fmt::format("{}: argument {} is no tensor", call.name, key));
-    return storage_element(r->view.value, first_element(*r) + off);
+    return operand_element(r->view.value, first_element(*r) + off, ir::Sort::Real);
   };
   for (const auto& key : blas::output_keys(call)) {
     const program::Operand* r = operand(key);
     if (!r || prog_.value(r->view.value).storage != w.storage) continue;
     try {
-      if (auto e = blas::element(ctx_, call, key, j - first_element(*r), read)) return *e;
+      blas::ProductsReader products;
+      if (products_)  // a GEMM's sum of products, handed over whole as the operands' storage elements
+        products = [&](const blas::Products& p) {
+          const program::Operand *ra = operand(p.a_key), *rb = operand(p.b_key);
+          if (!ra || !rb) throw Unsupported(fmt::format("{}: argument {} or {} is no tensor", call.name, p.a_key, p.b_key));
+          aten::Products q;
+          q.a_tensor = value_tensor(ra->view.value);
+          q.b_tensor = value_tensor(rb->view.value);
+          q.count = p.count;
+          q.a_first = first_element(*ra) + p.a_first;
+          q.a_step = p.a_step;
+          q.b_first = first_element(*rb) + p.b_first;
+          q.b_step = p.b_step;
+          return (*products_)(q);
+        };
+      if (auto e = blas::element(cx(), call, key, j - first_element(*r), read, products_ ? &products : nullptr))
+        return *e;
     } catch (const blas::Unsupported& u) {
       throw Unsupported(fmt::format("library call (op {} of {}): {}", op.index, prog_.name,
                                     std::string(u.what()).substr(13)));
     }
   }
-  if (w.before == program::kNoValue) return ctx_.elem(value_tensor(w.after), j);
-  return storage_element(w.before, j);
+  if (w.before == program::kNoValue) return cx().elem(value_tensor(w.after), j);
+  return operand_element(w.before, j, ir::Sort::Real);
 }
 
 namespace {
@@ -330,7 +405,7 @@ ir::Expr Lowering::from_aten(const program::SsaOp& op, const program::Write& w, 
   // value tensor of this program): no leaf-substitution pass, no second copy of the equation's nodes.
   auto read = [this](int32_t t, int64_t j, ir::Sort s) -> ir::Expr {
     auto it = tensor_value_.find(t);
-    return it == tensor_value_.end() ? ctx_.elem(t, j, s) : storage_element(it->second, j);
+    return it == tensor_value_.end() ? cx().elem(t, j, s) : operand_element(it->second, j, s);
   };
   auto make_call = [&] {  // the op's arguments; outputs: its returned tensors
     aten::OpCall call;
@@ -341,12 +416,13 @@ ir::Expr Lowering::from_aten(const program::SsaOp& op, const program::Write& w, 
     for (const auto& [k, x] : a.kwargs) call.kwargs.emplace_back(k, convert_arg(x, "kwargs." + k, reads, tensor_of));
     for (const auto& out : op.results) call.outputs.push_back(aten_ref(out, value_tensor(out.value)));
     call.read = read;
+    if (products_) call.sum_of_products = *products_;
     return call;
   };
   auto equation = [&](const aten::OpCall& call, int output, const std::vector<int64_t>& index) {
     ir::Expr e;
     try {
-      e = aten::element(ctx_, call, output, index);
+      e = aten::element(cx(), call, output, index);
     } catch (const aten::Unsupported& u) {
       throw Unsupported(fmt::format("aten op {} ({})", u.op(), u.reason()));
     } catch (const std::invalid_argument& e2) {
@@ -393,8 +469,9 @@ ir::Expr Lowering::from_aten(const program::SsaOp& op, const program::Write& w, 
   for (const auto& region : w.regions)
     if (logical_of_storage(region, j) >= 0)
       throw Unsupported(fmt::format("aten op {} writes tensor {} without returning it", a.name, region.tensor));
-  if (w.before == program::kNoValue) return ctx_.elem(value_tensor(v), j);
-  return storage_element(w.before, j);
+  ir::Sort s = w.regions.empty() ? ir::Sort::Real : sort_of(w.regions.front().dtype);
+  if (w.before == program::kNoValue) return cx().elem(value_tensor(v), j, s);
+  return operand_element(w.before, j, s);
 }
 
 ir::Expr Lowering::from_copy(const program::SsaOp& op, const program::Write& w, int64_t j) {
@@ -407,9 +484,9 @@ ir::Expr Lowering::from_copy(const program::SsaOp& op, const program::Write& w, 
   unsigned es = bundle::element_size(dst.dtype);
   int64_t dst_first = dst.offset + c.dst.byte_offset.value_or(0) / es;
   int64_t n = c.nbytes / es;
-  if (j < dst_first || j >= dst_first + n) return storage_element(w.before, j);
+  if (j < dst_first || j >= dst_first + n) return operand_element(w.before, j, sort_of(dst.dtype));
   int64_t src_first = src->view.offset + c.src.byte_offset.value_or(0) / es;
-  return storage_element(src->view.value, src_first + (j - dst_first));
+  return operand_element(src->view.value, src_first + (j - dst_first), sort_of(src->view.dtype));
 }
 
 LaunchInfo& Lowering::launch(size_t op_index) {
@@ -491,11 +568,13 @@ ir::Expr Lowering::from_launch(size_t op_index, const program::Write& w, int64_t
   } catch (const exec::TimeLimit&) {  // the inversion ran past the budget
     throw OutOfTime("building the location's expression ran past the budget");
   }
-  auto before = [&]() -> ir::Expr {
-    if (w.before == program::kNoValue) return ctx_.elem(value_tensor(w.after), j);
-    return storage_element(w.before, j);
+  ir::Sort sort = w.regions.empty() ? ir::Sort::Real : sort_of(w.regions.front().dtype);
+  auto before = [&]() -> ir::Expr {  // in the launch's context: project_leaves() maps it like the writes
+    if (w.before == program::kNoValue) return ctx_.elem(value_tensor(w.after), j, sort);
+    return ctx_.elem(value_tensor(w.before), j, sort);
   };
-  if (writers.empty()) return before();
+  if (writers.empty())
+    return w.before == program::kNoValue ? cx().elem(value_tensor(w.after), j, sort) : project_leaves(before());
   // Plain stores: the last store of each thread counts; two threads storing different
   // values to one element is a write-write race (reported by check as an Execute BUG).
   bool all_store = true, all_acc = true;
@@ -537,6 +616,15 @@ ir::Expr Lowering::from_launch(size_t op_index, const program::Write& w, int64_t
 }
 
 ir::Expr Lowering::project_leaves(ir::Expr e) {
+  if (template_ctx_) {  // the template keeps launch/value tensor leaves (operand() resolves them)
+    for (ir::Expr leaf : ir::leaves(e))
+      if (leaf->op == ir::Op::Load)
+        throw Unsupported("a memory index depends on tensor data (" + ir::to_string(ctx_, leaf, {.max_nodes = 12}) + ")");
+      else if (leaf->op == ir::Op::Var)
+        throw Unsupported("a value still depends on thread identity after specialization (" +
+                          std::string(leaf->name()) + ")");
+    return template_ctx_->import(e);
+  }
   // memo hits and the substitution below never reach compute()'s clock: look here too
   uint32_t looked = 0;
   auto tick = [&] {

@@ -11,10 +11,12 @@
 #pragma once
 
 #include <chrono>
+#include <functional>
 #include <stdexcept>
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <stdexcept>
 #include <string>
@@ -27,6 +29,9 @@
 
 namespace dirigo::blas {
 struct Call;
+}
+namespace dirigo::aten {
+struct Products;
 }
 
 namespace dirigo::check {
@@ -81,6 +86,39 @@ class Lowering {
   // Value of storage version `v` at storage element `j`.
   ir::Expr storage_element(program::ValueId v, int64_t j);
 
+  // The element's own equation (aten), inverted kernel write, copy or library equation, built in
+  // `cx` with its operands as leaves instead of their back-projections: T[i] of a value tensor or a
+  // launch tensor, resolved by operand() (check/numeric.h evaluates these templates numerically, one
+  // small expression per element, where the back-projected expression would be tens of millions).
+  // `products` (optional) receives the sums of products of matrix products and convolutions whole
+  // (aten::OpCall::sum_of_products) instead of their terms.
+  using ProductsHook = std::function<ir::Expr(const aten::Products&)>;
+  ir::Expr element_template(ir::Context& cx, program::ValueId v, int64_t j, const ProductsHook& products = {});
+  struct Operand {
+    program::ValueId value = program::kNoValue;
+    int64_t index = 0;
+  };
+  // What a template's TensorElem leaf stands for (nullopt: no value of this program).
+  std::optional<Operand> operand(int32_t tensor, int64_t index) const;
+  // How a value's elements are leaves (shared inputs, data from outside the trace, captured
+  // constants) rather than computed: the tensor name that keys a random draw and its index.
+  struct Source {
+    enum class Kind : uint8_t { Computed, Shared, External, Constant } kind = Kind::Computed;
+    int32_t tensor = -1;   // the leaf's ir tensor ("in:<shared name>" / "<prog>:<value>")
+    int64_t index = 0;     // logical (Shared) or storage (External) index
+    ir::Sort sort = ir::Sort::Real;
+    double constant = 0;   // Constant
+  };
+  Source source(program::ValueId v, int64_t j);
+  // A shared input's leaf tensor and where its elements lie in the value's storage (fast draws).
+  struct SharedView {
+    int32_t tensor = -1;
+    ir::Sort sort = ir::Sort::Real;
+    int64_t offset = 0, numel = 0;
+    bool contiguous = false;  // logical index = storage index - offset
+  };
+  std::optional<SharedView> shared_view(program::ValueId v);
+
   // Executes every launch of the (trimmed) program up front: safety findings and
   // UNSUPPORTED reasons surface before any location is checked.
   void execute_all();
@@ -97,6 +135,11 @@ class Lowering {
   ir::Expr from_library(size_t op_index, const program::Write& w, int64_t j);  // cuBLAS calls (src/blas)
   const blas::Call& library_call(size_t op_index);
   ir::Expr project_leaves(ir::Expr e);  // replace leaves by their back-projections
+  ir::Context& cx() { return template_ctx_ ? *template_ctx_ : ctx_; }
+  // An operand element: its back-projection, or (building a template) the leaf T[j] of its value tensor.
+  ir::Expr operand_element(program::ValueId v, int64_t j, ir::Sort s);
+  ir::Context* template_ctx_ = nullptr;  // set: element_template() is building (operands stay leaves)
+  const ProductsHook* products_ = nullptr;
   LaunchInfo& launch(size_t op_index);
   int32_t value_tensor(program::ValueId v);
   struct SharedLeaf {  // how a value's elements map to a shared input's leaves (shared < 0: they do not)

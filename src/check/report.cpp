@@ -154,6 +154,7 @@ std::string to_json(const Report& r) {
       x["values_f64"] = {l.ref_value, l.cand_value};
       x["values_f32"] = {l.ref_value_f32, l.cand_value_f32};
       x["confirmed_f32"] = l.confirmed_f32;
+      if (l.sampled) x["sampled"] = json::parse(sampled_json(*l.sampled));
     }
     locs.push_back(x);
   }

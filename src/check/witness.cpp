@@ -8,6 +8,8 @@
 
 #include "check/check.h"
 
+#include "smt/falsify.h"
+
 namespace dirigo::check {
 
 namespace {
@@ -49,6 +51,19 @@ json leaf_json(const WitnessLeaf& w, bool with_value) {
 }
 }  // namespace
 
+std::string sampled_json(const LocationResult::SampledPoint& s) {
+  json j = {{"seed", s.seed},
+            {"point", s.point},
+            {"bound", smt::point_bound(s.point, s.bound)},
+            {"nonnegative", smt::point_nonnegative(s.point)},
+            {"ladder_bound", s.bound},
+            {"trimmed", s.trimmed},  // drawn for the prefix's results: no input assignment is known to give them
+            {"draw", "element i of shared input NAME: u = splitmix64(splitmix64(seed * 1000003 + point) ^ "
+                     "splitmix64(fnv1a64('in:' + NAME) % 2^24 << 40 ^ i)) >> 11 (53 bits); value = u * 2^-53 * bound, "
+                     "or (2 * u * 2^-53 - 1) * bound when not nonnegative"}};
+  return j.dump();
+}
+
 std::string witness_json(const Report& r, const WitnessSource& src) {
   if (!r.first_differ) return "";
   const LocationResult& l = r.locations.at(*r.first_differ);
@@ -68,7 +83,8 @@ std::string witness_json(const Report& r, const WitnessSource& src) {
             {"symbolic", {{"reference", number(l.ref_value_f32)}, {"candidate", number(l.cand_value_f32)},
                           {"reference_f64", number(l.ref_value)}, {"candidate_f64", number(l.cand_value)},
                           {"reference_expr", l.ref_expr}, {"candidate_expr", l.cand_expr}}},
-            {"leaves_complete", true}};
+            {"leaves_complete", !l.sampled}};
+  if (l.sampled) j["sampled"] = json::parse(sampled_json(*l.sampled));  // every input regenerable, no leaf list
   json leaves = json::array();
   for (const auto& w : l.leaves) leaves.push_back(leaf_json(w, true));
   j["leaves"] = std::move(leaves);

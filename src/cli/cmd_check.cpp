@@ -30,7 +30,7 @@ struct CheckArgs {
   double budget = 30;
   uint64_t seed = 0;
   bool full = false, json = false, verbose = false, no_trim = false;
-  size_t min_locations = 5, max_locations = 0, jobs = 1;
+  size_t min_locations = 5, max_locations = 0, jobs = 1, build_nodes = 0;
   double atol = -1, rtol = -1;
 };
 
@@ -103,6 +103,9 @@ dirigo::cli::Register reg({"check", "check a trace bundle: BUG / SUSPECT / CHECK
   sub.add_option("--jobs,-j", a->jobs, "location workers (threads); the verdict is the same for any number");
   sub.add_option("--min-locations", a->min_locations, "locations needed before anything but BUG is reported");
   sub.add_option("--max-locations", a->max_locations, "stop after this many locations");
+  sub.add_option("--build-nodes", a->build_nodes,
+                 "evaluate a location numerically at random points once building it passes this many nodes "
+                 "(default 2000000; docs/check.md)");
   sub.add_option("--atol", a->atol, "absolute tolerance for witnesses (default: the bundle's, else 1e-2)");
   sub.add_option("--rtol", a->rtol, "relative tolerance for witnesses");
   sub.add_flag("--full", a->full, "check every output location (VERIFIED when all are equal)");
@@ -124,6 +127,7 @@ dirigo::cli::Register reg({"check", "check a trace bundle: BUG / SUSPECT / CHECK
     opt.full = a->full;
     opt.min_locations = a->min_locations;
     opt.max_locations = a->max_locations;
+    if (a->build_nodes) opt.build_nodes = a->build_nodes;
     opt.jobs = std::max<size_t>(1, a->jobs);
     opt.dedup = !a->no_dedup;
     opt.release_memory = false;  // the process exits after the report: freeing 10^6-entry tables took seconds

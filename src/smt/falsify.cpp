@@ -11,12 +11,7 @@ namespace {
 // splitmix64: a leaf's value is a pure function of (seed, point, leaf), so every read of one leaf
 // during an evaluation sees the same value, with no table of leaves built up front (Load leaves
 // are only known once their index is evaluated).
-uint64_t mix(uint64_t x) {
-  x += 0x9e3779b97f4a7c15ULL;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-  return x ^ (x >> 31);
-}
+uint64_t mix(uint64_t x) { return PointSampler::mix(x); }
 
 ir::Value sample(uint64_t h, ir::Sort sort, double bound, bool nonnegative) {
   double unit = double(h >> 11) * 0x1.0p-53;  // [0, 1)
@@ -27,19 +22,41 @@ ir::Value sample(uint64_t h, ir::Sort sort, double bound, bool nonnegative) {
 
 }  // namespace
 
+double point_bound(unsigned p, double bound) {
+  // A ladder of scales: at [-10, 10] a long dot product (x @ W of 8,192 terms) lands ~10^3 away
+  // from 0 and every clamp, hardtanh or saturating activation after it hides a dropped bias;
+  // at [-0.1, 0.1] the same sum is O(1), where they are not flat.
+  static constexpr double kScales[] = {1.0, 0.1, 0.01};
+  unsigned rung = (p / 2) % 4;
+  return rung == 0 ? bound : kScales[rung - 1];
+}
+
+PointSampler::PointSampler(uint64_t seed, unsigned p, double bound)
+    : base_(mix(seed * 1000003 + p)), bound_(point_bound(p, bound)), nonnegative_(point_nonnegative(p)) {}
+
+ir::Value PointSampler::operator()(uint64_t key, int64_t index, ir::Sort sort) const {
+  return sample(mix(base_ ^ mix(key << 40 ^ uint64_t(index))), sort, bound_, nonnegative_);
+}
+
+ir::Value draw(uint64_t seed, unsigned p, uint64_t key, int64_t index, ir::Sort sort, double bound) {
+  return PointSampler(seed, p, bound)(key, index, sort);
+}
+
+uint64_t name_key(std::string_view tensor_name) {
+  uint64_t h = 0xcbf29ce484222325ULL;
+  for (unsigned char c : tensor_name) h = (h ^ c) * 0x100000001b3ULL;
+  return h & 0xffffff;
+}
+
 std::optional<Witness> falsify(ir::Expr a, ir::Expr b, const FalsifyOptions& opt) {
   std::optional<Witness> below_tolerance;
   for (unsigned p = opt.first_point; p < opt.first_point + opt.points; ++p) {
     if (opt.deadline) opt.deadline->check("while evaluating random points (sampling)");
-    // A ladder of scales: at [-10, 10] a long dot product (x @ W of 8,192 terms) lands ~10^3 away
-    // from 0 and every clamp, hardtanh or saturating activation after it hides a dropped bias;
-    // at [-0.1, 0.1] the same sum is O(1), where they are not flat. Every other point draws only
-    // non-negative reals: a variance, a running_var or a scale read under sqrt/rsqrt/log is NaN at
-    // half the symmetric points, and a NaN never shows a difference beyond the tolerance.
-    static constexpr double kScales[] = {1.0, 0.1, 0.01};
-    unsigned rung = (p / 2) % 4;
-    double bound = rung == 0 ? opt.bound : kScales[rung - 1];
-    bool nonnegative = p % 2 == 1;
+    // Every other point draws only non-negative reals: a variance, a running_var or a scale read
+    // under sqrt/rsqrt/log is NaN at half the symmetric points, and a NaN never shows a difference
+    // beyond the tolerance.
+    double bound = point_bound(p, opt.bound);
+    bool nonnegative = point_nonnegative(p);
     uint64_t base = mix(opt.seed * 1000003 + p);
     // What this evaluation read; sorted (stable order) and deduplicated only when a witness is kept: a
     // location over a GEMM reads millions of elements, and a map insert per read cost a minute a point.

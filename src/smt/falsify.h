@@ -6,6 +6,7 @@
 #pragma once
 #include <cstdint>
 #include <optional>
+#include <string_view>
 
 #include "smt/deadline.h"
 #include "smt/decide.h"
@@ -24,6 +25,40 @@ struct FalsifyOptions {
   const std::vector<ir::Expr>* assumptions = nullptr;  // a point must satisfy every one
   Ticker* deadline = nullptr;  // past it (ticked per leaf read) falsify throws StageTimeout
 };
+
+// The ladder of points: the bound and the sign of point p (see FalsifyOptions::bound).
+double point_bound(unsigned p, double bound);
+inline bool point_nonnegative(unsigned p) { return p % 2 == 1; }
+// The value falsify gives leaf (key, index) at point p: a pure function of its arguments, so that a
+// point is regenerable from (seed, p) alone. falsify keys an element by its tensor id; the numeric
+// evaluation of giant locations (check/numeric.h) by name_key() of the tensor's name, which does not
+// depend on the order tensors were registered in (python/dirigo/replay.py draws the same values).
+ir::Value draw(uint64_t seed, unsigned p, uint64_t key, int64_t index, ir::Sort sort, double bound);
+// draw() for many leaves of one point: the point's base hash, bound and sign computed once.
+class PointSampler {
+ public:
+  PointSampler(uint64_t seed, unsigned p, double bound);
+  ir::Value operator()(uint64_t key, int64_t index, ir::Sort sort) const;
+  double real(uint64_t key, int64_t index) const { return real_of(leaf_hash(key, index)); }  // Sort::Real
+  // The same in two steps: the leaf's hash does not depend on the point (one per leaf for many points).
+  static uint64_t leaf_hash(uint64_t key, int64_t index) { return mix(key << 40 ^ uint64_t(index)); }
+  double real_of(uint64_t leaf) const {
+    double unit = double(mix(base_ ^ leaf) >> 11) * 0x1.0p-53;
+    return (nonnegative_ ? unit : unit * 2 - 1) * bound_;
+  }
+  // splitmix64's finalizer
+  static uint64_t mix(uint64_t x) {
+    x += 0x9e3779b97f4a7c15ULL;
+    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+    return x ^ (x >> 31);
+  }
+ private:
+  uint64_t base_;
+  double bound_;
+  bool nonnegative_;
+};
+uint64_t name_key(std::string_view tensor_name);  // FNV-1a 64 of the name, low 24 bits
 
 // The first point where a and b differ beyond fp64 noise and, when a tolerance is given, beyond it
 // (else the first point that differs at all, with exceeds_tolerance false). The witness lists every

@@ -1,0 +1,379 @@
+#include "check/numeric.h"
+
+#include <array>
+#include <cmath>
+#include <mutex>
+#include <limits>
+#include <unordered_map>
+
+#include <fmt/format.h>
+
+#include "aten/op_call.h"
+#include "ir/limits.h"
+#include "ir/print.h"
+#include "smt/falsify.h"
+
+namespace dirigo::check {
+
+namespace {
+
+struct KeyHash {
+  size_t operator()(const std::pair<int32_t, int64_t>& k) const {
+    return std::hash<int64_t>()(k.second * 1000003 + k.first);
+  }
+};
+
+double to_number(const ir::Value& v) {
+  if (v.undef) return std::numeric_limits<double>::quiet_NaN();
+  return v.sort == ir::Sort::Real ? v.real : double(v.bits);
+}
+
+ir::Value from_number(double d, ir::Sort s) {
+  if (s == ir::Sort::Real) return ir::Value::of_real(d);
+  ir::Value v = s == ir::Sort::Bool ? ir::Value::of_bool(d != 0) : ir::Value::of_bv(s, uint64_t(d));
+  v.undef = std::isnan(d);
+  return v;
+}
+
+}  // namespace
+
+// Keyed by both operands' leaf tensors, first logical index and step, the count, points and precision.
+struct ProductsCache {
+  using Key = std::array<int64_t, 9>;
+  struct KeyHash {
+    size_t operator()(const Key& k) const {
+      uint64_t h = 0;
+      for (int64_t x : k) h = smt::PointSampler::mix(h ^ uint64_t(x));
+      return h;
+    }
+  };
+  std::mutex mu;
+  std::unordered_map<Key, std::vector<double>, KeyHash> sums;
+};
+
+std::shared_ptr<ProductsCache> make_products_cache() { return std::make_shared<ProductsCache>(); }
+
+struct NumericEvaluator::Impl {
+  Lowering& low;
+  NumericOptions opt;
+  size_t npoints;
+  Stats stats;
+
+  // (value, storage element) -> offset of its npoints values in `pool`
+  std::unordered_map<std::pair<int32_t, int64_t>, size_t, KeyHash> memo;
+  std::vector<double> pool;
+  // leaf draws keyed per ir tensor: smt::name_key of its name, looked up once
+  std::unordered_map<int32_t, uint64_t> draw_key;
+  std::vector<smt::PointSampler> samplers;  // per point
+  uint64_t points_key = 0;                   // seed, bound and points, for ProductsCache keys
+  // Sums of products handed over whole (aten::Products): their values, npoints each, read back through
+  // the leaf products_tensor[k] of the template; operands they found without a value yet.
+  int32_t products_tensor = -1;
+  std::vector<double> products_values;
+  std::vector<std::pair<int32_t, int64_t>> products_missing;
+  Lowering::ProductsHook hook;
+
+  // Scratch context of the templates, with one evaluator per point sharing its nodes' values.
+  std::unique_ptr<ir::Context> scratch;
+  std::vector<ir::Env> envs;
+  std::vector<ir::Evaluator> evals;
+  std::vector<uint8_t> resolved;   // by node id: every leaf below has a value
+  std::vector<uint32_t> seen;      // by node id: walk epoch
+  uint32_t epoch = 0;
+  uint64_t generation = 0;         // bumped with each new scratch context
+  size_t scratch_base = 0;
+
+  Impl(Lowering& l, NumericOptions o) : low(l), opt(std::move(o)), npoints(opt.points.size()) {
+    if (npoints == 0) throw std::invalid_argument("numeric evaluation needs at least one point");
+    for (unsigned p : opt.points) samplers.emplace_back(opt.seed, p, opt.bound);
+    points_key = smt::PointSampler::mix(opt.seed ^ std::hash<double>()(opt.bound));
+    for (unsigned p : opt.points) points_key = smt::PointSampler::mix(points_key ^ p);
+    hook = [this](const aten::Products& pr) { return products(pr); };
+    fresh_scratch();
+    products_tensor = scratch->tensor("numeric:products");
+  }
+
+  void fresh_scratch() {
+    if (scratch) {
+      stats.template_nodes += scratch->num_nodes() - scratch_base;
+      ++stats.recycles;
+    }
+    evals.clear();
+    envs.clear();
+    scratch = std::make_unique<ir::Context>();
+    ir::set_limits(*scratch, {SIZE_MAX, opt.deadline});
+    scratch_base = scratch->num_nodes();
+    resolved.clear();
+    seen.clear();
+    products_values.clear();
+    ++generation;
+    envs.resize(npoints);
+    for (size_t p = 0; p < npoints; ++p) {
+      envs[p].elem = [this, p](int32_t t, int64_t i, ir::Sort s) { return leaf_value(t, i, s, p); };
+      envs[p].var = [](std::string_view name, ir::Sort) -> ir::Value {
+        throw Unsupported(fmt::format("numeric evaluation: free variable {}", name));
+      };
+    }
+    for (size_t p = 0; p < npoints; ++p) evals.emplace_back(envs[p], opt.precision);
+  }
+
+  uint64_t key_of(int32_t tensor) {
+    auto it = draw_key.find(tensor);
+    if (it == draw_key.end()) it = draw_key.emplace(tensor, smt::name_key(scratch->tensor_name(tensor))).first;
+    return it->second;
+  }
+
+  // A source leaf's value at point p (shared input, outside data, captured constant).
+  double source_value(const Lowering::Source& src, size_t p) {
+    if (src.kind == Lowering::Source::Kind::Constant) return src.constant;
+    double v = to_number(samplers[p](key_of(src.tensor), src.index, src.sort));
+    return opt.precision == ir::Precision::F32 && src.sort == ir::Sort::Real ? double(float(v)) : v;
+  }
+
+  // The value of a template leaf T[i] at point p: a source drawn on the spot, else the memoized
+  // value of the operand element it stands for (resolve() made sure it is there).
+  // The deadline, looked at every 4096 calls from the loops that run long without building nodes
+  // (template walks, evaluation of a statistic's million leaves).
+  uint32_t ticks = 0;
+  void tick() {
+    if ((++ticks & 4095) == 0 && std::chrono::steady_clock::now() > opt.deadline)
+      throw OutOfTime("numeric evaluation of the location ran past the budget");
+  }
+
+  ir::Value leaf_value(int32_t t, int64_t i, ir::Sort s, size_t p) {
+    tick();
+    if (t == products_tensor) return ir::Value::of_real(products_values.at(size_t(i) * npoints + p));
+    auto op = low.operand(t, i);
+    if (!op) throw Unsupported(fmt::format("numeric evaluation: tensor {} is no value of {}",
+                                           scratch->tensor_name(t), low.program().name));
+    Lowering::Source src = low.source(op->value, op->index);
+    if (src.kind != Lowering::Source::Kind::Computed) return from_number(source_value(src, p), s);
+    auto it = memo.find({op->value, op->index});
+    if (it == memo.end()) throw std::logic_error("numeric evaluation: operand read before it was evaluated");
+    return from_number(pool[it->second + p], s);
+  }
+
+  // How one operand tensor of a sum of products is read: shared inputs drawn on the spot (the
+  // common case: x and W of a GEMM), anything else through source() and the memo.
+  // Shared inputs read by sums of products, drawn once per element and point when the tensor is small
+  // enough (a GEMM's x row is read once per output column): NaN marks "not drawn yet".
+  static constexpr size_t kCachedDraws = size_t(32) << 20;
+  std::unordered_map<int32_t, std::vector<double>> draw_cache;  // by leaf tensor
+
+  // How one operand tensor of a sum of products is read: shared inputs drawn on the spot (the
+  // common case: x and W of a GEMM), anything else through source() and the memo.
+  struct Access {
+    Impl& im;
+    program::ValueId value = program::kNoValue;
+    std::optional<Lowering::SharedView> shared;
+    uint64_t key = 0;
+    std::vector<double>* cache = nullptr;
+    bool f32 = false;
+
+    Access(Impl& i, int32_t t) : im(i), f32(i.opt.precision == ir::Precision::F32) {
+      auto op = im.low.operand(t, 0);
+      if (!op) throw Unsupported(fmt::format("numeric evaluation: tensor {} is no value of {}",
+                                             im.scratch->tensor_name(t), im.low.program().name));
+      value = op->value;
+      shared = im.low.shared_view(value);
+      if (shared && !(shared->contiguous && shared->sort == ir::Sort::Real)) shared.reset();
+      if (!shared) return;
+      key = im.key_of(shared->tensor);
+      if (size_t(shared->numel) * im.npoints <= kCachedDraws) {
+        cache = &im.draw_cache[shared->tensor];
+        if (cache->empty()) cache->assign(size_t(shared->numel) * im.npoints, std::numeric_limits<double>::quiet_NaN());
+      }
+    }
+    // The values of storage element j at every point (buf holds them when they are computed here);
+    // nullptr (and the element noted as missing) when it has no value yet.
+    const double* values(int64_t j, double* buf) {
+      if (shared && j >= shared->offset && j - shared->offset < shared->numel) {
+        int64_t l = j - shared->offset;
+        double* out = cache ? cache->data() + size_t(l) * im.npoints : buf;
+        if (cache && !std::isnan(out[0])) return out;
+        uint64_t leaf = smt::PointSampler::leaf_hash(key, l);
+        for (size_t p = 0; p < im.npoints; ++p) {
+          double v = im.samplers[p].real_of(leaf);
+          out[p] = f32 ? double(float(v)) : v;
+        }
+        return out;
+      }
+      Lowering::Source src = im.low.source(value, j);
+      if (src.kind != Lowering::Source::Kind::Computed) {
+        for (size_t p = 0; p < im.npoints; ++p) buf[p] = im.source_value(src, p);
+        return buf;
+      }
+      auto it = im.memo.find({value, j});
+      if (it == im.memo.end()) {
+        im.products_missing.push_back({value, j});
+        return nullptr;
+      }
+      return im.pool.data() + it->second;
+    }
+  };
+
+  ir::Expr products(const aten::Products& pr) {
+    Access a(*this, pr.a_tensor), b(*this, pr.b_tensor);
+    std::vector<double> acc(npoints, 0.0), abuf(npoints), bbuf(npoints);
+    auto leaf = [&](const std::vector<double>& values) {
+      size_t slot = products_values.size() / npoints;
+      products_values.insert(products_values.end(), values.begin(), values.end());
+      return scratch->elem(products_tensor, int64_t(slot), ir::Sort::Real);
+    };
+    // Over shared inputs only, with affine indices: the same sum in both programs.
+    std::optional<ProductsCache::Key> cache_key;
+    auto inside = [](const Access& x, int64_t first, int64_t step, int64_t n) {
+      int64_t last = first + step * (n - 1);
+      return x.shared && std::min(first, last) >= x.shared->offset &&
+             std::max(first, last) - x.shared->offset < x.shared->numel;
+    };
+    if (opt.products_cache && pr.a_list.empty() && inside(a, pr.a_first, pr.a_step, pr.count) &&
+        inside(b, pr.b_first, pr.b_step, pr.count)) {
+      cache_key = ProductsCache::Key{int64_t(a.key), pr.a_first - a.shared->offset, pr.a_step, int64_t(b.key),
+                                     pr.b_first - b.shared->offset, pr.b_step, pr.count,
+                                     int64_t(points_key),
+                                     int64_t(opt.precision)};
+      std::lock_guard lock(opt.products_cache->mu);
+      if (auto it = opt.products_cache->sums.find(*cache_key); it != opt.products_cache->sums.end())
+        return leaf(it->second);
+    }
+    bool f32 = opt.precision == ir::Precision::F32;
+    if (pr.count > 4096) tick();
+    for (int64_t k = 0; k < pr.count; ++k) {
+      if ((k & 65535) == 65535) tick();
+      int64_t ia = pr.a_list.empty() ? pr.a_first + k * pr.a_step : pr.a_list[size_t(k)];
+      int64_t ib = pr.b_list.empty() ? pr.b_first + k * pr.b_step : pr.b_list[size_t(k)];
+      const double* av = a.values(ia, abuf.data());
+      const double* bv = b.values(ib, bbuf.data());
+      if (!av || !bv) continue;
+      if (f32)
+        for (size_t p = 0; p < npoints; ++p) acc[p] = double(float(acc[p] + double(float(av[p] * bv[p]))));
+      else
+        for (size_t p = 0; p < npoints; ++p) acc[p] += av[p] * bv[p];
+    }
+    if (cache_key) {
+      std::lock_guard lock(opt.products_cache->mu);
+      opt.products_cache->sums.emplace(*cache_key, acc);
+    }
+    return leaf(acc);
+  }
+
+  // The operand elements below `root` that still need a value, appended to `missing`; when none
+  // do, the walked nodes are marked resolved so that a statistic shared by many templates is
+  // walked once.
+  void missing_operands(ir::Expr root, std::pair<int32_t, int64_t> self,
+                        std::vector<std::pair<int32_t, int64_t>>& missing) {
+    size_t n = scratch->num_nodes() + 1;
+    if (resolved.size() < n) resolved.resize(n * 2, 0), seen.resize(n * 2, 0);
+    if (resolved[root->id]) return;
+    ++epoch;
+    std::vector<ir::Expr> stack{root}, visited;
+    size_t missing0 = missing.size();
+    while (!stack.empty()) {
+      ir::Expr e = stack.back();
+      stack.pop_back();
+      if (resolved[e->id] || seen[e->id] == epoch) continue;
+      seen[e->id] = epoch;
+      tick();
+      visited.push_back(e);
+      switch (e->op) {
+        case ir::Op::TensorElem: {
+          if (e->tensor() == products_tensor) break;
+          auto op = low.operand(e->tensor(), e->index());
+          if (!op) break;  // leaf_value names it when evaluated
+          std::pair<int32_t, int64_t> key{op->value, op->index};
+          if (key == self)
+            throw Unsupported("numeric evaluation: an element is computed from its own earlier contents");
+          if (!memo.count(key) && low.source(op->value, op->index).kind == Lowering::Source::Kind::Computed)
+            missing.push_back(key);
+          break;
+        }
+        case ir::Op::Load:
+          throw Unsupported("numeric evaluation: a memory index depends on tensor data (" +
+                            ir::to_string(*scratch, e, {.max_nodes = 12}) + ")");
+        default:
+          for (ir::Expr c : e->args()) stack.push_back(c);
+      }
+    }
+    if (missing.size() == missing0)
+      for (ir::Expr e : visited) resolved[e->id] = 1;
+  }
+
+  void resolve(int32_t value, int64_t j) {
+    struct Frame {
+      std::pair<int32_t, int64_t> key;
+      ir::Expr tmpl = nullptr;
+      uint64_t generation = 0;
+    };
+    std::vector<Frame> stack{{{value, j}}};
+    std::vector<std::pair<int32_t, int64_t>> missing;
+    uint32_t steps = 0;
+    while (!stack.empty()) {
+      if ((++steps & 1023) == 0 && std::chrono::steady_clock::now() > opt.deadline)
+        throw OutOfTime("numeric evaluation of the location ran past the budget");
+      Frame& f = stack.back();
+      if (memo.count(f.key)) {
+        stack.pop_back();
+        continue;
+      }
+      if (!f.tmpl || f.generation != generation) {
+        if (scratch->num_nodes() - scratch_base > opt.scratch_nodes) fresh_scratch();
+        try {
+          products_missing.clear();
+          f.tmpl = low.element_template(*scratch, f.key.first, f.key.second, hook);
+        } catch (const ir::LimitExceeded&) {
+          throw OutOfTime("numeric evaluation of the location ran past the budget");
+        }
+        f.generation = generation;
+        if (!products_missing.empty()) {  // a sum of products read operands without values: them first
+          f.tmpl = nullptr;
+          auto pending = std::move(products_missing);
+          products_missing.clear();
+          for (const auto& m : pending) stack.push_back({m});  // f is invalid from here on
+          continue;
+        }
+      }
+      missing.clear();
+      missing_operands(f.tmpl, f.key, missing);
+      if (!missing.empty()) {
+        for (const auto& m : missing) stack.push_back({m});  // f is invalid from here on
+        continue;
+      }
+      size_t off = pool.size();
+      for (size_t p = 0; p < npoints; ++p) pool.push_back(to_number(evals[p](f.tmpl)));
+      memo.emplace(f.key, off);
+      ++stats.elements;
+      stack.pop_back();
+    }
+  }
+
+  std::vector<double> element(const program::View& view, int64_t logical) {
+    int64_t j = storage_of_logical(view, logical);
+    Lowering::Source src = low.source(view.value, j);
+    std::vector<double> out(npoints);
+    if (src.kind != Lowering::Source::Kind::Computed) {
+      for (size_t p = 0; p < npoints; ++p) out[p] = source_value(src, p);
+      return out;
+    }
+    resolve(view.value, j);
+    size_t off = memo.at({view.value, j});
+    for (size_t p = 0; p < npoints; ++p) out[p] = pool[off + p];
+    return out;
+  }
+};
+
+NumericEvaluator::NumericEvaluator(Lowering& lowering, NumericOptions opt)
+    : impl_(std::make_unique<Impl>(lowering, std::move(opt))) {}
+NumericEvaluator::~NumericEvaluator() = default;
+
+std::vector<double> NumericEvaluator::element(const program::View& view, int64_t logical) {
+  return impl_->element(view, logical);
+}
+
+const NumericEvaluator::Stats& NumericEvaluator::stats() const {
+  impl_->stats.template_nodes += impl_->scratch->num_nodes() - impl_->scratch_base;
+  impl_->scratch_base = impl_->scratch->num_nodes();
+  return impl_->stats;
+}
+
+}  // namespace dirigo::check

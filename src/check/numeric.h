@@ -1,0 +1,64 @@
+// Numeric evaluation of one output location at random points, without building its expression.
+//
+// A batch, group or layer statistic over a whole GEMM or convolution output back-projects to
+// 10^7 nodes: hash-consing them costs more than the check's budget. Its numbers do not: each
+// element of each SSA value the location depends on is evaluated once per point, from its own
+// small template (Lowering::element_template: the aten equation, inverted kernel write, copy or
+// library equation with its operands as leaves), memoized per (value, element). Leaves are drawn
+// as smt::falsify draws them (smt::draw, keyed by smt::name_key of the tensor name), so that a
+// point is regenerable from (seed, point) alone. A difference found this way is a sampling
+// witness; no difference leaves the location undecided (never equal).
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "check/lower.h"
+#include "ir/eval.h"
+
+namespace dirigo::check {
+
+struct ProductsCache;  // sums of products over shared inputs, shared by evaluators (numeric.cpp)
+std::shared_ptr<ProductsCache> make_products_cache();
+
+struct NumericOptions {
+  uint64_t seed = 1;
+  std::vector<unsigned> points{0};  // falsify ladder points, evaluated together (one template walk each)
+  double bound = 10;                // the ladder's first rung (smt::point_bound)
+  ir::Precision precision = ir::Precision::F64;
+  // Templates live in a scratch Context, thrown away past this many nodes (with its evaluators'
+  // memos): memory stays bounded while a statistic's shared sub-terms are reused between elements.
+  size_t scratch_nodes = 10'000'000;
+  // Sums of products over shared inputs only are the same numbers in both programs (x @ W^T of the
+  // reference's addmm and of the candidate's cuBLAS call): evaluators given one cache compute them once.
+  std::shared_ptr<ProductsCache> products_cache;
+  // Past it, element() throws OutOfTime (the lowering's own deadline binds its part).
+  std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max();
+};
+
+class NumericEvaluator {
+ public:
+  NumericEvaluator(Lowering& lowering, NumericOptions opt);
+  ~NumericEvaluator();
+
+  // The value of `view` (of the lowering's program) at a logical index, one per point: reals as
+  // doubles, integers as their unsigned value, NaN where the value is undefined. Throws what the
+  // lowering throws (Unsupported, OutOfTime, WriteRace), and Unsupported for what has no numeric
+  // value here (an index read from tensor data, an element that reads its own old contents).
+  std::vector<double> element(const program::View& view, int64_t logical);
+
+  struct Stats {
+    uint64_t elements = 0;        // (value, element) pairs evaluated
+    uint64_t template_nodes = 0;  // nodes the templates added to scratch contexts
+    uint64_t recycles = 0;        // scratch contexts thrown away
+  };
+  const Stats& stats() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace dirigo::check

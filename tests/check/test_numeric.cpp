@@ -1,0 +1,197 @@
+// Numeric evaluation of locations (check/numeric.h) against building the expression and evaluating
+// it with ir::Evaluator at the same random points, on self-contained bundles: linear + training batch
+// norm, grouped strided convolution + group norm, transposed convolution, cuBLAS-free kernels of the
+// running example. And the check's numeric path end to end (forced by a tiny build_nodes).
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "../program/builder.h"
+#include "check/check.h"
+#include "check/lower.h"
+#include "check/numeric.h"
+#include "ir/eval.h"
+#include "program/merge.h"
+#include "smt/falsify.h"
+
+using namespace dirigo;
+using namespace dirigo::program::testing;
+
+namespace {
+
+J Bool(bool b) { return J{{"scalar", b}, {"type", "bool"}}; }
+
+// x[6,5] -> linear(W[4,5], b[4]) -> batch_norm(training) -> tail
+template <class Tail>
+ProgramBuilder linear_bn(const char* name, const char* role, Tail tail) {
+  ProgramBuilder p(name, role);
+  auto x = p.tensor({6, 5}), w = p.tensor({4, 5}), b = p.tensor({4}), g = p.tensor({4}), beta = p.tensor({4});
+  auto y = p.tensor({6, 4}), z = p.tensor({6, 4}), mean = p.tensor({4}), invstd = p.tensor({4});
+  p.input("x", x);
+  p.input("fc.weight", w, "parameter");
+  p.input("fc.bias", b, "parameter");
+  p.input("bn.weight", g, "parameter");
+  p.input("bn.bias", beta, "parameter");
+  p.aten("aten::linear", {T(x), T(w), T(b)}, {y});
+  p.aten("aten::native_batch_norm", {T(y), T(g), T(beta), None(), None(), Bool(true), F(0.1), F(1e-5)},
+         {z, mean, invstd});
+  p.output("out0", tail(p, z));
+  p.output("out1", y);  // the product itself (batch norm cancels a scale error in it)
+  return p;
+}
+
+std::string relu(ProgramBuilder& p, const std::string& z) {
+  auto r = p.tensor({6, 4});
+  p.aten("aten::relu", {T(z)}, {r});
+  return r;
+}
+std::string sigmoid(ProgramBuilder& p, const std::string& z) {
+  auto r = p.tensor({6, 4});
+  p.aten("aten::sigmoid", {T(z)}, {r});
+  return r;
+}
+
+// x[2,4,5,5] -> conv(w[6,2,3,3], groups 2, stride 2, padding 1) -> group_norm(3 groups)
+ProgramBuilder conv_gn(const char* name, const char* role) {
+  ProgramBuilder p(name, role);
+  auto x = p.tensor({2, 4, 5, 5}), w = p.tensor({6, 2, 3, 3}), b = p.tensor({6});
+  auto c = p.tensor({2, 6, 3, 3}), g = p.tensor({6}), beta = p.tensor({6});
+  auto o = p.tensor({2, 6, 3, 3}), mean = p.tensor({2, 3}), rstd = p.tensor({2, 3});
+  p.input("x", x);
+  p.input("conv.weight", w, "parameter");
+  p.input("conv.bias", b, "parameter");
+  p.input("gn.weight", g, "parameter");
+  p.input("gn.bias", beta, "parameter");
+  p.aten("aten::convolution", {T(x), T(w), T(b), Ints({2, 2}), Ints({1, 1}), Ints({1, 1}), Bool(false), Ints({0, 0}),
+                               I(2)},
+         {c});
+  p.aten("aten::native_group_norm", {T(c), T(g), T(beta), I(2), I(6), I(9), I(3), F(1e-5)}, {o, mean, rstd});
+  p.output("out0", o);
+  return p;
+}
+
+// x[1,4,3,3] -> conv_transpose(w[4,3,3,3], stride 2, padding 1, output_padding 1) -> tanh
+ProgramBuilder conv_t(const char* name, const char* role) {
+  ProgramBuilder p(name, role);
+  auto x = p.tensor({1, 4, 3, 3}), w = p.tensor({4, 3, 3, 3}), c = p.tensor({1, 3, 6, 6}), o = p.tensor({1, 3, 6, 6});
+  p.input("x", x);
+  p.input("up.weight", w, "parameter");
+  p.aten("aten::convolution", {T(x), T(w), None(), Ints({2, 2}), Ints({1, 1}), Ints({1, 1}), Bool(true), Ints({1, 1}),
+                               I(1)},
+         {c});
+  p.aten("aten::tanh", {T(c)}, {o});
+  p.output("out0", o);
+  return p;
+}
+
+// Every location of every output of one side: the numeric values equal the built expression's
+// (fp64: up to summation order; fp32: up to fp32 rounding in another order) at four ladder points.
+void expect_same_values(const bundle::Bundle& b, bool reference) {
+  program::Merged m = program::merge(b, {false, false});
+  ir::Context ctx;
+  check::Lowering low(ctx, b, m, reference, {});
+  low.execute_all();
+  const std::vector<unsigned> points{0, 1, 4, 7};
+  const uint64_t seed = 5;
+  check::NumericOptions o64{.seed = seed, .points = points, .bound = 10};
+  check::NumericOptions o32 = o64;
+  o32.precision = ir::Precision::F32;
+  check::NumericEvaluator n64(low, o64), n32(low, o32);
+  size_t compared = 0;
+  for (const auto& out : m.outputs) {
+    const program::View& view = reference ? out.ref : out.cand;
+    int64_t numel = 1;
+    for (int64_t s : view.shape) numel *= s;
+    int64_t step = std::max<int64_t>(1, numel / 24);  // at most ~24 locations an output (the example has 4,096)
+    for (int64_t flat = 0; flat < numel; flat += step) {
+      ir::Expr e = low.element(view, flat);
+      std::vector<double> v64 = n64.element(view, flat), v32 = n32.element(view, flat);
+      for (size_t k = 0; k < points.size(); ++k) {
+        ir::Env env;
+        env.elem = [&](int32_t t, int64_t i, ir::Sort s) {
+          return smt::draw(seed, points[k], smt::name_key(ctx.tensor_name(t)), i, s, 10);
+        };
+        double want = ir::Evaluator(env, ir::Precision::F64)(e).real;
+        double want32 = ir::Evaluator(env, ir::Precision::F32)(e).real;
+        EXPECT_NEAR(v64[k], want, 1e-9 * (1 + std::fabs(want))) << "location " << flat << " point " << points[k];
+        EXPECT_NEAR(v32[k], want32, 1e-3 * (1 + std::fabs(want32))) << "location " << flat << " point " << points[k];
+        ++compared;
+      }
+    }
+  }
+  EXPECT_GT(compared, 0u);
+  EXPECT_GT(n64.stats().elements, 0u);
+}
+
+check::Report check_numeric(const bundle::Bundle& b) {
+  check::Options opt;
+  opt.budget_s = 60;
+  opt.trim_prefix = false;
+  opt.build_nodes = 50;  // every location of these programs is larger: the numeric path decides them
+  opt.seed = 3;
+  return check::check_bundle(b, opt);
+}
+
+}  // namespace
+
+TEST(Numeric, LinearBatchNormMatchesBuiltExpression) {
+  auto ref = linear_bn("ref", "reference", relu), cand = linear_bn("new", "candidate", sigmoid);
+  auto b = make_bundle({&ref, &cand});
+  expect_same_values(b, true);
+  expect_same_values(b, false);
+}
+
+TEST(Numeric, GroupedStridedConvGroupNormMatchesBuiltExpression) {
+  auto ref = conv_gn("ref", "reference"), cand = conv_gn("new", "candidate");
+  expect_same_values(make_bundle({&ref, &cand}), true);
+}
+
+TEST(Numeric, TransposedConvMatchesBuiltExpression) {
+  auto ref = conv_t("ref", "reference"), cand = conv_t("new", "candidate");
+  expect_same_values(make_bundle({&ref, &cand}), true);
+}
+
+TEST(Numeric, KernelLaunchesMatchBuiltExpression) {
+  // The running example: the reference's aten ops, the candidate's fused PTX kernels.
+  bundle::Bundle b = bundle::read_bundle(std::string(DIRIGO_SOURCE_DIR) + "/examples/running_example/bundle-buggy");
+  expect_same_values(b, true);
+  expect_same_values(b, false);
+}
+
+TEST(Numeric, DifferenceIsSampledWitnessRegenerableFromThePoint) {
+  auto ref = linear_bn("ref", "reference", relu), cand = linear_bn("new", "candidate", sigmoid);
+  check::Report r = check_numeric(make_bundle({&ref, &cand}));
+  ASSERT_EQ(r.outcome, check::Outcome::Bug) << r.reason;
+  ASSERT_TRUE(r.first_differ);
+  const check::LocationResult& l = r.locations[*r.first_differ];
+  EXPECT_EQ(l.stage, smt::Stage::Sampling);
+  ASSERT_TRUE(l.sampled);
+  EXPECT_TRUE(l.leaves.empty());  // no leaf list: the point regenerates every input
+  EXPECT_TRUE(l.confirmed_f32);
+  EXPECT_NE(l.reason.find("evaluated numerically"), std::string::npos) << l.reason;
+  // The recorded values are those of the built expressions at the recorded point.
+  program::Merged m = program::merge(make_bundle({&ref, &cand}), {false, false});
+  ir::Context ctx;
+  auto b = make_bundle({&ref, &cand});
+  check::Lowering lr(ctx, b, m, true, {}), lc(ctx, b, m, false, {});
+  ir::Env env;
+  env.elem = [&](int32_t t, int64_t i, ir::Sort s) {
+    return smt::draw(l.sampled->seed, l.sampled->point, smt::name_key(ctx.tensor_name(t)), i, s, l.sampled->bound);
+  };
+  double a = ir::Evaluator(env)(lr.element(m.outputs[0].ref, l.loc.flat)).real;
+  double c = ir::Evaluator(env)(lc.element(m.outputs[0].cand, l.loc.flat)).real;
+  EXPECT_NEAR(l.ref_value, a, 1e-9 * (1 + std::fabs(a)));
+  EXPECT_NEAR(l.cand_value, c, 1e-9 * (1 + std::fabs(c)));
+  std::string w = check::witness_json(r);
+  EXPECT_NE(w.find("\"sampled\""), std::string::npos);
+  EXPECT_NE(w.find("\"leaves_complete\": false"), std::string::npos);
+}
+
+TEST(Numeric, SameProgramsNeverBug) {
+  auto ref = conv_gn("ref", "reference"), cand = conv_gn("new", "candidate");
+  check::Report r = check_numeric(make_bundle({&ref, &cand}));
+  EXPECT_NE(r.outcome, check::Outcome::Bug) << r.reason;
+  EXPECT_EQ(r.equal, 0u);  // numeric evaluation never decides equal
+  ASSERT_FALSE(r.locations.empty());
+  EXPECT_NE(r.locations[0].reason.find("none differs"), std::string::npos) << r.locations[0].reason;
+}

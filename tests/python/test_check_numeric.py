@@ -1,0 +1,93 @@
+"""Giant locations decided by numeric evaluation (docs/check.md): `dirigo check --build-nodes N` forces the
+numeric path on a small Linear + BatchNorm program; the witness is (seed, point) only, and replaying it
+on PyTorch CPU regenerates every input and reproduces the C++ numeric values."""
+import json
+import os
+import pathlib
+import subprocess
+
+import numpy as np
+import pytest
+
+from dirigo import replay as rp
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+DIRIGO = pathlib.Path(os.environ.get("DIRIGO_BIN", ROOT / "build" / "dirigo"))
+
+pytestmark = pytest.mark.skipif(not DIRIGO.exists(), reason="build/dirigo not built (scripts/build.sh)")
+
+REF = """import torch
+class Model(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = torch.nn.Linear(16, 8)
+        self.bn = torch.nn.BatchNorm1d(8)
+    def forward(self, x):
+        return torch.relu(self.bn(self.fc(x)))
+def get_inputs():
+    return [torch.randn(12, 16)]
+def get_init_inputs():
+    return []
+"""
+# The candidate's Linear as (W @ x^T)^T + b: no op in common with the reference's first, so no prefix
+# is trimmed and every value the numeric path draws is an input's (a trimmed prefix result is not).
+LINEAR = "((self.fc.weight @ x.t()).t() + self.fc.bias)"
+# eval-mode batch norm (running statistics) where the reference normalizes by the batch's
+BUGGY = REF.replace("class Model(", "class ModelNew(").replace(
+    "torch.relu(self.bn(self.fc(x)))",
+    f"torch.relu(torch.nn.functional.batch_norm({LINEAR}, self.bn.running_mean, self.bn.running_var, "
+    "self.bn.weight, self.bn.bias, False))")
+SAME = REF.replace("class Model(", "class ModelNew(").replace("self.fc(x)", LINEAR)
+# the same bug behind a trimmed prefix (the shared Linear): the witness names it, the replay refuses
+BUGGY_TRIMMED = REF.replace("class Model(", "class ModelNew(").replace(
+    "torch.relu(self.bn(self.fc(x)))",
+    "torch.relu(torch.nn.functional.batch_norm(self.fc(x), self.bn.running_mean, self.bn.running_var, "
+    "self.bn.weight, self.bn.bias, False))")
+
+
+def check(tmp_path, new_src, *extra):
+    (tmp_path / "ref.py").write_text(REF)
+    (tmp_path / "new.py").write_text(new_src)
+    w = tmp_path / "witness.json"
+    p = subprocess.run([str(DIRIGO), "check", tmp_path / "ref.py", tmp_path / "new.py", "--device", "cpu",
+                        "--budget", "30", "--build-nodes", "20", "--json", "--witness-out", w, *extra],
+                       capture_output=True, text=True, timeout=600)
+    return p, json.loads(p.stdout), (json.loads(w.read_text()) if w.exists() else None)
+
+
+def test_sampled_witness_replays_on_pytorch_cpu(tmp_path):
+    p, r, w = check(tmp_path, BUGGY)
+    assert r["outcome"] == "BUG", p.stdout[:2000] + p.stderr[-2000:]
+    loc = r["locations"][r["first_differ"]]
+    assert loc["stage"] == "sampling" and "evaluated numerically" in loc["reason"], loc
+    assert w["sampled"]["seed"] == loc["sampled"]["seed"] and not w["leaves"] and not w["leaves_complete"]
+    # the replay regenerated the inputs from (seed, point) and PyTorch reproduces the difference ...
+    assert r["evidence"] == "replay-cpu" and r["replay"]["exceeds"], r["replay"]
+    # ... with the values the C++ numeric evaluation computed for both programs (fp32 vs fp64 noise)
+    sym = w["symbolic"]
+    assert abs(r["replay"]["reference"] - sym["reference_f64"]) <= 1e-3 * (1 + abs(sym["reference_f64"]))
+    assert abs(r["replay"]["candidate"] - sym["candidate_f64"]) <= 1e-3 * (1 + abs(sym["candidate_f64"]))
+
+
+def test_sampled_witness_over_a_trimmed_prefix_is_not_replayed(tmp_path):
+    p, r, w = check(tmp_path, BUGGY_TRIMMED)
+    assert r["prefix_trimmed"] > 0 and w["sampled"]["trimmed"], w["sampled"]
+    assert r["replay"]["status"] == "unsupported" and "trimmed prefix" in r["replay"]["message"], r["replay"]
+    assert r["outcome"] == "BUG" and r["evidence"] == "fp32-evaluation", (r["outcome"], r["evidence"], r["reason"])
+
+
+def test_equal_programs_are_never_bug_on_the_numeric_path(tmp_path):
+    p, r, _ = check(tmp_path, SAME, "--no-replay")
+    assert r["outcome"] != "BUG", p.stdout[:2000]
+    assert r["equal"] == 0  # numeric evaluation never decides "equal"
+    assert any("none differs beyond the tolerance" in l.get("reason", "") for l in r["locations"]), r["locations"][:2]
+
+
+def test_sampled_values_follow_the_ladder():
+    s = {"seed": 3, "point": 1, "bound": 10.0, "nonnegative": True}
+    v = rp.sampled_values(s, "x", 1000)
+    assert v.shape == (1000,) and v.min() >= 0 and v.max() <= 10 and v.std() > 1
+    sym = rp.sampled_values({**s, "nonnegative": False, "bound": 0.1}, "x", 1000)
+    assert sym.min() < 0 < sym.max() and abs(sym).max() <= 0.1
+    assert not np.array_equal(v, rp.sampled_values(s, "y", 1000))  # keyed by the input's name
+    assert np.array_equal(v, rp.sampled_values(s, "x", 1000))
