@@ -105,7 +105,7 @@ dirigo::cli::Register reg({"check", "check a trace bundle: BUG / SUSPECT / CHECK
   sub.add_option("--max-locations", a->max_locations, "stop after this many locations");
   sub.add_option("--build-nodes", a->build_nodes,
                  "evaluate a location numerically at random points once building it passes this many nodes "
-                 "(default 2000000; docs/check.md)");
+                 "(default 8000000; docs/check.md)");
   sub.add_option("--atol", a->atol, "absolute tolerance for witnesses (default: the bundle's, else 1e-2)");
   sub.add_option("--rtol", a->rtol, "relative tolerance for witnesses");
   sub.add_flag("--full", a->full, "check every output location (VERIFIED when all are equal)");
