@@ -138,19 +138,24 @@ def replay_witness(witness: dict, *, device: str | None = None, timeout: float =
         with open(path, "w") as fh:
             json.dump(witness, fh)
         cmd = [sys.executable, "-m", "dirigo.replay", path, "--json"] + (["--device", device] if device else [])
-        env = dict(os.environ)
-        pkg = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-        env["PYTHONPATH"] = pkg + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
-        try:
-            p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env)
-        except subprocess.TimeoutExpired:
-            return {"format": "dirigo-replay", "version": 1, "status": "error",
-                    "message": f"replay did not finish within {timeout:.0f} s"}
-        try:
-            return json.loads(p.stdout)
-        except json.JSONDecodeError:
-            return {"format": "dirigo-replay", "version": 1, "status": "error",
-                    "message": f"the replayer did not answer (exit status {p.returncode}): {p.stderr[-500:]}"}
+        return _child_answer(cmd, timeout, "the replayer", lambda message: {
+            "format": "dirigo-replay", "version": 1, "status": "error", "message": message})
+
+
+def _child_answer(cmd: list, timeout: float, who: str, failed) -> dict:
+    """The JSON answer a dirigo child process (it runs user code) prints on stdout, with this package
+    importable; failed(message) when it runs past `timeout` or prints no JSON."""
+    env = dict(os.environ)
+    pkg = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    env["PYTHONPATH"] = pkg + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+    try:
+        p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env)
+    except subprocess.TimeoutExpired:
+        return failed(f"{who} did not finish within {timeout:.0f} s")
+    try:
+        return json.loads(p.stdout)
+    except json.JSONDecodeError:
+        return failed(f"{who} did not answer (exit status {p.returncode}): {p.stderr[-500:]}")
 
 
 def state_answer(ref: str, new: str, *, bundle: str | None = None, report: dict | None = None,
@@ -167,19 +172,8 @@ def state_answer(ref: str, new: str, *, bundle: str | None = None, report: dict 
             cmd += ["--report", path]
         if device:
             cmd += ["--device", device]
-        env = dict(os.environ)
-        pkg = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-        env["PYTHONPATH"] = pkg + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
-        try:
-            p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env)
-        except subprocess.TimeoutExpired:
-            return {"format": "dirigo-state", "version": 1, "verdict": "UNKNOWN",
-                    "reason": f"the state stage did not finish within {timeout:.0f} s"}
-        try:
-            return json.loads(p.stdout)
-        except json.JSONDecodeError:
-            return {"format": "dirigo-state", "version": 1, "verdict": "UNKNOWN",
-                    "reason": f"the state stage did not answer (exit status {p.returncode}): {p.stderr[-500:]}"}
+        return _child_answer(cmd, timeout, "the state stage", lambda reason: {
+            "format": "dirigo-state", "version": 1, "verdict": "UNKNOWN", "reason": reason})
 
 
 def apply_state(v: Verdict, st: dict) -> None:
