@@ -12,6 +12,7 @@
 #include <iostream>
 #include <vector>
 
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "check/check.h"
@@ -45,6 +46,16 @@ int trace_programs(const std::string& ref, const std::string& cand, const std::s
                                      std::to_string(int(timeout))});
 }
 
+// The replay and the state stage run user code (constructors, extension builds, forwards), which may
+// hang: past --child-timeout they are killed and the verdict keeps what the check found.
+double child_timeout_s = 300;  // the Python API's default
+
+// Why a child gave no answer, for the report.
+std::string no_answer(const char* who, int rc) {
+  return rc == 124 ? fmt::format("{} did not finish within {:g} s (killed)", who, child_timeout_s)
+                   : fmt::format("{} did not answer (exit status {})", who, rc);
+}
+
 // Replays the report's witness on the real programs (python -m dirigo.replay, a child process:
 // it runs user code) and applies the verdict rules (docs/check.md).
 void replay_witness(dirigo::check::Report& report, const std::filesystem::path& dir, const std::string& witness,
@@ -53,11 +64,11 @@ void replay_witness(dirigo::check::Report& report, const std::filesystem::path& 
   auto wfile = (dir / "witness.json").string(), answer = (dir / "replay.json").string();
   { std::ofstream(wfile) << witness; }
   std::cerr << "dirigo check: replaying the witness on the real programs (" << device << ")\n";
-  int rc = run_python("dirigo.replay", {wfile, "--json", "--device", device}, answer);
+  int rc = run_python("dirigo.replay", {wfile, "--json", "--device", device}, answer, child_timeout_s);
   std::ifstream in(answer);
   std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   dirigo::check::Replay rp = dirigo::check::parse_replay(text);
-  if (rp.status == "error" && text.empty()) rp.message = "the replayer did not answer (exit status " + std::to_string(rc) + ")";
+  if (rp.status == "error" && text.empty()) rp.message = no_answer("the replayer", rc);
   dirigo::check::apply_replay(report, std::move(rp));
 }
 
@@ -71,11 +82,11 @@ void compare_state(dirigo::check::Report& report, const std::filesystem::path& d
   { std::ofstream(rfile) << dirigo::check::to_json(report); }
   std::cerr << "dirigo check: comparing the two programs' parameters as constructed (" << device << ")\n";
   int rc = run_python("dirigo.state", {ref, cand, "--bundle", bundle, "--report", rfile, "--json", "--device", device},
-                      answer);
+                      answer, child_timeout_s);
   std::ifstream in(answer);
   std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   dirigo::check::StateFinding st = dirigo::check::parse_state(text);
-  if (st.verdict == "error" && text.empty()) st.reason = "the state stage did not answer (exit status " + std::to_string(rc) + ")";
+  if (st.verdict == "error" && text.empty()) st.reason = no_answer("the state stage", rc);
   dirigo::check::apply_state(report, std::move(st));
 }
 
@@ -97,6 +108,9 @@ dirigo::cli::Register reg({"check", "check a trace bundle: BUG / SUSPECT / CHECK
       ->required()->expected(1, 2);
   sub.add_option("--device", a->device, "tracing device for REF.py NEW.py: cpu or cuda (default: cuda when a GPU is present)");
   sub.add_option("--trace-timeout", a->trace_timeout, "seconds allowed for tracing each program (default 300)");
+  sub.add_option("--child-timeout", child_timeout_s,
+                 "seconds allowed for the witness replay and for the state stage, each (default 300): they run "
+                 "the programs' own code");
   sub.add_option("--keep-bundle", a->keep, "write the traced bundle here instead of a temporary directory");
   sub.add_option("--budget", a->budget, "seconds for the location search (default 30)");
   sub.add_option("--seed", a->seed, "seed of the random part of the search order");

@@ -75,3 +75,29 @@ def test_jobs_give_the_same_verdict(tmp_path):
     assert outs[0]["outcome"] == outs[1]["outcome"]
     assert outs[0]["checked"] == outs[1]["checked"]
     assert outs[1]["jobs"] == 2
+
+
+def test_state_stage_that_hangs_is_killed_at_the_child_timeout(tmp_path):
+    # A candidate whose constructor never returns: the state stage (it constructs both programs) is
+    # killed after --child-timeout, and the verdict is the function check's, with the reason noted.
+    import shutil
+    import time
+    bundle = tmp_path / "b"
+    shutil.copytree(ROOT / "examples" / "running_example" / "bundle-gpu-buggy", bundle)
+    m = json.loads((bundle / "manifest.json").read_text())
+    for prog in m["programs"]:  # no recorded hashes: the stage has to construct the programs
+        for inp in prog["inputs"]:
+            inp.pop("sha256", None)
+            inp.pop("stats", None)
+    (bundle / "manifest.json").write_text(json.dumps(m))
+    hang = tmp_path / "new.py"
+    hang.write_text("import time\nimport torch\nclass ModelNew(torch.nn.Module):\n"
+                    "    def __init__(self, *a):\n        super().__init__()\n        time.sleep(600)\n"
+                    "    def forward(self, x):\n        return x\n")
+    t0 = time.monotonic()
+    p = run(bundle, "--ref-file", ROOT / "examples" / "running_example" / "ref.py", "--new-file", hang,
+            "--child-timeout", "3", "--no-replay", "--json")
+    assert time.monotonic() - t0 < 120
+    rep = json.loads(p.stdout)
+    assert rep["outcome"] == "BUG"  # the function check's finding stands
+    assert "did not finish within 3 s" in rep["state"]["reason"], rep["state"]
