@@ -38,7 +38,8 @@ BUGGY = REF.replace("class Model(", "class ModelNew(").replace(
     f"torch.relu(torch.nn.functional.batch_norm({LINEAR}, self.bn.running_mean, self.bn.running_var, "
     "self.bn.weight, self.bn.bias, False))")
 SAME = REF.replace("class Model(", "class ModelNew(").replace("self.fc(x)", LINEAR)
-# the same bug behind a trimmed prefix (the shared Linear): the witness names it, the replay refuses
+# the same bug behind a trimmed prefix (the shared Linear): a point drawn for the Linear's results is no
+# evidence, so the location is decided again over the inputs, and that point is the one replayed
 BUGGY_TRIMMED = REF.replace("class Model(", "class ModelNew(").replace(
     "torch.relu(self.bn(self.fc(x)))",
     "torch.relu(torch.nn.functional.batch_norm(self.fc(x), self.bn.running_mean, self.bn.running_var, "
@@ -69,11 +70,17 @@ def test_sampled_witness_replays_on_pytorch_cpu(tmp_path):
     assert abs(r["replay"]["candidate"] - sym["candidate_f64"]) <= 1e-3 * (1 + abs(sym["candidate_f64"]))
 
 
-def test_sampled_witness_over_a_trimmed_prefix_is_not_replayed(tmp_path):
+def test_sampled_witness_over_a_trimmed_prefix_is_found_again_over_the_inputs(tmp_path):
     p, r, w = check(tmp_path, BUGGY_TRIMMED)
-    assert r["prefix_trimmed"] > 0 and w["sampled"]["trimmed"], w["sampled"]
-    assert r["replay"]["status"] == "unsupported" and "trimmed prefix" in r["replay"]["message"], r["replay"]
-    assert r["outcome"] == "BUG" and r["evidence"] == "fp32-evaluation", (r["outcome"], r["evidence"], r["reason"])
+    assert r["prefix_trimmed"] > 0 and w["sampled"]["trimmed"] == [], w["sampled"]
+    assert r["outcome"] == "BUG" and r["evidence"] == "replay-cpu" and r["replay"]["exceeds"], (
+        r["outcome"], r["evidence"], r["reason"], r["replay"])
+
+
+def test_replay_refuses_a_sampled_witness_over_a_trimmed_prefix():
+    w = {"sampled": {"seed": 1, "point": 0, "bound": 10.0, "nonnegative": False, "trimmed": ["prefix[0].t3"]}}
+    with pytest.raises(rp.ReplayError, match="trimmed prefix"):
+        rp._set_sampled(None, w, {}, [])
 
 
 def test_equal_programs_are_never_bug_on_the_numeric_path(tmp_path):
