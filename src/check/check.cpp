@@ -680,6 +680,7 @@ class Search {
     u.full = false;
     u.progress = false;
     u.jobs = 1;
+    u.release_memory = true;  // one re-check per such location, in this process: its tables must go
     if (opt_.budget_s > 0) u.budget_s = opt_.budget_s - since(t0_);
     Report ur;
     if (opt_.budget_s <= 0 || u.budget_s > 0.01) {
