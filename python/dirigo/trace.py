@@ -423,7 +423,7 @@ def _trace_once(call, module, inputs, input_names, device, capture_values: bool,
         for o in rec.outputs:
             values[o["name"]] = _tensor_bytes(_lookup(rec, o["tensor"]))
         for inp in rec.inputs:
-            if inp["name"] in values:
+            if inp["name"] in values and "sha256" not in inp:  # _record_state hashed the same bytes already
                 inp["sha256"] = hashlib.sha256(values[inp["name"]]).hexdigest()
     return rec, values
 
