@@ -89,11 +89,15 @@ def check_bundle(bundle_dir: str, *, budget_s: float = 30.0, seed: int = 0, full
 
 def check(ref: str, new: str, *, budget_s: float = 30.0, jobs: int = 1, seed: int = 0, full: bool = False,
           device: str | None = None, timeout: float = 300.0, keep_bundle: str | None = None,
-          atol: float | None = None, rtol: float | None = None, replay: bool = True, state: bool = True) -> Verdict:
+          atol: float | None = None, rtol: float | None = None, replay: bool = True, state: bool = True,
+          observe: bool | None = None) -> Verdict:
     """Trace REF and NEW (on the GPU when one is present, else the CPU) and check them. A differing
     location's witness is replayed on the real programs (``replay=False``: keep the fp32 evidence).
     The state stage (``state=False``: skip it) compares the parameters both programs are constructed
-    with and whether a difference reaches the outputs (docs/check.md "State").
+    with and whether a difference reaches the outputs (docs/check.md "State"); with ``observe`` (default:
+    on a GPU) it also runs both real programs on KernelBench's trial inputs when their state is equal, so
+    that what KernelBench's own check sees is reported too, with evidence ``observed-gpu`` (docs/check.md
+    "Observe").
 
     ``jobs`` location workers (threads) search in parallel; the verdict does not depend on it.
     """
@@ -124,7 +128,8 @@ def check(ref: str, new: str, *, budget_s: float = 30.0, jobs: int = 1, seed: in
             v.report["witness"] = w
             apply_replay(v, replay_witness(w, device=device, timeout=timeout))
         if state:
-            apply_state(v, state_answer(ref, new, bundle=out, report=v.report, device=device, timeout=timeout))
+            apply_state(v, state_answer(ref, new, bundle=out, report=v.report, device=device, timeout=timeout,
+                                        observe=device == "cuda" if observe is None else observe))
         return v
     finally:
         if tmp is not None:
@@ -159,8 +164,9 @@ def _child_answer(cmd: list, timeout: float, who: str, failed) -> dict:
 
 
 def state_answer(ref: str, new: str, *, bundle: str | None = None, report: dict | None = None,
-                 device: str | None = None, timeout: float = 300.0) -> dict:
-    """The dirigo-state answer for two program files, from a child process (it runs user code)."""
+                 device: str | None = None, timeout: float = 300.0, observe: bool = False) -> dict:
+    """The dirigo-state answer for two program files, from a child process (it runs user code);
+    `observe`: also run both real programs when their state is equal (docs/check.md "Observe")."""
     with tempfile.TemporaryDirectory(prefix="dirigo-state-") as d:
         cmd = [sys.executable, "-m", "dirigo.state", os.path.abspath(ref), os.path.abspath(new), "--json"]
         if bundle:
@@ -172,6 +178,8 @@ def state_answer(ref: str, new: str, *, bundle: str | None = None, report: dict 
             cmd += ["--report", path]
         if device:
             cmd += ["--device", device]
+        if observe:
+            cmd.append("--observe")
         return _child_answer(cmd, timeout, "the state stage", lambda reason: {
             "format": "dirigo-state", "version": 1, "verdict": "UNKNOWN", "reason": reason})
 
@@ -186,10 +194,12 @@ def apply_state(v: Verdict, st: dict) -> None:
     verdict, reason = st.get("verdict"), st.get("reason", "")
     notes = v.report.setdefault("notes", [])
 
+    stage = "observe" if st.get("evidence", "").startswith("observed-") else "state"
+
     def take(outcome: str, evidence: str) -> None:
-        v.function_outcome, v.stage = v.outcome, "state"
-        v.outcome, v.evidence, v.reason = outcome, evidence, "state: " + reason
-        v.report["function_outcome"], v.report["stage"] = v.function_outcome, "state"
+        v.function_outcome, v.stage = v.outcome, stage
+        v.outcome, v.evidence, v.reason = outcome, evidence, f"{stage}: {reason}"
+        v.report["function_outcome"], v.report["stage"] = v.function_outcome, stage
 
     if verdict == "BUG" and v.outcome != "BUG" and st.get("evidence"):
         take("BUG", st["evidence"])

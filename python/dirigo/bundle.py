@@ -436,13 +436,14 @@ def annotate_state(manifest: dict, answer: dict) -> dict:
     else:
         match.pop("differing_values", None)
     keep = ("format", "version", "verdict", "evidence", "reason", "init_seed", "paired_by", "differing", "pairs",
-            "outputs", "tolerance")
+            "outputs", "tolerance", "rounding")
     match["state"] = {k: answer[k] for k in keep if k in answer}
     return match["state"]
 
 
 def state_bundle(path: str, ref_file: str, new_file: str, out: str | None = None, device: str = "cpu",
-                 report: str | None = None, outputs: bool = True, timeout: float = 600.0) -> dict:
+                 report: str | None = None, outputs: bool = True, timeout: float = 600.0,
+                 observe: bool = False) -> dict:
     """Construct both programs (in a child process: user code) under KernelBench's protocol and annotate
     the bundle with what their matched parameters hold (annotate_state). Writes the manifest like
     rematch_bundle (in place for a directory, or a copy at `out`). Returns the dirigo-state answer."""
@@ -454,6 +455,8 @@ def state_bundle(path: str, ref_file: str, new_file: str, out: str | None = None
         cmd += ["--report", report]
     if not outputs:
         cmd.append("--no-outputs")
+    if observe:
+        cmd.append("--observe")
     env = dict(os.environ)
     pkg = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     env["PYTHONPATH"] = pkg + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
@@ -515,11 +518,15 @@ def main(argv: list[str] | None = None) -> int:
     st.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
     st.add_argument("--report", help="dirigo check --json report (its proven-equal locations back the evidence)")
     st.add_argument("--no-outputs", action="store_true", help="compare values only (no forward runs)")
+    st.add_argument("--observe", action="store_true",
+                    help="also run both real programs when their state is equal and record what KernelBench's "
+                         "check sees (docs/check.md \"Observe\"; needs a GPU for a CUDA candidate)")
     st.add_argument("--json", action="store_true", help="print the dirigo-state answer as JSON")
     a = ap.parse_args(argv)
     if a.cmd == "state":
         try:
-            ans = state_bundle(a.bundle, a.ref_file, a.new_file, a.out, a.device, a.report, not a.no_outputs)
+            ans = state_bundle(a.bundle, a.ref_file, a.new_file, a.out, a.device, a.report, not a.no_outputs,
+                               observe=a.observe)
         except BundleError as e:
             print(f"ERROR: {e}", file=sys.stderr)
             return 2

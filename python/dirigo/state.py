@@ -502,21 +502,66 @@ def _has_cuda_code(path: str) -> bool:
         return path.endswith(".cu") or load.source_needs_cuda(fh.read())
 
 
+def _observed(ans: dict, obs: dict, report: dict | None, same_state: str) -> None:
+    """The verdict of an observation of the real programs whose matched state is equal: an output beyond
+    tolerance on KernelBench's trial input is a BUG observed on the real programs (KernelBench's own check,
+    run by dirigo); where the function check proved that location equal for every input, the difference is
+    floating-point rounding or an approximation, and the reason says so."""
+    obs["evidence"] = obs["evidence"].replace("state-replay-", "observed-")
+    ans["outputs"] = obs
+    if not obs.get("exceeds"):
+        ans.update(verdict="NONE", reason=f"{same_state}; the real programs agree within tolerance on "
+                                          f"{obs.get('trials', 0)} of KernelBench's trial inputs ({obs['evidence']}: "
+                                          f"max difference {_g(obs.get('max_difference', 0))})")
+        return
+    where = (obs.get("output", 0), list(obs.get("index", [])))
+    proven = [(o, list(ix)) for o, ix in _proven_locations(report)]
+    kind = ("; the check proved this location equal as real functions of the inputs: the difference is "
+            "floating-point rounding or an approximation (fast math, tanh-GELU, summation order) beyond "
+            "tolerance" if where in proven else "")
+    ans.update(verdict="BUG", evidence=obs["evidence"], rounding=bool(kind),
+               reason=f"{same_state}; the real programs give {_g(obs['reference'], '.7g')} vs "
+                      f"{_g(obs['candidate'], '.7g')} at output {where[0]}[{', '.join(map(str, where[1]))}] on "
+                      f"KernelBench's trial input {obs.get('trial', 0) + 1} (seed {obs.get('input_seed')}, "
+                      f"{'GPU' if obs.get('device') == 'cuda' else 'CPU'}; difference {_g(obs['max_difference'])} > "
+                      f"allowed {_g(obs['allowed'])}; {obs['exceeding']} of {obs['compared']} elements beyond){kind}")
+
+
+def _user_error(e: BaseException, ref: str, new: str) -> str:
+    """`Type: first line (file:line)` of an exception raised by user code, naming the user file's frame."""
+    tb = traceback.extract_tb(e.__traceback__)
+    user = [f for f in tb if os.path.abspath(f.filename) in (os.path.abspath(ref), os.path.abspath(new))]
+    loc = f" ({os.path.basename(user[-1].filename)}:{user[-1].lineno})" if user else ""
+    msg = str(e).strip().splitlines()[0][:200] if str(e).strip() else ""
+    return f"{type(e).__name__}: {msg}{loc}"
+
+
 def analyze(ref: str, new: str, *, bundle: str | None = None, report: dict | None = None, device: str = "cpu",
             init_seed: int | None = None, atol: float | None = None, rtol: float | None = None,
-            outputs: bool = True) -> dict:
-    """The dirigo-state answer for two program files (never raises for user-code failures)."""
+            outputs: bool = True, observe: bool = False) -> dict:
+    """The dirigo-state answer for two program files (never raises for user-code failures). `observe`: also
+    run both real programs when their state is equal (where the candidate can run: a GPU, or a candidate
+    without CUDA code) and report what KernelBench's own check would see, with evidence `observed-gpu/cpu`."""
     from . import load
     t0 = time.monotonic()
     init_seed = load.INIT_SEED if init_seed is None else init_seed
     atol, rtol = _tolerance(bundle, atol, rtol)
     ans = {"format": FORMAT, "version": VERSION, "init_seed": init_seed, "tolerance": {"atol": atol, "rtol": rtol},
            "verdict": "UNKNOWN", "evidence": "", "reason": "", "pairs": [], "differing": []}
+    observe = observe and outputs and (device == "cuda" or not _has_cuda_code(new))
     same = recorded_equal(bundle) if bundle else None
     if same is not None:  # no torch import, no construction: the trace hashed every matched pair
-        ans.update(verdict="NONE", paired_by="bundle", seconds=round(time.monotonic() - t0, 3),
-                   reason=f"all {same} matched parameters and buffers have equal recorded values (sha256 of the "
-                          f"modules as constructed, at trace time)")
+        same_state = (f"all {same} matched parameters and buffers have equal recorded values (sha256 of the "
+                      f"modules as constructed, at trace time)" if same else
+                      "the programs have no matched parameters or buffers")
+        ans.update(verdict="NONE", paired_by="bundle", reason=same_state)
+        if observe:
+            try:
+                _observed(ans, observe_real(ref, new, device, init_seed, atol, rtol), report, same_state)
+            except Exception as e:  # noqa: BLE001 - user code
+                ans.update(verdict="NONE", reason=f"{same_state}; the real programs could not be observed: "
+                                                  f"{_user_error(e, ref, new)}")
+        ans["seconds"] = round(time.monotonic() - t0, 3)
         return ans
     import torch
     try:
@@ -535,8 +580,13 @@ def analyze(ref: str, new: str, *, bundle: str | None = None, report: dict | Non
             differing = [(p["reference"], p["candidate"]) for p in ans["pairs"] if not p["equal"]]
             ans["differing"] = [list(x) for x in differing]
             if not differing:
-                ans.update(verdict="NONE", reason=f"all {len(pairs)} matched parameters and buffers hold equal values "
-                                                  f"under the construction protocol (seed {init_seed})")
+                same_state = (f"all {len(pairs)} matched parameters and buffers hold equal values under the "
+                              f"construction protocol (seed {init_seed})" if pairs else
+                              "the programs have no matched parameters or buffers")
+                ans.update(verdict="NONE", reason=same_state)
+                if observe:
+                    del ref_mod, cand_mod, ref_state, cand_state
+                    _observed(ans, observe_real(ref, new, device, init_seed, atol, rtol), report, same_state)
                 return ans
             names = ", ".join(f"{a} ~ {b}" for a, b in differing)
             if not outputs:
@@ -553,15 +603,14 @@ def analyze(ref: str, new: str, *, bundle: str | None = None, report: dict | Non
         ans["reason"] = f"the state could not be compared: {e}"
         return ans
     except Exception as e:  # noqa: BLE001 - user code
-        tb = traceback.extract_tb(e.__traceback__)
-        user = [f for f in tb if os.path.abspath(f.filename) in (os.path.abspath(ref), os.path.abspath(new))]
-        loc = f" ({os.path.basename(user[-1].filename)}:{user[-1].lineno})" if user else ""
-        msg = str(e).strip().splitlines()[0][:200] if str(e).strip() else ""
-        ans["reason"] = f"the state could not be compared: {type(e).__name__}: {msg}{loc}"
+        err = _user_error(e, ref, new)
+        if ans["verdict"] == "NONE":  # equal state; only the observation failed
+            ans["reason"] += f"; the real programs could not be observed: {err}"
+            return ans
+        ans["reason"] = f"the state could not be compared: {err}"
         if ans["differing"]:
             ans["verdict"] = "SUSPECT"
-            ans["reason"] = (f"matched state differs ({names}), but the outputs could not be evaluated: "
-                             f"{type(e).__name__}: {msg}{loc}")
+            ans["reason"] = f"matched state differs ({names}), but the outputs could not be evaluated: {err}"
         return ans
     finally:
         ans["seconds"] = round(time.monotonic() - t0, 3)
@@ -621,6 +670,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--atol", type=float, default=None)
     ap.add_argument("--rtol", type=float, default=None)
     ap.add_argument("--no-outputs", action="store_true", help="compare the values only")
+    ap.add_argument("--observe", action="store_true",
+                    help="also run both real programs when their state is equal (a GPU, or a candidate without "
+                         "CUDA code) and compare their outputs on KernelBench's trial inputs")
     ap.add_argument("--json", action="store_true")
     try:
         a = ap.parse_args(argv)
@@ -639,7 +691,7 @@ def main(argv: list[str] | None = None) -> int:
     os.dup2(2, 1)  # extension builds (ninja) write to file descriptor 1: our stdout carries only the answer
     try:
         ans = analyze(a.ref, a.new, bundle=a.bundle, report=report, device=a.device, init_seed=a.seed, atol=a.atol,
-                      rtol=a.rtol, outputs=not a.no_outputs)
+                      rtol=a.rtol, outputs=not a.no_outputs, observe=a.observe)
     finally:
         sys.stdout.flush()
         os.dup2(saved, 1)

@@ -28,12 +28,15 @@ StateFinding parse_state(const std::string& text) {
 }
 
 void apply_state(Report& r, StateFinding s) {
+  // A BUG observed on the real programs with equal state (python -m dirigo.state --observe) is the
+  // observation stage's, not a state difference.
+  std::string stage = s.evidence.rfind("observed-", 0) == 0 ? "observe" : "state";
   auto take = [&](Outcome o, std::string evidence) {
     r.function_outcome = r.outcome;
     r.outcome = o;
     r.evidence = std::move(evidence);
-    r.stage = "state";
-    r.reason = "state: " + s.reason;
+    r.stage = stage;
+    r.reason = stage + ": " + s.reason;
   };
   bool function_bug = r.outcome == Outcome::Bug;
   if (s.verdict == "BUG" && !function_bug) {

@@ -26,7 +26,7 @@ using dirigo::cli::run_python;
 struct CheckArgs {
   std::vector<std::string> inputs;  // BUNDLE, or REF.py NEW.py
   std::string device, keep, witness_out, replay_device, ref_file, new_file;
-  bool no_replay = false, no_dedup = false, no_state = false;
+  bool no_replay = false, no_dedup = false, no_state = false, observe = false, no_observe = false;
   double trace_timeout = 300;
   double budget = 30;
   uint64_t seed = 0;
@@ -75,14 +75,19 @@ void replay_witness(dirigo::check::Report& report, const std::filesystem::path& 
 // The state stage (python -m dirigo.state, a child process: it constructs both programs): matched
 // parameters holding different values under KernelBench's construction, and whether that reaches the
 // outputs (docs/check.md "State").
+// With `observe` (default on a GPU) it also runs both real programs when their state is equal: what
+// KernelBench's own check sees on its trial inputs (docs/check.md "Observe").
 void compare_state(dirigo::check::Report& report, const std::filesystem::path& dir, const std::string& bundle,
-                   const std::string& ref, const std::string& cand, std::string device) {
+                   const std::string& ref, const std::string& cand, std::string device, int observe) {
   if (device.empty()) device = default_device();
   auto rfile = (dir / "report.json").string(), answer = (dir / "state.json").string();
   { std::ofstream(rfile) << dirigo::check::to_json(report); }
-  std::cerr << "dirigo check: comparing the two programs' parameters as constructed (" << device << ")\n";
-  int rc = run_python("dirigo.state", {ref, cand, "--bundle", bundle, "--report", rfile, "--json", "--device", device},
-                      answer, child_timeout_s);
+  bool run_both = observe < 0 ? device == "cuda" : observe > 0;
+  std::cerr << "dirigo check: comparing the two programs' parameters as constructed"
+            << (run_both ? " and their outputs on KernelBench's trial inputs" : "") << " (" << device << ")\n";
+  std::vector<std::string> args{ref, cand, "--bundle", bundle, "--report", rfile, "--json", "--device", device};
+  if (run_both) args.push_back("--observe");
+  int rc = run_python("dirigo.state", args, answer, child_timeout_s);
   std::ifstream in(answer);
   std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   dirigo::check::StateFinding st = dirigo::check::parse_state(text);
@@ -133,6 +138,9 @@ dirigo::cli::Register reg({"check", "check a trace bundle: BUG / SUSPECT / CHECK
   sub.add_option("--replay-device", a->replay_device, "replay (and the state stage) on cpu or cuda (default: cuda when a GPU is present)");
   sub.add_flag("--no-state", a->no_state, "do not compare the programs' parameters as constructed (the state stage; "
                "it runs when the program files are known: REF.py NEW.py, or --ref-file and --new-file)");
+  sub.add_flag("--observe", a->observe, "with the state stage, also run both real programs on KernelBench's trial "
+               "inputs and report a difference beyond tolerance (default on a GPU; docs/check.md \"Observe\")");
+  sub.add_flag("--no-observe", a->no_observe, "do not run the real programs' outputs against each other");
   sub.add_flag("-v,--verbose", a->verbose, "list every location checked");
   return [a]() {
     dirigo::check::Options opt;
@@ -193,7 +201,8 @@ dirigo::cli::Register reg({"check", "check a trace bundle: BUG / SUSPECT / CHECK
     if (!a->no_state && !src.ref.empty() && !src.cand.empty()) {
       char templ[] = "/tmp/dirigo-XXXXXX";
       if (mkdtemp(templ)) {
-        compare_state(report, templ, std::filesystem::absolute(bundle).string(), src.ref, src.cand, a->replay_device);
+        compare_state(report, templ, std::filesystem::absolute(bundle).string(), src.ref, src.cand, a->replay_device,
+                      a->no_observe ? 0 : a->observe ? 1 : -1);
         std::filesystem::remove_all(templ);
       }
     }

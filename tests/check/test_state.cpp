@@ -85,3 +85,19 @@ TEST(State, BugWithoutEvidenceOrMalformedAnswerIsAnError) {
   ASSERT_FALSE(r.notes.empty());
   EXPECT_NE(r.notes[0].find("malformed state answer"), std::string::npos);
 }
+
+// An output difference observed on the real programs with equal state (python -m dirigo.state --observe)
+// is the observation stage's BUG, not a state difference.
+TEST(State, ObservedDifferenceIsTheObserveStage) {
+  auto r = report(check::Outcome::Timeout);
+  check::apply_state(r, check::parse_state(json{{"format", "dirigo-state"}, {"version", 1}, {"verdict", "BUG"},
+                                                {"evidence", "observed-gpu"}, {"reason", "0.5 vs 0.9 at output 0[3]"},
+                                                {"differing", json::array()}}
+                                               .dump()));
+  EXPECT_EQ(r.outcome, check::Outcome::Bug);
+  EXPECT_EQ(r.stage, "observe");
+  EXPECT_EQ(r.evidence, "observed-gpu");
+  EXPECT_EQ(r.reason.rfind("observe: ", 0), 0u) << r.reason;
+  ASSERT_TRUE(r.function_outcome);
+  EXPECT_EQ(*r.function_outcome, check::Outcome::Timeout);
+}

@@ -284,3 +284,45 @@ def test_nan_output_difference_is_reported_not_a_crash(tmp_path):
     assert ans["verdict"] == "BUG" and ans["evidence"] == "state-replay-cpu", ans["reason"]
     assert ans["outputs"]["max_difference"] == "inf" and "inf" in ans["reason"]
     json.dumps(ans, allow_nan=False)  # the CLI answer stays valid JSON
+
+
+# -- observation of the real programs (--observe, docs/check.md "Observe") -----------------------------------
+
+def test_observe_reports_what_kernelbench_sees_with_equal_state():
+    # mean_vs_sum: equal (empty) state, a different function: both real programs run on the CPU differ
+    case = GOLDEN / "mean_vs_sum"
+    plain = state.analyze(str(case / "ref.py"), str(case / "new.py"))
+    assert plain["verdict"] == "NONE" and "outputs" not in plain
+    ans = state.analyze(str(case / "ref.py"), str(case / "new.py"), observe=True)
+    assert ans["verdict"] == "BUG" and ans["evidence"] == "observed-cpu", ans["reason"]
+    assert ans["outputs"]["exceeds"] and ans["outputs"]["exceeding"] >= 1 and not ans["rounding"]
+    same = GOLDEN / "conv_bias_split"  # the same function: observed, within tolerance, no finding
+    ans = state.analyze(str(same / "ref.py"), str(same / "new.py"), observe=True)
+    assert ans["verdict"] == "NONE" and ans["outputs"]["trials"] == 5 and "agree within tolerance" in ans["reason"]
+
+
+def test_observed_difference_at_a_proven_location_is_named_rounding(tmp_path):
+    # the candidate adds 0.5 (beyond atol 1e-2): observed at its worst location; a report that (wrongly, for
+    # the test) proved that location equal makes the answer say the difference is rounding or approximation
+    new = REF.replace("class Model(", "class ModelNew(").replace("* 2", "* 2 + 0.5")
+    ref, new = _write(tmp_path, "ref.py", REF), _write(tmp_path, "new.py", new)
+    ans = state.analyze(ref, new, observe=True)
+    assert ans["verdict"] == "BUG" and not ans["rounding"]
+    where = ans["outputs"]["index"]
+    ans = state.analyze(ref, new, observe=True, report={"locations": [{"output": 0, "index": where,
+                                                                      "verdict": "equal"}]})
+    assert ans["verdict"] == "BUG" and ans["rounding"] and "rounding" in ans["reason"]
+
+
+def test_observe_stage_verdict_rules():
+    v = _v("TIMEOUT")
+    apply_state(v, {"verdict": "BUG", "evidence": "observed-gpu", "reason": "x", "differing": []})
+    assert (v.outcome, v.stage, v.function_outcome) == ("BUG", "observe", "TIMEOUT")
+    assert v.reason.startswith("observe: ")
+
+
+def test_observe_on_the_cpu_skips_a_cuda_candidate(tmp_path):
+    # a CUDA candidate cannot run here: --observe changes nothing (no forward of the stubbed extension)
+    same = CUDA_NEW.replace("        self.linear.bias.data = torch.randn(m)\n", "")
+    ans = state.analyze(_write(tmp_path, "ref.py", REF), _write(tmp_path, "new.py", same), observe=True)
+    assert ans["verdict"] == "NONE" and "outputs" not in ans
