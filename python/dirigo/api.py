@@ -211,7 +211,7 @@ def apply_state(v: Verdict, st: dict) -> None:
     elif verdict in ("UNKNOWN", None) or verdict not in ("BUG", "SUSPECT", "NONE"):
         notes.append("state not compared: " + reason)
     elif reason:
-        notes.append("state: " + reason)
+        notes.append(f"{stage}: {reason}")
     v.report["outcome"], v.report["evidence"], v.report["reason"] = v.outcome, v.evidence, v.reason
 
 

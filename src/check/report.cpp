@@ -25,6 +25,9 @@ std::string evidence_sentence(const Report& r) {
   if (r.evidence == "state-proven-location")
     return "state-proven-location (the reference run in fp32 on the CPU with its own parameters and with the "
            "candidate's, at a location proven equal as functions)";
+  if (r.evidence == "observed-gpu" || r.evidence == "observed-cpu")
+    return r.evidence + " (both real programs, as KernelBench builds them, run on its trial inputs: what its own "
+                        "check sees)";
   if (r.evidence.empty()) return "none beyond the solver's model";
   return r.evidence;
 }
@@ -33,8 +36,10 @@ std::string state_text(const Report& r) {
   std::string s;
   if (r.function_outcome)
     s += fmt::format("  the function check alone: {}\n", outcome_name(*r.function_outcome));
+  std::string evidence = r.stage == "state" || r.stage == "observe"
+                             ? fmt::format("  evidence: {}\n", evidence_sentence(r)) : "";
   auto j = nlohmann::json::parse(r.state->json, nullptr, false);
-  if (j.is_discarded() || !j.contains("pairs")) return s;
+  if (j.is_discarded() || !j.contains("pairs")) return s + evidence;
   auto num = [](const nlohmann::json& v) { return v.is_number() ? fmt::format("{:.6g}", v.get<double>()) : v.dump(); };
   for (const auto& p : j["pairs"]) {
     if (p.value("equal", true)) continue;
@@ -46,8 +51,7 @@ std::string state_text(const Report& r) {
                      p["candidate_stats"].value("samples", nlohmann::json::array()).dump());
     if (p.contains("likely_cause")) s += "    likely cause: " + p["likely_cause"].get<std::string>() + "\n";
   }
-  if (r.stage == "state") s += fmt::format("  evidence: {}\n", evidence_sentence(r));
-  return s;
+  return s + evidence;
 }
 }  // namespace
 
@@ -69,7 +73,7 @@ std::string to_text(const Report& r, bool verbose) {
     s += "\n    " + f.message + "\n";
   }
   if (r.state && (r.state->verdict == "BUG" || r.state->verdict == "SUSPECT")) s += state_text(r);
-  if (r.first_differ && r.stage != "state") {
+  if (r.first_differ && r.stage != "state" && r.stage != "observe") {
     const auto& l = r.locations[*r.first_differ];
     const auto& out = r.outputs[l.loc.output];
     s += fmt::format("  location  {}[{}]  (found by {} search, {} of {} checked)\n", out.ref_name, index_str(l.loc.index),

@@ -48,7 +48,7 @@ void apply_state(Report& r, StateFinding s) {
   } else if (s.verdict == "error" || s.verdict == "UNKNOWN") {
     r.notes.push_back("state not compared: " + s.reason);
   } else if (!s.reason.empty()) {
-    r.notes.push_back("state: " + s.reason);
+    r.notes.push_back(stage + ": " + s.reason);
   }
   r.state = std::move(s);
 }

@@ -101,3 +101,14 @@ TEST(State, ObservedDifferenceIsTheObserveStage) {
   ASSERT_TRUE(r.function_outcome);
   EXPECT_EQ(*r.function_outcome, check::Outcome::Timeout);
 }
+
+TEST(State, ObservedBugReportNamesItsEvidenceAndTheFunctionVerdict) {
+  auto r = report(check::Outcome::Checked);
+  check::apply_state(r, check::parse_state(json{{"format", "dirigo-state"}, {"version", 1}, {"verdict", "BUG"},
+                                                {"evidence", "observed-cpu"}, {"reason", "1 vs 2 at output 0[0]"}}
+                                               .dump()));
+  std::string text = check::to_text(r);
+  EXPECT_NE(text.find("observe: 1 vs 2 at output 0[0]"), std::string::npos) << text;
+  EXPECT_NE(text.find("the function check alone: CHECKED"), std::string::npos) << text;
+  EXPECT_NE(text.find("evidence: observed-cpu (both real programs"), std::string::npos) << text;
+}
