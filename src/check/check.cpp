@@ -30,7 +30,6 @@ namespace dirigo::check {
 
 // Above this many nodes (both sides) a location is only falsified at random points (no normalization,
 // bounds or Z3): a batch statistic over a GEMM output is ~17 M nodes.
-constexpr uint64_t kGiantLocationNodes = 4'000'000;
 
 std::string_view outcome_name(Outcome o) {
   switch (o) {
@@ -446,7 +445,8 @@ class Search {
       dopt.timeout_ms = std::min<unsigned>(dopt.timeout_ms, unsigned(left_ms) + 1);
     }
     smt::Decision d;
-    if (lr.ref_nodes + lr.cand_nodes > kGiantLocationNodes) {
+    std::optional<unsigned> sampled_point;  // the giant path's ladder point that showed the difference
+    if (lr.ref_nodes + lr.cand_nodes > opt_.giant_location_nodes) {
       // Normalizing, bounding or sending tens of millions of nodes to Z3 does not finish within a
       // budget; random points do (a linear evaluation each). A difference found there is the usual
       // sampling witness (fp32 evaluation below); none found leaves the location undecided.
@@ -468,11 +468,13 @@ class Search {
         smt::FalsifyOptions fo{.points = 1, .first_point = p, .seed = dopt.random_seed,
                                .bound = dopt.tolerance ? dopt.tolerance->bound : 10.0,
                                .tolerance = dopt.tolerance, .confirm_rtol = dopt.confirm_rtol,
-                               .confirm_atol = dopt.confirm_atol, .assumptions = &dopt.assumptions};
+                               .confirm_atol = dopt.confirm_atol, .assumptions = &dopt.assumptions,
+                               .key_of = [&ctx](int32_t t) { return smt::name_key(ctx.tensor_name(t)); }};
         if (auto w = smt::falsify(ea, eb, fo); w && (w->exceeds_tolerance || !dopt.tolerance)) {
           d.verdict = smt::Verdict::Differ;
           d.reason.clear();
           d.witness = std::move(*w);
+          sampled_point = p;
           break;
         }
       }
@@ -493,6 +495,10 @@ class Search {
       lr.cand_expr = ir::to_string(ctx, eb, popt);
     }
     if (d.verdict == smt::Verdict::Differ && d.witness) witness_values(ctx, ea, eb, *d.witness, lr, seq);
+    if (sampled_point && d.witness &&
+        std::none_of(d.witness->leaves.begin(), d.witness->leaves.end(),
+                     [](const smt::LeafValue& l) { return l.kind == smt::LeafValue::Kind::Var; }))
+      as_sampled_point(lr, *sampled_point, fo_bound(dopt));
     if (lr.confirmed_f32 && opt_.trim_prefix && sets_trimmed_result(lr)) confirm_over_program_inputs(lr);
     lr.ms = std::chrono::duration<double, std::milli>(Clock::now() - tl).count();
     return slot;
@@ -606,6 +612,24 @@ class Search {
 
   // The witness's leaves, refined beyond tolerance when the solver's values are not, and both
   // symbolic values evaluated at it in fp64 and IEEE fp32 (the evidence without a replay).
+  static double fo_bound(const smt::DecideOptions& dopt) { return dopt.tolerance ? dopt.tolerance->bound : 10.0; }
+
+  // A giant location's witness lists 10^6–10^7 leaves (pair 097's was 554 MB). Its values are
+  // smt::draw's at (seed, point), keyed by the shared inputs' names, so the witness is that point:
+  // dirigo.replay regenerates every input from it. Only when every leaf is a shared input (a
+  // cut variable or an external tensor has no regenerable draw) and the values are falsify's own.
+  void as_sampled_point(LocationResult& lr, unsigned point, double bound) {
+    std::vector<std::string> trimmed;
+    for (const WitnessLeaf& w : lr.leaves) {
+      if (w.kind != "input" && w.kind != "parameter" && w.kind != "buffer" && w.kind != "trimmed") return;
+      if (w.kind == "trimmed" && std::find(trimmed.begin(), trimmed.end(), w.input) == trimmed.end())
+        trimmed.push_back(w.input);
+    }
+    lr.sampled = LocationResult::SampledPoint{dopt_.random_seed, point, bound, std::move(trimmed)};
+    lr.leaves.clear();
+    lr.leaves.shrink_to_fit();
+  }
+
   void witness_values(ir::Context& ctx, ir::Expr ea, ir::Expr eb, const smt::Witness& w, LocationResult& lr, size_t seq) {
     lr.exceeds_tolerance = w.exceeds_tolerance;
     std::vector<ir::Expr> leaves;  // the real tensor-element leaves of both sides

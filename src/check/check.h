@@ -46,9 +46,12 @@ struct Options {
   size_t max_location_nodes = 30'000'000;
   // Building a location stops at this many nodes; it is then evaluated numerically at random points
   // (check/numeric.h), as are later locations of the same output (their size is alike).
-  // 8 M: past kGiantLocationNodes (4 M) a built location was never decided equal anyway (random
+  // 8 M: past giant_location_nodes (4 M) a built location was never decided equal anyway (random
   // points only), and locations of 4–8 M nodes still get the built path's fp32 evidence.
   size_t build_nodes = 8'000'000;
+  // A built location past this many nodes (both sides) is decided at random points only; its
+  // witness is then a SampledPoint (regenerable from seed and point), not a list of every leaf.
+  size_t giant_location_nodes = 4'000'000;
   // ... or when building it took this share of the budget left (1: never; a lower share turned
   // correct pairs whose slow locations were decided equal into TIMEOUT: 007, 046 of the corpus)
   double build_share = 1.0;

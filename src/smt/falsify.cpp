@@ -50,6 +50,14 @@ uint64_t name_key(std::string_view tensor_name) {
 
 std::optional<Witness> falsify(ir::Expr a, ir::Expr b, const FalsifyOptions& opt) {
   std::optional<Witness> below_tolerance;
+  std::vector<uint64_t> keys;  // key_of per tensor id, computed once (a giant location reads 10^7 leaves)
+  constexpr uint64_t kNoKey = ~0ULL;
+  auto key = [&](int32_t t) -> uint64_t {
+    if (!opt.key_of || t < 0) return uint64_t(t);
+    if (size_t(t) >= keys.size()) keys.resize(size_t(t) + 1, kNoKey);
+    if (keys[t] == kNoKey) keys[t] = opt.key_of(t);
+    return keys[t];
+  };
   for (unsigned p = opt.first_point; p < opt.first_point + opt.points; ++p) {
     if (opt.deadline) opt.deadline->check("while evaluating random points (sampling)");
     // Every other point draws only non-negative reals: a variance, a running_var or a scale read
@@ -65,7 +73,7 @@ std::optional<Witness> falsify(ir::Expr a, ir::Expr b, const FalsifyOptions& opt
     ir::Env env;
     env.elem = [&](int32_t t, int64_t i, ir::Sort s) {
       if (opt.deadline) opt.deadline->tick("while evaluating random points (sampling)");
-      ir::Value v = sample(mix(base ^ mix(uint64_t(t) << 40 ^ uint64_t(i))), s, bound, nonnegative);
+      ir::Value v = sample(mix(base ^ mix(key(t) << 40 ^ uint64_t(i))), s, bound, nonnegative);
       elems.push_back(LeafValue{LeafValue::Kind::Elem, t, i, {}, v});
       return v;
     };

@@ -5,6 +5,7 @@
 // witness; proving equality stays with canonical forms and Z3.
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string_view>
 
@@ -24,6 +25,9 @@ struct FalsifyOptions {
   double confirm_rtol = 1e-9, confirm_atol = 1e-12;
   const std::vector<ir::Expr>* assumptions = nullptr;  // a point must satisfy every one
   Ticker* deadline = nullptr;  // past it (ticked per leaf read) falsify throws StageTimeout
+  // The draw key of a tensor (default: its id). name_key() of its name makes a point regenerable
+  // outside this process from (seed, point) and the names alone, as numeric evaluation's points are.
+  std::function<uint64_t(int32_t tensor)> key_of;
 };
 
 // The ladder of points: the bound and the sign of point p (see FalsifyOptions::bound).

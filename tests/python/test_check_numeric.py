@@ -46,12 +46,12 @@ BUGGY_TRIMMED = REF.replace("class Model(", "class ModelNew(").replace(
     "self.bn.weight, self.bn.bias, False))")
 
 
-def check(tmp_path, new_src, *extra):
+def check(tmp_path, new_src, *extra, build_nodes="20"):
     (tmp_path / "ref.py").write_text(REF)
     (tmp_path / "new.py").write_text(new_src)
     w = tmp_path / "witness.json"
     p = subprocess.run([str(DIRIGO), "check", tmp_path / "ref.py", tmp_path / "new.py", "--device", "cpu",
-                        "--budget", "30", "--build-nodes", "20", "--json", "--witness-out", w, *extra],
+                        "--budget", "30", "--build-nodes", build_nodes, "--json", "--witness-out", w, *extra],
                        capture_output=True, text=True, timeout=600)
     return p, json.loads(p.stdout), (json.loads(w.read_text()) if w.exists() else None)
 
@@ -98,3 +98,17 @@ def test_sampled_values_follow_the_ladder():
     assert sym.min() < 0 < sym.max() and abs(sym).max() <= 0.1
     assert not np.array_equal(v, rp.sampled_values(s, "y", 1000))  # keyed by the input's name
     assert np.array_equal(v, rp.sampled_values(s, "x", 1000))
+
+
+def test_giant_built_location_witness_is_a_regenerable_point(tmp_path):
+    # Built (not numeric), but past --giant-nodes: decided at falsify's random points, keyed by the shared
+    # inputs' names, so the witness is (seed, point) instead of every leaf, and the replay regenerates it.
+    p, r, w = check(tmp_path, BUGGY, "--giant-nodes", "10", build_nodes="100000000")
+    assert r["outcome"] == "BUG", p.stdout[:2000] + p.stderr[-2000:]
+    loc = r["locations"][r["first_differ"]]
+    assert loc["stage"] == "sampling" and "evaluated numerically" not in loc.get("reason", ""), loc
+    assert w["sampled"]["seed"] == loc["sampled"]["seed"] and not w["leaves"] and not w["leaves_complete"]
+    assert r["evidence"] == "replay-cpu" and r["replay"]["exceeds"], r["replay"]
+    sym = w["symbolic"]
+    assert abs(r["replay"]["reference"] - sym["reference_f64"]) <= 1e-3 * (1 + abs(sym["reference_f64"]))
+    assert abs(r["replay"]["candidate"] - sym["candidate_f64"]) <= 1e-3 * (1 + abs(sym["candidate_f64"]))

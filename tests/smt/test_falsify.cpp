@@ -149,3 +149,22 @@ TEST_F(FalsifyTest, RunningVarUnderRsqrtIsFoundAtANonNegativePoint) {
   EXPECT_TRUE(wit->exceeds_tolerance);
   expect_replays(*wit, ref, cand);
 }
+
+// key_of = name_key(tensor name): each leaf takes smt::draw's value for (seed, point, name key, index),
+// which python/dirigo/replay.py regenerates from the names alone (the giant-location witness).
+TEST_F(FalsifyTest, NameKeyedPointsAreDrawsOfTheNames) {
+  Expr ref = ctx.add(dot(8), ctx.elem(bias, 3)), cand = dot(8);
+  smt::FalsifyOptions opt{.points = 1, .first_point = 2, .seed = 7};
+  opt.tolerance = smt::Tolerance{};
+  opt.key_of = [this](int32_t t) { return smt::name_key(ctx.tensor_name(t)); };
+  auto wit = smt::falsify(ref, cand, opt);
+  ASSERT_TRUE(wit);
+  for (const auto& l : wit->leaves) {
+    ir::Value want = smt::draw(7, 2, smt::name_key(ctx.tensor_name(l.tensor)), l.index, Sort::Real, opt.bound);
+    EXPECT_EQ(l.value.real, want.real) << ctx.tensor_name(l.tensor) << "[" << l.index << "]";
+  }
+  opt.key_of = nullptr;  // keyed by tensor id: other values
+  auto by_id = smt::falsify(ref, cand, opt);
+  ASSERT_TRUE(by_id);
+  EXPECT_NE(by_id->leaves[0].value.real, wit->leaves[0].value.real);
+}
