@@ -24,13 +24,14 @@ class Verdict:
     equal: int = 0               # ... proven equal for every input
     total_locations: int = 0
     seconds: float = 0.0
-    evidence: str = ""           # what backs a BUG: execute-safety | replay-gpu | replay-cpu | fp32-evaluation
+    evidence: str = ""           # what backs a BUG: execute-safety | replay-gpu | replay-cpu | fp32-evaluation |
+                                 # state-replay-gpu/cpu | state-proven-location | observed-gpu/cpu | crash-gpu
     location: dict | None = None  # the first differing location (index, symbolic values, witness)
     findings: list = field(default_factory=list)  # Execute safety violations
     report: dict = field(default_factory=dict)    # the full JSON report
     replay: dict | None = None   # the witness replayed on the real programs (docs/check.md, dirigo-replay)
     state: dict | None = None    # the state stage's answer (dirigo-state: parameters as constructed)
-    stage: str = ""              # "state": the outcome comes from the state stage (docs/check.md "State")
+    stage: str = ""              # "state" / "observe" / "trace": the outcome comes from that stage (docs/check.md)
     function_outcome: str = ""   # the function check's own outcome when the state stage changed it
 
     @property
@@ -120,6 +121,9 @@ def check(ref: str, new: str, *, budget_s: float = 30.0, jobs: int = 1, seed: in
         if rtol is not None:
             kw["rtol"] = rtol
         res = _trace.trace(ref, new, out, device=device, timeout=timeout, **kw)
+        if res.status == "crash":  # the candidate faulted on the GPU where the reference ran
+            return Verdict("BUG", "the candidate crashed on the GPU while being traced, where the reference ran: "
+                           + res.message, evidence="crash-gpu", stage="trace")
         if res.status != "ok":
             return Verdict("UNSUPPORTED", res.message)
         v = check_bundle(out, budget_s=budget_s, seed=seed, full=full, atol=atol, rtol=rtol, jobs=jobs)

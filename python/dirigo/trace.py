@@ -17,6 +17,7 @@ import hashlib
 import json
 import math
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -39,7 +40,7 @@ REAL_LIMIT_BYTES = 256 << 20  # auto mode re-traces on real tensors below this m
 CONST_DATA_LIMIT = 1 << 20
 
 # exit codes of the CLI
-EXIT_OK, EXIT_USAGE, EXIT_UNSUPPORTED, EXIT_PROGRAM_ERROR = 0, 1, 2, 3
+EXIT_OK, EXIT_USAGE, EXIT_UNSUPPORTED, EXIT_PROGRAM_ERROR, EXIT_CANDIDATE_CRASH = 0, 1, 2, 3, 5
 
 
 class Unsupported(Exception):
@@ -444,6 +445,18 @@ def _format_exception(exc: BaseException, user_files: list[str]) -> str:
     return f"the program raised {type(exc).__name__}{': ' + msg[:300] if msg else ''} {_Phase.name}{loc}"
 
 
+# What the CUDA runtime says when a kernel faults (sticky errors: the context is lost). A candidate that
+# faults where the reference ran is a bug of the candidate, observed on the GPU (003 of the dev corpus
+# reads past its input in the tile load of the last row of blocks; KernelBench's 4090 run passed it).
+_DEVICE_FAULTS = re.compile(r"CUDA error: (an illegal memory access|misaligned address|unspecified launch failure|"
+                            r"an illegal instruction|device-side assert|operation not supported on global/shared)",
+                            re.IGNORECASE)
+
+
+def device_fault(exc: BaseException) -> bool:
+    return bool(_DEVICE_FAULTS.search(f"{type(exc).__name__}: {exc}"))
+
+
 def _fake_mode():
     from torch._subclasses.fake_tensor import FakeTensorMode
     return FakeTensorMode(allow_non_fake_inputs=True)
@@ -512,6 +525,8 @@ def run_worker(spec: dict) -> dict:
         except load.NeedsGPU as e:
             return {"status": "unsupported", "message": str(e), "needs_gpu": True}
         except BaseException as e:  # noqa: BLE001 - user code
+            if device == "cuda" and device_fault(e):
+                return {"status": "crash", "message": _format_exception(e, user_files)}
             dd = _is_data_dependent(e) if attempt == "fake" else None
             if dd:
                 msg = (f"UNSUPPORTED: data-dependent operation {dd} {_Phase.name} (a Python value or branch "
@@ -678,7 +693,7 @@ def worker_main(spec_path: str) -> int:
 
 @dataclass
 class TraceResult:
-    status: str  # "ok" | "unsupported" | "error"
+    status: str  # "ok" | "unsupported" | "error" | "crash" (the candidate faulted on the GPU; the reference ran)
     message: str
     out: str | None = None
     programs: dict = field(default_factory=dict)  # name -> worker result (without data)
@@ -692,7 +707,8 @@ class TraceResult:
 
     @property
     def exit_code(self) -> int:
-        return {"ok": EXIT_OK, "unsupported": EXIT_UNSUPPORTED}.get(self.status, EXIT_PROGRAM_ERROR)
+        return {"ok": EXIT_OK, "unsupported": EXIT_UNSUPPORTED, "crash": EXIT_CANDIDATE_CRASH}.get(
+            self.status, EXIT_PROGRAM_ERROR)
 
 
 def _spawn(spec: dict, workdir: str) -> tuple[subprocess.Popen, str]:
@@ -792,6 +808,11 @@ def _trace(ref, new, out, *, device, timeout, mode, atol, rtol, seeds, init_seed
         if r["status"] != "ok":
             who = f"{'reference' if s['name'] == 'ref' else 'candidate'} {os.path.basename(s['file'])}"
             msg = r["message"]
+            if r["status"] == "crash":
+                if s["name"] == "new":  # the reference ran: the fault is the candidate's (a BUG, exit 5)
+                    return TraceResult("crash", f"{who}: {msg} on the GPU, where the reference ran",
+                                       programs=results)
+                r = dict(r, status="error")
             if r["status"] == "unsupported":
                 msg = "UNSUPPORTED: " + who + ": " + msg[len("UNSUPPORTED: "):] if msg.startswith(
                     "UNSUPPORTED: ") else f"UNSUPPORTED: {who}: {msg}"

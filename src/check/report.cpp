@@ -28,6 +28,7 @@ std::string evidence_sentence(const Report& r) {
   if (r.evidence == "observed-gpu" || r.evidence == "observed-cpu")
     return r.evidence + " (both real programs, as KernelBench builds them, run on its trial inputs: what its own "
                         "check sees)";
+  if (r.evidence == "crash-gpu") return "crash-gpu (the candidate program faulted on a GPU; the reference ran)";
   if (r.evidence.empty()) return "none beyond the solver's model";
   return r.evidence;
 }
@@ -94,6 +95,7 @@ std::string to_text(const Report& r, bool verbose) {
     }
     s += fmt::format("  evidence: {}\n", evidence_sentence(r));
   }
+  if (r.stage == "trace") s += fmt::format("  evidence: {}\n", evidence_sentence(r));
   for (const auto& n : r.notes) s += "  note: " + n + "\n";
   s += fmt::format("  {} kernel launch(es) executed, {} prefix op(s) trimmed, {} location(s) checked{}, {} solver call(s), "
                    "{:.2f} s{}\n",

@@ -38,12 +38,33 @@ struct CheckArgs {
 std::string default_device() { return std::filesystem::exists("/dev/nvidia0") ? "cuda" : "cpu"; }
 
 // `python3 -m dirigo.trace REF NEW --out DIR --device D`: 0 bundle written, 2 UNSUPPORTED, 3 the
-// program failed, 1 usage.
+// program failed, 5 the candidate faulted on the GPU where the reference ran, 1 usage. `message`: the
+// tracer's sentence.
 int trace_programs(const std::string& ref, const std::string& cand, const std::string& out, std::string device,
-                   double timeout) {
+                   double timeout, std::string& message) {
   if (device.empty()) device = default_device();
-  return run_python("dirigo.trace", {ref, cand, "--out", out, "--device", device, "--timeout",
-                                     std::to_string(int(timeout))});
+  std::string answer = out + ".trace.json";
+  int rc = run_python("dirigo.trace", {ref, cand, "--out", out, "--device", device, "--timeout",
+                                       std::to_string(int(timeout)), "--json"}, answer);
+  std::ifstream in(answer);
+  auto j = nlohmann::json::parse(in, nullptr, false);
+  if (!j.is_discarded() && j.is_object()) message = j.value("message", "");
+  std::filesystem::remove(answer);
+  if (rc != 0 && !message.empty()) std::cerr << "dirigo check: " << message << "\n";
+  return rc;
+}
+
+// The candidate faulted on the GPU (an illegal address, a misaligned access, a device-side assert)
+// while the reference ran on the same inputs: a BUG observed on the real program, without a bundle.
+dirigo::check::Report candidate_crash(const std::string& message) {
+  dirigo::check::Report r;
+  r.outcome = dirigo::check::Outcome::Bug;
+  r.stage = "trace";
+  r.evidence = "crash-gpu";
+  r.reason = "the candidate crashed on the GPU while being traced, where the reference ran: " + message;
+  r.notes.push_back("no bundle: run compute-sanitizer on the candidate, or `dirigo execute` on its PTX, for the "
+                    "faulting access");
+  return r;
 }
 
 // The replay and the state stage run user code (constructors, extension builds, forwards), which may
@@ -172,7 +193,14 @@ dirigo::cli::Register reg({"check", "check a trace bundle: BUG / SUSPECT / CHECK
       } else {
         bundle = a->keep;
       }
-      int rc = trace_programs(a->inputs[0], a->inputs[1], bundle, a->device, a->trace_timeout);
+      std::string message;
+      int rc = trace_programs(a->inputs[0], a->inputs[1], bundle, a->device, a->trace_timeout, message);
+      if (rc == 5) {
+        if (!tmp.empty()) std::filesystem::remove_all(tmp);
+        auto report = candidate_crash(message);
+        std::cout << (a->json ? dirigo::check::to_json(report) + "\n" : dirigo::check::to_text(report, false));
+        return dirigo::check::exit_code(report.outcome);
+      }
       if (rc != 0) {
         if (!tmp.empty()) std::filesystem::remove_all(tmp);
         std::cout << "UNSUPPORTED\n  tracing failed (see the message above; exit status " << rc << ")\n";
