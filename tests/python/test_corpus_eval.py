@@ -214,3 +214,27 @@ def test_merge_and_recall_without_same_function_pairs(tmp_path, capsys):
     ce.cmd_table(argparse.Namespace(results=str(out), not_function=str(nf)))
     text = capsys.readouterr().out
     assert "supported: 2/3" in text and "(without 1 init-/rounding-only pairs): 2/2 = 100.0%" in text
+
+
+def test_harness_tolerance_follows_the_collection():
+    assert ce.harness_tolerance("dev/yenhao_runs/runs/x/level_2_problem_14_sample_0_kernel.py") == 1e-4
+    assert ce.harness_tolerance("dev/technoabsurdist_runs/runs/y/problem_46_kernel.py") == 1e-2
+    assert ce.harness_tolerance("tests/golden/torch/x/new.py") is None
+
+
+def test_state_answers_folded_from_a_directory(tmp_path):
+    import argparse
+    import json
+    results = [R(5, "output_mismatch", "TIMEOUT", bundle="b5"), R(7, "correct", "CHECKED", bundle="b7")]
+    res = tmp_path / "results.json"
+    res.write_text(json.dumps(results))
+    ans = tmp_path / "answers"
+    ans.mkdir()
+    (ans / "a005.json").write_text(json.dumps({"format": "dirigo-state", "verdict": "BUG", "evidence": "observed-gpu",
+                                               "reason": "1 vs 2 at output 0[0]", "differing": []}))
+    (ans / "b007.json").write_text("")  # the stage did not finish
+    ce.cmd_state(argparse.Namespace(results=str(res), out=str(tmp_path / "out"), only=None, resume=False, jobs=1,
+                                    answers=str(ans), device="cpu", timeout=1))
+    out = {r["k"]: r for r in json.loads((tmp_path / "out" / "results.json").read_text())}
+    assert ce.outcome_of(out[5]) == "BUG" and out[5]["stage"] == "observe" and out[5]["function_outcome"] == "TIMEOUT"
+    assert ce.outcome_of(out[7]) == "CHECKED" and out[7]["state_verdict"] == "UNKNOWN"
