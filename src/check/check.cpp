@@ -535,14 +535,18 @@ class Search {
     lr.stage = smt::Stage::Sampling;
     lr.ref_expr = lr.cand_expr = "(not built: evaluated numerically)";
     const char* side = "reference";
+    NumericEvaluator* running = nullptr;  // the f64 evaluator at work: its progress when the budget ends
     try {
       std::optional<unsigned> hit;
       std::vector<double> a, b;
       for (unsigned first = 0; first < npoints && !hit; first += 2) {
         side = "reference";
-        a = evaluator(ref, first).element(pair.ref, lr.loc.flat);
+        running = &evaluator(ref, first);
+        a = running->element(pair.ref, lr.loc.flat);
         side = "candidate";
-        b = evaluator(cand, first).element(pair.cand, lr.loc.flat);
+        running = &evaluator(cand, first);
+        b = running->element(pair.cand, lr.loc.flat);
+        running = nullptr;
         // As falsify judges a point: both values finite and apart beyond the tolerance (a NaN at a
         // point whose variance went negative is no evidence).
         for (unsigned p = 0; p < a.size() && !hit; ++p)
@@ -584,6 +588,11 @@ class Search {
       } else {
         lr.verdict = smt::Verdict::Timeout;
         lr.reason = fmt::format("{}; the budget ran out evaluating the {} program numerically", why, side);
+        if (running) {
+          const auto& st = running->stats();
+          lr.reason += fmt::format(" ({} elements, {:.3g} multiply-adds per point by then)", st.elements,
+                                   double(st.products));
+        }
       }
     } catch (const ir::LimitExceeded& x) {  // the location's node budget or the deadline in the worker's context
       if (lr.verdict == smt::Verdict::Differ) {

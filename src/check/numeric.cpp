@@ -35,6 +35,38 @@ ir::Value from_number(double d, ir::Sort s) {
   return v;
 }
 
+// sum_k a[k*sa + p] * b[k*sb + p] added to acc[p] for each lane p < NP. fp64: four partial sums
+// per lane (a real sum has no order; the dependency chain of one accumulator would bound the loop
+// at one multiply-add per add latency). fp32: in index order, every operation rounded, as the
+// generic loop and ir::Evaluator's F32 mode do.
+template <size_t NP>
+void dot_fixed(const double* a, int64_t sa, const double* b, int64_t sb, int64_t n, bool f32, double* acc) {
+  if (f32) {
+    for (int64_t k = 0; k < n; ++k)
+      for (size_t p = 0; p < NP; ++p)
+        acc[p] = double(float(acc[p] + double(float(a[k * sa + int64_t(p)] * b[k * sb + int64_t(p)]))));
+    return;
+  }
+  double s[4][NP] = {};
+  int64_t k = 0;
+  for (; k + 4 <= n; k += 4)
+    for (int u = 0; u < 4; ++u)
+      for (size_t p = 0; p < NP; ++p) s[u][p] += a[(k + u) * sa + int64_t(p)] * b[(k + u) * sb + int64_t(p)];
+  for (; k < n; ++k)
+    for (size_t p = 0; p < NP; ++p) s[0][p] += a[k * sa + int64_t(p)] * b[k * sb + int64_t(p)];
+  for (size_t p = 0; p < NP; ++p) acc[p] += (s[0][p] + s[1][p]) + (s[2][p] + s[3][p]);
+}
+
+void dot_lanes(const double* a, int64_t sa, const double* b, int64_t sb, int64_t n, size_t lanes, bool f32,
+               double* acc) {
+  switch (lanes) {
+    case 1: return dot_fixed<1>(a, sa, b, sb, n, f32, acc);
+    case 2: return dot_fixed<2>(a, sa, b, sb, n, f32, acc);
+    default:
+      for (size_t p = 0; p < lanes; ++p) dot_fixed<1>(a + p, sa, b + p, sb, n, f32, acc + p);
+  }
+}
+
 }  // namespace
 
 // Keyed by both operands' leaf tensors, first logical index and step, the count, points and precision.
@@ -153,12 +185,17 @@ struct NumericEvaluator::Impl {
     return from_number(pool[it->second + p], s);
   }
 
-  // How one operand tensor of a sum of products is read: shared inputs drawn on the spot (the
-  // common case: x and W of a GEMM), anything else through source() and the memo.
-  // Shared inputs read by sums of products, drawn once per element and point when the tensor is small
-  // enough (a GEMM's x row is read once per output column): NaN marks "not drawn yet".
-  static constexpr size_t kCachedDraws = size_t(32) << 20;
-  std::unordered_map<int32_t, std::vector<double>> draw_cache;  // by leaf tensor
+  // Shared inputs read by sums of products, drawn once per element and point and kept lane-major
+  // (element l's values at l * npoints): a GEMM's x row is read once per output column, a
+  // convolution's input once per output tap. Drawn a chunk at a time; the storage is allocated
+  // uninitialised, so only drawn chunks take memory.
+  static constexpr size_t kCachedDraws = size_t(64) << 20;  // doubles (512 MB) per tensor at most
+  static constexpr int kChunkBits = 12;
+  struct DrawCache {
+    std::unique_ptr<double[]> values;
+    std::vector<uint8_t> drawn;  // by chunk
+  };
+  std::unordered_map<int32_t, DrawCache> draw_cache;  // by leaf tensor
 
   // How one operand tensor of a sum of products is read: shared inputs drawn on the spot (the
   // common case: x and W of a GEMM), anything else through source() and the memo.
@@ -167,7 +204,7 @@ struct NumericEvaluator::Impl {
     program::ValueId value = program::kNoValue;
     std::optional<Lowering::SharedView> shared;
     uint64_t key = 0;
-    std::vector<double>* cache = nullptr;
+    DrawCache* cache = nullptr;
     bool f32 = false;
 
     Access(Impl& i, int32_t t) : im(i), f32(i.opt.precision == ir::Precision::F32) {
@@ -181,22 +218,37 @@ struct NumericEvaluator::Impl {
       key = im.key_of(shared->tensor);
       if (size_t(shared->numel) * im.npoints <= kCachedDraws) {
         cache = &im.draw_cache[shared->tensor];
-        if (cache->empty()) cache->assign(size_t(shared->numel) * im.npoints, std::numeric_limits<double>::quiet_NaN());
+        if (!cache->values) {
+          cache->values.reset(new double[size_t(shared->numel) * im.npoints]);
+          cache->drawn.assign(size_t(shared->numel >> kChunkBits) + 1, 0);
+        }
       }
+    }
+    void draw(int64_t l, double* out) const {
+      uint64_t leaf = smt::PointSampler::leaf_hash(key, l);
+      for (size_t p = 0; p < im.npoints; ++p) {
+        double v = im.samplers[p].real_of(leaf);
+        out[p] = f32 ? double(float(v)) : v;
+      }
+    }
+    // Logical elements [lo, hi] of the cached shared tensor drawn: their values, lane-major.
+    const double* drawn(int64_t lo, int64_t hi) {
+      for (int64_t c = lo >> kChunkBits; c <= hi >> kChunkBits; ++c) {
+        if (cache->drawn[size_t(c)]) continue;
+        int64_t end = std::min(shared->numel, (c + 1) << kChunkBits);
+        for (int64_t l = c << kChunkBits; l < end; ++l) draw(l, cache->values.get() + size_t(l) * im.npoints);
+        cache->drawn[size_t(c)] = 1;
+      }
+      return cache->values.get();
     }
     // The values of storage element j at every point (buf holds them when they are computed here);
     // nullptr (and the element noted as missing) when it has no value yet.
     const double* values(int64_t j, double* buf) {
       if (shared && j >= shared->offset && j - shared->offset < shared->numel) {
         int64_t l = j - shared->offset;
-        double* out = cache ? cache->data() + size_t(l) * im.npoints : buf;
-        if (cache && !std::isnan(out[0])) return out;
-        uint64_t leaf = smt::PointSampler::leaf_hash(key, l);
-        for (size_t p = 0; p < im.npoints; ++p) {
-          double v = im.samplers[p].real_of(leaf);
-          out[p] = f32 ? double(float(v)) : v;
-        }
-        return out;
+        if (cache) return drawn(l, l) + size_t(l) * im.npoints;
+        draw(l, buf);
+        return buf;
       }
       Lowering::Source src = im.low.source(value, j);
       if (src.kind != Lowering::Source::Kind::Computed) {
@@ -238,18 +290,33 @@ struct NumericEvaluator::Impl {
         return leaf(it->second);
     }
     bool f32 = opt.precision == ir::Precision::F32;
+    stats.products += uint64_t(pr.count);
     if (pr.count > 4096) tick();
-    for (int64_t k = 0; k < pr.count; ++k) {
-      if ((k & 65535) == 65535) tick();
-      int64_t ia = pr.a_list.empty() ? pr.a_first + k * pr.a_step : pr.a_list[size_t(k)];
-      int64_t ib = pr.b_list.empty() ? pr.b_first + k * pr.b_step : pr.b_list[size_t(k)];
-      const double* av = a.values(ia, abuf.data());
-      const double* bv = b.values(ib, bbuf.data());
-      if (!av || !bv) continue;
-      if (f32)
-        for (size_t p = 0; p < npoints; ++p) acc[p] = double(float(acc[p] + double(float(av[p] * bv[p]))));
-      else
-        for (size_t p = 0; p < npoints; ++p) acc[p] += av[p] * bv[p];
+    if (pr.count > 0 && pr.a_list.empty() && pr.b_list.empty() && a.cache && b.cache &&
+        inside(a, pr.a_first, pr.a_step, pr.count) && inside(b, pr.b_first, pr.b_step, pr.count)) {
+      // Both operands drawn shared inputs with affine indices (a GEMM row times a weight row): a
+      // tight loop over their lane-major draws.
+      auto span = [&](Access& x, int64_t first, int64_t step) {
+        int64_t lo = first - x.shared->offset, hi = lo + step * (pr.count - 1);
+        return x.drawn(std::min(lo, hi), std::max(lo, hi)) + lo * int64_t(npoints);
+      };
+      const double* pa = span(a, pr.a_first, pr.a_step);
+      const double* pb = span(b, pr.b_first, pr.b_step);
+      dot_lanes(pa, pr.a_step * int64_t(npoints), pb, pr.b_step * int64_t(npoints), pr.count, npoints, f32,
+                acc.data());
+    } else {
+      for (int64_t k = 0; k < pr.count; ++k) {
+        if ((k & 65535) == 65535) tick();
+        int64_t ia = pr.a_list.empty() ? pr.a_first + k * pr.a_step : pr.a_list[size_t(k)];
+        int64_t ib = pr.b_list.empty() ? pr.b_first + k * pr.b_step : pr.b_list[size_t(k)];
+        const double* av = a.values(ia, abuf.data());
+        const double* bv = b.values(ib, bbuf.data());
+        if (!av || !bv) continue;
+        if (f32)
+          for (size_t p = 0; p < npoints; ++p) acc[p] = double(float(acc[p] + double(float(av[p] * bv[p]))));
+        else
+          for (size_t p = 0; p < npoints; ++p) acc[p] += av[p] * bv[p];
+      }
     }
     if (cache_key) {
       std::lock_guard lock(opt.products_cache->mu);
@@ -322,7 +389,11 @@ struct NumericEvaluator::Impl {
           products_missing.clear();
           f.tmpl = low.element_template(*scratch, f.key.first, f.key.second, hook);
         } catch (const ir::LimitExceeded&) {
-          throw OutOfTime("numeric evaluation of the location ran past the budget");
+          // The deadline, or the node cap of the lowering's own context (a kernel's writes are
+          // specialized there before their import): only the first is the budget running out.
+          if (std::chrono::steady_clock::now() > opt.deadline)
+            throw OutOfTime("numeric evaluation of the location ran past the budget");
+          throw;
         }
         f.generation = generation;
         if (!products_missing.empty()) {  // a sum of products read operands without values: them first

@@ -53,6 +53,7 @@ class NumericEvaluator {
     uint64_t elements = 0;        // (value, element) pairs evaluated
     uint64_t template_nodes = 0;  // nodes the templates added to scratch contexts
     uint64_t recycles = 0;        // scratch contexts thrown away
+    uint64_t products = 0;        // multiply-adds of sums of products (each for every point)
   };
   const Stats& stats() const;
 

@@ -86,12 +86,11 @@ ProgramBuilder conv_t(const char* name, const char* role) {
 
 // Every location of every output of one side: the numeric values equal the built expression's
 // (fp64: up to summation order; fp32: up to fp32 rounding in another order) at four ladder points.
-void expect_same_values(const bundle::Bundle& b, bool reference) {
+void expect_same_values(const bundle::Bundle& b, bool reference, const std::vector<unsigned>& points = {0, 1, 4, 7}) {
   program::Merged m = program::merge(b, {false, false});
   ir::Context ctx;
   check::Lowering low(ctx, b, m, reference, {});
   low.execute_all();
-  const std::vector<unsigned> points{0, 1, 4, 7};
   const uint64_t seed = 5;
   check::NumericOptions o64{.seed = seed, .points = points, .bound = 10};
   check::NumericOptions o32 = o64;
@@ -139,6 +138,23 @@ TEST(Numeric, LinearBatchNormMatchesBuiltExpression) {
   auto b = make_bundle({&ref, &cand});
   expect_same_values(b, true);
   expect_same_values(b, false);
+}
+
+// The tight loop of affine sums over drawn inputs (x row times W row, 5 terms: one unrolled block of
+// four and a tail) has its own code for one and for two points; four points take the per-lane one.
+TEST(Numeric, AffineProductsOneAndTwoPointsMatchBuiltExpression) {
+  auto ref = linear_bn("ref", "reference", relu), cand = linear_bn("new", "candidate", sigmoid);
+  auto b = make_bundle({&ref, &cand});
+  expect_same_values(b, true, {3});
+  expect_same_values(b, false, {2, 5});
+  // One element of the product alone is one sum of five multiply-adds, counted once for both points.
+  program::Merged m = program::merge(b, {false, false});
+  ir::Context ctx;
+  check::Lowering low(ctx, b, m, true, {});
+  low.execute_all();
+  check::NumericEvaluator n(low, {.seed = 5, .points = {2, 5}, .bound = 10});
+  n.element(m.outputs[1].ref, 7);
+  EXPECT_EQ(n.stats().products, 5u);
 }
 
 TEST(Numeric, GroupedStridedConvGroupNormMatchesBuiltExpression) {
