@@ -1,5 +1,6 @@
 #include "check/numeric.h"
 
+#include <algorithm>
 #include <array>
 #include <cmath>
 #include <mutex>
@@ -57,19 +58,19 @@ void dot_fixed(const double* a, int64_t sa, const double* b, int64_t sb, int64_t
   for (size_t p = 0; p < NP; ++p) acc[p] += (s[0][p] + s[1][p]) + (s[2][p] + s[3][p]);
 }
 
-void dot_lanes(const double* a, int64_t sa, const double* b, int64_t sb, int64_t n, size_t lanes, bool f32,
+void dot_lanes(const double* a, int64_t sa, const double* b, int64_t sb, int64_t n, const std::vector<uint8_t>& f32,
                double* acc) {
-  switch (lanes) {
-    case 1: return dot_fixed<1>(a, sa, b, sb, n, f32, acc);
-    case 2: return dot_fixed<2>(a, sa, b, sb, n, f32, acc);
-    default:
-      for (size_t p = 0; p < lanes; ++p) dot_fixed<1>(a + p, sa, b + p, sb, n, f32, acc + p);
-  }
+  size_t lanes = f32.size();
+  bool same = std::all_of(f32.begin(), f32.end(), [&](uint8_t x) { return x == f32[0]; });
+  if (same && lanes == 1) return dot_fixed<1>(a, sa, b, sb, n, f32[0], acc);
+  if (same && lanes == 2) return dot_fixed<2>(a, sa, b, sb, n, f32[0], acc);
+  for (size_t p = 0; p < lanes; ++p) dot_fixed<1>(a + p, sa, b + p, sb, n, f32[p], acc + p);
 }
 
 }  // namespace
 
-// Keyed by both operands' leaf tensors, first logical index and step, the count, points and precision.
+// Keyed by both operands' leaf tensors, first logical index and step, the count, and the points with
+// their precisions.
 struct ProductsCache {
   using Key = std::array<int64_t, 9>;
   struct KeyHash {
@@ -97,7 +98,8 @@ struct NumericEvaluator::Impl {
   // leaf draws keyed per ir tensor: smt::name_key of its name, looked up once
   std::unordered_map<int32_t, uint64_t> draw_key;
   std::vector<smt::PointSampler> samplers;  // per point
-  uint64_t points_key = 0;                   // seed, bound and points, for ProductsCache keys
+  uint64_t points_key = 0;                   // seed, bound, points and precisions, for ProductsCache keys
+  std::vector<uint8_t> f32;                  // per point: evaluated in IEEE fp32
   // Sums of products handed over whole (aten::Products): their values, npoints each, read back through
   // the leaf products_tensor[k] of the template; operands they found without a value yet.
   int32_t products_tensor = -1;
@@ -119,7 +121,12 @@ struct NumericEvaluator::Impl {
     if (npoints == 0) throw std::invalid_argument("numeric evaluation needs at least one point");
     for (unsigned p : opt.points) samplers.emplace_back(opt.seed, p, opt.bound);
     points_key = smt::PointSampler::mix(opt.seed ^ std::hash<double>()(opt.bound));
-    for (unsigned p : opt.points) points_key = smt::PointSampler::mix(points_key ^ p);
+    if (!opt.precisions.empty() && opt.precisions.size() != npoints)
+      throw std::invalid_argument("numeric evaluation: one precision per point");
+    for (size_t p = 0; p < npoints; ++p)
+      f32.push_back((opt.precisions.empty() ? opt.precision : opt.precisions[p]) == ir::Precision::F32);
+    for (size_t p = 0; p < npoints; ++p)
+      points_key = smt::PointSampler::mix(points_key ^ (uint64_t(opt.points[p]) << 1 | f32[p]));
     hook = [this](const aten::Products& pr) { return products(pr); };
     fresh_scratch();
     products_tensor = scratch->tensor("numeric:products");
@@ -146,7 +153,7 @@ struct NumericEvaluator::Impl {
         throw Unsupported(fmt::format("numeric evaluation: free variable {}", name));
       };
     }
-    for (size_t p = 0; p < npoints; ++p) evals.emplace_back(envs[p], opt.precision);
+    for (size_t p = 0; p < npoints; ++p) evals.emplace_back(envs[p], f32[p] ? ir::Precision::F32 : ir::Precision::F64);
   }
 
   uint64_t key_of(int32_t tensor) {
@@ -159,7 +166,7 @@ struct NumericEvaluator::Impl {
   double source_value(const Lowering::Source& src, size_t p) {
     if (src.kind == Lowering::Source::Kind::Constant) return src.constant;
     double v = to_number(samplers[p](key_of(src.tensor), src.index, src.sort));
-    return opt.precision == ir::Precision::F32 && src.sort == ir::Sort::Real ? double(float(v)) : v;
+    return f32[p] && src.sort == ir::Sort::Real ? double(float(v)) : v;
   }
 
   // The value of a template leaf T[i] at point p: a source drawn on the spot, else the memoized
@@ -205,9 +212,8 @@ struct NumericEvaluator::Impl {
     std::optional<Lowering::SharedView> shared;
     uint64_t key = 0;
     DrawCache* cache = nullptr;
-    bool f32 = false;
 
-    Access(Impl& i, int32_t t) : im(i), f32(i.opt.precision == ir::Precision::F32) {
+    Access(Impl& i, int32_t t) : im(i) {
       auto op = im.low.operand(t, 0);
       if (!op) throw Unsupported(fmt::format("numeric evaluation: tensor {} is no value of {}",
                                              im.scratch->tensor_name(t), im.low.program().name));
@@ -228,7 +234,7 @@ struct NumericEvaluator::Impl {
       uint64_t leaf = smt::PointSampler::leaf_hash(key, l);
       for (size_t p = 0; p < im.npoints; ++p) {
         double v = im.samplers[p].real_of(leaf);
-        out[p] = f32 ? double(float(v)) : v;
+        out[p] = im.f32[p] ? double(float(v)) : v;
       }
     }
     // Logical elements [lo, hi] of the cached shared tensor drawn: their values, lane-major.
@@ -284,12 +290,11 @@ struct NumericEvaluator::Impl {
       cache_key = ProductsCache::Key{int64_t(a.key), pr.a_first - a.shared->offset, pr.a_step, int64_t(b.key),
                                      pr.b_first - b.shared->offset, pr.b_step, pr.count,
                                      int64_t(points_key),
-                                     int64_t(opt.precision)};
+                                     0};
       std::lock_guard lock(opt.products_cache->mu);
       if (auto it = opt.products_cache->sums.find(*cache_key); it != opt.products_cache->sums.end())
         return leaf(it->second);
     }
-    bool f32 = opt.precision == ir::Precision::F32;
     stats.products += uint64_t(pr.count);
     if (pr.count > 4096) tick();
     if (pr.count > 0 && pr.a_list.empty() && pr.b_list.empty() && a.cache && b.cache &&
@@ -302,8 +307,7 @@ struct NumericEvaluator::Impl {
       };
       const double* pa = span(a, pr.a_first, pr.a_step);
       const double* pb = span(b, pr.b_first, pr.b_step);
-      dot_lanes(pa, pr.a_step * int64_t(npoints), pb, pr.b_step * int64_t(npoints), pr.count, npoints, f32,
-                acc.data());
+      dot_lanes(pa, pr.a_step * int64_t(npoints), pb, pr.b_step * int64_t(npoints), pr.count, f32, acc.data());
     } else {
       for (int64_t k = 0; k < pr.count; ++k) {
         if ((k & 65535) == 65535) tick();
@@ -312,10 +316,8 @@ struct NumericEvaluator::Impl {
         const double* av = a.values(ia, abuf.data());
         const double* bv = b.values(ib, bbuf.data());
         if (!av || !bv) continue;
-        if (f32)
-          for (size_t p = 0; p < npoints; ++p) acc[p] = double(float(acc[p] + double(float(av[p] * bv[p]))));
-        else
-          for (size_t p = 0; p < npoints; ++p) acc[p] += av[p] * bv[p];
+        for (size_t p = 0; p < npoints; ++p)
+          acc[p] = f32[p] ? double(float(acc[p] + double(float(av[p] * bv[p])))) : acc[p] + av[p] * bv[p];
       }
     }
     if (cache_key) {

@@ -157,6 +157,45 @@ TEST(Numeric, AffineProductsOneAndTwoPointsMatchBuiltExpression) {
   EXPECT_EQ(n.stats().products, 5u);
 }
 
+// A point evaluated in fp64 and fp32 together (the check's numeric path: its fp32 evidence from the
+// same walk) gives exactly what two evaluators of one precision each give.
+void expect_mixed_lanes_equal_separate(const bundle::Bundle& b, bool reference) {
+  program::Merged m = program::merge(b, {false, false});
+  ir::Context ctx;
+  check::Lowering low(ctx, b, m, reference, {});
+  low.execute_all();
+  check::NumericOptions mixed{.seed = 9, .points = {3, 3}, .bound = 10};
+  mixed.precisions = {ir::Precision::F64, ir::Precision::F32};
+  check::NumericOptions o64{.seed = 9, .points = {3}, .bound = 10}, o32 = o64;
+  o32.precision = ir::Precision::F32;
+  mixed.products_cache = check::make_products_cache();  // shared with the single-precision ones: keys must differ
+  o64.products_cache = o32.products_cache = mixed.products_cache;
+  check::NumericEvaluator nm(low, mixed), n64(low, o64), n32(low, o32);
+  size_t compared = 0, rounded = 0;
+  for (const auto& out : m.outputs) {
+    const program::View& view = reference ? out.ref : out.cand;
+    int64_t numel = 1;
+    for (int64_t s : view.shape) numel *= s;
+    for (int64_t flat = 0; flat < numel; flat += std::max<int64_t>(1, numel / 16)) {
+      std::vector<double> v = nm.element(view, flat);
+      ASSERT_EQ(v.size(), 2u);
+      EXPECT_EQ(v[0], n64.element(view, flat)[0]) << "location " << flat;
+      EXPECT_EQ(v[1], n32.element(view, flat)[0]) << "location " << flat;
+      rounded += v[0] != v[1];
+      ++compared;
+    }
+  }
+  EXPECT_GT(compared, 0u);
+  EXPECT_GT(rounded, 0u);  // the lanes are not one precision twice
+}
+
+TEST(Numeric, PointInBothPrecisionsEqualsSeparateEvaluations) {
+  auto ref = linear_bn("ref", "reference", relu), cand = linear_bn("new", "candidate", sigmoid);
+  expect_mixed_lanes_equal_separate(make_bundle({&ref, &cand}), true);
+  auto cref = conv_gn("ref", "reference"), ccand = conv_gn("new", "candidate");
+  expect_mixed_lanes_equal_separate(make_bundle({&cref, &ccand}), true);
+}
+
 TEST(Numeric, GroupedStridedConvGroupNormMatchesBuiltExpression) {
   auto ref = conv_gn("ref", "reference"), cand = conv_gn("new", "candidate");
   expect_same_values(make_bundle({&ref, &cand}), true);
