@@ -132,8 +132,13 @@ struct NumericEvaluator::Impl {
     products_tensor = scratch->tensor("numeric:products");
   }
 
+  ~Impl() {
+    if (scratch) low.forget_context(*scratch);
+  }
+
   void fresh_scratch() {
     if (scratch) {
+      low.forget_context(*scratch);
       stats.template_nodes += scratch->num_nodes() - scratch_base;
       ++stats.recycles;
     }
@@ -141,6 +146,11 @@ struct NumericEvaluator::Impl {
     envs.clear();
     scratch = std::make_unique<ir::Context>();
     ir::set_limits(*scratch, {SIZE_MAX, opt.deadline});
+    // Templates are only evaluated, never compared: sums stay as the equations write them. Flattened,
+    // a batch variance's (x_i - mean) would copy the statistic's 10^5-10^6 terms into every one of
+    // its 10^5-10^6 terms (quadratic: pairs 066/087 spent their whole budget there).
+    for (ir::Rule r : {ir::Rule::AddFlatten, ir::Rule::MulDistributeConst, ir::Rule::MulDistributeSmall})
+      scratch->set_rule_enabled(r, false);
     scratch_base = scratch->num_nodes();
     resolved.clear();
     seen.clear();
