@@ -196,6 +196,28 @@ TEST(Numeric, PointInBothPrecisionsEqualsSeparateEvaluations) {
   expect_mixed_lanes_equal_separate(make_bundle({&cref, &ccand}), true);
 }
 
+// Statistics are memoized per scratch context (aten::StatsMemo): thrown away with it, never read
+// back from a recycled one (a stale entry would point into freed nodes, or the wrong channel's sums).
+TEST(Numeric, RecycledScratchContextsGiveTheSameValues) {
+  auto ref = conv_gn("ref", "reference"), cand = conv_gn("new", "candidate");
+  auto b = make_bundle({&ref, &cand});
+  program::Merged m = program::merge(b, {false, false});
+  ir::Context ctx;
+  check::Lowering low(ctx, b, m, true, {});
+  low.execute_all();
+  check::NumericOptions big{.seed = 4, .points = {0, 1}, .bound = 10}, small = big;
+  small.scratch_nodes = 40;
+  check::NumericEvaluator nb(low, big), ns(low, small);
+  const program::View& view = m.outputs[0].ref;
+  for (int64_t flat = 53; flat >= 0; flat -= 5) {  // backwards: later channels' statistics first
+    auto a = nb.element(view, flat), c = ns.element(view, flat);
+    EXPECT_NEAR(a[0], c[0], 1e-12 * (1 + std::fabs(a[0]))) << flat;
+    EXPECT_NEAR(a[1], c[1], 1e-12 * (1 + std::fabs(a[1]))) << flat;
+  }
+  EXPECT_GT(ns.stats().recycles, 2u);
+  EXPECT_EQ(nb.stats().recycles, 0u);
+}
+
 TEST(Numeric, GroupedStridedConvGroupNormMatchesBuiltExpression) {
   auto ref = conv_gn("ref", "reference"), cand = conv_gn("new", "candidate");
   expect_same_values(make_bundle({&ref, &cand}), true);
