@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <array>
+#include <atomic>
+#include <map>
 #include <cmath>
 #include <mutex>
 #include <limits>
@@ -69,8 +71,25 @@ void dot_lanes(const double* a, int64_t sa, const double* b, int64_t sb, int64_t
 
 }  // namespace
 
+// Shared inputs read by sums of products, drawn once per element and point and kept lane-major
+// (element l's values at l * lanes): a GEMM's x row is read once per output column, a
+// convolution's input once per output tap. Drawn a chunk at a time (under the mutex; the chunk's
+// flag published with release order, so readers that see it set read its values without the lock);
+// the storage is allocated uninitialised, so only drawn chunks take memory.
+struct DrawCache {
+  static constexpr int kChunkBits = 12;
+  std::unique_ptr<double[]> values;
+  std::unique_ptr<std::atomic<uint8_t>[]> drawn;  // by chunk
+  std::mutex mu;
+  DrawCache(int64_t numel, size_t lanes)
+      : values(new double[size_t(numel) * lanes]), drawn(new std::atomic<uint8_t>[size_t(numel >> kChunkBits) + 1]) {
+    for (size_t c = 0; c <= size_t(numel >> kChunkBits); ++c) drawn[c].store(0, std::memory_order_relaxed);
+  }
+};
+
 // Keyed by both operands' leaf tensors, first logical index and step, the count, and the points with
-// their precisions.
+// their precisions. Also the draws of shared inputs (the same numbers in both programs: keyed by the
+// input's name), by points and precisions, draw key and size.
 struct ProductsCache {
   using Key = std::array<int64_t, 9>;
   struct KeyHash {
@@ -82,6 +101,7 @@ struct ProductsCache {
   };
   std::mutex mu;
   std::unordered_map<Key, std::vector<double>, KeyHash> sums;
+  std::map<std::array<uint64_t, 3>, std::shared_ptr<DrawCache>> draws;
 };
 
 std::shared_ptr<ProductsCache> make_products_cache() { return std::make_shared<ProductsCache>(); }
@@ -202,17 +222,21 @@ struct NumericEvaluator::Impl {
     return from_number(pool[it->second + p], s);
   }
 
-  // Shared inputs read by sums of products, drawn once per element and point and kept lane-major
-  // (element l's values at l * npoints): a GEMM's x row is read once per output column, a
-  // convolution's input once per output tap. Drawn a chunk at a time; the storage is allocated
-  // uninitialised, so only drawn chunks take memory.
   static constexpr size_t kCachedDraws = size_t(64) << 20;  // doubles (512 MB) per tensor at most
-  static constexpr int kChunkBits = 12;
-  struct DrawCache {
-    std::unique_ptr<double[]> values;
-    std::vector<uint8_t> drawn;  // by chunk
-  };
-  std::unordered_map<int32_t, DrawCache> draw_cache;  // by leaf tensor
+  static constexpr int kChunkBits = DrawCache::kChunkBits;
+  std::unordered_map<int32_t, std::shared_ptr<DrawCache>> draw_cache;  // by leaf tensor
+
+  // The draw cache of a shared input: the products cache's (shared with the other program's
+  // evaluator at the same points) when there is one.
+  DrawCache* draws_of(int32_t tensor, uint64_t key, int64_t numel) {
+    auto& slot = draw_cache[tensor];
+    if (slot) return slot.get();
+    if (!opt.products_cache) return (slot = std::make_shared<DrawCache>(numel, npoints)).get();
+    std::lock_guard lock(opt.products_cache->mu);
+    auto& shared = opt.products_cache->draws[{points_key, key, uint64_t(numel)}];
+    if (!shared) shared = std::make_shared<DrawCache>(numel, npoints);
+    return (slot = shared).get();
+  }
 
   // How one operand tensor of a sum of products is read: shared inputs drawn on the spot (the
   // common case: x and W of a GEMM), anything else through source() and the memo.
@@ -233,11 +257,7 @@ struct NumericEvaluator::Impl {
       if (!shared) return;
       key = im.key_of(shared->tensor);
       if (size_t(shared->numel) * im.npoints <= kCachedDraws) {
-        cache = &im.draw_cache[shared->tensor];
-        if (!cache->values) {
-          cache->values.reset(new double[size_t(shared->numel) * im.npoints]);
-          cache->drawn.assign(size_t(shared->numel >> kChunkBits) + 1, 0);
-        }
+        cache = im.draws_of(shared->tensor, key, shared->numel);
       }
     }
     void draw(int64_t l, double* out) const {
@@ -250,10 +270,13 @@ struct NumericEvaluator::Impl {
     // Logical elements [lo, hi] of the cached shared tensor drawn: their values, lane-major.
     const double* drawn(int64_t lo, int64_t hi) {
       for (int64_t c = lo >> kChunkBits; c <= hi >> kChunkBits; ++c) {
-        if (cache->drawn[size_t(c)]) continue;
+        if (cache->drawn[size_t(c)].load(std::memory_order_acquire)) continue;
+        std::lock_guard lock(cache->mu);
+        if (cache->drawn[size_t(c)].load(std::memory_order_relaxed)) continue;
         int64_t end = std::min(shared->numel, (c + 1) << kChunkBits);
         for (int64_t l = c << kChunkBits; l < end; ++l) draw(l, cache->values.get() + size_t(l) * im.npoints);
-        cache->drawn[size_t(c)] = 1;
+        im.stats.draws += uint64_t(end - (c << kChunkBits));
+        cache->drawn[size_t(c)].store(1, std::memory_order_release);
       }
       return cache->values.get();
     }

@@ -57,6 +57,7 @@ class NumericEvaluator {
     uint64_t template_nodes = 0;  // nodes the templates added to scratch contexts
     uint64_t recycles = 0;        // scratch contexts thrown away
     uint64_t products = 0;        // multiply-adds of sums of products (each for every point)
+    uint64_t draws = 0;           // shared-input elements this evaluator drew into a draw cache
   };
   const Stats& stats() const;
 

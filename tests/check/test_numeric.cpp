@@ -218,6 +218,32 @@ TEST(Numeric, RecycledScratchContextsGiveTheSameValues) {
   EXPECT_EQ(nb.stats().recycles, 0u);
 }
 
+// Evaluators at the same points given one products cache (the check's reference and candidate) draw
+// each shared input once between them; other points or precisions draw their own.
+TEST(Numeric, EvaluatorsAtTheSamePointsShareTheirDraws) {
+  auto ref = linear_bn("ref", "reference", relu), cand = linear_bn("new", "candidate", sigmoid);
+  auto b = make_bundle({&ref, &cand});
+  program::Merged m = program::merge(b, {false, false});
+  ir::Context ctx;
+  check::Lowering low(ctx, b, m, true, {});
+  low.execute_all();
+  auto shared = check::make_products_cache();
+  check::NumericOptions o{.seed = 5, .points = {1}, .bound = 10};
+  o.products_cache = shared;
+  check::NumericOptions other = o;
+  other.points = {2};
+  check::NumericEvaluator first(low, o), second(low, o), third(low, other);
+  const program::View& y = m.outputs[1].ref;  // y = x W^T + b, [6, 4]
+  auto a = first.element(y, 0);   // x row 0 . W row 0
+  auto c = second.element(y, 1);  // x row 0 . W row 1: another sum, the same draws
+  third.element(y, 1);
+  EXPECT_EQ(first.stats().draws, 30u + 20u);  // x [6, 5] and W [4, 5], one chunk each
+  EXPECT_EQ(second.stats().draws, 0u);
+  EXPECT_EQ(third.stats().draws, 50u);
+  EXPECT_EQ(second.stats().products, 5u);
+  EXPECT_NE(a[0], c[0]);
+}
+
 TEST(Numeric, GroupedStridedConvGroupNormMatchesBuiltExpression) {
   auto ref = conv_gn("ref", "reference"), cand = conv_gn("new", "candidate");
   expect_same_values(make_bundle({&ref, &cand}), true);
