@@ -30,6 +30,22 @@ Stats stats(const Env& e, const TensorRef& x, const std::vector<Index>& domain) 
   return {mean, cx.sub(cx.mul(inv_m, cx.add(sq)), square(cx, mean))};
 }
 
+// stats() over the set domain() names, looked up in the call's StatsMemo first: `kind` and `where`
+// (channel, sample, leading index...) identify the set for the input view x.
+template <class Domain>
+Stats memo_stats(const Env& e, const TensorRef& x, int64_t kind, const std::vector<int64_t>& where,
+                 Domain domain) {
+  aten::StatsMemo* memo = e.call.stats_memo;
+  if (!memo) return stats(e, x, domain());
+  std::vector<int64_t> key{kind, x.tensor_id, x.offset, int64_t(x.rank())};
+  for (size_t d = 0; d < x.rank(); ++d) key.push_back(x.shape[d]), key.push_back(x.stride(d));
+  key.insert(key.end(), where.begin(), where.end());
+  if (auto it = memo->entries.find(key); it != memo->entries.end()) return {it->second.first, it->second.second};
+  Stats s = stats(e, x, domain());
+  memo->entries.emplace(std::move(key), std::make_pair(s.mean, s.var));
+  return s;
+}
+
 Expr normalize(const Env& e, Expr x, Expr mean, Expr var, double eps, const std::optional<TensorRef>& w,
                const std::optional<TensorRef>& b, const Index& param_index) {
   auto& cx = e.cx;
@@ -72,19 +88,19 @@ Expr batch_norm(Env& e, bool training, double eps, int returns = 3, const char* 
     if (!e.given(which)) e.malformed(std::string("batch norm output ") + std::to_string(e.out) + ": no " + which);
     Expr old = e.real_at(e.tensor(which), Index{c});
     if (!training) return old;
-    auto dom = channel_domain(x, c, std::nullopt);
-    Stats s = stats(e, x, dom);
+    int64_t count = x.numel() / x.shape[1];
+    Stats s = memo_stats(e, x, 0, {c}, [&] { return channel_domain(x, c, std::nullopt); });
     Expr batch = s.mean;
     if (e.out == returns + 1) {
-      if (dom.size() < 2) e.unsupported("unbiased running variance of one value per channel (division by zero)");
-      batch = cx.mul(cx.real_const(mpq_class(static_cast<long>(dom.size()), static_cast<long>(dom.size() - 1))), s.var);
+      if (count < 2) e.unsupported("unbiased running variance of one value per channel (division by zero)");
+      batch = cx.mul(cx.real_const(mpq_class(static_cast<long>(count), static_cast<long>(count - 1))), s.var);
     }
     Expr m = e.num(e.real(momentum));
     return cx.add(cx.mul(cx.sub(cx.real_const(1), m), old), cx.mul(m, batch));
   }
   Expr mean, var;
   if (training) {
-    Stats s = stats(e, x, channel_domain(x, c, std::nullopt));
+    Stats s = memo_stats(e, x, 0, {c}, [&] { return channel_domain(x, c, std::nullopt); });
     mean = s.mean;
     var = s.var;
   } else {
@@ -110,12 +126,14 @@ Expr group_norm(const Env& e, const TensorRef& x, int64_t groups, double eps, bo
   int64_t cg = C / groups;
   int64_t n = e.idx[0];
   int64_t g = stats_output ? e.idx[1] : e.idx[1] / cg;
-  std::vector<Index> dom;
-  for (int64_t c = g * cg; c < (g + 1) * cg; ++c) {
-    auto part = channel_domain(x, c, n);
-    dom.insert(dom.end(), part.begin(), part.end());
-  }
-  Stats s = stats(e, x, dom);
+  Stats s = memo_stats(e, x, 1, {n, g, cg}, [&] {
+    std::vector<Index> dom;
+    for (int64_t c = g * cg; c < (g + 1) * cg; ++c) {
+      auto part = channel_domain(x, c, n);
+      dom.insert(dom.end(), part.begin(), part.end());
+    }
+    return dom;
+  });
   if (!stats_output) return normalize(e, e.real_at(x, e.idx), s.mean, s.var, eps, e.opt_tensor("weight"), e.opt_tensor("bias"), Index{e.idx[1]});
   return e.out == 1 ? s.mean : rsqrt(cx, cx.add(s.var, e.num(eps)));
 }
@@ -128,14 +146,18 @@ Expr layer_norm(const Env& e, const TensorRef& x, size_t normalized, double eps,
   size_t lead = x.rank() - normalized;
   Index base(e.idx.begin(), e.idx.begin() + lead);
   std::vector<int64_t> tail(x.shape.begin() + lead, x.shape.end());
-  std::vector<Index> dom;
-  for_each_index(tail, [&](const Index& t) {
-    Index i = base;
-    i.insert(i.end(), t.begin(), t.end());
-    dom.push_back(std::move(i));
-  });
+  auto domain = [&] {
+    std::vector<Index> dom;
+    for_each_index(tail, [&](const Index& t) {
+      Index i = base;
+      i.insert(i.end(), t.begin(), t.end());
+      dom.push_back(std::move(i));
+    });
+    return dom;
+  };
   Index pidx(e.idx.begin() + lead, e.idx.end());
   if (rms) {
+    auto dom = domain();
     std::vector<Expr> sq;
     for (const auto& i : dom) sq.push_back(square(cx, e.real_at(x, i)));
     Expr ms = cx.mul(inverse_count(e, dom.size()), cx.add(sq));
@@ -143,7 +165,9 @@ Expr layer_norm(const Env& e, const TensorRef& x, size_t normalized, double eps,
     if (e.out == 1) return r;
     return normalize(e, e.real_at(x, e.idx), cx.real_const(0), ms, eps, e.opt_tensor("weight"), std::nullopt, pidx);
   }
-  Stats s = stats(e, x, dom);
+  std::vector<int64_t> where{int64_t(lead)};
+  where.insert(where.end(), base.begin(), base.end());
+  Stats s = memo_stats(e, x, 2, where, domain);
   switch (e.out) {
     case 0: return normalize(e, e.real_at(x, e.idx), s.mean, s.var, eps, e.opt_tensor("weight"), e.opt_tensor("bias"), pidx);
     case 1: return s.mean;
@@ -192,7 +216,8 @@ void register_norm(Registry& r) {
           if (!e.flag("use_input_stats")) return batch_norm(e, false, e.real("eps"));
           e.require(x.rank() >= 2, "instance norm input needs a channel dim");
           e.require_rank(x.rank());
-          Stats s = stats(e, x, channel_domain(x, e.idx[1], e.idx[0]));
+          Stats s = memo_stats(e, x, 3, {e.idx[0], e.idx[1]},
+                               [&] { return channel_domain(x, e.idx[1], e.idx[0]); });
           return normalize(e, e.real_at(x, e.idx), s.mean, s.var, e.real("eps"), e.opt_tensor("weight"),
                            e.opt_tensor("bias"), Index{e.idx[1]});
         });

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <span>
 #include <string>
 #include <string_view>
@@ -73,6 +74,14 @@ struct Products {
   std::vector<int64_t> a_list, b_list;
 };
 
+// Normalization statistics (mean and variance over a channel, group or row) already built in one
+// Context, by (kind, input view, reduced set). A caller that asks many elements of such ops in one
+// Context keeps one alive exactly as long as that Context: each element would otherwise rebuild its
+// statistic's 10^5-10^6 terms (a batch norm over a convolution output).
+struct StatsMemo {
+  std::map<std::vector<int64_t>, std::pair<ir::Expr, ir::Expr>> entries;
+};
+
 struct OpCall {
   // "aten::convolution", "aten.add.Tensor", "add.Tensor", "relu_"; the overload may be
   // part of the name or given separately ("" and "default" mean the default overload).
@@ -88,6 +97,8 @@ struct OpCall {
   // elements (matrix products, convolutions) is handed over as flat indices instead of being built
   // term by term; the callback returns the sum as an expression (there: one leaf holding its value).
   std::function<ir::Expr(const Products&)> sum_of_products;
+  // Set: normalization statistics are looked up there before being built (see StatsMemo).
+  StatsMemo* stats_memo = nullptr;
 };
 
 }  // namespace dirigo::aten

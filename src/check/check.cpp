@@ -513,24 +513,19 @@ class Search {
     const auto& pair = m_.outputs[lr.loc.output];
     unsigned npoints = std::max(1u, dopt_.falsify_points);
     double bound = dopt_.tolerance ? dopt_.tolerance->bound : 10.0;
-    auto options = [&](std::vector<unsigned> points, ir::Precision prec) {
-      NumericOptions o;
-      o.seed = dopt_.random_seed;
-      o.points = std::move(points);
-      o.bound = bound;
-      o.precision = prec;
-      o.deadline = budget_end();
-      return o;
-    };
-    // Points two at a time (one symmetric, one non-negative draw of a rung): the difference usually
-    // shows at the first pair, and a sum of products costs as much per point as the whole rest.
+    // One point at a time, in fp64 and in IEEE fp32 together: the difference usually shows at the
+    // first point, and its fp32 evidence then comes from the same walk of the templates (a separate
+    // fp32 pass cost as much again: every template and sum of products a second time).
     auto evaluator = [&](Lowering& low, unsigned first) -> NumericEvaluator& {
       std::lock_guard lock(mu_);
       auto& e = numeric_[{&low, first}];
       if (!e) {
-        std::vector<unsigned> points;
-        for (unsigned p = first; p < std::min(first + 2, npoints); ++p) points.push_back(p);
-        NumericOptions o = options(points, ir::Precision::F64);
+        NumericOptions o;
+        o.seed = dopt_.random_seed;
+        o.points = {first, first};
+        o.precisions = {ir::Precision::F64, ir::Precision::F32};
+        o.bound = bound;
+        o.deadline = budget_end();
         auto& shared = numeric_products_[first];
         if (!shared) shared = make_products_cache();
         o.products_cache = shared;
@@ -541,18 +536,21 @@ class Search {
     lr.stage = smt::Stage::Sampling;
     lr.ref_expr = lr.cand_expr = "(not built: evaluated numerically)";
     const char* side = "reference";
+    NumericEvaluator* running = nullptr;  // the f64 evaluator at work: its progress when the budget ends
     try {
       std::optional<unsigned> hit;
-      std::vector<double> a, b;
-      for (unsigned first = 0; first < npoints && !hit; first += 2) {
+      std::vector<double> a, b;  // at the point: fp64, fp32
+      for (unsigned first = 0; first < npoints && !hit; ++first) {
         side = "reference";
-        a = evaluator(ref, first).element(pair.ref, lr.loc.flat);
+        running = &evaluator(ref, first);
+        a = running->element(pair.ref, lr.loc.flat);
         side = "candidate";
-        b = evaluator(cand, first).element(pair.cand, lr.loc.flat);
+        running = &evaluator(cand, first);
+        b = running->element(pair.cand, lr.loc.flat);
+        running = nullptr;
         // As falsify judges a point: both values finite and apart beyond the tolerance (a NaN at a
         // point whose variance went negative is no evidence).
-        for (unsigned p = 0; p < a.size() && !hit; ++p)
-          if (std::isfinite(a[p]) && std::isfinite(b[p]) && beyond_tolerance(a[p], b[p], tol_)) hit = first + p;
+        if (std::isfinite(a[0]) && std::isfinite(b[0]) && beyond_tolerance(a[0], b[0], tol_)) hit = first;
       }
       if (!hit) {
         lr.verdict = smt::Verdict::Unknown;
@@ -561,19 +559,14 @@ class Search {
         return;
       }
       lr.verdict = smt::Verdict::Differ;
-      lr.ref_value = a[*hit % 2];
-      lr.cand_value = b[*hit % 2];
+      lr.ref_value = a[0];
+      lr.cand_value = b[0];
       lr.exceeds_tolerance = true;
       lr.sampled = LocationResult::SampledPoint{dopt_.random_seed, *hit, bound, {}};
       for (const auto& si : m_.inputs)
         if (si.origin == program::SharedInput::Origin::Trimmed) lr.sampled->trimmed.push_back(si.name);
       lr.reason = fmt::format("{}: evaluated numerically at random point {} of seed {}", why, *hit, dopt_.random_seed);
-      NumericOptions o32 = options({*hit}, ir::Precision::F32);
-      o32.products_cache = make_products_cache();
-      side = "reference";
-      double fa = NumericEvaluator(ref, o32).element(pair.ref, lr.loc.flat)[0];
-      side = "candidate";
-      double fb = NumericEvaluator(cand, o32).element(pair.cand, lr.loc.flat)[0];
+      double fa = a[1], fb = b[1];
       lr.ref_value_f32 = fa;
       lr.cand_value_f32 = fb;
       lr.confirmed_f32 = std::isfinite(fa) && std::isfinite(fb) && beyond_tolerance(fa, fb, tol_);
@@ -583,30 +576,20 @@ class Search {
     } catch (const Unsupported& u) {  // the numeric path only: the location stays undecided
       lr.verdict = smt::Verdict::Unknown;
       lr.reason = fmt::format("{}; evaluating the {} program numerically: {}", why, side, u.what());
-    } catch (const OutOfTime&) {
-      if (lr.verdict == smt::Verdict::Differ) {  // the fp32 pass did not finish: no fp32 evidence
-        lr.ref_value_f32 = lr.cand_value_f32 = std::numeric_limits<double>::quiet_NaN();
-        lr.reason += fmt::format("; the budget ran out evaluating the {} program in fp32 at that point", side);
-      } else {
-        lr.verdict = smt::Verdict::Timeout;
-        lr.reason = fmt::format("{}; the budget ran out evaluating the {} program numerically", why, side);
+    } catch (const OutOfTime&) {  // (the fp32 evidence comes with the fp64 values: nothing runs after a hit)
+      lr.verdict = smt::Verdict::Timeout;
+      lr.reason = fmt::format("{}; the budget ran out evaluating the {} program numerically", why, side);
+      if (running) {
+        const auto& st = running->stats();
+        lr.reason += fmt::format(" ({} elements, {:.3g} multiply-adds per point by then)", st.elements,
+                                 double(st.products));
       }
     } catch (const ir::LimitExceeded& x) {  // the location's node budget or the deadline in the worker's context
-      if (lr.verdict == smt::Verdict::Differ) {
-        lr.ref_value_f32 = lr.cand_value_f32 = std::numeric_limits<double>::quiet_NaN();
-        lr.reason += fmt::format("; evaluating the {} program in fp32 at that point: {}", side, x.what());
-      } else {
-        lr.verdict = smt::Verdict::Timeout;
-        lr.reason = fmt::format("{}; evaluating the {} program numerically: {}", why, side, x.what());
-      }
+      lr.verdict = smt::Verdict::Timeout;
+      lr.reason = fmt::format("{}; evaluating the {} program numerically: {}", why, side, x.what());
     } catch (const std::runtime_error& x) {  // e.g. exec's "launch too large to enumerate": undecided
-      if (lr.verdict != smt::Verdict::Differ) {
-        lr.verdict = smt::Verdict::Unknown;
-        lr.reason = fmt::format("{}; evaluating the {} program numerically: {}", why, side, x.what());
-      } else {
-        lr.ref_value_f32 = lr.cand_value_f32 = std::numeric_limits<double>::quiet_NaN();
-        lr.reason += fmt::format("; evaluating the {} program in fp32 at that point: {}", side, x.what());
-      }
+      lr.verdict = smt::Verdict::Unknown;
+      lr.reason = fmt::format("{}; evaluating the {} program numerically: {}", why, side, x.what());
     }
   }
 

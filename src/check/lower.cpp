@@ -196,6 +196,11 @@ ir::Expr Lowering::element_template(ir::Context& cx, ValueId v, int64_t j, const
   return compute(v, j);
 }
 
+void Lowering::forget_context(const ir::Context& cx) {
+  stats_memos_.erase({&cx, true});
+  stats_memos_.erase({&cx, false});
+}
+
 std::optional<Lowering::SharedView> Lowering::shared_view(ValueId v) {
   const SharedLeaf& sl = shared_leaf(v);
   if (sl.shared < 0) return std::nullopt;
@@ -417,6 +422,7 @@ ir::Expr Lowering::from_aten(const program::SsaOp& op, const program::Write& w, 
     for (const auto& out : op.results) call.outputs.push_back(aten_ref(out, value_tensor(out.value)));
     call.read = read;
     if (products_) call.sum_of_products = *products_;
+    call.stats_memo = &stats_memos_[{&cx(), template_ctx_ != nullptr}];
     return call;
   };
   auto equation = [&](const aten::OpCall& call, int output, const std::vector<int64_t>& index) {

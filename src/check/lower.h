@@ -15,6 +15,7 @@
 #include <stdexcept>
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <optional>
 #include <span>
@@ -23,6 +24,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "aten/op_call.h"
 #include "exec/exec.h"
 #include "ir/expr.h"
 #include "program/merge.h"
@@ -94,6 +96,9 @@ class Lowering {
   // (aten::OpCall::sum_of_products) instead of their terms.
   using ProductsHook = std::function<ir::Expr(const aten::Products&)>;
   ir::Expr element_template(ir::Context& cx, program::ValueId v, int64_t j, const ProductsHook& products = {});
+  // Normalization statistics are built once per Context (aten::StatsMemo); a caller that destroys a
+  // Context it built templates in says so first.
+  void forget_context(const ir::Context& cx);
   struct Operand {
     program::ValueId value = program::kNoValue;
     int64_t index = 0;
@@ -140,6 +145,9 @@ class Lowering {
   ir::Expr operand_element(program::ValueId v, int64_t j, ir::Sort s);
   ir::Context* template_ctx_ = nullptr;  // set: element_template() is building (operands stay leaves)
   const ProductsHook* products_ = nullptr;
+  // By (context, building a template): a template's statistics are over operand leaves, a built
+  // expression's over back-projections.
+  std::map<std::pair<const ir::Context*, bool>, aten::StatsMemo> stats_memos_;
   LaunchInfo& launch(size_t op_index);
   int32_t value_tensor(program::ValueId v);
   struct SharedLeaf {  // how a value's elements map to a shared input's leaves (shared < 0: they do not)

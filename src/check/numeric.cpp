@@ -1,6 +1,9 @@
 #include "check/numeric.h"
 
+#include <algorithm>
 #include <array>
+#include <atomic>
+#include <map>
 #include <cmath>
 #include <mutex>
 #include <limits>
@@ -35,9 +38,58 @@ ir::Value from_number(double d, ir::Sort s) {
   return v;
 }
 
+// sum_k a[k*sa + p] * b[k*sb + p] added to acc[p] for each lane p < NP. fp64: four partial sums
+// per lane (a real sum has no order; the dependency chain of one accumulator would bound the loop
+// at one multiply-add per add latency). fp32: in index order, every operation rounded, as the
+// generic loop and ir::Evaluator's F32 mode do.
+template <size_t NP>
+void dot_fixed(const double* a, int64_t sa, const double* b, int64_t sb, int64_t n, bool f32, double* acc) {
+  if (f32) {
+    for (int64_t k = 0; k < n; ++k)
+      for (size_t p = 0; p < NP; ++p)
+        acc[p] = double(float(acc[p] + double(float(a[k * sa + int64_t(p)] * b[k * sb + int64_t(p)]))));
+    return;
+  }
+  double s[4][NP] = {};
+  int64_t k = 0;
+  for (; k + 4 <= n; k += 4)
+    for (int u = 0; u < 4; ++u)
+      for (size_t p = 0; p < NP; ++p) s[u][p] += a[(k + u) * sa + int64_t(p)] * b[(k + u) * sb + int64_t(p)];
+  for (; k < n; ++k)
+    for (size_t p = 0; p < NP; ++p) s[0][p] += a[k * sa + int64_t(p)] * b[k * sb + int64_t(p)];
+  for (size_t p = 0; p < NP; ++p) acc[p] += (s[0][p] + s[1][p]) + (s[2][p] + s[3][p]);
+}
+
+void dot_lanes(const double* a, int64_t sa, const double* b, int64_t sb, int64_t n, const std::vector<uint8_t>& f32,
+               double* acc) {
+  size_t lanes = f32.size();
+  bool same = std::all_of(f32.begin(), f32.end(), [&](uint8_t x) { return x == f32[0]; });
+  if (same && lanes == 1) return dot_fixed<1>(a, sa, b, sb, n, f32[0], acc);
+  if (same && lanes == 2) return dot_fixed<2>(a, sa, b, sb, n, f32[0], acc);
+  for (size_t p = 0; p < lanes; ++p) dot_fixed<1>(a + p, sa, b + p, sb, n, f32[p], acc + p);
+}
+
 }  // namespace
 
-// Keyed by both operands' leaf tensors, first logical index and step, the count, points and precision.
+// Shared inputs read by sums of products, drawn once per element and point and kept lane-major
+// (element l's values at l * lanes): a GEMM's x row is read once per output column, a
+// convolution's input once per output tap. Drawn a chunk at a time (under the mutex; the chunk's
+// flag published with release order, so readers that see it set read its values without the lock);
+// the storage is allocated uninitialised, so only drawn chunks take memory.
+struct DrawCache {
+  static constexpr int kChunkBits = 12;
+  std::unique_ptr<double[]> values;
+  std::unique_ptr<std::atomic<uint8_t>[]> drawn;  // by chunk
+  std::mutex mu;
+  DrawCache(int64_t numel, size_t lanes)
+      : values(new double[size_t(numel) * lanes]), drawn(new std::atomic<uint8_t>[size_t(numel >> kChunkBits) + 1]) {
+    for (size_t c = 0; c <= size_t(numel >> kChunkBits); ++c) drawn[c].store(0, std::memory_order_relaxed);
+  }
+};
+
+// Keyed by both operands' leaf tensors, first logical index and step, the count, and the points with
+// their precisions. Also the draws of shared inputs (the same numbers in both programs: keyed by the
+// input's name), by points and precisions, draw key and size.
 struct ProductsCache {
   using Key = std::array<int64_t, 9>;
   struct KeyHash {
@@ -49,6 +101,7 @@ struct ProductsCache {
   };
   std::mutex mu;
   std::unordered_map<Key, std::vector<double>, KeyHash> sums;
+  std::map<std::array<uint64_t, 3>, std::shared_ptr<DrawCache>> draws;
 };
 
 std::shared_ptr<ProductsCache> make_products_cache() { return std::make_shared<ProductsCache>(); }
@@ -65,7 +118,8 @@ struct NumericEvaluator::Impl {
   // leaf draws keyed per ir tensor: smt::name_key of its name, looked up once
   std::unordered_map<int32_t, uint64_t> draw_key;
   std::vector<smt::PointSampler> samplers;  // per point
-  uint64_t points_key = 0;                   // seed, bound and points, for ProductsCache keys
+  uint64_t points_key = 0;                   // seed, bound, points and precisions, for ProductsCache keys
+  std::vector<uint8_t> f32;                  // per point: evaluated in IEEE fp32
   // Sums of products handed over whole (aten::Products): their values, npoints each, read back through
   // the leaf products_tensor[k] of the template; operands they found without a value yet.
   int32_t products_tensor = -1;
@@ -87,14 +141,24 @@ struct NumericEvaluator::Impl {
     if (npoints == 0) throw std::invalid_argument("numeric evaluation needs at least one point");
     for (unsigned p : opt.points) samplers.emplace_back(opt.seed, p, opt.bound);
     points_key = smt::PointSampler::mix(opt.seed ^ std::hash<double>()(opt.bound));
-    for (unsigned p : opt.points) points_key = smt::PointSampler::mix(points_key ^ p);
+    if (!opt.precisions.empty() && opt.precisions.size() != npoints)
+      throw std::invalid_argument("numeric evaluation: one precision per point");
+    for (size_t p = 0; p < npoints; ++p)
+      f32.push_back((opt.precisions.empty() ? opt.precision : opt.precisions[p]) == ir::Precision::F32);
+    for (size_t p = 0; p < npoints; ++p)
+      points_key = smt::PointSampler::mix(points_key ^ (uint64_t(opt.points[p]) << 1 | f32[p]));
     hook = [this](const aten::Products& pr) { return products(pr); };
     fresh_scratch();
     products_tensor = scratch->tensor("numeric:products");
   }
 
+  ~Impl() {
+    if (scratch) low.forget_context(*scratch);
+  }
+
   void fresh_scratch() {
     if (scratch) {
+      low.forget_context(*scratch);
       stats.template_nodes += scratch->num_nodes() - scratch_base;
       ++stats.recycles;
     }
@@ -102,6 +166,11 @@ struct NumericEvaluator::Impl {
     envs.clear();
     scratch = std::make_unique<ir::Context>();
     ir::set_limits(*scratch, {SIZE_MAX, opt.deadline});
+    // Templates are only evaluated, never compared: sums stay as the equations write them. Flattened,
+    // a batch variance's (x_i - mean) would copy the statistic's 10^5-10^6 terms into every one of
+    // its 10^5-10^6 terms (quadratic: pairs 066/087 spent their whole budget there).
+    for (ir::Rule r : {ir::Rule::AddFlatten, ir::Rule::MulDistributeConst, ir::Rule::MulDistributeSmall})
+      scratch->set_rule_enabled(r, false);
     scratch_base = scratch->num_nodes();
     resolved.clear();
     seen.clear();
@@ -114,7 +183,7 @@ struct NumericEvaluator::Impl {
         throw Unsupported(fmt::format("numeric evaluation: free variable {}", name));
       };
     }
-    for (size_t p = 0; p < npoints; ++p) evals.emplace_back(envs[p], opt.precision);
+    for (size_t p = 0; p < npoints; ++p) evals.emplace_back(envs[p], f32[p] ? ir::Precision::F32 : ir::Precision::F64);
   }
 
   uint64_t key_of(int32_t tensor) {
@@ -127,7 +196,7 @@ struct NumericEvaluator::Impl {
   double source_value(const Lowering::Source& src, size_t p) {
     if (src.kind == Lowering::Source::Kind::Constant) return src.constant;
     double v = to_number(samplers[p](key_of(src.tensor), src.index, src.sort));
-    return opt.precision == ir::Precision::F32 && src.sort == ir::Sort::Real ? double(float(v)) : v;
+    return f32[p] && src.sort == ir::Sort::Real ? double(float(v)) : v;
   }
 
   // The value of a template leaf T[i] at point p: a source drawn on the spot, else the memoized
@@ -153,12 +222,21 @@ struct NumericEvaluator::Impl {
     return from_number(pool[it->second + p], s);
   }
 
-  // How one operand tensor of a sum of products is read: shared inputs drawn on the spot (the
-  // common case: x and W of a GEMM), anything else through source() and the memo.
-  // Shared inputs read by sums of products, drawn once per element and point when the tensor is small
-  // enough (a GEMM's x row is read once per output column): NaN marks "not drawn yet".
-  static constexpr size_t kCachedDraws = size_t(32) << 20;
-  std::unordered_map<int32_t, std::vector<double>> draw_cache;  // by leaf tensor
+  static constexpr size_t kCachedDraws = size_t(64) << 20;  // doubles (512 MB) per tensor at most
+  static constexpr int kChunkBits = DrawCache::kChunkBits;
+  std::unordered_map<int32_t, std::shared_ptr<DrawCache>> draw_cache;  // by leaf tensor
+
+  // The draw cache of a shared input: the products cache's (shared with the other program's
+  // evaluator at the same points) when there is one.
+  DrawCache* draws_of(int32_t tensor, uint64_t key, int64_t numel) {
+    auto& slot = draw_cache[tensor];
+    if (slot) return slot.get();
+    if (!opt.products_cache) return (slot = std::make_shared<DrawCache>(numel, npoints)).get();
+    std::lock_guard lock(opt.products_cache->mu);
+    auto& shared = opt.products_cache->draws[{points_key, key, uint64_t(numel)}];
+    if (!shared) shared = std::make_shared<DrawCache>(numel, npoints);
+    return (slot = shared).get();
+  }
 
   // How one operand tensor of a sum of products is read: shared inputs drawn on the spot (the
   // common case: x and W of a GEMM), anything else through source() and the memo.
@@ -167,10 +245,9 @@ struct NumericEvaluator::Impl {
     program::ValueId value = program::kNoValue;
     std::optional<Lowering::SharedView> shared;
     uint64_t key = 0;
-    std::vector<double>* cache = nullptr;
-    bool f32 = false;
+    DrawCache* cache = nullptr;
 
-    Access(Impl& i, int32_t t) : im(i), f32(i.opt.precision == ir::Precision::F32) {
+    Access(Impl& i, int32_t t) : im(i) {
       auto op = im.low.operand(t, 0);
       if (!op) throw Unsupported(fmt::format("numeric evaluation: tensor {} is no value of {}",
                                              im.scratch->tensor_name(t), im.low.program().name));
@@ -180,23 +257,37 @@ struct NumericEvaluator::Impl {
       if (!shared) return;
       key = im.key_of(shared->tensor);
       if (size_t(shared->numel) * im.npoints <= kCachedDraws) {
-        cache = &im.draw_cache[shared->tensor];
-        if (cache->empty()) cache->assign(size_t(shared->numel) * im.npoints, std::numeric_limits<double>::quiet_NaN());
+        cache = im.draws_of(shared->tensor, key, shared->numel);
       }
+    }
+    void draw(int64_t l, double* out) const {
+      uint64_t leaf = smt::PointSampler::leaf_hash(key, l);
+      for (size_t p = 0; p < im.npoints; ++p) {
+        double v = im.samplers[p].real_of(leaf);
+        out[p] = im.f32[p] ? double(float(v)) : v;
+      }
+    }
+    // Logical elements [lo, hi] of the cached shared tensor drawn: their values, lane-major.
+    const double* drawn(int64_t lo, int64_t hi) {
+      for (int64_t c = lo >> kChunkBits; c <= hi >> kChunkBits; ++c) {
+        if (cache->drawn[size_t(c)].load(std::memory_order_acquire)) continue;
+        std::lock_guard lock(cache->mu);
+        if (cache->drawn[size_t(c)].load(std::memory_order_relaxed)) continue;
+        int64_t end = std::min(shared->numel, (c + 1) << kChunkBits);
+        for (int64_t l = c << kChunkBits; l < end; ++l) draw(l, cache->values.get() + size_t(l) * im.npoints);
+        im.stats.draws += uint64_t(end - (c << kChunkBits));
+        cache->drawn[size_t(c)].store(1, std::memory_order_release);
+      }
+      return cache->values.get();
     }
     // The values of storage element j at every point (buf holds them when they are computed here);
     // nullptr (and the element noted as missing) when it has no value yet.
     const double* values(int64_t j, double* buf) {
       if (shared && j >= shared->offset && j - shared->offset < shared->numel) {
         int64_t l = j - shared->offset;
-        double* out = cache ? cache->data() + size_t(l) * im.npoints : buf;
-        if (cache && !std::isnan(out[0])) return out;
-        uint64_t leaf = smt::PointSampler::leaf_hash(key, l);
-        for (size_t p = 0; p < im.npoints; ++p) {
-          double v = im.samplers[p].real_of(leaf);
-          out[p] = f32 ? double(float(v)) : v;
-        }
-        return out;
+        if (cache) return drawn(l, l) + size_t(l) * im.npoints;
+        draw(l, buf);
+        return buf;
       }
       Lowering::Source src = im.low.source(value, j);
       if (src.kind != Lowering::Source::Kind::Computed) {
@@ -232,24 +323,35 @@ struct NumericEvaluator::Impl {
       cache_key = ProductsCache::Key{int64_t(a.key), pr.a_first - a.shared->offset, pr.a_step, int64_t(b.key),
                                      pr.b_first - b.shared->offset, pr.b_step, pr.count,
                                      int64_t(points_key),
-                                     int64_t(opt.precision)};
+                                     0};
       std::lock_guard lock(opt.products_cache->mu);
       if (auto it = opt.products_cache->sums.find(*cache_key); it != opt.products_cache->sums.end())
         return leaf(it->second);
     }
-    bool f32 = opt.precision == ir::Precision::F32;
+    stats.products += uint64_t(pr.count);
     if (pr.count > 4096) tick();
-    for (int64_t k = 0; k < pr.count; ++k) {
-      if ((k & 65535) == 65535) tick();
-      int64_t ia = pr.a_list.empty() ? pr.a_first + k * pr.a_step : pr.a_list[size_t(k)];
-      int64_t ib = pr.b_list.empty() ? pr.b_first + k * pr.b_step : pr.b_list[size_t(k)];
-      const double* av = a.values(ia, abuf.data());
-      const double* bv = b.values(ib, bbuf.data());
-      if (!av || !bv) continue;
-      if (f32)
-        for (size_t p = 0; p < npoints; ++p) acc[p] = double(float(acc[p] + double(float(av[p] * bv[p]))));
-      else
-        for (size_t p = 0; p < npoints; ++p) acc[p] += av[p] * bv[p];
+    if (pr.count > 0 && pr.a_list.empty() && pr.b_list.empty() && a.cache && b.cache &&
+        inside(a, pr.a_first, pr.a_step, pr.count) && inside(b, pr.b_first, pr.b_step, pr.count)) {
+      // Both operands drawn shared inputs with affine indices (a GEMM row times a weight row): a
+      // tight loop over their lane-major draws.
+      auto span = [&](Access& x, int64_t first, int64_t step) {
+        int64_t lo = first - x.shared->offset, hi = lo + step * (pr.count - 1);
+        return x.drawn(std::min(lo, hi), std::max(lo, hi)) + lo * int64_t(npoints);
+      };
+      const double* pa = span(a, pr.a_first, pr.a_step);
+      const double* pb = span(b, pr.b_first, pr.b_step);
+      dot_lanes(pa, pr.a_step * int64_t(npoints), pb, pr.b_step * int64_t(npoints), pr.count, f32, acc.data());
+    } else {
+      for (int64_t k = 0; k < pr.count; ++k) {
+        if ((k & 65535) == 65535) tick();
+        int64_t ia = pr.a_list.empty() ? pr.a_first + k * pr.a_step : pr.a_list[size_t(k)];
+        int64_t ib = pr.b_list.empty() ? pr.b_first + k * pr.b_step : pr.b_list[size_t(k)];
+        const double* av = a.values(ia, abuf.data());
+        const double* bv = b.values(ib, bbuf.data());
+        if (!av || !bv) continue;
+        for (size_t p = 0; p < npoints; ++p)
+          acc[p] = f32[p] ? double(float(acc[p] + double(float(av[p] * bv[p])))) : acc[p] + av[p] * bv[p];
+      }
     }
     if (cache_key) {
       std::lock_guard lock(opt.products_cache->mu);
@@ -322,7 +424,11 @@ struct NumericEvaluator::Impl {
           products_missing.clear();
           f.tmpl = low.element_template(*scratch, f.key.first, f.key.second, hook);
         } catch (const ir::LimitExceeded&) {
-          throw OutOfTime("numeric evaluation of the location ran past the budget");
+          // The deadline, or the node cap of the lowering's own context (a kernel's writes are
+          // specialized there before their import): only the first is the budget running out.
+          if (std::chrono::steady_clock::now() > opt.deadline)
+            throw OutOfTime("numeric evaluation of the location ran past the budget");
+          throw;
         }
         f.generation = generation;
         if (!products_missing.empty()) {  // a sum of products read operands without values: them first

@@ -28,6 +28,9 @@ struct NumericOptions {
   std::vector<unsigned> points{0};  // falsify ladder points, evaluated together (one template walk each)
   double bound = 10;                // the ladder's first rung (smt::point_bound)
   ir::Precision precision = ir::Precision::F64;
+  // Per point, when set (same length as points): a point may be evaluated in both precisions at once
+  // ({0, 0} with {F64, F32}), sharing every template walk between its fp64 value and its fp32 evidence.
+  std::vector<ir::Precision> precisions;
   // Templates live in a scratch Context, thrown away past this many nodes (with its evaluators'
   // memos): memory stays bounded while a statistic's shared sub-terms are reused between elements.
   size_t scratch_nodes = 10'000'000;
@@ -53,6 +56,8 @@ class NumericEvaluator {
     uint64_t elements = 0;        // (value, element) pairs evaluated
     uint64_t template_nodes = 0;  // nodes the templates added to scratch contexts
     uint64_t recycles = 0;        // scratch contexts thrown away
+    uint64_t products = 0;        // multiply-adds of sums of products (each for every point)
+    uint64_t draws = 0;           // shared-input elements this evaluator drew into a draw cache
   };
   const Stats& stats() const;
 

@@ -295,6 +295,44 @@ TEST(AtenNorm, StatisticsStayLinearInTheReducedSize) {
   EXPECT_LT(ir::dag_size(at(cx, var, {1})), 8 * M);
 }
 
+// A StatsMemo makes every element of a channel/group/row reuse one built statistic: the same nodes
+// as without it (hash-consing), one entry per reduced set, distinct entries for distinct inputs.
+TEST(AtenNorm, StatsMemoBuildsEachStatisticOnce) {
+  Ctx cx;
+  StatsMemo memo;
+  auto bn = [&](int32_t x, StatsMemo* m) {
+    auto c = call("aten::native_batch_norm",
+                  {Arg::of(ref(x, {2, 3, 2})), Arg::none(), Arg::none(), Arg::none(), Arg::none(), Arg::of_bool(true),
+                   Arg::of_real(0.1), Arg::of_real(1e-5)},
+                  {ref(9, {2, 3, 2}), ref(8, {3}), ref(7, {3})});
+    c.stats_memo = m;
+    return c;
+  };
+  auto with = bn(0, &memo), without = bn(0, nullptr);
+  for (int64_t n = 0; n < 2; ++n)
+    for (int64_t ch = 0; ch < 3; ++ch)
+      for (int64_t w = 0; w < 2; ++w) EXPECT_EQ(at(cx, with, {n, ch, w}), at(cx, without, {n, ch, w}));
+  EXPECT_EQ(at(cx, with, {2}, 1), at(cx, without, {2}, 1));  // saved mean: the same entry
+  EXPECT_EQ(memo.entries.size(), 3u);                        // one per channel
+  auto other = bn(1, &memo);                                 // another input: its own statistics
+  EXPECT_NE(at(cx, other, {0, 0, 0}), at(cx, with, {0, 0, 0}));
+  EXPECT_EQ(memo.entries.size(), 4u);
+  auto gn = call("aten::native_group_norm", {Arg::of(ref(0, {2, 4, 3})), Arg::none(), Arg::none(), Arg::of_int(2),
+                                              Arg::of_int(4), Arg::of_int(3), Arg::of_int(2), Arg::of_real(1e-5)},
+                 {ref(9, {2, 4, 3}), ref(8, {2, 2}), ref(7, {2, 2})});
+  auto gn_plain = gn;
+  gn.stats_memo = &memo;
+  for (int64_t ch = 0; ch < 4; ++ch) EXPECT_EQ(at(cx, gn, {1, ch, 2}), at(cx, gn_plain, {1, ch, 2}));
+  EXPECT_EQ(memo.entries.size(), 6u);  // sample 1's two groups
+  auto ln = call("aten::native_layer_norm", {Arg::of(ref(0, {2, 5})), Arg::of_ints({5}), Arg::none(), Arg::none(),
+                                              Arg::of_real(1e-5)},
+                 {ref(9, {2, 5}), ref(8, {2, 1}), ref(7, {2, 1})});
+  auto ln_plain = ln;
+  ln.stats_memo = &memo;
+  for (int64_t r = 0; r < 2; ++r) EXPECT_EQ(at(cx, ln, {r, 3}), at(cx, ln_plain, {r, 3}));
+  EXPECT_EQ(memo.entries.size(), 8u);  // one per row
+}
+
 TEST(AtenPool, MaxPoolInteriorAndPaddedCorner) {
   Ctx cx;
   auto c = call("aten::max_pool2d_with_indices",

@@ -86,12 +86,11 @@ ProgramBuilder conv_t(const char* name, const char* role) {
 
 // Every location of every output of one side: the numeric values equal the built expression's
 // (fp64: up to summation order; fp32: up to fp32 rounding in another order) at four ladder points.
-void expect_same_values(const bundle::Bundle& b, bool reference) {
+void expect_same_values(const bundle::Bundle& b, bool reference, const std::vector<unsigned>& points = {0, 1, 4, 7}) {
   program::Merged m = program::merge(b, {false, false});
   ir::Context ctx;
   check::Lowering low(ctx, b, m, reference, {});
   low.execute_all();
-  const std::vector<unsigned> points{0, 1, 4, 7};
   const uint64_t seed = 5;
   check::NumericOptions o64{.seed = seed, .points = points, .bound = 10};
   check::NumericOptions o32 = o64;
@@ -139,6 +138,110 @@ TEST(Numeric, LinearBatchNormMatchesBuiltExpression) {
   auto b = make_bundle({&ref, &cand});
   expect_same_values(b, true);
   expect_same_values(b, false);
+}
+
+// The tight loop of affine sums over drawn inputs (x row times W row, 5 terms: one unrolled block of
+// four and a tail) has its own code for one and for two points; four points take the per-lane one.
+TEST(Numeric, AffineProductsOneAndTwoPointsMatchBuiltExpression) {
+  auto ref = linear_bn("ref", "reference", relu), cand = linear_bn("new", "candidate", sigmoid);
+  auto b = make_bundle({&ref, &cand});
+  expect_same_values(b, true, {3});
+  expect_same_values(b, false, {2, 5});
+  // One element of the product alone is one sum of five multiply-adds, counted once for both points.
+  program::Merged m = program::merge(b, {false, false});
+  ir::Context ctx;
+  check::Lowering low(ctx, b, m, true, {});
+  low.execute_all();
+  check::NumericEvaluator n(low, {.seed = 5, .points = {2, 5}, .bound = 10});
+  n.element(m.outputs[1].ref, 7);
+  EXPECT_EQ(n.stats().products, 5u);
+}
+
+// A point evaluated in fp64 and fp32 together (the check's numeric path: its fp32 evidence from the
+// same walk) gives exactly what two evaluators of one precision each give.
+void expect_mixed_lanes_equal_separate(const bundle::Bundle& b, bool reference) {
+  program::Merged m = program::merge(b, {false, false});
+  ir::Context ctx;
+  check::Lowering low(ctx, b, m, reference, {});
+  low.execute_all();
+  check::NumericOptions mixed{.seed = 9, .points = {3, 3}, .bound = 10};
+  mixed.precisions = {ir::Precision::F64, ir::Precision::F32};
+  check::NumericOptions o64{.seed = 9, .points = {3}, .bound = 10}, o32 = o64;
+  o32.precision = ir::Precision::F32;
+  mixed.products_cache = check::make_products_cache();  // shared with the single-precision ones: keys must differ
+  o64.products_cache = o32.products_cache = mixed.products_cache;
+  check::NumericEvaluator nm(low, mixed), n64(low, o64), n32(low, o32);
+  size_t compared = 0, rounded = 0;
+  for (const auto& out : m.outputs) {
+    const program::View& view = reference ? out.ref : out.cand;
+    int64_t numel = 1;
+    for (int64_t s : view.shape) numel *= s;
+    for (int64_t flat = 0; flat < numel; flat += std::max<int64_t>(1, numel / 16)) {
+      std::vector<double> v = nm.element(view, flat);
+      ASSERT_EQ(v.size(), 2u);
+      EXPECT_EQ(v[0], n64.element(view, flat)[0]) << "location " << flat;
+      EXPECT_EQ(v[1], n32.element(view, flat)[0]) << "location " << flat;
+      rounded += v[0] != v[1];
+      ++compared;
+    }
+  }
+  EXPECT_GT(compared, 0u);
+  EXPECT_GT(rounded, 0u);  // the lanes are not one precision twice
+}
+
+TEST(Numeric, PointInBothPrecisionsEqualsSeparateEvaluations) {
+  auto ref = linear_bn("ref", "reference", relu), cand = linear_bn("new", "candidate", sigmoid);
+  expect_mixed_lanes_equal_separate(make_bundle({&ref, &cand}), true);
+  auto cref = conv_gn("ref", "reference"), ccand = conv_gn("new", "candidate");
+  expect_mixed_lanes_equal_separate(make_bundle({&cref, &ccand}), true);
+}
+
+// Statistics are memoized per scratch context (aten::StatsMemo): thrown away with it, never read
+// back from a recycled one (a stale entry would point into freed nodes, or the wrong channel's sums).
+TEST(Numeric, RecycledScratchContextsGiveTheSameValues) {
+  auto ref = conv_gn("ref", "reference"), cand = conv_gn("new", "candidate");
+  auto b = make_bundle({&ref, &cand});
+  program::Merged m = program::merge(b, {false, false});
+  ir::Context ctx;
+  check::Lowering low(ctx, b, m, true, {});
+  low.execute_all();
+  check::NumericOptions big{.seed = 4, .points = {0, 1}, .bound = 10}, small = big;
+  small.scratch_nodes = 40;
+  check::NumericEvaluator nb(low, big), ns(low, small);
+  const program::View& view = m.outputs[0].ref;
+  for (int64_t flat = 53; flat >= 0; flat -= 5) {  // backwards: later channels' statistics first
+    auto a = nb.element(view, flat), c = ns.element(view, flat);
+    EXPECT_NEAR(a[0], c[0], 1e-12 * (1 + std::fabs(a[0]))) << flat;
+    EXPECT_NEAR(a[1], c[1], 1e-12 * (1 + std::fabs(a[1]))) << flat;
+  }
+  EXPECT_GT(ns.stats().recycles, 2u);
+  EXPECT_EQ(nb.stats().recycles, 0u);
+}
+
+// Evaluators at the same points given one products cache (the check's reference and candidate) draw
+// each shared input once between them; other points or precisions draw their own.
+TEST(Numeric, EvaluatorsAtTheSamePointsShareTheirDraws) {
+  auto ref = linear_bn("ref", "reference", relu), cand = linear_bn("new", "candidate", sigmoid);
+  auto b = make_bundle({&ref, &cand});
+  program::Merged m = program::merge(b, {false, false});
+  ir::Context ctx;
+  check::Lowering low(ctx, b, m, true, {});
+  low.execute_all();
+  auto shared = check::make_products_cache();
+  check::NumericOptions o{.seed = 5, .points = {1}, .bound = 10};
+  o.products_cache = shared;
+  check::NumericOptions other = o;
+  other.points = {2};
+  check::NumericEvaluator first(low, o), second(low, o), third(low, other);
+  const program::View& y = m.outputs[1].ref;  // y = x W^T + b, [6, 4]
+  auto a = first.element(y, 0);   // x row 0 . W row 0
+  auto c = second.element(y, 1);  // x row 0 . W row 1: another sum, the same draws
+  third.element(y, 1);
+  EXPECT_EQ(first.stats().draws, 30u + 20u);  // x [6, 5] and W [4, 5], one chunk each
+  EXPECT_EQ(second.stats().draws, 0u);
+  EXPECT_EQ(third.stats().draws, 50u);
+  EXPECT_EQ(second.stats().products, 5u);
+  EXPECT_NE(a[0], c[0]);
 }
 
 TEST(Numeric, GroupedStridedConvGroupNormMatchesBuiltExpression) {
