@@ -5,6 +5,11 @@
 #include <stdexcept>
 #include <unordered_set>
 
+#include <fmt/format.h>
+
+#include "exec/interval.h"
+#include "ir/walk.h"
+
 namespace dirigo::exec {
 
 using ir::Expr;
@@ -323,6 +328,7 @@ std::optional<std::vector<uint64_t>> ThreadSat::solve_component(Expr conj, const
   Expr roots[] = {conj};
   BvProgram prog(vars, roots);
   if (!prog.ok() || total > (long double)max_enum_) {
+    if (!want_point && prog.ok() && refuted_by_cuts(conj, ids, range)) return std::nullopt;
     ++inexact_;
     if (want_point) return std::nullopt;
     std::vector<uint64_t> p;
@@ -342,6 +348,179 @@ std::optional<std::vector<uint64_t>> ThreadSat::solve_component(Expr conj, const
       p[k] = range[k].lo;
     }
     if (k == p.size()) return std::nullopt;
+  }
+}
+
+// Too many threads to enumerate, but the condition may see them only through a few
+// sub-expressions of small range: output coordinates of a flat index L (`(L / 1156) % 34`,
+// `L − 34·(L / 34)`) over 80M threads. Each such sub-expression becomes a fresh Var over its
+// interval (range_over: never narrower than the truth), and the rest of the condition is
+// enumerated over those Vars. The values the threads give them jointly are a subset of that
+// product, so no satisfying point proves the condition unsatisfiable; a satisfying point proves
+// nothing (it may combine values no single thread has). Cuts are taken as low as the ranges stay
+// small, and `k + R` is cut at R, so related terms share their Var (`w % 2` and `(w + 1) % 2` are
+// both over w, not two independent bits).
+bool ThreadSat::refuted_by_cuts(Expr conj, const std::vector<int>& ids, const std::vector<Range>& range) {
+  auto all = tv_.all();
+  ThreadBox box;
+  for (int i = 0; i < 6; ++i) box[size_t(i)] = all[i]->bounds();
+  for (size_t k = 0; k < ids.size(); ++k) box[size_t(ids[k])] = {range[k].lo, range[k].hi};
+  // a node's range: range_over, else enumerated over the node's own thread Vars when they are
+  // few (`tid.x − 64·(tid.x >> 6)` over 256 points), each as an unsigned interval
+  constexpr uint64_t kOwnPoints = uint64_t(1) << 16;
+  std::unordered_map<Expr, std::optional<ir::Bounds>> ranges;
+  auto small = [&](Expr e) -> std::optional<ir::Bounds> {
+    auto [it, fresh] = ranges.try_emplace(e);
+    if (!fresh) return it->second;
+    auto r = range_over(e, tv_, box);
+    if (!r || r->lo > r->hi || (long double)(r->hi - r->lo) >= (long double)max_enum_) {
+      r.reset();
+      int mask = var_mask(e);
+      long double own = 1;
+      std::vector<Expr> vs;
+      for (int i = 0; i < 6; ++i)
+        if (mask > 0 && (mask >> i & 1)) { own *= (long double)(box[size_t(i)].hi - box[size_t(i)].lo + 1); vs.push_back(all[i]); }
+      if (!vs.empty() && own <= (long double)kOwnPoints) {
+        Expr roots[] = {e};
+        BvProgram prog(vs, roots);
+        if (prog.ok()) {
+          std::vector<uint64_t> p;
+          for (int i = 0; i < 6; ++i) if (mask >> i & 1) p.push_back(box[size_t(i)].lo);
+          std::vector<int> at;
+          for (int i = 0; i < 6; ++i) if (mask >> i & 1) at.push_back(i);
+          uint64_t lo = ~uint64_t(0), hi = 0, out = 0;
+          while (true) {
+            prog.eval(p.data(), &out);
+            lo = std::min(lo, out), hi = std::max(hi, out);
+            size_t k = 0;
+            for (; k < p.size(); ++k) {
+              if (p[k] < box[size_t(at[k])].hi) { ++p[k]; break; }
+              p[k] = box[size_t(at[k])].lo;
+            }
+            if (k == p.size()) break;
+          }
+          if ((long double)(hi - lo) < (long double)max_enum_) r = ir::Bounds{lo, hi};
+        }
+      }
+    }
+    it->second = r;
+    return r;
+  };
+  auto width = [](const ir::Bounds& r) { return (long double)(r.hi - r.lo) + 1; };
+  struct Offset { Expr k, rest; };
+  auto offset_of = [&](Expr e) -> std::optional<Offset> {  // k + R with R of small range
+    if (e->op != Op::BvAdd) return std::nullopt;
+    Expr k = nullptr;
+    std::vector<Expr> rest;
+    for (Expr a : e->args()) {
+      if (a->op == Op::ConstBV) k = a;
+      else rest.push_back(a);
+    }
+    if (!k || rest.empty()) return std::nullopt;
+    Expr R = ctx_.bv_add(rest);
+    if (!small(R)) return std::nullopt;
+    return Offset{k, R};
+  };
+  // phase 1, top-down: which nodes become Vars, which are k + (their rest)
+  std::unordered_map<Expr, ir::Bounds> cut;
+  std::unordered_map<Expr, Offset> offset;
+  long double points = 1;
+  std::unordered_set<Expr> seen;
+  std::vector<Expr> stack{conj};
+  while (!stack.empty() && points <= (long double)max_enum_) {
+    Expr e = stack.back();
+    stack.pop_back();
+    if (e->is_const() || !seen.insert(e).second) continue;
+    if (ir::is_bv(e->sort)) {
+      if (e->op == Op::Var) {
+        int id = var_id(e);
+        if (id < 0) return false;
+        cut[e] = box[size_t(id)];
+        points *= (long double)(box[size_t(id)].hi - box[size_t(id)].lo + 1);
+        continue;
+      }
+      if (auto o = offset_of(e)) {
+        offset[e] = *o;
+        stack.push_back(o->rest);
+        continue;
+      }
+      if (auto r = small(e)) {
+        // every operand of small range too, and not many more points: cut there instead, keeping
+        // their relations (`w % 2` and `(w + 1) % 2` both over w)
+        bool lower = true;
+        long double below = 1;
+        for (Expr a : e->args()) {
+          if (a->is_const()) continue;
+          std::optional<ir::Bounds> ra;
+          if (!ir::is_bv(a->sort)) lower = false;
+          else if (auto o = offset_of(a)) ra = small(o->rest);
+          else ra = small(a);
+          if (!ra) lower = false;
+          else below *= width(*ra);
+        }
+        if (below > width(*r) * 256) lower = false;
+        if (!lower) {
+          cut[e] = *r;
+          points *= (long double)(r->hi - r->lo + 1);
+          continue;
+        }
+      }
+    }
+    for (Expr a : e->args()) stack.push_back(a);
+  }
+  if (points > (long double)max_enum_ || cut.empty()) return false;
+  // phase 2, bottom-up: the condition over the cut Vars
+  std::vector<Expr> fresh;
+  std::vector<Range> fresh_range;
+  std::unordered_map<Expr, Expr> value;
+  auto children = [&](Expr e) -> std::vector<Expr> {
+    if (cut.count(e) || e->is_const()) return {};
+    if (auto it = offset.find(e); it != offset.end()) return {it->second.rest};
+    return {e->args().begin(), e->args().end()};
+  };
+  std::vector<std::pair<Expr, bool>> work{{conj, false}};
+  while (!work.empty()) {
+    auto [e, expanded] = work.back();
+    work.pop_back();
+    if (value.count(e)) continue;
+    if (!expanded) {
+      work.push_back({e, true});
+      for (Expr c : children(e))
+        if (!value.count(c)) work.push_back({c, false});
+      continue;
+    }
+    if (e->is_const()) value[e] = e;
+    else if (auto it = cut.find(e); it != cut.end()) {
+      Expr v = ctx_.var(fmt::format("cut{}.{}", fresh.size(), e->id), e->sort, it->second);
+      fresh.push_back(v);
+      fresh_range.push_back({it->second.lo, it->second.hi});
+      value[e] = v;
+    } else if (auto ot = offset.find(e); ot != offset.end()) {
+      value[e] = ctx_.bv_add(ot->second.k, value.at(ot->second.rest));
+    } else {
+      std::vector<Expr> args;
+      for (Expr a : e->args()) args.push_back(value.at(a));
+      value[e] = ctx_.rebuild(e, args);
+    }
+  }
+  Expr abstract = value.at(conj);
+  if (abstract->op == Op::ConstBool) return !abstract->bool_value();
+  Expr roots[] = {abstract};
+  BvProgram prog(fresh, roots);
+  if (!prog.ok()) return false;
+  std::vector<uint64_t> p;
+  for (auto& r : fresh_range) p.push_back(r.lo);
+  uint64_t out = 0;
+  while (true) {
+    if (deadline_) deadline_->tick("in a satisfiability enumeration");
+    prog.eval(p.data(), &out);
+    if (out) return false;
+    size_t k = 0;
+    for (; k < p.size(); ++k) {
+      if (p[k] < fresh_range[k].hi) { ++p[k]; break; }
+      p[k] = fresh_range[k].lo;
+    }
+    if (k == p.size()) return true;
   }
 }
 

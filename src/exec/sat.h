@@ -63,6 +63,7 @@ class ThreadSat {
   int var_id(ir::Expr v) const;
   int var_mask(ir::Expr e);  // bit i: e mentions ThreadVars::all()[i]; -1: a leaf that is not a thread Var
   std::optional<bool> interval_decide(const std::vector<ir::Expr>& atoms);
+  bool refuted_by_cuts(ir::Expr conj, const std::vector<int>& var_ids, const std::vector<Range>& range);
 
   ir::Context& ctx_;
   ThreadVars tv_;
