@@ -128,10 +128,11 @@ std::vector<std::pair<Expr, Expr>> Machine::pointer_arms(Bundle& b, const ptx::I
     if (c->has_undef()) {  // undefined only where this arm's path or the region's guard excludes it?
       Expr uc = ctx_.and_(g, undef_condition(ctx_, c, undef_cond_memo_));
       if (b.conv) uc = ctx_.and_(b.conv->guard, uc);
+      uc = lift_ite_atoms(ctx_, uc, lift_memo_);
       if (!propositionally_false(uc)) {
         Expr when = guarded_domain(b, uc);
         if (when == b.pred || sat(when)) {
-          finding("undef-address", in, b, when, "an undefined value selects the address");
+          finding("undef-address", in, b, when, "an undefined value selects the address", uc);
           unsupported(in, "undefined address");
         }
       }
@@ -161,7 +162,8 @@ Machine::Addr Machine::address(Bundle& b, const ptx::Instruction& in, const Oper
   if (!ir::is_bv(base->sort)) unsupported(in, "address register holds a non-integer value");
   base = drop_unreachable_undef(b, base);  // set on one side of an if-converted region, used on it
   if (base->has_undef()) {
-    finding("undef-address", in, b, undef_domain(b, base), "an undefined value is used as an address");
+    finding("undef-address", in, b, undef_domain(b, base), "an undefined value is used as an address",
+            undef_holds(b, base));
     unsupported(in, "undefined address");
   }
   if (base == last_split_.base && ir::bv_width(base->sort) == 64) {
@@ -541,18 +543,22 @@ void Machine::exec_mem(Bundle& b, const ptx::Instruction& in, Expr guard) {
   // see only the threads some input sends down that arm
   for (const auto& [c, base] : arms) {
     Expr g = guard ? ctx_.and_(guard, c) : c;
-    if (propositionally_false(g)) continue;  // the arm contradicts the guard it runs under
+    // the arm contradicts the guard it runs under (the guard's atoms select the same ites)
+    if (propositionally_false(lift_ite_atoms(ctx_, g, lift_memo_))) continue;
     Expr dom = guarded_domain(b, g);
     if (!sat(dom)) continue;
     Expr saved = b.pred;
     b.pred = dom;
+    arm_cond_ = c;  // dom over-approximates the arm: an undef-* witness must also take it
     try {
       exec_mem_at(b, in, address(b, in, addr_op, base), g);
     } catch (...) {
       b.pred = saved;
+      arm_cond_ = nullptr;
       throw;
     }
     b.pred = saved;
+    arm_cond_ = nullptr;
   }
 }
 
