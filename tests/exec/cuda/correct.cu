@@ -226,3 +226,9 @@ extern "C" __global__ void channel_lanes_inplace_wide(float* x) {
   int idx = (blockIdx.x * C + c) * HW + blockIdx.y * 5 + blockIdx.z;
   x[idx] = x[idx] * 2.0f;
 }
+
+// One writer per 128 lanes (a group reduction's leader): out[(tid.x >> 7) + 2*blockIdx.x], an
+// index that is not affine in tid.x.
+extern "C" __global__ void group_leader_write(const float* x, float* out) {
+  if ((threadIdx.x & 127) == 0) out[(threadIdx.x >> 7) + 2 * blockIdx.x] = x[blockIdx.x * 256 + threadIdx.x];
+}
