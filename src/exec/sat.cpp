@@ -367,13 +367,16 @@ bool ThreadSat::refuted_by_cuts(Expr conj, const std::vector<int>& ids, const st
   for (size_t k = 0; k < ids.size(); ++k) box[size_t(ids[k])] = {range[k].lo, range[k].hi};
   // a node's range: range_over, else enumerated over the node's own thread Vars when they are
   // few (`tid.x − 64·(tid.x >> 6)` over 256 points), each as an unsigned interval
-  constexpr uint64_t kOwnPoints = uint64_t(1) << 16;
+  // both bounds keep a refutation attempt cheap (it runs on the inexact path of every split and
+  // undef check of a large launch; at 2^24 points 011's Execute ran out of its 20 s)
+  constexpr uint64_t kOwnPoints = uint64_t(1) << 12;
+  const long double kCutPoints = (long double)std::min<uint64_t>(max_enum_, uint64_t(1) << 16);
   std::unordered_map<Expr, std::optional<ir::Bounds>> ranges;
   auto small = [&](Expr e) -> std::optional<ir::Bounds> {
     auto [it, fresh] = ranges.try_emplace(e);
     if (!fresh) return it->second;
     auto r = range_over(e, tv_, box);
-    if (!r || r->lo > r->hi || (long double)(r->hi - r->lo) >= (long double)max_enum_) {
+    if (!r || r->lo > r->hi || (long double)(r->hi - r->lo) >= kCutPoints) {
       r.reset();
       int mask = var_mask(e);
       long double own = 1;
@@ -399,7 +402,7 @@ bool ThreadSat::refuted_by_cuts(Expr conj, const std::vector<int>& ids, const st
             }
             if (k == p.size()) break;
           }
-          if ((long double)(hi - lo) < (long double)max_enum_) r = ir::Bounds{lo, hi};
+          if ((long double)(hi - lo) < kCutPoints) r = ir::Bounds{lo, hi};
         }
       }
     }
@@ -427,7 +430,7 @@ bool ThreadSat::refuted_by_cuts(Expr conj, const std::vector<int>& ids, const st
   long double points = 1;
   std::unordered_set<Expr> seen;
   std::vector<Expr> stack{conj};
-  while (!stack.empty() && points <= (long double)max_enum_) {
+  while (!stack.empty() && points <= kCutPoints) {
     Expr e = stack.back();
     stack.pop_back();
     if (e->is_const() || !seen.insert(e).second) continue;
@@ -468,7 +471,7 @@ bool ThreadSat::refuted_by_cuts(Expr conj, const std::vector<int>& ids, const st
     }
     for (Expr a : e->args()) stack.push_back(a);
   }
-  if (points > (long double)max_enum_ || cut.empty()) return false;
+  if (points > kCutPoints || cut.empty()) return false;
   // phase 2, bottom-up: the condition over the cut Vars
   std::vector<Expr> fresh;
   std::vector<Range> fresh_range;
