@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <bit>
 #include <stdexcept>
 #include <unordered_set>
 
@@ -310,6 +311,18 @@ std::optional<std::vector<uint64_t>> ThreadSat::solve_component(Expr conj, const
     r.lo = std::max(r.lo, bd->lo), r.hi = std::min(r.hi, bd->hi);
     if (r.lo > r.hi) return std::nullopt;
   }
+  // a Var the condition sees only through its low d bits (masks, shifts, sums and products of
+  // them: `63 & (4*ctaid.x + q)`, `31 & ((4*ctaid.x + q) >> 6)`) takes every residue mod 2^d in
+  // any 2^d consecutive values of its range: enumerating [lo, lo + 2^d) is exact, and every point
+  // is a real thread (096: ctaid.x over 2048 values instead of 524288)
+  {
+    auto demand = low_bits_demand(conj);
+    for (size_t k = 0; k < ids.size(); ++k) {
+      unsigned d = demand[size_t(ids[k])];
+      if (d < 63 && range[k].hi - range[k].lo + 1 > (uint64_t(1) << d))
+        range[k].hi = range[k].lo + (uint64_t(1) << d) - 1;
+    }
+  }
   long double total = 1;
   for (auto& r : range) {
     if (r.lo > r.hi) return std::nullopt;
@@ -349,6 +362,73 @@ std::optional<std::vector<uint64_t>> ThreadSat::solve_component(Expr conj, const
     }
     if (k == p.size()) return std::nullopt;
   }
+}
+
+// How many low bits of each thread Var the condition can observe: demands flow from the
+// comparisons (all bits of their operands) down through operators whose low d result bits depend
+// only on the low d (or d + c) bits of their operands; anything else asks for every bit.
+std::array<unsigned, 6> ThreadSat::low_bits_demand(Expr cond) {
+  std::array<unsigned, 6> out{};
+  std::vector<Expr> order;  // children before parents
+  std::unordered_set<Expr> seen;
+  ir::post_order(cond, [&](Expr e) { return seen.count(e) > 0; }, [&](Expr e) { seen.insert(e); order.push_back(e); });
+  std::unordered_map<Expr, unsigned> demand;
+  auto ask = [&](Expr e, unsigned d) {
+    unsigned w = ir::is_bv(e->sort) ? ir::bv_width(e->sort) : 1;
+    auto& x = demand[e];
+    x = std::max(x, std::min(d, w));
+  };
+  auto const_of = [](Expr e) -> std::optional<uint64_t> {
+    if (e->op == Op::ConstBV) return e->bv_value();
+    return std::nullopt;
+  };
+  for (size_t i = order.size(); i-- > 0;) {  // parents first
+    Expr e = order[i];
+    unsigned w = ir::is_bv(e->sort) ? ir::bv_width(e->sort) : 1;
+    unsigned d = e == cond ? w : demand.count(e) ? demand[e] : 0;
+    if (e->op == Op::Var) {
+      int id = var_id(e);
+      if (id >= 0) out[size_t(id)] = std::max(out[size_t(id)], d);
+      continue;
+    }
+    if (!ir::is_bv(e->sort)) {  // Boolean structure and comparisons: operands in full
+      for (Expr a : e->args()) ask(a, ir::is_bv(a->sort) ? ir::bv_width(a->sort) : 1);
+      continue;
+    }
+    switch (e->op) {
+      case Op::BvAdd: case Op::BvMul: case Op::BvOr: case Op::BvXor: case Op::BvNot:
+        for (Expr a : e->args()) ask(a, d);
+        break;
+      case Op::BvAnd: {
+        unsigned dm = d;  // a constant mask bounds what the other operands can show
+        for (Expr a : e->args())
+          if (auto c = const_of(a)) dm = std::min<unsigned>(dm, unsigned(std::bit_width(*c)));
+        for (Expr a : e->args()) ask(a, dm);
+        break;
+      }
+      case Op::BvShl: case Op::BvLShr: case Op::BvAShr: {
+        auto c = const_of(e->arg(1));
+        if (!c || *c >= w) { for (Expr a : e->args()) ask(a, 64); break; }
+        unsigned da = e->op == Op::BvShl ? (d > *c ? d - unsigned(*c) : 0) : unsigned(std::min<uint64_t>(w, d + *c));
+        if (e->op == Op::BvAShr && d + *c >= w) da = w;
+        ask(e->arg(0), da);
+        break;
+      }
+      case Op::ZExt: case Op::SExt: case Op::Trunc: {
+        unsigned wi = ir::bv_width(e->arg(0)->sort);
+        ask(e->arg(0), e->op == Op::SExt && d > wi ? wi : std::min(d, wi));
+        break;
+      }
+      case Op::Ite:
+        ask(e->arg(0), 1);
+        ask(e->arg(1), d);
+        ask(e->arg(2), d);
+        break;
+      default:
+        for (Expr a : e->args()) ask(a, 64);
+    }
+  }
+  return out;
 }
 
 // Too many threads to enumerate, but the condition may see them only through a few

@@ -11,6 +11,7 @@
 // (conservative for splitting: at worst an empty bundle survives) and counted in `inexact`.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <optional>
 #include <unordered_map>
@@ -64,6 +65,7 @@ class ThreadSat {
   int var_mask(ir::Expr e);  // bit i: e mentions ThreadVars::all()[i]; -1: a leaf that is not a thread Var
   std::optional<bool> interval_decide(const std::vector<ir::Expr>& atoms);
   bool refuted_by_cuts(ir::Expr conj, const std::vector<int>& var_ids, const std::vector<Range>& range);
+  std::array<unsigned, 6> low_bits_demand(ir::Expr cond);  // low bits of each thread Var cond can see
 
   ir::Context& ctx_;
   ThreadVars tv_;

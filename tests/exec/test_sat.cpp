@@ -60,33 +60,52 @@ TEST(ThreadSat, ThreadOnlyClassification) {
   EXPECT_FALSE(sat.mentions_ctaid(tv.tid[0]));
 }
 
-// 2^27 threads (too many to enumerate), but the condition sees them only through output
-// coordinates of small range: `w = L mod 64` (written tid.x − 64·(tid.x >> 6)), `L / 64 mod 64`
-// and the like. Each becomes a fresh Var over its interval and the rest is enumerated: `w` odd
-// and `w + 1` odd is refuted (096's transposed convolution split on both stride tests), and a
-// satisfiable condition stays "satisfiable" (the cut proves only unsatisfiability).
+// 80M threads (too many to enumerate), and the condition sees them through output coordinates
+// of non-power-of-two extents (`L % 34`, `L / 34 % 34`: every bit of L matters, so the low-bits
+// reduction does not apply). Each small-range sub-expression becomes a fresh Var over its
+// interval and the rest is enumerated: `w` odd and `w + 1` odd is refuted (the shape of 096's
+// stride tests), and a satisfiable condition stays "satisfiable" (the cut proves only
+// unsatisfiability; no thread is exhibited, so it counts as inexact).
 TEST(ThreadSat, RefutesThroughSmallRangeSubterms) {
+  ir::Context ctx;
+  ThreadVars tv(ctx, {256}, {314432});
+  ThreadSat sat(ctx, tv, uint64_t(1) << 24);
+  auto c32 = [&](uint64_t v) { return ctx.bv_const(ir::Sort::BV32, v); };
+  ir::Expr L = ctx.bv_add(ctx.bv_mul(c32(256), tv.ctaid[0]), tv.tid[0]);
+  ir::Expr w = ctx.bv_urem(L, c32(34)), h = ctx.bv_urem(ctx.bv_udiv(L, c32(34)), c32(34));
+  auto odd = [&](ir::Expr e) { return ctx.not_(ctx.eq(ctx.bv_srem(e, c32(2)), c32(0))); };
+  ir::Expr contradiction = ctx.and_(std::vector<ir::Expr>{odd(w), odd(ctx.bv_add(w, c32(1))), ctx.eq(h, c32(5))});
+  EXPECT_FALSE(sat.sat(contradiction));
+  EXPECT_EQ(sat.inexact(), 0u);
+  EXPECT_TRUE(sat.sat(ctx.and_(odd(w), ctx.eq(h, c32(5)))));
+  EXPECT_EQ(sat.inexact(), 1u);
+}
+
+// A Var seen only through its low bits (masks and shifts of sums and products): 2^27 threads,
+// but the condition depends on ctaid.x only modulo 2^11, so [0, 2048) is enumerated exactly — an
+// unsatisfiable correlation between `63 & (4*ctaid.x + q)` and `1 & q` (q = tid.x >> 6) is
+// refuted, a satisfiable one gets a real witness thread.
+TEST(ThreadSat, LowBitsOfAVarAreEnumeratedExactly) {
   ir::Context ctx;
   ThreadVars tv(ctx, {256}, {524288});
   ThreadSat sat(ctx, tv, uint64_t(1) << 24);
   auto c32 = [&](uint64_t v) { return ctx.bv_const(ir::Sort::BV32, v); };
   ir::Expr q = ctx.bv_lshr(tv.tid[0], c32(6));
-  ir::Expr w = ctx.bv_add(tv.tid[0], ctx.bv_mul(c32(0xffffffc0u), q));  // tid.x mod 64
-  ir::Expr row = ctx.bv_and(ctx.bv_add(ctx.bv_mul(c32(4), tv.ctaid[0]), q), c32(63));
-  auto odd = [&](ir::Expr e) { return ctx.not_(ctx.eq(ctx.bv_srem(e, c32(2)), c32(0))); };
-  ir::Expr w1 = ctx.bv_add(w, c32(1));
-  ir::Expr row_even = ctx.eq(ctx.bv_srem(ctx.bv_add(row, c32(0xffffffffu)), c32(2)), c32(0));
-  ir::Expr contradiction = ctx.and_(std::vector<ir::Expr>{odd(w), odd(w1), row_even});
-  EXPECT_FALSE(sat.sat(contradiction));
+  ir::Expr X = ctx.bv_add(ctx.bv_mul(c32(4), tv.ctaid[0]), q);
+  ir::Expr row = ctx.bv_and(X, c32(63)), depth = ctx.bv_and(ctx.bv_lshr(X, c32(6)), c32(31));
+  ir::Expr row_even = ctx.eq(ctx.bv_and(row, c32(1)), c32(0)), q_odd = ctx.eq(ctx.bv_and(q, c32(1)), c32(1));
+  EXPECT_FALSE(sat.sat(ctx.and_(row_even, q_odd)));  // row = 4*ctaid + q (mod 64): same parity as q
+  ir::Expr pick = ctx.and_(std::vector<ir::Expr>{ctx.eq(depth, c32(17)), ctx.eq(row, c32(5)), q_odd});
+  EXPECT_TRUE(sat.sat(pick));
+  auto w = sat.witness(pick);
+  ASSERT_TRUE(w);
+  uint64_t x = 4 * uint64_t(w->ctaid.x) + (w->tid.x >> 6);
+  EXPECT_EQ(x & 63, 5u);
+  EXPECT_EQ((x >> 6) & 31, 17u);
   EXPECT_EQ(sat.inexact(), 0u);
-  // satisfiable (w odd, row - 1 even): answered satisfiable, counted inexact (no thread exhibited)
-  ir::Expr fine = ctx.and_(odd(w), row_even);
-  EXPECT_TRUE(sat.sat(fine));
-  EXPECT_EQ(sat.inexact(), 1u);
-  // an atom on a wide sub-expression (L itself, 2^27 values) is not cut: undecided, satisfiable
-  ir::Expr L = ctx.bv_add(ctx.bv_mul(c32(256), tv.ctaid[0]), tv.tid[0]);
-  ir::Expr wide = ctx.and_(ctx.ult(L, c32(5)), ctx.ult(c32(9), L));  // unsatisfiable, but not through cuts
-  (void)wide;  // decided elsewhere (interval_decide): the cut path is not its only hope
+  // a full-width use of ctaid.x (a comparison) keeps the whole range: 4*ctaid.x + q < 3 with q odd
+  // needs ctaid.x = 0, found only by looking at the real range
+  EXPECT_TRUE(sat.sat(ctx.and_(ctx.ult(X, c32(3)), q_odd)));
 }
 
 }  // namespace
