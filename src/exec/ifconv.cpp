@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include <fmt/format.h>
@@ -209,10 +210,28 @@ Expr undef_condition(ir::Context& ctx, Expr v, std::unordered_map<Expr, Expr>& m
 }
 
 namespace {
-// cmp(ite(c, x, y), z) -> ite(c, cmp(x, z), cmp(y, z)) for one comparison; the operands' own ites
-// are lifted in turn (an operand's ite chain is a register's history across a loop's if-converted
-// iterations, one arm per iteration). At most kLeaves comparisons per atom, else the atom stays as
-// it is (equivalent either way; two long chains in one comparison would multiply).
+// cmp(f(ite(c, x, y)), z) -> ite(c, cmp(f(x), z), cmp(f(y), z)) for one comparison, the ite
+// being the first bitvector ite below the comparison (breadth-first through bitvector operators,
+// at most kLook nodes: `(1 & ite(g, L + 1, Undef)) == 1` as well as `32 <=s ite(g, x, Undef)`);
+// the arms' comparisons are lifted in turn (an operand's ite chain is a register's history across
+// a loop's if-converted iterations, one arm per iteration). At most kLeaves comparisons per atom,
+// else the atom stays as it is (equivalent either way).
+Expr first_bv_ite(Expr atom) {
+  constexpr size_t kLook = 64;
+  std::vector<Expr> level(atom->args().begin(), atom->args().end());
+  std::unordered_set<Expr> seen;
+  while (!level.empty() && seen.size() < kLook) {
+    std::vector<Expr> next;
+    for (Expr x : level) {
+      if (!ir::is_bv(x->sort) || !seen.insert(x).second) continue;
+      if (x->op == Op::Ite) return x;
+      for (Expr a : x->args()) next.push_back(a);
+    }
+    level = std::move(next);
+  }
+  return nullptr;
+}
+
 Expr lift_atom(ir::Context& ctx, Expr atom) {
   constexpr size_t kLeaves = 64;
   struct Item { Expr atom; int parent; bool then_arm; Expr cond; Expr result; };
@@ -220,29 +239,46 @@ Expr lift_atom(ir::Context& ctx, Expr atom) {
   size_t leaves = 1;
   for (size_t i = 0; i < items.size(); ++i) {
     Expr e = items[i].atom;
-    for (size_t j = 0; j < e->nargs; ++j) {
-      Expr a = e->arg(j);
-      if (a->op != Op::Ite || !ir::is_bv(a->sort)) continue;
-      if (++leaves > kLeaves) return atom;
-      std::vector<Expr> yes(e->args().begin(), e->args().end()), no = yes;
-      yes[j] = a->arg(1);
-      no[j] = a->arg(2);
-      items[i].cond = a->arg(0);
-      items.push_back({ctx.rebuild(e, yes), int(i), true, nullptr, nullptr});
-      items.push_back({ctx.rebuild(e, no), int(i), false, nullptr, nullptr});
-      break;
-    }
+    if (e->sort != ir::Sort::Bool || e->nargs == 0 || e->op == Op::Ite) continue;
+    Expr sel = first_bv_ite(e);
+    if (!sel) continue;
+    if (++leaves > kLeaves) return atom;
+    items[i].cond = sel->arg(0);
+    Expr yes = replace_node(ctx, e, sel, sel->arg(1)), no = replace_node(ctx, e, sel, sel->arg(2));
+    items.push_back({yes, int(i), true, nullptr, nullptr});
+    items.push_back({no, int(i), false, nullptr, nullptr});
   }
   for (size_t i = items.size(); i-- > 0;) {  // children come after their parent: fold bottom-up
     if (!items[i].cond) items[i].result = items[i].atom;
-    if (items[i].parent < 0) continue;
+    if (items[i].parent < 0 || !items[i].then_arm) continue;  // the then-arm folds both arms
     Item& p = items[size_t(items[i].parent)];
-    if (!items[i].then_arm) continue;  // the then-arm (pushed first) folds both arms once both are done
     p.result = ctx.ite(p.cond, items[i].result, items[i + 1].result);
   }
   return items[0].result;
 }
 }  // namespace
+
+Expr replace_node(ir::Context& ctx, Expr e, Expr from, Expr to) {
+  std::unordered_map<Expr, Expr> memo;
+  std::vector<std::pair<Expr, bool>> stack{{e, false}};
+  while (!stack.empty()) {
+    auto [x, expanded] = stack.back();
+    stack.pop_back();
+    if (memo.count(x)) continue;
+    if (x == from) { memo[x] = to; continue; }
+    if (x->nargs == 0) { memo[x] = x; continue; }
+    if (!expanded) {
+      stack.push_back({x, true});
+      for (Expr a : x->args()) stack.push_back({a, false});
+      continue;
+    }
+    std::vector<Expr> args;
+    bool same = true;
+    for (Expr a : x->args()) { args.push_back(memo.at(a)); same = same && args.back() == a; }
+    memo[x] = same ? x : ctx.rebuild(x, args);
+  }
+  return memo.at(e);
+}
 
 Expr lift_ite_atoms_once(ir::Context& ctx, Expr cond, std::unordered_map<Expr, Expr>& memo);
 

@@ -25,31 +25,6 @@ double const_to_double(Expr e, bool is_signed) {
 }
 }  // namespace
 
-namespace {
-// e with every occurrence of the node `from` replaced by `to` (iterative, memoized over the DAG)
-Expr replace_node(ir::Context& ctx, Expr e, Expr from, Expr to) {
-  std::unordered_map<Expr, Expr> memo;
-  std::vector<std::pair<Expr, bool>> stack{{e, false}};
-  while (!stack.empty()) {
-    auto [x, expanded] = stack.back();
-    stack.pop_back();
-    if (memo.count(x)) continue;
-    if (x == from) { memo[x] = to; continue; }
-    if (x->nargs == 0) { memo[x] = x; continue; }
-    if (!expanded) {
-      stack.push_back({x, true});
-      for (Expr a : x->args()) stack.push_back({a, false});
-      continue;
-    }
-    std::vector<Expr> args;
-    bool same = true;
-    for (Expr a : x->args()) { args.push_back(memo.at(a)); same = same && args.back() == a; }
-    memo[x] = same ? x : ctx.rebuild(x, args);
-  }
-  return memo.at(e);
-}
-}  // namespace
-
 std::pair<Expr, Expr> Machine::single_pointer_summand(Expr a, bool with_rest) {
   if (ptr_param_.count(a)) return {a, ctx_.bv_const(a->sort, 0)};
   if (a->op != Op::BvAdd) return {nullptr, nullptr};

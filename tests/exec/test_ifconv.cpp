@@ -449,6 +449,13 @@ TEST(IfConvParts, LiftIteAtomsComparesTheArms) {
   EXPECT_FALSE(ite_operand) << short_string(ctx, le);
   ir::Expr eq2 = ctx.eq(ctx.ite(ctx.or_(g, h), u, k(0)), k(0));
   EXPECT_NE(lift_ite_atoms(ctx, eq2, memo), eq2) << short_string(ctx, lift_ite_atoms(ctx, eq2, memo));
+  // an ite below an operator (`(1 & ite(g, x, Undef)) == 1`): lifted too, so `g ∧ undefined(..)`
+  // is propositionally false
+  ir::Expr deep = ctx.eq(ctx.bv_and(ctx.ite(g, x, u), k(1)), k(1));
+  ir::Expr deep_cond = ctx.and_(std::vector<ir::Expr>{g, ctx.eq(ctx.bv_and(x, k(1)), k(1)), ctx.not_(deep)});
+  EXPECT_FALSE(propositionally_unsat(ctx, deep_cond));
+  EXPECT_TRUE(propositionally_unsat(ctx, lift_ite_atoms(ctx, deep_cond, memo)));
+
   // the lifted condition has the original's value at every thread (Undef-free conditions)
   ir::Expr plain = ctx.and_(ctx.slt(ctx.ite(g, x, k(7)), k(20)), ctx.eq(ctx.ite(h, ctx.ite(g, x, y), k(0)), k(5)));
   ir::Expr pl = lift_ite_atoms(ctx, plain, memo);
