@@ -389,7 +389,10 @@ bool Machine::finding(const std::string& kind, const ptx::Instruction& in, Bundl
         for (int i = 0; i < 6; ++i) if (leaf == vars[i]) return ctx_.bv_const(leaf->sort, v[i]);
         return nullptr;
       });
-      if (at->op == Op::ConstBool && !at->bool_value()) fd.thread.reset();
+      // false: the thread does not commit it; still Undef: whether the value is undefined at the
+      // thread depends on an undefined value itself (a region guard over registers the thread
+      // never set) — no concrete witness either (002, a correct pair, got such an undef-branch BUG)
+      if ((at->op == Op::ConstBool && !at->bool_value()) || at->has_undef()) fd.thread.reset();
     }
     if (!fd.thread) {
       reported_.erase(key);

@@ -315,19 +315,37 @@ std::optional<std::vector<uint64_t>> ThreadSat::solve_component(Expr conj, const
   // them: `63 & (4*ctaid.x + q)`, `31 & ((4*ctaid.x + q) >> 6)`) takes every residue mod 2^d in
   // any 2^d consecutive values of its range: enumerating [lo, lo + 2^d) is exact, and every point
   // is a real thread (096: ctaid.x over 2048 values instead of 524288)
-  {
-    auto demand = low_bits_demand(conj);
+  auto reduce = [&](const ThreadBox* box) {
+    auto demand = low_bits_demand(conj, box);
     for (size_t k = 0; k < ids.size(); ++k) {
       unsigned d = demand[size_t(ids[k])];
       if (d < 63 && range[k].hi - range[k].lo + 1 > (uint64_t(1) << d))
         range[k].hi = range[k].lo + (uint64_t(1) << d) - 1;
     }
-  }
-  long double total = 1;
-  for (auto& r : range) {
+  };
+  auto points = [&] {
+    long double total = 1;
+    for (auto& r : range) total *= (long double)(r.hi - r.lo + 1);
+    return total;
+  };
+  for (auto& r : range)
     if (r.lo > r.hi) return std::nullopt;
-    total *= (long double)(r.hi - r.lo + 1);
+  const std::vector<Range> tightened = range;
+  reduce(nullptr);
+  if (points() > (long double)max_enum_) {
+    // sums whose range stays below 2^k show only k bits (`i − (i & −32)` is i mod 32, so the
+    // comparisons above it see bits 0..4 of i, not all 32)
+    auto all = tv_.all();
+    ThreadBox box;
+    for (int i = 0; i < 6; ++i) box[size_t(i)] = all[i]->bounds();
+    range = tightened;  // the box is the real ranges, not the reduced ones
+    for (size_t k = 0; k < ids.size(); ++k) box[size_t(ids[k])] = {range[k].lo, range[k].hi};
+    reduce(&box);
+    // this pass runs on queries that used to be answered "satisfiable" at once: only a modest
+    // enumeration is worth it (002 spent its 20 s in 2^23-point ones and got no further)
+    if (points() > (long double)std::min<uint64_t>(max_enum_, uint64_t(1) << 20)) range = tightened;
   }
+  long double total = points();
   if (!want_point) {
     if (auto d = interval_decide(atoms)) {
       if (!*d) return std::nullopt;
@@ -367,7 +385,7 @@ std::optional<std::vector<uint64_t>> ThreadSat::solve_component(Expr conj, const
 // How many low bits of each thread Var the condition can observe: demands flow from the
 // comparisons (all bits of their operands) down through operators whose low d result bits depend
 // only on the low d (or d + c) bits of their operands; anything else asks for every bit.
-std::array<unsigned, 6> ThreadSat::low_bits_demand(Expr cond) {
+std::array<unsigned, 6> ThreadSat::low_bits_demand(Expr cond, const ThreadBox* box) {
   std::array<unsigned, 6> out{};
   std::vector<Expr> order;  // children before parents
   std::unordered_set<Expr> seen;
@@ -386,6 +404,10 @@ std::array<unsigned, 6> ThreadSat::low_bits_demand(Expr cond) {
     Expr e = order[i];
     unsigned w = ir::is_bv(e->sort) ? ir::bv_width(e->sort) : 1;
     unsigned d = e == cond ? w : demand.count(e) ? demand[e] : 0;
+    if (box && e->op == Op::BvAdd && d > 1) {  // a sum below 2^k has k meaningful bits
+      auto r = range_over(e, tv_, *box);
+      if (r && r->lo <= r->hi) d = std::min<unsigned>(d, std::max(1u, unsigned(std::bit_width(r->hi))));
+    }
     if (e->op == Op::Var) {
       int id = var_id(e);
       if (id >= 0) out[size_t(id)] = std::max(out[size_t(id)], d);

@@ -108,5 +108,54 @@ TEST(ThreadSat, LowBitsOfAVarAreEnumeratedExactly) {
   EXPECT_TRUE(sat.sat(ctx.and_(ctx.ult(X, c32(3)), q_odd)));
 }
 
+// The low-bits reductions (and the cut refutation) never change an answer: random conditions
+// over masks, shifts, `i - (i & -32)` remainders and signed halvings of a flat index, decided by a
+// ThreadSat whose enumeration limit forces the reductions, against one that enumerates all 2^14
+// threads.
+TEST(ThreadSat, ReductionsAgreeWithFullEnumeration) {
+  ir::Context ctx;
+  ThreadVars tv(ctx, {64}, {256});
+  ThreadSat exact(ctx, tv, uint64_t(1) << 24), small(ctx, tv, uint64_t(1) << 9);
+  auto c32 = [&](uint64_t v) { return ctx.bv_const(ir::Sort::BV32, v); };
+  std::mt19937 g(11);
+  ir::Expr L = ctx.bv_add(ctx.bv_mul(c32(64), tv.ctaid[0]), tv.tid[0]);
+  std::vector<ir::Expr> base{L, tv.tid[0], tv.ctaid[0], ctx.bv_lshr(L, c32(3)), ctx.bv_lshr(tv.tid[0], c32(2)),
+                             ctx.bv_add(ctx.bv_mul(c32(4), tv.ctaid[0]), ctx.bv_lshr(tv.tid[0], c32(4)))};
+  auto term = [&]() {
+    ir::Expr x = base[g() % base.size()];
+    switch (g() % 5) {
+      case 0: return ctx.bv_add(x, ctx.bv_mul(c32(0xffffffff), ctx.bv_and(x, c32(0xffffffe0))));  // x mod 32
+      case 1: return ctx.bv_and(x, c32(g() % 2 ? 1 : 31));
+      case 2: return ctx.bv_ashr(ctx.bv_add(x, c32(0xffffffff)), c32(1));
+      case 3: return ctx.bv_urem(x, c32(6));
+      default: return ctx.bv_add(x, c32(g() % 3));
+    }
+  };
+  int unsat = 0;
+  for (int trial = 0; trial < 300; ++trial) {
+    std::vector<ir::Expr> atoms;
+    for (int a = 0 + 0; a < 2 + int(g() % 3); ++a) {
+      ir::Expr t = term(), k = c32(g() % 20);
+      ir::Expr atom = g() % 3 == 0 ? ctx.eq(t, k) : g() % 2 ? ctx.ult(t, k) : ctx.slt(k, t);
+      atoms.push_back(g() % 2 ? ctx.not_(atom) : atom);
+    }
+    ir::Expr conj = ctx.and_(atoms);
+    bool want = exact.sat(conj);
+    EXPECT_EQ(small.sat(conj) || !want, true) << "refuted a satisfiable condition, trial " << trial;
+    if (!want) EXPECT_FALSE(exact.witness(conj)) << trial;
+    if (auto w = small.witness(conj)) {  // a witness is a real thread satisfying the condition
+      auto vars = tv.all();
+      ir::Expr roots[] = {conj};
+      BvProgram prog(vars, roots);
+      uint64_t p[6] = {w->tid.x, 0, 0, w->ctaid.x, 0, 0}, out = 0;
+      prog.eval(p, &out);
+      EXPECT_TRUE(want && out) << trial;
+    }
+    unsat += !want;
+  }
+  EXPECT_EQ(exact.inexact(), 0u);
+  EXPECT_GT(unsat, 10);
+}
+
 }  // namespace
 }  // namespace dirigo::exec
