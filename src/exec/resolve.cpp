@@ -262,7 +262,10 @@ std::vector<Writer> writers_of(ir::Context& ctx, const ExecResult& r, int32_t te
       Expr Bx = rest.empty() ? ctx.bv_const(w.index->sort, 0) : ctx.bv_add(rest);
       std::optional<Linear> LB;
       if (A) LB = linear_of(Bx, vars);
-      if (A && LB && nonneg(*LB)) {
+      uint64_t free_blocks = 1;  // ctaid Vars absent from the index: enumerated per tid point
+      for (int i = 3; LB && i < 6; ++i)
+        if (LB->c[i] == 0) free_blocks *= range[i];
+      if (A && LB && nonneg(*LB) && free_blocks <= (uint64_t(1) << 16)) {
         Expr aroots[] = {A};
         BvProgram aprog(vars, aroots);
         if (aprog.ok()) {
