@@ -80,7 +80,7 @@ std::vector<std::pair<Expr, Expr>> Machine::pointer_arms(Bundle& b, const ptx::I
   };
   if (!mixed(base)) return {};
   // lift the topmost ite that has a tensor pointer below it, until each arm names one tensor
-  constexpr size_t kMaxArms = 16;
+  constexpr size_t kMaxArms = 64;
   std::vector<std::pair<Expr, Expr>> done, work{{ctx_.bool_const(true), base}};
   while (!work.empty()) {
     auto [g, e] = work.back();
