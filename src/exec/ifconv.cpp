@@ -1,7 +1,9 @@
 #include "exec/ifconv.h"
 #include "exec/machine.h"
 
+#include <algorithm>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include <fmt/format.h>
@@ -207,6 +209,108 @@ Expr undef_condition(ir::Context& ctx, Expr v, std::unordered_map<Expr, Expr>& m
   return at(v);
 }
 
+namespace {
+// cmp(f(ite(c, x, y)), z) -> ite(c, cmp(f(x), z), cmp(f(y), z)) for one comparison, the ite
+// being the first bitvector ite below the comparison (breadth-first through bitvector operators,
+// at most kLook nodes: `(1 & ite(g, L + 1, Undef)) == 1` as well as `32 <=s ite(g, x, Undef)`);
+// the arms' comparisons are lifted in turn (an operand's ite chain is a register's history across
+// a loop's if-converted iterations, one arm per iteration). At most kLeaves comparisons per atom,
+// else the atom stays as it is (equivalent either way).
+Expr first_bv_ite(Expr atom) {
+  constexpr size_t kLook = 64;
+  std::vector<Expr> level(atom->args().begin(), atom->args().end());
+  std::unordered_set<Expr> seen;
+  while (!level.empty() && seen.size() < kLook) {
+    std::vector<Expr> next;
+    for (Expr x : level) {
+      if (!ir::is_bv(x->sort) || !seen.insert(x).second) continue;
+      if (x->op == Op::Ite) return x;
+      for (Expr a : x->args()) next.push_back(a);
+    }
+    level = std::move(next);
+  }
+  return nullptr;
+}
+
+Expr lift_atom(ir::Context& ctx, Expr atom) {
+  constexpr size_t kLeaves = 64;
+  struct Item { Expr atom; int parent; bool then_arm; Expr cond; Expr result; };
+  std::vector<Item> items{{atom, -1, false, nullptr, nullptr}};  // a tree of arms, built breadth-first
+  size_t leaves = 1;
+  for (size_t i = 0; i < items.size(); ++i) {
+    Expr e = items[i].atom;
+    if (e->sort != ir::Sort::Bool || e->nargs == 0 || e->op == Op::Ite) continue;
+    Expr sel = first_bv_ite(e);
+    if (!sel) continue;
+    if (++leaves > kLeaves) return atom;
+    items[i].cond = sel->arg(0);
+    Expr yes = replace_node(ctx, e, sel, sel->arg(1)), no = replace_node(ctx, e, sel, sel->arg(2));
+    items.push_back({yes, int(i), true, nullptr, nullptr});
+    items.push_back({no, int(i), false, nullptr, nullptr});
+  }
+  for (size_t i = items.size(); i-- > 0;) {  // children come after their parent: fold bottom-up
+    if (!items[i].cond) items[i].result = items[i].atom;
+    if (items[i].parent < 0 || !items[i].then_arm) continue;  // the then-arm folds both arms
+    Item& p = items[size_t(items[i].parent)];
+    p.result = ctx.ite(p.cond, items[i].result, items[i + 1].result);
+  }
+  return items[0].result;
+}
+}  // namespace
+
+Expr replace_node(ir::Context& ctx, Expr e, Expr from, Expr to) {
+  std::unordered_map<Expr, Expr> memo;
+  std::vector<std::pair<Expr, bool>> stack{{e, false}};
+  while (!stack.empty()) {
+    auto [x, expanded] = stack.back();
+    stack.pop_back();
+    if (memo.count(x)) continue;
+    if (x == from) { memo[x] = to; continue; }
+    if (x->nargs == 0) { memo[x] = x; continue; }
+    if (!expanded) {
+      stack.push_back({x, true});
+      for (Expr a : x->args()) stack.push_back({a, false});
+      continue;
+    }
+    std::vector<Expr> args;
+    bool same = true;
+    for (Expr a : x->args()) { args.push_back(memo.at(a)); same = same && args.back() == a; }
+    memo[x] = same ? x : ctx.rebuild(x, args);
+  }
+  return memo.at(e);
+}
+
+Expr lift_ite_atoms_once(ir::Context& ctx, Expr cond, std::unordered_map<Expr, Expr>& memo);
+
+Expr lift_ite_atoms(ir::Context& ctx, Expr cond, std::unordered_map<Expr, Expr>& memo) {
+  if (cond->sort != ir::Sort::Bool) return cond;
+  // the conditions of the lifted ites have atoms of their own: lift again until nothing changes
+  constexpr int kRounds = 8;
+  for (int round = 0; round < kRounds; ++round) {
+    Expr next = lift_ite_atoms_once(ctx, cond, memo);
+    if (next == cond) break;
+    cond = next;
+  }
+  return cond;
+}
+
+Expr lift_ite_atoms_once(ir::Context& ctx, Expr cond, std::unordered_map<Expr, Expr>& memo) {
+  auto done = [&](Expr e) { return memo.count(e) > 0; };
+  ir::post_order(cond, [&](Expr e) {
+    if (done(e)) return true;
+    if (!skeleton(e)) {  // an atom (or a constant): its operands are not walked
+      memo[e] = e->sort == ir::Sort::Bool && e->nargs > 0 ? lift_atom(ctx, e) : e;
+      return true;
+    }
+    return false;
+  }, [&](Expr e) {
+    std::vector<Expr> args;
+    for (Expr a : e->args()) args.push_back(memo.at(a));
+    memo[e] = ctx.rebuild(e, args);
+  });
+  return memo.at(cond);
+}
+
 }  // namespace dirigo::exec
 
 // ---------------------------------------------------------------- Machine hooks
@@ -292,6 +396,7 @@ Expr Machine::drop_unreachable_undef(Bundle& b, Expr v) {
 Expr Machine::drop_unreachable_undef_uncached(Bundle& b, Expr v) {
   Expr uc = undef_condition(ctx_, v, undef_cond_memo_);
   if (b.conv) uc = ctx_.and_(b.conv->guard, uc);
+  uc = lift_ite_atoms(ctx_, uc, lift_memo_);  // the guard's atoms too: they select the same ites
   // first as pure propositional logic (every atom a free variable, an atom and its negation one):
   // unsatisfiable there is unsatisfiable for every thread and input, also where thread
   // enumeration would be too large to decide
@@ -322,6 +427,7 @@ Expr Machine::drop_unreachable_undef_uncached(Bundle& b, Expr v) {
 Expr Machine::undef_domain(Bundle& b, Expr v) {
   Expr uc = undef_condition(ctx_, v, undef_cond_memo_);
   if (b.conv) uc = ctx_.and_(b.conv->guard, uc);
+  uc = lift_ite_atoms(ctx_, uc, lift_memo_);  // the guard's atoms too: they select the same ites
   // unsatisfiable as pure propositional logic (`g ∧ ¬g` between an if-converted guard and the
   // ite it wrote): no thread, no input — also where thread enumeration is too large to decide
   if (propositionally_false(uc)) return ctx_.bool_const(false);
@@ -335,48 +441,59 @@ bool Machine::propositionally_false(Expr cond) {
   return r;
 }
 
-// Every atom a free variable: the skeleton evaluated once over all 2^n assignments at a time,
-// as truth tables of 2^n bits (n <= 10: 16 words per node), instead of once per assignment
-// through the Context.
+// Every atom a free variable: the skeleton evaluated over 2^n assignments at a time, as truth
+// tables of up to 2^12 bits (64 words per node) over the first 12 atoms, once per assignment of
+// the others (≤ 2^8 passes, stopping at the first satisfiable one), instead of once per
+// assignment through the Context. Merged and if-converted regions of transposed convolutions
+// reach 11–16 atoms (061: a guard, its own Undef arms and the address it selects).
 bool propositionally_unsat(ir::Context& ctx, Expr cond) {
-  constexpr unsigned kMaxAtoms = 10;
+  constexpr unsigned kMaxAtoms = 20, kTableAtoms = 12;
   Skeleton sk = skeleton_of(ctx, cond, [](Expr) { return false; });
   if (sk.vars == 0) return cond->op == Op::ConstBool && !cond->bool_value();
   if (sk.vars > kMaxAtoms) return false;  // exists_data's fallback keeps every atom satisfiable
-  const size_t n = sk.vars, words = ((size_t(1) << n) + 63) / 64;
-  const uint64_t last = (size_t(1) << n) % 64 == 0 ? ~uint64_t(0) : (uint64_t(1) << ((size_t(1) << n) % 64)) - 1;
+  const size_t n = sk.vars, low = std::min<size_t>(n, kTableAtoms), words = ((size_t(1) << low) + 63) / 64;
+  const uint64_t last = (size_t(1) << low) % 64 == 0 ? ~uint64_t(0) : (uint64_t(1) << ((size_t(1) << low) % 64)) - 1;
   using Table = std::vector<uint64_t>;
   auto constant = [&](bool v) { return Table(words, v ? ~uint64_t(0) : 0); };
-  auto variable = [&](int k, bool positive) {
-    Table t(words, 0);
-    for (size_t m = 0; m < (size_t(1) << n); ++m)
-      if (((m >> k) & 1) == positive) t[m / 64] |= uint64_t(1) << (m % 64);
-    return t;
-  };
-  std::unordered_map<Expr, Table> val;
-  auto value = [&](Expr e) -> Table {
-    if (auto it = val.find(e); it != val.end()) return it->second;
-    if (auto it = sk.atom_var.find(e); it != sk.atom_var.end()) return variable(it->second.first, it->second.second);
-    return constant(e->op == Op::ConstBool && e->bool_value());  // only constants are neither
-  };
-  for (Expr e : sk.order) {
-    std::vector<Table> a;
-    for (Expr x : e->args()) a.push_back(value(x));
-    Table r = e->op == Op::Or ? constant(false) : constant(true);
-    for (size_t w = 0; w < words; ++w) {
-      switch (e->op) {
-        case Op::Not: r[w] = ~a[0][w]; break;
-        case Op::And: for (const auto& t : a) r[w] &= t[w]; break;
-        case Op::Or: for (const auto& t : a) r[w] |= t[w]; break;
-        default: r[w] = (a[0][w] & a[1][w]) | (~a[0][w] & a[2][w]); break;  // Bool ite
-      }
-    }
-    val[e] = std::move(r);
+  std::vector<Table> pattern(low);  // atom k < low: bit m of the table is bit k of m
+  for (size_t k = 0; k < low; ++k) {
+    pattern[k].assign(words, 0);
+    for (size_t m = 0; m < (size_t(1) << low); ++m)
+      if ((m >> k) & 1) pattern[k][m / 64] |= uint64_t(1) << (m % 64);
   }
-  Table t = value(cond);
-  t.back() &= last;
-  for (uint64_t x : t)
-    if (x) return false;
+  for (uint64_t pass = 0; pass < (uint64_t(1) << (n - low)); ++pass) {
+    auto variable = [&](size_t k, bool positive) {
+      if (k >= low) return constant(bool((pass >> (k - low)) & 1) == positive);
+      Table t = pattern[k];
+      if (!positive)
+        for (auto& w : t) w = ~w;
+      return t;
+    };
+    std::unordered_map<Expr, Table> val;
+    auto value = [&](Expr e) -> Table {
+      if (auto it = val.find(e); it != val.end()) return it->second;
+      if (auto it = sk.atom_var.find(e); it != sk.atom_var.end()) return variable(size_t(it->second.first), it->second.second);
+      return constant(e->op == Op::ConstBool && e->bool_value());  // only constants are neither
+    };
+    for (Expr e : sk.order) {
+      std::vector<Table> a;
+      for (Expr x : e->args()) a.push_back(value(x));
+      Table r = e->op == Op::Or ? constant(false) : constant(true);
+      for (size_t w = 0; w < words; ++w) {
+        switch (e->op) {
+          case Op::Not: r[w] = ~a[0][w]; break;
+          case Op::And: for (const auto& t : a) r[w] &= t[w]; break;
+          case Op::Or: for (const auto& t : a) r[w] |= t[w]; break;
+          default: r[w] = (a[0][w] & a[1][w]) | (~a[0][w] & a[2][w]); break;  // Bool ite
+        }
+      }
+      val[e] = std::move(r);
+    }
+    Table t = value(cond);
+    t.back() &= last;
+    for (uint64_t x : t)
+      if (x) return false;
+  }
   return true;
 }
 

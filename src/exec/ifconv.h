@@ -57,6 +57,16 @@ ir::Expr exists_data(ir::Context& ctx, ir::Expr cond, const std::function<bool(i
 // to 10 distinct atoms; above, false): unsatisfiable for every thread and input.
 bool propositionally_unsat(ir::Context& ctx, ir::Expr cond);
 
+// e with every occurrence of the node `from` replaced by `to` (iterative, memoized over the DAG)
+ir::Expr replace_node(ir::Context& ctx, ir::Expr e, ir::Expr from, ir::Expr to);
+
+// `cond` with every comparison over an ite operand split into an ite of comparisons
+// (`32 <=s ite(c, x, Undef)` -> `ite(c, 32 <=s x, Undef)`): an equivalent condition whose atoms
+// are the comparisons of the arms, so a register's if-converted history shares its atoms with the
+// guards that selected it (propositional checks see `c ∧ ¬c`; data/Undef atoms become free
+// Booleans for exists_data instead of hiding thread atoms). memo: kept by the caller.
+ir::Expr lift_ite_atoms(ir::Context& ctx, ir::Expr cond, std::unordered_map<ir::Expr, ir::Expr>& memo);
+
 // The condition under which `v` is undefined: Undef leaves, through ite arms under their
 // conditions; any other operator is undefined when one of its operands is. `false` without Undef.
 ir::Expr undef_condition(ir::Context& ctx, ir::Expr v);

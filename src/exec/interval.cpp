@@ -88,6 +88,38 @@ LinForm linearize(Expr root, const std::unordered_map<Expr, Bounds>& r) {
 // sit in the sum (`4*L - 140*(L/35) + 2^18*(L/156800)`), the pairs that are exact remainders
 // (k2 + k1 * c == 0) are taken first: a monotone pair would use up k1 * a and leave the
 // remainder's quotient as an independent, wrapping term.
+// The range of the pair k1 * a + k2 * (a / c) inside the sum f (k1 read off f's coefficient of
+// a's first atom), with k1 * a taken out of f; nullopt (f unchanged) when there is no such pair,
+// when pass 0 meets a monotone pair, or when the pair may wrap.
+std::optional<Bounds> pair_range(LinForm& f, Expr a, uint64_t c, uint64_t k2, int pass,
+                                 const std::unordered_map<Expr, Bounds>& r, unsigned w) {
+  const uint64_t mask = umax_of(w);
+  const unsigned wa = ir::bv_width(a->sort);
+  LinForm A = linearize(a, r);
+  if (A.terms.empty() || !never_wraps(A, wa, r)) return std::nullopt;  // then a's value is the combination
+  // k1 from a's first atom: k1 * alpha == beta, the coefficient the sum gives that atom
+  auto [x0, alpha] = A.terms[0];
+  uint64_t beta = 0;
+  for (auto& [t, b] : f.terms)
+    if (t == x0) beta = b;
+  if (alpha == 0 || beta == 0 || beta % alpha != 0) return std::nullopt;
+  const uint64_t k1 = beta / alpha, k3 = (k2 + k1 * c) & mask;
+  if (pass == 0 && k3 != 0) return std::nullopt;
+  const Bounds ra = r.at(a);
+  u128 lo, hi;
+  if (u128(k1) * ra.hi + u128(k2) * (ra.hi / c) <= mask) {  // k1, k2 small: monotone
+    lo = u128(k1) * ra.lo + u128(k2) * (ra.lo / c), hi = u128(k1) * ra.hi + u128(k2) * (ra.hi / c);
+  } else {
+    const Bounds rem = ra.hi < c ? ra : Bounds{0, c - 1};
+    lo = u128(k1) * rem.lo + u128(k3) * (ra.lo / c), hi = u128(k1) * rem.hi + u128(k3) * (ra.hi / c);
+    if (hi > mask) return std::nullopt;
+  }
+  // the sum is g(a) + (the rest, with k1 * a and k2 * (a / c) taken out)
+  f.k = (f.k - k1 * A.k) & mask;
+  for (auto& [x, al] : A.terms) f.add(x, (mask - k1 * al + 1) & mask, mask);  // minus k1 * alpha
+  return Bounds{uint64_t(lo), uint64_t(hi)};
+}
+
 std::optional<Bounds> quotient_pairs(Expr sum, const std::unordered_map<Expr, Bounds>& r) {
   const unsigned w = ir::bv_width(sum->sort);
   const uint64_t mask = umax_of(w);
@@ -95,39 +127,34 @@ std::optional<Bounds> quotient_pairs(Expr sum, const std::unordered_map<Expr, Bo
   std::vector<Bounds> pairs;
   for (int pass = 0; pass < 2; ++pass) for (size_t i = 0; i < f.terms.size(); ++i) {
     auto [d, k2] = f.terms[i];
-    if (k2 == 0 || d->nargs != 2 || d->arg(1)->op != Op::ConstBV) continue;
+    if (k2 == 0 || d->nargs != 2) continue;
     const unsigned wa = ir::bv_width(d->sort);
     uint64_t c = 0;
+    if (d->op == Op::BvAnd && (d->arg(0)->op == Op::ConstBV) != (d->arg(1)->op == Op::ConstBV)) {
+      // a & ~(2^s - 1) is 2^s * (a >> s): nvcc's `i - (i & -32)` is i mod 32
+      Expr m = d->arg(0)->op == Op::ConstBV ? d->arg(0) : d->arg(1);
+      Expr a = d->arg(0)->op == Op::ConstBV ? d->arg(1) : d->arg(0);
+      const uint64_t low = ~m->bv_value() & umax_of(wa);  // must be 2^s - 1, s >= 1
+      if (low == 0 || (low & (low + 1)) != 0) continue;
+      c = low + 1;
+      const uint64_t k2c = (k2 * c) & mask;  // k2 * (a & ~low) = (k2 * c) * (a / c)
+      if (auto g = pair_range(f, a, c, k2c, pass, r, w)) {
+        f.terms[i].second = 0;
+        pairs.push_back(*g);
+      }
+      continue;
+    }
+    if (d->arg(1)->op != Op::ConstBV) continue;
     Expr a = d->arg(0);
     if (d->op == Op::BvLShr && d->arg(1)->bv_value() < wa) c = uint64_t(1) << d->arg(1)->bv_value();
     else if (d->op == Op::BvUDiv) c = d->arg(1)->bv_value();
     else if (d->op == Op::BvSDiv && r.at(a).hi <= umax_of(wa) / 2 && d->arg(1)->bv_value() <= umax_of(wa) / 2)
       c = d->arg(1)->bv_value();  // both non-negative: the unsigned quotient
     if (c < 2) continue;
-    LinForm A = linearize(a, r);
-    if (A.terms.empty() || !never_wraps(A, wa, r)) continue;  // then a's value is the combination
-    // k1 from a's first atom: k1 * alpha == beta, the coefficient the sum gives that atom
-    auto [x0, alpha] = A.terms[0];
-    uint64_t beta = 0;
-    for (auto& [t, b] : f.terms)
-      if (t == x0) beta = b;
-    if (alpha == 0 || beta == 0 || beta % alpha != 0) continue;
-    const uint64_t k1 = beta / alpha, k3 = (k2 + k1 * c) & mask;
-    if (pass == 0 && k3 != 0) continue;
-    const Bounds ra = r.at(a);
-    u128 lo, hi;
-    if (u128(k1) * ra.hi + u128(k2) * (ra.hi / c) <= mask) {  // k1, k2 small: monotone
-      lo = u128(k1) * ra.lo + u128(k2) * (ra.lo / c), hi = u128(k1) * ra.hi + u128(k2) * (ra.hi / c);
-    } else {
-      const Bounds rem = ra.hi < c ? ra : Bounds{0, c - 1};
-      lo = u128(k1) * rem.lo + u128(k3) * (ra.lo / c), hi = u128(k1) * rem.hi + u128(k3) * (ra.hi / c);
-      if (hi > mask) continue;
+    if (auto g = pair_range(f, a, c, k2, pass, r, w)) {
+      f.terms[i].second = 0;
+      pairs.push_back(*g);
     }
-    // the sum is g(a) + (the rest, with k1 * a and k2 * (a / c) taken out)
-    f.terms[i].second = 0;
-    f.k = (f.k - k1 * A.k) & mask;
-    for (auto& [x, al] : A.terms) f.add(x, (mask - k1 * al + 1) & mask, mask);  // minus k1 * alpha
-    pairs.push_back({uint64_t(lo), uint64_t(hi)});
   }
   if (pairs.empty()) return std::nullopt;
   u128 lo = f.k, hi = f.k;

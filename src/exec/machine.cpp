@@ -389,7 +389,10 @@ bool Machine::finding(const std::string& kind, const ptx::Instruction& in, Bundl
         for (int i = 0; i < 6; ++i) if (leaf == vars[i]) return ctx_.bv_const(leaf->sort, v[i]);
         return nullptr;
       });
-      if (at->op == Op::ConstBool && !at->bool_value()) fd.thread.reset();
+      // false: the thread does not commit it; still Undef: whether the value is undefined at the
+      // thread depends on an undefined value itself (a region guard over registers the thread
+      // never set) — no concrete witness either (002, a correct pair, got such an undef-branch BUG)
+      if ((at->op == Op::ConstBool && !at->bool_value()) || at->has_undef()) fd.thread.reset();
     }
     if (!fd.thread) {
       reported_.erase(key);
@@ -407,7 +410,15 @@ void Machine::undef_sink(Bundle& b, const ptx::Instruction& in, Expr v, const ch
   // an ite arm that is undefined only on paths not taken (if-converted regions) is no finding
   Expr when = undef_domain(b, v);
   if (when != b.pred && !sat(when)) return;
-  finding(kind, in, b, when, fmt::format("an undefined value reaches {}", what));
+  finding(kind, in, b, when, fmt::format("an undefined value reaches {}", what), undef_holds(b, v));
+}
+
+// Where v is undefined at this instruction, exactly (undef_domain over-approximates it by
+// projecting Undef/data atoms away): a proposed witness thread must not make it false.
+Expr Machine::undef_holds(Bundle& b, Expr v) {
+  Expr holds = undef_condition(ctx_, v, undef_cond_memo_);
+  if (arm_cond_) holds = ctx_.and_(arm_cond_, holds);
+  return b.conv ? ctx_.and_(b.conv->guard, holds) : holds;
 }
 
 // Keeps one lower and one upper bound per thread Var among a conjunction's simple atoms
@@ -518,8 +529,7 @@ bool Machine::step(size_t bi) {
     // undefined only on paths that do not reach here (if-converted regions): no finding
     Expr undef_when = c->has_undef() ? undef_domain(*b, c) : nullptr;
     if (undef_when && (undef_when == b->pred || sat(undef_when))) {
-      Expr holds = undef_condition(ctx_, c, undef_cond_memo_);
-      if (b->conv) holds = ctx_.and_(b->conv->guard, holds);
+      Expr holds = undef_holds(*b, c);
       // no thread exhibited: the bundle's threads must not silently vanish
       if (!finding("undef-branch", in, *b, undef_when, "an undefined value decides a predicate", holds))
         unsupported(in, "undefined predicate (undecided: no thread exhibited)");

@@ -226,6 +226,8 @@ class Machine {
   std::unordered_map<ir::Expr, ir::Expr> exists_memo_;  // guard -> exists_data(guard)
   std::unordered_map<ir::Expr, bool> prop_false_memo_;  // cond -> propositionally_false(cond)
   std::unordered_map<ir::Expr, ir::Expr> undef_cond_memo_;  // undef_condition's memo, kept for the run
+  std::unordered_map<ir::Expr, ir::Expr> lift_memo_;
+  ir::Expr arm_cond_ = nullptr;  // while one arm of a pointer select runs: its condition        // lift_ite_atoms' memo, kept for the run
   std::unordered_map<ir::Expr, std::optional<ThreadCoord>> witness_memo_;  // bundle predicate -> one of its threads
 
   // ---- checks and helpers
@@ -236,6 +238,7 @@ class Machine {
   bool finding(const std::string& kind, const ptx::Instruction& in, Bundle& b, ir::Expr where_pred, std::string msg,
                ir::Expr holds = nullptr);
   void undef_sink(Bundle& b, const ptx::Instruction& in, ir::Expr v, const char* kind, const char* what);
+  ir::Expr undef_holds(Bundle& b, ir::Expr v);  // where v is undefined here (the witness check of undef-*)
   Where where(const ptx::Instruction& in) const;
   [[noreturn]] void unsupported(const ptx::Instruction& in, const std::string& why) const;
   ir::Expr linear_tid(ir::Expr tx, ir::Expr ty, ir::Expr tz);

@@ -25,31 +25,6 @@ double const_to_double(Expr e, bool is_signed) {
 }
 }  // namespace
 
-namespace {
-// e with every occurrence of the node `from` replaced by `to` (iterative, memoized over the DAG)
-Expr replace_node(ir::Context& ctx, Expr e, Expr from, Expr to) {
-  std::unordered_map<Expr, Expr> memo;
-  std::vector<std::pair<Expr, bool>> stack{{e, false}};
-  while (!stack.empty()) {
-    auto [x, expanded] = stack.back();
-    stack.pop_back();
-    if (memo.count(x)) continue;
-    if (x == from) { memo[x] = to; continue; }
-    if (x->nargs == 0) { memo[x] = x; continue; }
-    if (!expanded) {
-      stack.push_back({x, true});
-      for (Expr a : x->args()) stack.push_back({a, false});
-      continue;
-    }
-    std::vector<Expr> args;
-    bool same = true;
-    for (Expr a : x->args()) { args.push_back(memo.at(a)); same = same && args.back() == a; }
-    memo[x] = same ? x : ctx.rebuild(x, args);
-  }
-  return memo.at(e);
-}
-}  // namespace
-
 std::pair<Expr, Expr> Machine::single_pointer_summand(Expr a, bool with_rest) {
   if (ptr_param_.count(a)) return {a, ctx_.bv_const(a->sort, 0)};
   if (a->op != Op::BvAdd) return {nullptr, nullptr};
@@ -105,7 +80,7 @@ std::vector<std::pair<Expr, Expr>> Machine::pointer_arms(Bundle& b, const ptx::I
   };
   if (!mixed(base)) return {};
   // lift the topmost ite that has a tensor pointer below it, until each arm names one tensor
-  constexpr size_t kMaxArms = 16;
+  constexpr size_t kMaxArms = 64;
   std::vector<std::pair<Expr, Expr>> done, work{{ctx_.bool_const(true), base}};
   while (!work.empty()) {
     auto [g, e] = work.back();
@@ -128,10 +103,11 @@ std::vector<std::pair<Expr, Expr>> Machine::pointer_arms(Bundle& b, const ptx::I
     if (c->has_undef()) {  // undefined only where this arm's path or the region's guard excludes it?
       Expr uc = ctx_.and_(g, undef_condition(ctx_, c, undef_cond_memo_));
       if (b.conv) uc = ctx_.and_(b.conv->guard, uc);
+      uc = lift_ite_atoms(ctx_, uc, lift_memo_);
       if (!propositionally_false(uc)) {
         Expr when = guarded_domain(b, uc);
         if (when == b.pred || sat(when)) {
-          finding("undef-address", in, b, when, "an undefined value selects the address");
+          finding("undef-address", in, b, when, "an undefined value selects the address", uc);
           unsupported(in, "undefined address");
         }
       }
@@ -161,7 +137,8 @@ Machine::Addr Machine::address(Bundle& b, const ptx::Instruction& in, const Oper
   if (!ir::is_bv(base->sort)) unsupported(in, "address register holds a non-integer value");
   base = drop_unreachable_undef(b, base);  // set on one side of an if-converted region, used on it
   if (base->has_undef()) {
-    finding("undef-address", in, b, undef_domain(b, base), "an undefined value is used as an address");
+    finding("undef-address", in, b, undef_domain(b, base), "an undefined value is used as an address",
+            undef_holds(b, base));
     unsupported(in, "undefined address");
   }
   if (base == last_split_.base && ir::bv_width(base->sort) == 64) {
@@ -541,18 +518,22 @@ void Machine::exec_mem(Bundle& b, const ptx::Instruction& in, Expr guard) {
   // see only the threads some input sends down that arm
   for (const auto& [c, base] : arms) {
     Expr g = guard ? ctx_.and_(guard, c) : c;
-    if (propositionally_false(g)) continue;  // the arm contradicts the guard it runs under
+    // the arm contradicts the guard it runs under (the guard's atoms select the same ites)
+    if (propositionally_false(lift_ite_atoms(ctx_, g, lift_memo_))) continue;
     Expr dom = guarded_domain(b, g);
     if (!sat(dom)) continue;
     Expr saved = b.pred;
     b.pred = dom;
+    arm_cond_ = c;  // dom over-approximates the arm: an undef-* witness must also take it
     try {
       exec_mem_at(b, in, address(b, in, addr_op, base), g);
     } catch (...) {
       b.pred = saved;
+      arm_cond_ = nullptr;
       throw;
     }
     b.pred = saved;
+    arm_cond_ = nullptr;
   }
 }
 
@@ -679,23 +660,27 @@ void Machine::check_global_reads() {
   const Dim3& G = launch_.grid;
   uint64_t range[6] = {B.x, B.y, B.z, G.x, G.y, G.z};
   // An index k + sum c_i v_i whose thread part is injective "digit by digit": sorted by |c|, each
-  // coefficient exceeds the span of the smaller ones (tid + 256*ctaid, p + C*HW*b). Memoized.
+  // coefficient exceeds the span of the smaller ones (tid + 256*ctaid, p + C*HW*b). The ranges are
+  // the widths of the accessing threads' box (the union of the read's and the write's bundle
+  // boxes: a `c < channels` test on tid.x leaves 128 of 256 lanes, and 16641*tid.x +
+  // 2129048*ctaid.x is injective over those). Memoized per (index, widths).
+  using Widths = std::array<uint64_t, 6>;
   struct Digits {
     Linear lin;
     std::vector<std::pair<uint64_t, uint64_t>> terms;  // (|c|, range), ascending
     std::vector<uint64_t> below;                       // span of the smaller terms
   };
-  std::unordered_map<Expr, std::optional<Digits>> digits_memo;
-  auto digits = [&](Expr idx) -> const std::optional<Digits>& {
-    auto it = digits_memo.find(idx);
+  std::map<std::pair<Expr, Widths>, std::optional<Digits>> digits_memo;
+  auto digits = [&](Expr idx, const Widths& width) -> const std::optional<Digits>& {
+    auto it = digits_memo.find({idx, width});
     if (it != digits_memo.end()) return it->second;
     std::optional<Digits> d;
     if (auto L = linear_of(idx, vars)) {
       d = Digits{*L, {}};
       for (int i = 0; i < 6 && d; ++i) {
-        if (range[i] == 1) continue;
+        if (width[size_t(i)] == 1) continue;
         if (L->c[i] == 0) d.reset();  // threads differing only in this Var share the element
-        else d->terms.push_back({uint64_t(L->c[i] < 0 ? -L->c[i] : L->c[i]), range[i]});
+        else d->terms.push_back({uint64_t(L->c[i] < 0 ? -L->c[i] : L->c[i]), width[size_t(i)]});
       }
       if (d) std::sort(d->terms.begin(), d->terms.end());
       uint64_t span = 0;  // the largest value the smaller terms can add
@@ -706,19 +691,37 @@ void Machine::check_global_reads() {
         span += c * (r - 1);
       }
     }
-    return digits_memo.emplace(idx, std::move(d)).first->second;
+    return digits_memo.emplace(std::pair{idx, width}, std::move(d)).first->second;
   };
-  auto injective = [&](Expr idx) { return digits(idx).has_value(); };
+  std::unordered_map<Expr, std::optional<ThreadBox>> boxes;
+  auto box = [&](Expr pred) -> const std::optional<ThreadBox>& {
+    auto it = boxes.find(pred);
+    if (it == boxes.end()) it = boxes.emplace(pred, box_of(tv_, pred)).first;
+    return it->second;
+  };
+  // widths of the union of two bundles' boxes; nullopt when one of them holds no thread
+  auto widths_of = [&](Expr p1, Expr p2) -> std::optional<Widths> {
+    const auto& b1 = box(p1);
+    const auto& b2 = box(p2);
+    if (!b1 || !b2) return std::nullopt;
+    Widths w;
+    for (size_t i = 0; i < 6; ++i) {
+      uint64_t lo = std::min((*b1)[i].lo, (*b2)[i].lo), hi = std::max((*b1)[i].hi, (*b2)[i].hi);
+      w[i] = std::min<uint64_t>(hi - lo + 1, range[i]);
+    }
+    return w;
+  };
+  auto injective = [&](Expr idx, const Widths& w) { return digits(idx, w).has_value(); };
   // Read index k_r + T(v), write index k_w + T(v') with the same injective thread part T: another
   // thread's write lands on the read's element iff k_w - k_r = T(v) - T(v') = sum |c_i| d_i with
   // |d_i| < range_i, not all zero. The digits make that representation unique, found greedily
   // from the largest coefficient (at most two candidates per digit).
-  auto other_thread_can_hit = [&](Expr read_idx, Expr write_idx) {
-    const auto& R = digits(read_idx);
-    const auto& W = digits(write_idx);
+  auto other_thread_can_hit = [&](Expr read_idx, Expr write_idx, const Widths& width) {
+    const auto& R = digits(read_idx, width);
+    const auto& W = digits(write_idx, width);
     if (!R || !W) return true;
     for (int i = 0; i < 6; ++i)
-      if (range[i] != 1 && R->lin.c[i] != W->lin.c[i]) return true;
+      if (width[size_t(i)] != 1 && R->lin.c[i] != W->lin.c[i]) return true;
     const int64_t delta = W->lin.k - R->lin.k;
     if (delta == 0) return false;  // same element only for the same thread
     std::vector<std::pair<size_t, __int128>> stack{{R->terms.size(), delta}};  // (digits left, remainder)
@@ -745,19 +748,21 @@ void Machine::check_global_reads() {
   };
   for (const auto& [tensor, st] : stores) {
     std::vector<const GlobalRead*> open;
-    std::unordered_map<Expr, bool> cleared_index;  // the clearing looks at the index only
+    std::map<std::pair<Expr, Expr>, bool> cleared_index;  // the clearing looks at the index and the read's threads
     for (const auto& rd : global_reads_) {
       if (rd.tensor != tensor) continue;
-      auto [known, fresh] = cleared_index.try_emplace(rd.index, true);
+      auto [known, fresh] = cleared_index.try_emplace({rd.index, rd.pred}, true);
       if (fresh) {
         ir::Bounds rb = ctx_.bv_bounds(rd.index);
         for (size_t wi : st) {
           deadline_.tick("in the global read-after-write check");
           const auto& w = out_.writes[wi];
-          if (w.index == rd.index && injective(rd.index)) continue;
+          auto width = widths_of(rd.pred, w.pred);
+          if (!width) continue;  // one of the two bundles holds no thread
+          if (w.index == rd.index && injective(rd.index, *width)) continue;
           ir::Bounds wb = ctx_.bv_bounds(w.index);
           if (!rd.index->has_data() && !w.index->has_data() && (rb.hi < wb.lo || wb.hi < rb.lo)) continue;
-          if (!rd.index->has_data() && !w.index->has_data() && !other_thread_can_hit(rd.index, w.index)) continue;
+          if (!rd.index->has_data() && !w.index->has_data() && !other_thread_can_hit(rd.index, w.index, *width)) continue;
           known->second = false;
           break;
         }

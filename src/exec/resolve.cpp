@@ -199,44 +199,85 @@ std::vector<Writer> writers_of(ir::Context& ctx, const ExecResult& r, int32_t te
     };
     // 1. affine solve: index = k + sum c_i v_i with c_i >= 0; depth-first over the Vars by
     // decreasing coefficient, each Var limited to the values that leave a reachable remainder
-    // (exact: every solution is found, with no blind enumeration)
-    if (auto L = linear_of(w.index, vars)) {
+    // (exact: every solution is found, with no blind enumeration). `fixed` Vars (already set in
+    // p) are left alone; Vars neither in the index nor fixed are enumerated against the predicate.
+    auto affine_solve = [&](const Linear& L, int64_t target, uint64_t* p, unsigned fixed) {
       std::vector<int> order;
-      bool nonneg = true;
-      for (int i = 0; i < 6; ++i) {
-        if (L->c[i] < 0) nonneg = false;
-        if (L->c[i] != 0) order.push_back(i);
+      for (int i = 0; i < 6; ++i)
+        if (L.c[i] != 0) order.push_back(i);
+      std::sort(order.begin(), order.end(), [&](int a, int b) { return L.c[a] > L.c[b]; });
+      std::vector<int64_t> span(order.size() + 1, 0);  // max of the remaining terms
+      for (size_t a = order.size(); a-- > 0;) span[a] = span[a + 1] + L.c[order[a]] * int64_t(range[order[a]] - 1);
+      std::vector<int> free;
+      for (int i = 0; i < 6; ++i) if (L.c[i] == 0 && range[i] > 1 && !(fixed >> i & 1)) free.push_back(i);
+      auto finish = [&] {  // Vars absent from the index: enumerate against the predicate
+        uint64_t total = 1;
+        for (int i : free) total *= range[i];
+        for (uint64_t n = 0; n < total; ++n) {
+          uint64_t q = n;
+          for (int i : free) { p[i] = q % range[i]; q /= range[i]; }
+          if (hit(p)) add(p);
+        }
+      };
+      // depth-first search, at most 6 levels deep (one per thread Var)
+      std::function<void(size_t, int64_t)> dfs = [&](size_t lvl, int64_t rem) {
+        if (rem < 0 || rem > span[lvl]) return;
+        if (lvl == order.size()) { if (rem == 0) finish(); return; }
+        int i = order[lvl];
+        int64_t c = L.c[i];
+        int64_t lo = std::max<int64_t>(0, (rem - span[lvl + 1] + c - 1) / c), hi = std::min<int64_t>(rem / c, range[i] - 1);
+        for (int64_t v = lo; v <= hi; ++v) {
+          p[i] = uint64_t(v);
+          dfs(lvl + 1, rem - v * c);
+        }
+      };
+      dfs(0, target - L.k);
+    };
+    auto nonneg = [](const Linear& L) {
+      for (int i = 0; i < 6; ++i) if (L.c[i] < 0) return false;
+      return true;
+    };
+    if (auto L = linear_of(w.index, vars); L && nonneg(*L)) {
+      uint64_t p[6] = {0, 0, 0, 0, 0, 0};
+      affine_solve(*L, int64_t(flat), p, 0);
+      continue;
+    }
+    // 1b. index = f(tid) + (affine in ctaid): a warp- or group-level writer (`(tid.x >> 7) +
+    // 2*ctaid.x`, one writer per 128 lanes) is not affine in tid, but a block has at most 1024
+    // threads: each tid point fixes f, and the ctaid part is solved as in 1 (exact; every
+    // candidate is checked by evaluation).
+    {
+      std::vector<Expr> tid_part, rest;
+      bool split = true;
+      for (Expr x : w.index->op == Op::BvAdd ? std::vector<Expr>(w.index->args().begin(), w.index->args().end())
+                                             : std::vector<Expr>{w.index}) {
+        unsigned mask = 0;
+        for (Expr l : ir::leaves(x))
+          for (int i = 0; i < 6; ++i) if (l == vars[size_t(i)]) mask |= 1u << i;
+        if (mask && !(mask & 0x38)) tid_part.push_back(x);
+        else if (!(mask & 0x07)) rest.push_back(x);
+        else { split = false; break; }
       }
-      if (nonneg) {
-        std::sort(order.begin(), order.end(), [&](int a, int b) { return L->c[a] > L->c[b]; });
-        std::vector<int64_t> span(order.size() + 1, 0);  // max of the remaining terms
-        for (size_t a = order.size(); a-- > 0;) span[a] = span[a + 1] + L->c[order[a]] * int64_t(range[order[a]] - 1);
-        std::vector<int> free;
-        for (int i = 0; i < 6; ++i) if (L->c[i] == 0 && range[i] > 1) free.push_back(i);
-        uint64_t p[6] = {0, 0, 0, 0, 0, 0};
-        auto finish = [&] {  // Vars absent from the index: enumerate against the predicate
-          uint64_t total = 1;
-          for (int i : free) total *= range[i];
-          for (uint64_t n = 0; n < total; ++n) {
-            uint64_t q = n;
-            for (int i : free) { p[i] = q % range[i]; q /= range[i]; }
-            if (hit(p)) add(p);
+      Expr A = split && !tid_part.empty() ? ctx.bv_add(tid_part) : nullptr;
+      Expr Bx = rest.empty() ? ctx.bv_const(w.index->sort, 0) : ctx.bv_add(rest);
+      std::optional<Linear> LB;
+      if (A) LB = linear_of(Bx, vars);
+      uint64_t free_blocks = 1;  // ctaid Vars absent from the index: enumerated per tid point
+      for (int i = 3; LB && i < 6; ++i)
+        if (LB->c[i] == 0) free_blocks *= range[i];
+      if (A && LB && nonneg(*LB) && free_blocks <= (uint64_t(1) << 16)) {
+        Expr aroots[] = {A};
+        BvProgram aprog(vars, aroots);
+        if (aprog.ok()) {
+          const uint64_t threads = range[0] * range[1] * range[2];
+          for (uint64_t n = 0; n < threads; ++n) {
+            uint64_t p[6] = {n % range[0], n / range[0] % range[1], n / (range[0] * range[1]), 0, 0, 0};
+            uint64_t a = 0;
+            aprog.eval(p, &a);
+            affine_solve(*LB, int64_t(flat) - int64_t(a), p, 0x07);
           }
-        };
-        // depth-first search, at most 6 levels deep (one per thread Var)
-        std::function<void(size_t, int64_t)> dfs = [&](size_t lvl, int64_t rem) {
-          if (rem < 0 || rem > span[lvl]) return;
-          if (lvl == order.size()) { if (rem == 0) finish(); return; }
-          int i = order[lvl];
-          int64_t c = L->c[i];
-          int64_t lo = std::max<int64_t>(0, (rem - span[lvl + 1] + c - 1) / c), hi = std::min<int64_t>(rem / c, range[i] - 1);
-          for (int64_t v = lo; v <= hi; ++v) {
-            p[i] = uint64_t(v);
-            dfs(lvl + 1, rem - v * c);
-          }
-        };
-        dfs(0, int64_t(flat) - L->k);
-        continue;
+          continue;
+        }
       }
     }
     // 2. bounded enumeration over every thread

@@ -2,8 +2,14 @@
 
 #include <algorithm>
 #include <array>
+#include <bit>
 #include <stdexcept>
 #include <unordered_set>
+
+#include <fmt/format.h>
+
+#include "exec/interval.h"
+#include "ir/walk.h"
 
 namespace dirigo::exec {
 
@@ -305,11 +311,41 @@ std::optional<std::vector<uint64_t>> ThreadSat::solve_component(Expr conj, const
     r.lo = std::max(r.lo, bd->lo), r.hi = std::min(r.hi, bd->hi);
     if (r.lo > r.hi) return std::nullopt;
   }
-  long double total = 1;
-  for (auto& r : range) {
+  // a Var the condition sees only through its low d bits (masks, shifts, sums and products of
+  // them: `63 & (4*ctaid.x + q)`, `31 & ((4*ctaid.x + q) >> 6)`) takes every residue mod 2^d in
+  // any 2^d consecutive values of its range: enumerating [lo, lo + 2^d) is exact, and every point
+  // is a real thread (096: ctaid.x over 2048 values instead of 524288)
+  auto reduce = [&](const ThreadBox* box) {
+    auto demand = low_bits_demand(conj, box);
+    for (size_t k = 0; k < ids.size(); ++k) {
+      unsigned d = demand[size_t(ids[k])];
+      if (d < 63 && range[k].hi - range[k].lo + 1 > (uint64_t(1) << d))
+        range[k].hi = range[k].lo + (uint64_t(1) << d) - 1;
+    }
+  };
+  auto points = [&] {
+    long double total = 1;
+    for (auto& r : range) total *= (long double)(r.hi - r.lo + 1);
+    return total;
+  };
+  for (auto& r : range)
     if (r.lo > r.hi) return std::nullopt;
-    total *= (long double)(r.hi - r.lo + 1);
+  const std::vector<Range> tightened = range;
+  reduce(nullptr);
+  if (points() > (long double)max_enum_) {
+    // sums whose range stays below 2^k show only k bits (`i − (i & −32)` is i mod 32, so the
+    // comparisons above it see bits 0..4 of i, not all 32)
+    auto all = tv_.all();
+    ThreadBox box;
+    for (int i = 0; i < 6; ++i) box[size_t(i)] = all[i]->bounds();
+    range = tightened;  // the box is the real ranges, not the reduced ones
+    for (size_t k = 0; k < ids.size(); ++k) box[size_t(ids[k])] = {range[k].lo, range[k].hi};
+    reduce(&box);
+    // this pass runs on queries that used to be answered "satisfiable" at once: only a modest
+    // enumeration is worth it (002 spent its 20 s in 2^23-point ones and got no further)
+    if (points() > (long double)std::min<uint64_t>(max_enum_, uint64_t(1) << 20)) range = tightened;
   }
+  long double total = points();
   if (!want_point) {
     if (auto d = interval_decide(atoms)) {
       if (!*d) return std::nullopt;
@@ -323,6 +359,7 @@ std::optional<std::vector<uint64_t>> ThreadSat::solve_component(Expr conj, const
   Expr roots[] = {conj};
   BvProgram prog(vars, roots);
   if (!prog.ok() || total > (long double)max_enum_) {
+    if (!want_point && prog.ok() && refuted_by_cuts(conj, ids, range)) return std::nullopt;
     ++inexact_;
     if (want_point) return std::nullopt;
     std::vector<uint64_t> p;
@@ -342,6 +379,253 @@ std::optional<std::vector<uint64_t>> ThreadSat::solve_component(Expr conj, const
       p[k] = range[k].lo;
     }
     if (k == p.size()) return std::nullopt;
+  }
+}
+
+// How many low bits of each thread Var the condition can observe: demands flow from the
+// comparisons (all bits of their operands) down through operators whose low d result bits depend
+// only on the low d (or d + c) bits of their operands; anything else asks for every bit.
+std::array<unsigned, 6> ThreadSat::low_bits_demand(Expr cond, const ThreadBox* box) {
+  std::array<unsigned, 6> out{};
+  std::vector<Expr> order;  // children before parents
+  std::unordered_set<Expr> seen;
+  ir::post_order(cond, [&](Expr e) { return seen.count(e) > 0; }, [&](Expr e) { seen.insert(e); order.push_back(e); });
+  std::unordered_map<Expr, unsigned> demand;
+  auto ask = [&](Expr e, unsigned d) {
+    unsigned w = ir::is_bv(e->sort) ? ir::bv_width(e->sort) : 1;
+    auto& x = demand[e];
+    x = std::max(x, std::min(d, w));
+  };
+  auto const_of = [](Expr e) -> std::optional<uint64_t> {
+    if (e->op == Op::ConstBV) return e->bv_value();
+    return std::nullopt;
+  };
+  for (size_t i = order.size(); i-- > 0;) {  // parents first
+    Expr e = order[i];
+    unsigned w = ir::is_bv(e->sort) ? ir::bv_width(e->sort) : 1;
+    unsigned d = e == cond ? w : demand.count(e) ? demand[e] : 0;
+    if (box && e->op == Op::BvAdd && d > 1) {  // a sum below 2^k has k meaningful bits
+      auto r = range_over(e, tv_, *box);
+      if (r && r->lo <= r->hi) d = std::min<unsigned>(d, std::max(1u, unsigned(std::bit_width(r->hi))));
+    }
+    if (e->op == Op::Var) {
+      int id = var_id(e);
+      if (id >= 0) out[size_t(id)] = std::max(out[size_t(id)], d);
+      continue;
+    }
+    if (!ir::is_bv(e->sort)) {  // Boolean structure and comparisons: operands in full
+      for (Expr a : e->args()) ask(a, ir::is_bv(a->sort) ? ir::bv_width(a->sort) : 1);
+      continue;
+    }
+    switch (e->op) {
+      case Op::BvAdd: case Op::BvMul: case Op::BvOr: case Op::BvXor: case Op::BvNot:
+        for (Expr a : e->args()) ask(a, d);
+        break;
+      case Op::BvAnd: {
+        unsigned dm = d;  // a constant mask bounds what the other operands can show
+        for (Expr a : e->args())
+          if (auto c = const_of(a)) dm = std::min<unsigned>(dm, unsigned(std::bit_width(*c)));
+        for (Expr a : e->args()) ask(a, dm);
+        break;
+      }
+      case Op::BvShl: case Op::BvLShr: case Op::BvAShr: {
+        auto c = const_of(e->arg(1));
+        if (!c || *c >= w) { for (Expr a : e->args()) ask(a, 64); break; }
+        unsigned da = e->op == Op::BvShl ? (d > *c ? d - unsigned(*c) : 0) : unsigned(std::min<uint64_t>(w, d + *c));
+        if (e->op == Op::BvAShr && d + *c >= w) da = w;
+        ask(e->arg(0), da);
+        break;
+      }
+      case Op::ZExt: case Op::SExt: case Op::Trunc: {
+        unsigned wi = ir::bv_width(e->arg(0)->sort);
+        ask(e->arg(0), e->op == Op::SExt && d > wi ? wi : std::min(d, wi));
+        break;
+      }
+      case Op::Ite:
+        ask(e->arg(0), 1);
+        ask(e->arg(1), d);
+        ask(e->arg(2), d);
+        break;
+      default:
+        for (Expr a : e->args()) ask(a, 64);
+    }
+  }
+  return out;
+}
+
+// Too many threads to enumerate, but the condition may see them only through a few
+// sub-expressions of small range: output coordinates of a flat index L (`(L / 1156) % 34`,
+// `L − 34·(L / 34)`) over 80M threads. Each such sub-expression becomes a fresh Var over its
+// interval (range_over: never narrower than the truth), and the rest of the condition is
+// enumerated over those Vars. The values the threads give them jointly are a subset of that
+// product, so no satisfying point proves the condition unsatisfiable; a satisfying point proves
+// nothing (it may combine values no single thread has). Cuts are taken as low as the ranges stay
+// small, and `k + R` is cut at R, so related terms share their Var (`w % 2` and `(w + 1) % 2` are
+// both over w, not two independent bits).
+bool ThreadSat::refuted_by_cuts(Expr conj, const std::vector<int>& ids, const std::vector<Range>& range) {
+  auto all = tv_.all();
+  ThreadBox box;
+  for (int i = 0; i < 6; ++i) box[size_t(i)] = all[i]->bounds();
+  for (size_t k = 0; k < ids.size(); ++k) box[size_t(ids[k])] = {range[k].lo, range[k].hi};
+  // a node's range: range_over, else enumerated over the node's own thread Vars when they are
+  // few (`tid.x − 64·(tid.x >> 6)` over 256 points), each as an unsigned interval
+  // both bounds keep a refutation attempt cheap (it runs on the inexact path of every split and
+  // undef check of a large launch; at 2^24 points 011's Execute ran out of its 20 s)
+  constexpr uint64_t kOwnPoints = uint64_t(1) << 12;
+  const long double kCutPoints = (long double)std::min<uint64_t>(max_enum_, uint64_t(1) << 16);
+  std::unordered_map<Expr, std::optional<ir::Bounds>> ranges;
+  auto small = [&](Expr e) -> std::optional<ir::Bounds> {
+    auto [it, fresh] = ranges.try_emplace(e);
+    if (!fresh) return it->second;
+    auto r = range_over(e, tv_, box);
+    if (!r || r->lo > r->hi || (long double)(r->hi - r->lo) >= kCutPoints) {
+      r.reset();
+      int mask = var_mask(e);
+      long double own = 1;
+      std::vector<Expr> vs;
+      for (int i = 0; i < 6; ++i)
+        if (mask > 0 && (mask >> i & 1)) { own *= (long double)(box[size_t(i)].hi - box[size_t(i)].lo + 1); vs.push_back(all[i]); }
+      if (!vs.empty() && own <= (long double)kOwnPoints) {
+        Expr roots[] = {e};
+        BvProgram prog(vs, roots);
+        if (prog.ok()) {
+          std::vector<uint64_t> p;
+          for (int i = 0; i < 6; ++i) if (mask >> i & 1) p.push_back(box[size_t(i)].lo);
+          std::vector<int> at;
+          for (int i = 0; i < 6; ++i) if (mask >> i & 1) at.push_back(i);
+          uint64_t lo = ~uint64_t(0), hi = 0, out = 0;
+          while (true) {
+            prog.eval(p.data(), &out);
+            lo = std::min(lo, out), hi = std::max(hi, out);
+            size_t k = 0;
+            for (; k < p.size(); ++k) {
+              if (p[k] < box[size_t(at[k])].hi) { ++p[k]; break; }
+              p[k] = box[size_t(at[k])].lo;
+            }
+            if (k == p.size()) break;
+          }
+          if ((long double)(hi - lo) < kCutPoints) r = ir::Bounds{lo, hi};
+        }
+      }
+    }
+    it->second = r;
+    return r;
+  };
+  auto width = [](const ir::Bounds& r) { return (long double)(r.hi - r.lo) + 1; };
+  struct Offset { Expr k, rest; };
+  auto offset_of = [&](Expr e) -> std::optional<Offset> {  // k + R with R of small range
+    if (e->op != Op::BvAdd) return std::nullopt;
+    Expr k = nullptr;
+    std::vector<Expr> rest;
+    for (Expr a : e->args()) {
+      if (a->op == Op::ConstBV) k = a;
+      else rest.push_back(a);
+    }
+    if (!k || rest.empty()) return std::nullopt;
+    Expr R = ctx_.bv_add(rest);
+    if (!small(R)) return std::nullopt;
+    return Offset{k, R};
+  };
+  // phase 1, top-down: which nodes become Vars, which are k + (their rest)
+  std::unordered_map<Expr, ir::Bounds> cut;
+  std::unordered_map<Expr, Offset> offset;
+  long double points = 1;
+  std::unordered_set<Expr> seen;
+  std::vector<Expr> stack{conj};
+  while (!stack.empty() && points <= kCutPoints) {
+    Expr e = stack.back();
+    stack.pop_back();
+    if (e->is_const() || !seen.insert(e).second) continue;
+    if (ir::is_bv(e->sort)) {
+      if (e->op == Op::Var) {
+        int id = var_id(e);
+        if (id < 0) return false;
+        cut[e] = box[size_t(id)];
+        points *= (long double)(box[size_t(id)].hi - box[size_t(id)].lo + 1);
+        continue;
+      }
+      if (auto o = offset_of(e)) {
+        offset[e] = *o;
+        stack.push_back(o->rest);
+        continue;
+      }
+      if (auto r = small(e)) {
+        // every operand of small range too, and not many more points: cut there instead, keeping
+        // their relations (`w % 2` and `(w + 1) % 2` both over w)
+        bool lower = true;
+        long double below = 1;
+        for (Expr a : e->args()) {
+          if (a->is_const()) continue;
+          std::optional<ir::Bounds> ra;
+          if (!ir::is_bv(a->sort)) lower = false;
+          else if (auto o = offset_of(a)) ra = small(o->rest);
+          else ra = small(a);
+          if (!ra) lower = false;
+          else below *= width(*ra);
+        }
+        if (below > width(*r) * 256) lower = false;
+        if (!lower) {
+          cut[e] = *r;
+          points *= (long double)(r->hi - r->lo + 1);
+          continue;
+        }
+      }
+    }
+    for (Expr a : e->args()) stack.push_back(a);
+  }
+  if (points > kCutPoints || cut.empty()) return false;
+  // phase 2, bottom-up: the condition over the cut Vars
+  std::vector<Expr> fresh;
+  std::vector<Range> fresh_range;
+  std::unordered_map<Expr, Expr> value;
+  auto children = [&](Expr e) -> std::vector<Expr> {
+    if (cut.count(e) || e->is_const()) return {};
+    if (auto it = offset.find(e); it != offset.end()) return {it->second.rest};
+    return {e->args().begin(), e->args().end()};
+  };
+  std::vector<std::pair<Expr, bool>> work{{conj, false}};
+  while (!work.empty()) {
+    auto [e, expanded] = work.back();
+    work.pop_back();
+    if (value.count(e)) continue;
+    if (!expanded) {
+      work.push_back({e, true});
+      for (Expr c : children(e))
+        if (!value.count(c)) work.push_back({c, false});
+      continue;
+    }
+    if (e->is_const()) value[e] = e;
+    else if (auto it = cut.find(e); it != cut.end()) {
+      Expr v = ctx_.var(fmt::format("cut{}.{}", fresh.size(), e->id), e->sort, it->second);
+      fresh.push_back(v);
+      fresh_range.push_back({it->second.lo, it->second.hi});
+      value[e] = v;
+    } else if (auto ot = offset.find(e); ot != offset.end()) {
+      value[e] = ctx_.bv_add(ot->second.k, value.at(ot->second.rest));
+    } else {
+      std::vector<Expr> args;
+      for (Expr a : e->args()) args.push_back(value.at(a));
+      value[e] = ctx_.rebuild(e, args);
+    }
+  }
+  Expr abstract = value.at(conj);
+  if (abstract->op == Op::ConstBool) return !abstract->bool_value();
+  Expr roots[] = {abstract};
+  BvProgram prog(fresh, roots);
+  if (!prog.ok()) return false;
+  std::vector<uint64_t> p;
+  for (auto& r : fresh_range) p.push_back(r.lo);
+  uint64_t out = 0;
+  while (true) {
+    if (deadline_) deadline_->tick("in a satisfiability enumeration");
+    prog.eval(p.data(), &out);
+    if (out) return false;
+    size_t k = 0;
+    for (; k < p.size(); ++k) {
+      if (p[k] < fresh_range[k].hi) { ++p[k]; break; }
+      p[k] = fresh_range[k].lo;
+    }
+    if (k == p.size()) return true;
   }
 }
 

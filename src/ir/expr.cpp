@@ -1284,6 +1284,10 @@ struct Context::Impl {
     }
     if ((op == Op::BvSDiv || op == Op::BvSRem) && nonneg(a) && nonneg(b) && apply(Rule::BvSignedToUnsigned))
       return divrem(op == Op::BvSDiv ? Op::BvUDiv : Op::BvURem, a, b);
+    // x /s 1 = x and x %s 1 = 0 for every x, INT_MIN included (strides of 1 in generic index code)
+    if (b->op == Op::ConstBV && b->u == 1 && (op == Op::BvSDiv || op == Op::BvSRem) && !a->has_undef() &&
+        apply(Rule::BvDivRemConst))
+      return op == Op::BvSDiv ? a : mk_bv(s, 0);
     if (b->op == Op::ConstBV && b->u >= 1 && (op == Op::BvUDiv || op == Op::BvURem)) {
       if (b->u == 1 && !a->has_undef() && apply(Rule::BvDivRemConst)) return op == Op::BvUDiv ? a : mk_bv(s, 0);
       if (b->u >= 2) return op == Op::BvUDiv ? udiv_const(a, b->u, false) : urem_const(a, b->u);

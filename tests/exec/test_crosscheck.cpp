@@ -409,5 +409,30 @@ void check_math_fns(bool fast) {
 TEST(CrossCheck, LogLog1pErfRollUp) { check_math_fns(false); }
 TEST(CrossCheck, LogLog1pErfRollUpFastMath) { check_math_fns(true); }
 
+// Write inversion of an index that is affine in ctaid but not in tid (`(tid.x >> 7) + 2*ctaid.x`,
+// one writer per 128 lanes): each tid point fixes the tid part, the ctaid part is solved. 2^27
+// threads, too many for the fallback enumeration (098 was "launch too large to enumerate").
+TEST(Scale, GroupLeaderWriteInverted) {
+  DIRIGO_LOAD(m, "correct");
+  ir::Context ctx;
+  int32_t x = ctx.tensor("leader.x"), out = ctx.tensor("leader.out");
+  Launch L;
+  L.grid = {uint32_t(1) << 19};
+  L.block = {256};
+  L.params = {ParamBinding::tensor_arg(x, DType::F32, uint64_t(256) << 19),
+              ParamBinding::tensor_arg(out, DType::F32, uint64_t(2) << 19)};
+  auto r = execute(ctx, *m, "group_leader_write", L);
+  ASSERT_TRUE(r.ok()) << to_text(ctx, r);
+  for (int64_t flat : {int64_t(0), int64_t(1), int64_t(777), int64_t(2 << 19) - 1}) {
+    auto ws = writers_of(ctx, r, out, flat);
+    ASSERT_EQ(ws.size(), 1u) << flat;
+    EXPECT_EQ(ws[0].thread.tid.x, uint32_t(128 * (flat % 2))) << flat;
+    EXPECT_EQ(ws[0].thread.ctaid.x, uint32_t(flat / 2)) << flat;
+    // the value is x[256*ctaid.x + tid.x] of that thread
+    EXPECT_EQ(ws[0].value, ctx.elem(x, 256 * (flat / 2) + 128 * (flat % 2), ir::Sort::Real)) << flat;
+  }
+  EXPECT_TRUE(writers_of(ctx, r, out, int64_t(2) << 19).empty());  // past the last writer
+}
+
 }  // namespace
 }  // namespace dirigo::exec::test

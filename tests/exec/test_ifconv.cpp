@@ -5,6 +5,7 @@
 
 #include "exec/ifconv.h"
 #include "exec_test_util.h"
+#include "ir/walk.h"
 
 namespace dirigo::exec::test {
 namespace {
@@ -327,22 +328,24 @@ TEST(PointerSelect, ThreadConditionChecksEachArmOnItsOwnThreads) {
 }
 
 // The truth-table check agrees with enumerating assignments through the Context (exists_data
-// with every atom a variable) on random skeletons of Not/And/Or/ite over up to 10 atoms, some of
-// them negations of others; above 10 atoms it answers "not proven".
+// with every atom a variable) on random skeletons of Not/And/Or/ite over up to 14 atoms, some of
+// them negations of others (above 12 atoms the table is evaluated once per assignment of the
+// rest); above 20 atoms it answers "not proven".
 TEST(IfConvParts, PropositionallyUnsatMatchesEnumeration) {
   ir::Context ctx;
   std::vector<ir::Expr> atoms;
-  for (int k = 0; k < 6; ++k) {
+  for (int k = 0; k < 14; ++k) {
     ir::Expr x = ctx.elem(ctx.tensor("x"), k, ir::Sort::Real);
     atoms.push_back(ctx.lt(ctx.real_const(0), x));
-    atoms.push_back(ctx.le(x, ctx.real_const(0)));  // the first one's negation: one variable
+    if (k < 6) atoms.push_back(ctx.le(x, ctx.real_const(0)));  // the first one's negation: one variable
   }
   std::mt19937 rng(7);
-  int unsat = 0;
-  for (int iter = 0; iter < 400; ++iter) {
-    size_t pool = 2 + rng() % 9;  // 2..10 atoms drawn from (so at most 10 variables)
+  int unsat = 0, wide = 0;
+  for (int iter = 0; iter < 460; ++iter) {
+    bool big = iter >= 400;  // 13..14 variables: more than one pass
+    size_t pool = big ? 18 + rng() % 3 : 2 + rng() % 9;
     std::vector<ir::Expr> nodes(atoms.begin(), atoms.begin() + pool);
-    for (int k = 0; k < 8; ++k) {
+    for (int k = 0; k < (big ? 24 : 8); ++k) {
       ir::Expr a = nodes[rng() % nodes.size()], b = nodes[rng() % nodes.size()], c = nodes[rng() % nodes.size()];
       switch (rng() % 4) {
         case 0: nodes.push_back(ctx.not_(a)); break;
@@ -352,15 +355,23 @@ TEST(IfConvParts, PropositionallyUnsatMatchesEnumeration) {
       }
     }
     ir::Expr cond = ctx.and_(nodes.back(), nodes[nodes.size() - 2]);
-    ir::Expr e = exists_data(ctx, cond, [](ir::Expr) { return false; }, 10);
+    if (big) cond = ctx.and_(cond, ctx.and_(ctx.or_(atoms[6], atoms[0]), ctx.or_(atoms[pool - 1], atoms[1])));
+    ir::Expr e = exists_data(ctx, cond, [](ir::Expr) { return false; }, 14);
     bool expect = e->op == ir::Op::ConstBool && !e->bool_value();
     EXPECT_EQ(propositionally_unsat(ctx, cond), expect) << iter;
     unsat += expect;
+    wide += big && expect;
   }
   EXPECT_GT(unsat, 10) << "some random conditions are contradictions";
+  EXPECT_GT(wide, 0) << "some contradictions over more than 12 atoms";
   std::vector<ir::Expr> many;
-  for (int k = 0; k < 11; ++k) many.push_back(ctx.lt(ctx.real_const(k), ctx.elem(ctx.tensor("y"), k, ir::Sort::Real)));
-  many.push_back(ctx.not_(many[0]));  // unsatisfiable, but 11 variables: not decided here
+  for (int k = 0; k < 16; ++k) many.push_back(ctx.lt(ctx.real_const(k), ctx.elem(ctx.tensor("y"), k, ir::Sort::Real)));
+  many.push_back(ctx.not_(many[0]));  // unsatisfiable over 16 variables: decided (16 passes)
+  EXPECT_TRUE(propositionally_unsat(ctx, ctx.and_(many)));
+  many.pop_back();
+  EXPECT_FALSE(propositionally_unsat(ctx, ctx.and_(many)));
+  for (int k = 16; k < 21; ++k) many.push_back(ctx.lt(ctx.real_const(k), ctx.elem(ctx.tensor("y"), k, ir::Sort::Real)));
+  many.push_back(ctx.not_(many[0]));  // unsatisfiable, but 21 variables: not decided here
   EXPECT_FALSE(propositionally_unsat(ctx, ctx.and_(many)));
   EXPECT_TRUE(propositionally_unsat(ctx, ctx.and_(atoms[0], atoms[1])));
 }
@@ -409,6 +420,52 @@ TEST(IfConvParts, SharedAddressByItsInterval) {
   std::vector<double> ref(32);
   for (size_t t = 0; t < 32; ++t) ref[t] = s.in[31 - t];
   cross_check(s.h, m, "k", "out", ref, 1e-9);
+}
+
+// A register's if-converted history `ite(g, x, Undef)` compared with a constant: the lifted
+// condition compares the arms, so the guard g that selected the arm and the comparison share the
+// atom g. `g ∧ 32 <=s x ∧ !(32 <=s ite(g, x, Undef))` is then propositionally false; unlifted,
+// `32 <=s ite(..)` is one more free atom (and 061's conditions passed 20 of them).
+TEST(IfConvParts, LiftIteAtomsComparesTheArms) {
+  ir::Context ctx;
+  auto k = [&](uint64_t v) { return ctx.bv_const(ir::Sort::BV32, v); };
+  ir::Expr tid = ctx.var("tid.x", ir::Sort::BV32, ir::Bounds{0, 63});
+  ir::Expr g = ctx.ult(tid, k(40)), h = ctx.ult(tid, k(50));
+  ir::Expr x = ctx.bv_add(tid, k(3)), y = ctx.bv_sub(tid, k(9));
+  ir::Expr u = ctx.undef(ir::Sort::BV32);
+  ir::Expr cmp = ctx.sle(k(32), ctx.ite(g, y, u));
+  ir::Expr cond = ctx.and_(std::vector<ir::Expr>{g, ctx.sle(k(32), y), ctx.not_(cmp)});
+  std::unordered_map<ir::Expr, ir::Expr> memo;
+  EXPECT_FALSE(propositionally_unsat(ctx, cond));
+  EXPECT_TRUE(propositionally_unsat(ctx, lift_ite_atoms(ctx, cond, memo)));
+  // nested, and the arms' own comparisons fold: `ite(h, ite(g, x, Undef), 0) == 0`
+  ir::Expr eq = ctx.eq(ctx.ite(h, ctx.ite(g, x, u), k(0)), k(0));
+  ir::Expr le = lift_ite_atoms(ctx, eq, memo);
+  bool ite_operand = false;  // no comparison left with an ite operand
+  ir::post_order(le, [&](ir::Expr e) { return e->nargs == 0; }, [&](ir::Expr e) {
+    if (e->sort == ir::Sort::Bool && e->op != ir::Op::Ite)
+      for (ir::Expr a : e->args()) ite_operand |= a->op == ir::Op::Ite;
+  });
+  EXPECT_FALSE(ite_operand) << short_string(ctx, le);
+  ir::Expr eq2 = ctx.eq(ctx.ite(ctx.or_(g, h), u, k(0)), k(0));
+  EXPECT_NE(lift_ite_atoms(ctx, eq2, memo), eq2) << short_string(ctx, lift_ite_atoms(ctx, eq2, memo));
+  // an ite below an operator (`(1 & ite(g, x, Undef)) == 1`): lifted too, so `g ∧ undefined(..)`
+  // is propositionally false
+  ir::Expr deep = ctx.eq(ctx.bv_and(ctx.ite(g, x, u), k(1)), k(1));
+  ir::Expr deep_cond = ctx.and_(std::vector<ir::Expr>{g, ctx.eq(ctx.bv_and(x, k(1)), k(1)), ctx.not_(deep)});
+  EXPECT_FALSE(propositionally_unsat(ctx, deep_cond));
+  EXPECT_TRUE(propositionally_unsat(ctx, lift_ite_atoms(ctx, deep_cond, memo)));
+
+  // the lifted condition has the original's value at every thread (Undef-free conditions)
+  ir::Expr plain = ctx.and_(ctx.slt(ctx.ite(g, x, k(7)), k(20)), ctx.eq(ctx.ite(h, ctx.ite(g, x, y), k(0)), k(5)));
+  ir::Expr pl = lift_ite_atoms(ctx, plain, memo);
+  EXPECT_NE(pl, plain);
+  for (uint64_t t = 0; t < 64; ++t) {
+    auto at = [&](ir::Expr e) {
+      return ir::substitute(ctx, e, [&](ir::Expr l) { return l == tid ? k(t) : nullptr; });
+    };
+    EXPECT_EQ(at(pl), at(plain)) << t;
+  }
 }
 
 }  // namespace

@@ -100,6 +100,29 @@ TEST(RangeOver, ScaledRemainderPairIsExact) {
   EXPECT_EQ(r->hi, 8192u * 8191u);
 }
 
+// nvcc's `i - (i & -32)` (i mod 32) and `1 + i - (i & -32)`: a & ~(2^s - 1) is 2^s * (a >> s),
+// so it pairs with the `i` spread over the sum like a quotient (002's transposed-conv taps).
+TEST(RangeOver, HighBitMaskPairsLikeAQuotient) {
+  Launch1D t;
+  ThreadVars tv(t.ctx, {256, 1, 1}, {128, 1, 1});
+  Expr L = t.ctx.bv_add(tv.tid[0], t.ctx.bv_mul(tv.ctaid[0], t.c32(256)));
+  Expr q = t.ctx.bv_lshr(L, t.c32(10));
+  for (uint64_t k : {0u, 1u}) {
+    Expr e = t.ctx.bv_add(std::vector<Expr>{t.c32(k), q, t.ctx.bv_mul(t.c32(0xffffffff), t.ctx.bv_and(q, t.c32(0xffffffe0)))});
+    Expr pred = t.ctx.bool_const(true);
+    auto r = range_over(e, tv, *box_of(tv, pred));
+    auto truth = brute_range(tv, e, pred);
+    ASSERT_TRUE(r && truth) << k;
+    EXPECT_EQ(r->lo, truth->lo) << k;
+    EXPECT_EQ(r->hi, truth->hi) << k;
+  }
+  // a mask that is not ~(2^s - 1) is no quotient: no claim narrower than the truth
+  Expr odd = t.ctx.bv_add(L, t.ctx.bv_mul(t.c32(0xffffffff), t.ctx.bv_and(L, t.c32(0xffffffd0))));
+  auto r = range_over(odd, tv, *box_of(tv, t.ctx.bool_const(true)));
+  auto truth = brute_range(tv, odd, t.ctx.bool_const(true));
+  if (r) EXPECT_TRUE(r->lo <= truth->lo && truth->hi <= r->hi);
+}
+
 // zext(L) + k*zext(L / d) with k > 0 is non-decreasing in L: the range is [g(lo), g(hi)] over
 // the guarded L, tighter than the sum of the terms' ranges.
 TEST(RangeOver, MonotoneQuotientPairIsExact) {

@@ -153,5 +153,28 @@ TEST(Safety, ConcreteInterpreterSeesTheUninitializedReadToo) {
   EXPECT_TRUE(seen);
 }
 
+// A global read of an element the launch also stores is decided from the index digits over the
+// threads that access it: 128 of 256 lanes, 5.2M threads (too many to evaluate). Over all 256
+// lanes 320*lane would overlap 40960*ctaid.x, so the launch used to be refused (069's channel
+// softmax, 545M threads).
+TEST(Safety, InPlaceReadOverTheAccessingLanesOnly) {
+  DIRIGO_LOAD(m, "correct");
+  Harness h;
+  h.launch.params.push_back(ParamBinding::tensor_arg(h.ctx.tensor("x"), DType::F32, 64 * 128 * 320));
+  h.launch.grid = {64, 64, 5};
+  h.launch.block = {256};
+  auto r = execute(h.ctx, *m, "channel_lanes_inplace", h.launch);
+  EXPECT_TRUE(r.ok()) << r.unsupported.value_or("") << to_text(h.ctx, r);
+  // lanes up to 129: lane 128 of block n writes (n*128 + 128)*320 = ((n+1)*128)*320, lane 0's
+  // element of block n + 1 — not injective any more, and too large to evaluate: refused
+  Harness h2;
+  h2.launch.params.push_back(ParamBinding::tensor_arg(h2.ctx.tensor("x"), DType::F32, 65 * 128 * 320));
+  h2.launch.grid = {64, 64, 5};
+  h2.launch.block = {256};
+  auto r2 = execute(h2.ctx, *m, "channel_lanes_inplace_wide", h2.launch);
+  ASSERT_TRUE(r2.unsupported);
+  EXPECT_NE(r2.unsupported->find("may observe the store"), std::string::npos) << *r2.unsupported;
+}
+
 }  // namespace
 }  // namespace dirigo::exec::test

@@ -60,5 +60,102 @@ TEST(ThreadSat, ThreadOnlyClassification) {
   EXPECT_FALSE(sat.mentions_ctaid(tv.tid[0]));
 }
 
+// 80M threads (too many to enumerate), and the condition sees them through output coordinates
+// of non-power-of-two extents (`L % 34`, `L / 34 % 34`: every bit of L matters, so the low-bits
+// reduction does not apply). Each small-range sub-expression becomes a fresh Var over its
+// interval and the rest is enumerated: `w` odd and `w + 1` odd is refuted (the shape of 096's
+// stride tests), and a satisfiable condition stays "satisfiable" (the cut proves only
+// unsatisfiability; no thread is exhibited, so it counts as inexact).
+TEST(ThreadSat, RefutesThroughSmallRangeSubterms) {
+  ir::Context ctx;
+  ThreadVars tv(ctx, {256}, {314432});
+  ThreadSat sat(ctx, tv, uint64_t(1) << 24);
+  auto c32 = [&](uint64_t v) { return ctx.bv_const(ir::Sort::BV32, v); };
+  ir::Expr L = ctx.bv_add(ctx.bv_mul(c32(256), tv.ctaid[0]), tv.tid[0]);
+  ir::Expr w = ctx.bv_urem(L, c32(34)), h = ctx.bv_urem(ctx.bv_udiv(L, c32(34)), c32(34));
+  auto odd = [&](ir::Expr e) { return ctx.not_(ctx.eq(ctx.bv_srem(e, c32(2)), c32(0))); };
+  ir::Expr contradiction = ctx.and_(std::vector<ir::Expr>{odd(w), odd(ctx.bv_add(w, c32(1))), ctx.eq(h, c32(5))});
+  EXPECT_FALSE(sat.sat(contradiction));
+  EXPECT_EQ(sat.inexact(), 0u);
+  EXPECT_TRUE(sat.sat(ctx.and_(odd(w), ctx.eq(h, c32(5)))));
+  EXPECT_EQ(sat.inexact(), 1u);
+}
+
+// A Var seen only through its low bits (masks and shifts of sums and products): 2^27 threads,
+// but the condition depends on ctaid.x only modulo 2^11, so [0, 2048) is enumerated exactly — an
+// unsatisfiable correlation between `63 & (4*ctaid.x + q)` and `1 & q` (q = tid.x >> 6) is
+// refuted, a satisfiable one gets a real witness thread.
+TEST(ThreadSat, LowBitsOfAVarAreEnumeratedExactly) {
+  ir::Context ctx;
+  ThreadVars tv(ctx, {256}, {524288});
+  ThreadSat sat(ctx, tv, uint64_t(1) << 24);
+  auto c32 = [&](uint64_t v) { return ctx.bv_const(ir::Sort::BV32, v); };
+  ir::Expr q = ctx.bv_lshr(tv.tid[0], c32(6));
+  ir::Expr X = ctx.bv_add(ctx.bv_mul(c32(4), tv.ctaid[0]), q);
+  ir::Expr row = ctx.bv_and(X, c32(63)), depth = ctx.bv_and(ctx.bv_lshr(X, c32(6)), c32(31));
+  ir::Expr row_even = ctx.eq(ctx.bv_and(row, c32(1)), c32(0)), q_odd = ctx.eq(ctx.bv_and(q, c32(1)), c32(1));
+  EXPECT_FALSE(sat.sat(ctx.and_(row_even, q_odd)));  // row = 4*ctaid + q (mod 64): same parity as q
+  ir::Expr pick = ctx.and_(std::vector<ir::Expr>{ctx.eq(depth, c32(17)), ctx.eq(row, c32(5)), q_odd});
+  EXPECT_TRUE(sat.sat(pick));
+  auto w = sat.witness(pick);
+  ASSERT_TRUE(w);
+  uint64_t x = 4 * uint64_t(w->ctaid.x) + (w->tid.x >> 6);
+  EXPECT_EQ(x & 63, 5u);
+  EXPECT_EQ((x >> 6) & 31, 17u);
+  EXPECT_EQ(sat.inexact(), 0u);
+  // a full-width use of ctaid.x (a comparison) keeps the whole range: 4*ctaid.x + q < 3 with q odd
+  // needs ctaid.x = 0, found only by looking at the real range
+  EXPECT_TRUE(sat.sat(ctx.and_(ctx.ult(X, c32(3)), q_odd)));
+}
+
+// The low-bits reductions (and the cut refutation) never change an answer: random conditions
+// over masks, shifts, `i - (i & -32)` remainders and signed halvings of a flat index, decided by a
+// ThreadSat whose enumeration limit forces the reductions, against one that enumerates all 2^14
+// threads.
+TEST(ThreadSat, ReductionsAgreeWithFullEnumeration) {
+  ir::Context ctx;
+  ThreadVars tv(ctx, {64}, {256});
+  ThreadSat exact(ctx, tv, uint64_t(1) << 24), small(ctx, tv, uint64_t(1) << 9);
+  auto c32 = [&](uint64_t v) { return ctx.bv_const(ir::Sort::BV32, v); };
+  std::mt19937 g(11);
+  ir::Expr L = ctx.bv_add(ctx.bv_mul(c32(64), tv.ctaid[0]), tv.tid[0]);
+  std::vector<ir::Expr> base{L, tv.tid[0], tv.ctaid[0], ctx.bv_lshr(L, c32(3)), ctx.bv_lshr(tv.tid[0], c32(2)),
+                             ctx.bv_add(ctx.bv_mul(c32(4), tv.ctaid[0]), ctx.bv_lshr(tv.tid[0], c32(4)))};
+  auto term = [&]() {
+    ir::Expr x = base[g() % base.size()];
+    switch (g() % 5) {
+      case 0: return ctx.bv_add(x, ctx.bv_mul(c32(0xffffffff), ctx.bv_and(x, c32(0xffffffe0))));  // x mod 32
+      case 1: return ctx.bv_and(x, c32(g() % 2 ? 1 : 31));
+      case 2: return ctx.bv_ashr(ctx.bv_add(x, c32(0xffffffff)), c32(1));
+      case 3: return ctx.bv_urem(x, c32(6));
+      default: return ctx.bv_add(x, c32(g() % 3));
+    }
+  };
+  int unsat = 0;
+  for (int trial = 0; trial < 300; ++trial) {
+    std::vector<ir::Expr> atoms;
+    for (int a = 0 + 0; a < 2 + int(g() % 3); ++a) {
+      ir::Expr t = term(), k = c32(g() % 20);
+      ir::Expr atom = g() % 3 == 0 ? ctx.eq(t, k) : g() % 2 ? ctx.ult(t, k) : ctx.slt(k, t);
+      atoms.push_back(g() % 2 ? ctx.not_(atom) : atom);
+    }
+    ir::Expr conj = ctx.and_(atoms);
+    bool want = exact.sat(conj);
+    EXPECT_EQ(small.sat(conj) || !want, true) << "refuted a satisfiable condition, trial " << trial;
+    if (!want) EXPECT_FALSE(exact.witness(conj)) << trial;
+    if (auto w = small.witness(conj)) {  // a witness is a real thread satisfying the condition
+      auto vars = tv.all();
+      ir::Expr roots[] = {conj};
+      BvProgram prog(vars, roots);
+      uint64_t p[6] = {w->tid.x, 0, 0, w->ctaid.x, 0, 0}, out = 0;
+      prog.eval(p, &out);
+      EXPECT_TRUE(want && out) << trial;
+    }
+    unsat += !want;
+  }
+  EXPECT_EQ(exact.inexact(), 0u);
+  EXPECT_GT(unsat, 10);
+}
+
 }  // namespace
 }  // namespace dirigo::exec

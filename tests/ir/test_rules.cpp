@@ -335,6 +335,10 @@ TEST_F(Rules, BvDivRemConst) {
   Expr lin3 = c.bv_add(c.bv_mul(bv(3), ctaid), c.bv_urem(tid, bv(3)));
   check(Rule::BvDivRemConst, [&] { return c.bv_udiv(lin3, bv(3)); }, ctaid);
   check(Rule::BvDivRemConst, [&] { return c.bv_udiv(tid, bv(2048)); }, bv(0));
+  // signed division by 1 (a stride of 1 in generic index code): x for every x, remainder 0
+  check(Rule::BvDivRemConst, [&] { return c.bv_sdiv(a, bv(1)); }, a);
+  check(Rule::BvDivRemConst, [&] { return c.bv_srem(a, bv(1)); }, bv(0));
+  untouched(Rule::BvDivRemConst, [&] { return c.bv_sdiv(a, bv(static_cast<uint32_t>(-1))); });
   // Unbounded: 1024*a + b may wrap, so the quotient is not split.
   untouched(Rule::BvDivRemConst, [&] { return c.bv_udiv(c.bv_add(c.bv_mul(bv(1024), a), b), bv(1000)); });
 }

@@ -205,3 +205,30 @@ extern "C" __global__ void row_softmax(const float* x, float* y, int K) {
   for (int k = 0; k < K; ++k) s += expf(xr[k] - m);
   for (int k = 0; k < K; ++k) y[(size_t)i * K + k] = expf(xr[k] - m) / s;
 }
+
+// One block per (n, pixel), one lane per channel: only the first 128 of 256 lanes work, and the
+// in-place index (n*128 + c)*HW + pixel is injective over those lanes (not over all 256). Launched
+// with more threads than the read-after-write evaluation takes (2^22).
+extern "C" __global__ void channel_lanes_inplace(float* x) {
+  const int C = 128, HW = 64 * 5;
+  int c = threadIdx.x;
+  if (c >= C) return;
+  int idx = (blockIdx.x * C + c) * HW + blockIdx.y * 5 + blockIdx.z;
+  x[idx] = x[idx] * 2.0f;
+}
+
+// The same with one lane too many (c <= 128): lane 128 of block n stores lane 0's element of
+// block n + 1, which that thread reads. Not injective: refused when too large to evaluate.
+extern "C" __global__ void channel_lanes_inplace_wide(float* x) {
+  const int C = 128, HW = 64 * 5;
+  int c = threadIdx.x;
+  if (c > C) return;
+  int idx = (blockIdx.x * C + c) * HW + blockIdx.y * 5 + blockIdx.z;
+  x[idx] = x[idx] * 2.0f;
+}
+
+// One writer per 128 lanes (a group reduction's leader): out[(tid.x >> 7) + 2*blockIdx.x], an
+// index that is not affine in tid.x.
+extern "C" __global__ void group_leader_write(const float* x, float* out) {
+  if ((threadIdx.x & 127) == 0) out[(threadIdx.x >> 7) + 2 * blockIdx.x] = x[blockIdx.x * 256 + threadIdx.x];
+}
