@@ -600,6 +600,9 @@ def analyze(ref: str, new: str, *, bundle: str | None = None, report: dict | Non
                 obs = observe_transport(ref, cand_state, pairs, init_seed, atol, rtol, report)
             ans["outputs"] = obs
     except StateError as e:
+        if ans["verdict"] == "NONE":  # equal state; only the observation failed
+            ans["reason"] += f"; the real programs could not be observed: {e}"
+            return ans
         ans["reason"] = f"the state could not be compared: {e}"
         return ans
     except Exception as e:  # noqa: BLE001 - user code
