@@ -366,6 +366,11 @@ std::optional<std::vector<uint64_t>> ThreadSat::solve_component(Expr conj, const
     for (auto& r : range) p.push_back(r.lo);
     return p;  // undecided: answered satisfiable
   }
+  return first_satisfying(prog, range);
+}
+
+std::optional<std::vector<uint64_t>> ThreadSat::first_satisfying(BvProgram& prog,
+                                                                 const std::vector<Range>& range) {
   std::vector<uint64_t> p;
   for (auto& r : range) p.push_back(r.lo);
   uint64_t out = 0;
@@ -613,20 +618,7 @@ bool ThreadSat::refuted_by_cuts(Expr conj, const std::vector<int>& ids, const st
   Expr roots[] = {abstract};
   BvProgram prog(fresh, roots);
   if (!prog.ok()) return false;
-  std::vector<uint64_t> p;
-  for (auto& r : fresh_range) p.push_back(r.lo);
-  uint64_t out = 0;
-  while (true) {
-    if (deadline_) deadline_->tick("in a satisfiability enumeration");
-    prog.eval(p.data(), &out);
-    if (out) return false;
-    size_t k = 0;
-    for (; k < p.size(); ++k) {
-      if (p[k] < fresh_range[k].hi) { ++p[k]; break; }
-      p[k] = fresh_range[k].lo;
-    }
-    if (k == p.size()) return true;
-  }
+  return !first_satisfying(prog, fresh_range);  // no abstract point satisfies it: unsat
 }
 
 std::optional<ThreadCoord> ThreadSat::solve(Expr e, bool want_point) {
