@@ -28,9 +28,6 @@
 
 namespace dirigo::check {
 
-// Above this many nodes (both sides) a location is only falsified at random points (no normalization,
-// bounds or Z3): a batch statistic over a GEMM output is ~17 M nodes.
-
 std::string_view outcome_name(Outcome o) {
   switch (o) {
     case Outcome::Bug: return "BUG";
@@ -466,7 +463,7 @@ class Search {
           break;
         }
         smt::FalsifyOptions fo{.points = 1, .first_point = p, .seed = dopt.random_seed,
-                               .bound = dopt.tolerance ? dopt.tolerance->bound : 10.0,
+                               .bound = ladder_bound(dopt),
                                .tolerance = dopt.tolerance, .confirm_rtol = dopt.confirm_rtol,
                                .confirm_atol = dopt.confirm_atol, .assumptions = &dopt.assumptions,
                                .key_of = [&ctx](int32_t t) { return smt::name_key(ctx.tensor_name(t)); }};
@@ -498,7 +495,7 @@ class Search {
     if (sampled_point && d.witness &&
         std::none_of(d.witness->leaves.begin(), d.witness->leaves.end(),
                      [](const smt::LeafValue& l) { return l.kind == smt::LeafValue::Kind::Var; }))
-      as_sampled_point(lr, *sampled_point, fo_bound(dopt));
+      as_sampled_point(lr, *sampled_point, ladder_bound(dopt));
     if (lr.confirmed_f32 && opt_.trim_prefix && sets_trimmed_result(lr)) confirm_over_program_inputs(lr);
     lr.ms = std::chrono::duration<double, std::milli>(Clock::now() - tl).count();
     return slot;
@@ -512,7 +509,7 @@ class Search {
     LocationResult& lr = slot.lr;
     const auto& pair = m_.outputs[lr.loc.output];
     unsigned npoints = std::max(1u, dopt_.falsify_points);
-    double bound = dopt_.tolerance ? dopt_.tolerance->bound : 10.0;
+    double bound = ladder_bound(dopt_);
     // One point at a time, in fp64 and in IEEE fp32 together: the difference usually shows at the
     // first point, and its fp32 evidence then comes from the same walk of the templates (a separate
     // fp32 pass cost as much again: every template and sum of products a second time).
@@ -593,9 +590,8 @@ class Search {
     }
   }
 
-  // The witness's leaves, refined beyond tolerance when the solver's values are not, and both
-  // symbolic values evaluated at it in fp64 and IEEE fp32 (the evidence without a replay).
-  static double fo_bound(const smt::DecideOptions& dopt) { return dopt.tolerance ? dopt.tolerance->bound : 10.0; }
+  // The first rung of the random points' ladder (falsify's and the numeric path's alike).
+  static double ladder_bound(const smt::DecideOptions& dopt) { return dopt.tolerance ? dopt.tolerance->bound : 10.0; }
 
   // A giant location's witness lists 10^6–10^7 leaves (pair 097's was 554 MB). Its values are
   // smt::draw's at (seed, point), keyed by the shared inputs' names, so the witness is that point:
@@ -613,6 +609,8 @@ class Search {
     lr.leaves.shrink_to_fit();
   }
 
+  // The witness's leaves, refined beyond tolerance when the solver's values are not, and both
+  // symbolic values evaluated at it in fp64 and IEEE fp32 (the evidence without a replay).
   void witness_values(ir::Context& ctx, ir::Expr ea, ir::Expr eb, const smt::Witness& w, LocationResult& lr, size_t seq) {
     lr.exceeds_tolerance = w.exceeds_tolerance;
     std::vector<ir::Expr> leaves;  // the real tensor-element leaves of both sides
