@@ -413,15 +413,20 @@ def cmd_state(a) -> int:
     done = {r["k"]: r for r in json.load(open(res_path))} if a.resume and os.path.exists(res_path) else {}
     todo = [r for r in results if r.get("bundle") and (not a.only or r["k"] in set(a.only)) and r["k"] not in done]
 
+    answers = {}  # pair k -> DIR/<any non-digits>NNN.json
+    for f in glob.glob(os.path.join(a.answers, "*.json")) if a.answers else []:
+        m = re.fullmatch(r"\D*(\d+)", os.path.basename(f)[:-5])
+        if m:
+            answers[int(m.group(1))] = f
+
     def one(r: dict) -> dict:
         r = dict(r)
-        if a.answers:  # answers computed elsewhere (scripts/gpu/state.sh): DIR/<anything>NNN.json
-            found = [f for f in glob.glob(os.path.join(a.answers, "*.json"))
-                     if re.fullmatch(rf"\D*0*{r['k']}", os.path.basename(f)[:-5])]
+        if a.answers:  # answers computed elsewhere (scripts/gpu/state.sh)
+            path = answers.get(r["k"])
             try:
-                ans = json.load(open(found[0])) if found else {"verdict": "UNKNOWN", "reason": "no answer in --answers"}
+                ans = json.load(open(path)) if path else {"verdict": "UNKNOWN", "reason": "no answer in --answers"}
             except json.JSONDecodeError:
-                ans = {"verdict": "UNKNOWN", "reason": f"the answer {found[0]} is not JSON (the stage did not finish)"}
+                ans = {"verdict": "UNKNOWN", "reason": f"the answer {path} is not JSON (the stage did not finish)"}
             return fold_state(r, ans, None)
         m = re.search(r"--ref-file (\S+) --new-file (\S+)", r.get("command") or "")
         if not m:
