@@ -335,11 +335,8 @@ std::optional<std::vector<uint64_t>> ThreadSat::solve_component(Expr conj, const
   if (points() > (long double)max_enum_) {
     // sums whose range stays below 2^k show only k bits (`i − (i & −32)` is i mod 32, so the
     // comparisons above it see bits 0..4 of i, not all 32)
-    auto all = tv_.all();
-    ThreadBox box;
-    for (int i = 0; i < 6; ++i) box[size_t(i)] = all[i]->bounds();
     range = tightened;  // the box is the real ranges, not the reduced ones
-    for (size_t k = 0; k < ids.size(); ++k) box[size_t(ids[k])] = {range[k].lo, range[k].hi};
+    ThreadBox box = box_of(ids, range);
     reduce(&box);
     // this pass runs on queries that used to be answered "satisfiable" at once: only a modest
     // enumeration is worth it (002 spent its 20 s in 2^23-point ones and got no further)
@@ -467,11 +464,17 @@ std::array<unsigned, 6> ThreadSat::low_bits_demand(Expr cond, const ThreadBox* b
 // nothing (it may combine values no single thread has). Cuts are taken as low as the ranges stay
 // small, and `k + R` is cut at R, so related terms share their Var (`w % 2` and `(w + 1) % 2` are
 // both over w, not two independent bits).
-bool ThreadSat::refuted_by_cuts(Expr conj, const std::vector<int>& ids, const std::vector<Range>& range) {
+ThreadBox ThreadSat::box_of(const std::vector<int>& ids, const std::vector<Range>& range) {
   auto all = tv_.all();
   ThreadBox box;
   for (int i = 0; i < 6; ++i) box[size_t(i)] = all[i]->bounds();
   for (size_t k = 0; k < ids.size(); ++k) box[size_t(ids[k])] = {range[k].lo, range[k].hi};
+  return box;
+}
+
+bool ThreadSat::refuted_by_cuts(Expr conj, const std::vector<int>& ids, const std::vector<Range>& range) {
+  auto all = tv_.all();
+  ThreadBox box = box_of(ids, range);
   // a node's range: range_over, else enumerated over the node's own thread Vars when they are
   // few (`tid.x − 64·(tid.x >> 6)` over 256 points), each as an unsigned interval
   // both bounds keep a refutation attempt cheap (it runs on the inexact path of every split and

@@ -65,6 +65,8 @@ class ThreadSat {
   int var_mask(ir::Expr e);  // bit i: e mentions ThreadVars::all()[i]; -1: a leaf that is not a thread Var
   std::optional<bool> interval_decide(const std::vector<ir::Expr>& atoms);
   bool refuted_by_cuts(ir::Expr conj, const std::vector<int>& var_ids, const std::vector<Range>& range);
+  // Every thread Var's bounds, with the component's Vars (ids) narrowed to `range`.
+  std::array<ir::Bounds, 6> box_of(const std::vector<int>& var_ids, const std::vector<Range>& range);
   // The first point of the box (first variable fastest) where the compiled condition holds.
   std::optional<std::vector<uint64_t>> first_satisfying(BvProgram& prog, const std::vector<Range>& range);
   // low bits of each thread Var cond can see; with a box, sums of small range count only their bits
