@@ -379,9 +379,6 @@ def _trace_once(call, module, inputs, input_names, device, capture_values: bool,
     rec = Recorder()
     EXTENSION_CONTEXT.calls = 0  # call numbers restart per trace, so the two runs compare equal
     hook = None
-    if device == "cuda":
-        from . import launch
-        hook = launch.LaunchHook.attach(rec)
     for n, t in zip(input_names, inputs):
         if isinstance(t, torch.Tensor):
             rec.register_input(n, t, "input")
@@ -400,6 +397,9 @@ def _trace_once(call, module, inputs, input_names, device, capture_values: bool,
     if record_state:
         _record_state(rec)
     _Phase.name = "in forward"
+    if device == "cuda":  # attached for the forward only: the state record's statistics launch ATen copy kernels
+        from . import launch
+        hook = launch.LaunchHook.attach(rec)
     try:
         with torch.no_grad(), rec.mode():
             result = call(*inputs)

@@ -385,3 +385,39 @@ class Model(nn.Module):
     bn = next(op for op in prog["ops"] if op["name"] == "aten::native_batch_norm")
     stats = {by_name(prog, "bn.running_mean")["tensor"], by_name(prog, "bn.running_var")["tensor"]}
     assert set(bn["mutates"]) == (stats if train else set())
+
+
+def test_launch_hook_is_attached_for_the_forward_only(monkeypatch):
+    # On a GPU the state record's statistics launch ATen copy kernels; with the hook attached before them,
+    # every `dirigo check REF.py NEW.py` on a GPU was UNSUPPORTED ("direct_copy_kernel_cuda was launched in
+    # forward"). A stand-in hook notes what had happened when it was attached and detached.
+    import torch
+    from dirigo import launch
+
+    events = []
+
+    class Model(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.lin = torch.nn.Linear(3, 2)
+
+        def forward(self, x):
+            events.append("forward")
+            return self.lin(x)
+
+    class FakeHook:
+        @classmethod
+        def attach(cls, rec):
+            stats = [i for i in rec.inputs if i["kind"] == "parameter" and "stats" in i]
+            events.append(f"attach after {len(stats)} parameter statistics")
+            return cls()
+
+        def detach(self):
+            events.append("detach")
+
+    monkeypatch.setattr(launch, "LaunchHook", FakeHook)
+    monkeypatch.setattr(torch.cuda, "synchronize", lambda: None)
+    m = Model()
+    rec, _ = trace._trace_once(m, m, [torch.randn(4, 3)], ["x"], "cuda", capture_values=False, record_state=True)
+    assert events == ["attach after 2 parameter statistics", "forward", "detach"]
+    assert len(rec.outputs) == 1
