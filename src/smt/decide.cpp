@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <condition_variable>
+#include <functional>
 #include <thread>
 #include <tuple>
 #include <cmath>
@@ -236,9 +237,11 @@ struct Solver::Impl {
     if (interrupted) ctx = std::make_unique<z3::context>(), interrupted = false;
     return *ctx;
   }
-  // check() with a watchdog, the only wall-clock limit Z3 gets (apply_params sets no Z3 timeout):
-  // the context is interrupted at the deadline.
-  z3::check_result check(z3::solver& s, unsigned timeout_ms) {
+  // assert_all() then check() with a watchdog, the only wall-clock limit Z3 gets (apply_params sets no
+  // Z3 timeout): the context is interrupted at the deadline. The assertions are under it too: Z3
+  // simplifies what it is given as it is asserted, and pair 089's assertions alone ran 40-85 s past a
+  // 20 s budget. Interrupted there, Z3 throws (a timeout: `interrupted` is set).
+  z3::check_result check(z3::solver& s, unsigned timeout_ms, const std::function<void()>& assert_all) {
     std::mutex m;
     std::condition_variable cv;
     bool done = false, fired = false;
@@ -252,6 +255,7 @@ struct Solver::Impl {
     });
     z3::check_result r = z3::unknown;
     try {
+      assert_all();
       r = s.check();
     } catch (...) {
       { std::lock_guard lock(m); done = true; }
@@ -561,7 +565,7 @@ Decision Solver::decide(ir::Context& ctx, Expr a, Expr b, const DecideOptions& o
       FalsifyOptions fo{.points = opt.falsify_points, .seed = opt.random_seed,
                         .bound = opt.tolerance ? opt.tolerance->bound : 10, .tolerance = opt.tolerance,
                         .confirm_rtol = opt.confirm_rtol, .confirm_atol = opt.confirm_atol,
-                        .assumptions = &opt.assumptions, .deadline = &ticker};
+                        .assumptions = &opt.assumptions, .deadline = &ticker, .key_of = {}};
       auto w = falsify(a, b, fo);
       if (!w || (!w->exceeds_tolerance && opt.tolerance)) return false;
       ++stats_.differ_sampled;
@@ -674,11 +678,12 @@ Decision Solver::decide(ir::Context& ctx, Expr a, Expr b, const DecideOptions& o
         if (left == 0) return done(Verdict::Timeout, Stage::Solver, "the budget ran out before the next Z3 check (solver)");
         z3::solver s(z);  // fresh per check: keeps Z3's nlsat path (no incremental asserts)
         apply_params(z, s, opt, left);
-        for (const z3::expr& c : base) s.add(c);
-        for (const z3::expr& c : extra) s.add(c);
-        s.add(at.goal);
         auto c0 = Clock::now();
-        z3::check_result r = impl_->check(s, left);
+        z3::check_result r = impl_->check(s, left, [&] {
+          for (const z3::expr& c : base) s.add(c);
+          for (const z3::expr& c : extra) s.add(c);
+          s.add(at.goal);
+        });
         stats_.solver_ms += std::chrono::duration<double, std::milli>(Clock::now() - c0).count();
         ++stats_.solver_checks;
         ++d.solver_checks;
@@ -759,6 +764,10 @@ Decision Solver::decide(ir::Context& ctx, Expr a, Expr b, const DecideOptions& o
   } catch (const TranslateTimeout&) {
     return done(Verdict::Timeout, Stage::Solver, "the budget ran out while translating the query to Z3 (solver)");
   } catch (const z3::exception& ex) {
+    if (impl_->interrupted) {  // the watchdog interrupted Z3 while it was given the assertions
+      ++stats_.timeouts;
+      return done(Verdict::Timeout, Stage::Solver, std::string("z3: ") + ex.msg());
+    }
     ++stats_.exceptions;
     return done(Verdict::Unknown, Stage::Error, std::string("z3 exception: ") + ex.msg());
   } catch (const std::exception& ex) {
@@ -779,10 +788,11 @@ SatResult Solver::solve(ir::Context& ctx, Expr cond, const DecideOptions& opt) {
     z3::solver s(z);
     apply_params(z, s, opt, opt.timeout_ms);
     z3::expr goal = tr(cond);
-    for (z3::expr& c : tr.take_constraints()) s.add(c);
-    s.add(goal);
     auto c0 = Clock::now();
-    z3::check_result r = impl_->check(s, opt.timeout_ms);
+    z3::check_result r = impl_->check(s, opt.timeout_ms, [&] {
+      for (z3::expr& c : tr.take_constraints()) s.add(c);
+      s.add(goal);
+    });
     stats_.solver_ms += std::chrono::duration<double, std::milli>(Clock::now() - c0).count();
     ++stats_.solver_checks;
     if (r == z3::unsat) { ++stats_.unsat; res.status = SatResult::Status::Unsat; return res; }
@@ -809,8 +819,10 @@ SatResult Solver::solve(ir::Context& ctx, Expr cond, const DecideOptions& opt) {
     res.reason = ex.what();
     ++stats_.timeouts;
   } catch (const z3::exception& ex) {
-    ++stats_.exceptions;
-    res.reason = std::string("z3 exception: ") + ex.msg();
+    bool timeout = impl_->interrupted;  // the watchdog interrupted Z3 while it was given the assertions
+    ++(timeout ? stats_.timeouts : stats_.exceptions);
+    if (timeout) res.status = SatResult::Status::Timeout;
+    res.reason = std::string(timeout ? "z3: " : "z3 exception: ") + ex.msg();
   } catch (const std::exception& ex) {
     ++stats_.exceptions;
     res.reason = ex.what();
