@@ -71,7 +71,8 @@ class Verdict:
         return cls(outcome=rep["outcome"], reason=rep.get("reason", ""), checked=rep.get("checked", 0),
                    equal=rep.get("equal", 0), total_locations=rep.get("total_locations", 0),
                    seconds=rep.get("seconds", 0.0), evidence=rep.get("evidence", ""), location=loc,
-                   findings=rep.get("findings", []), report=rep, state=rep.get("state"), stage=rep.get("stage", ""),
+                   findings=rep.get("findings", []), report=rep, replay=rep.get("replay"), state=rep.get("state"),
+                   stage=rep.get("stage", ""),
                    function_outcome=rep.get("function_outcome", ""))
 
 
@@ -122,8 +123,8 @@ def check(ref: str, new: str, *, budget_s: float = 30.0, jobs: int = 1, seed: in
             kw["rtol"] = rtol
         res = _trace.trace(ref, new, out, device=device, timeout=timeout, **kw)
         if res.status == "crash":  # the candidate faulted on the GPU where the reference ran
-            return Verdict("BUG", "the candidate crashed on the GPU while being traced, where the reference ran: "
-                           + res.message, evidence="crash-gpu", stage="trace")
+            from . import _core
+            return Verdict.from_report(json.loads(_core.candidate_crash(res.message)))
         if res.status != "ok":
             return Verdict("UNSUPPORTED", res.message)
         v = check_bundle(out, budget_s=budget_s, seed=seed, full=full, atol=atol, rtol=rtol, jobs=jobs)
@@ -189,49 +190,27 @@ def state_answer(ref: str, new: str, *, bundle: str | None = None, report: dict 
 
 
 def apply_state(v: Verdict, st: dict) -> None:
-    """The state stage's verdict rules (docs/check.md "State", the same as the CLI's): an output difference
-    observed under each program's own state (evidence state-replay-gpu/cpu, state-proven-location) is a BUG
-    unless the function check found one already; values that differ and move the reference's output, not
-    observed on the candidate, make CHECKED/VERIFIED/TIMEOUT a SUSPECT; the rest are notes."""
-    v.state = st
-    v.report["state"] = st
-    verdict, reason = st.get("verdict"), st.get("reason", "")
-    notes = v.report.setdefault("notes", [])
-
-    stage = "observe" if st.get("evidence", "").startswith("observed-") else "state"
-
-    def take(outcome: str, evidence: str) -> None:
-        v.function_outcome, v.stage = v.outcome, stage
-        v.outcome, v.evidence, v.reason = outcome, evidence, f"{stage}: {reason}"
-        v.report["function_outcome"], v.report["stage"] = v.function_outcome, stage
-
-    if verdict == "BUG" and v.outcome != "BUG" and st.get("evidence"):
-        take("BUG", st["evidence"])
-    elif verdict == "SUSPECT" and v.outcome in ("CHECKED", "VERIFIED", "TIMEOUT", "SUSPECT"):
-        if v.outcome != "SUSPECT":
-            take("SUSPECT", "")
-        else:
-            notes.append("state: " + reason)
-    elif verdict in ("UNKNOWN", None) or verdict not in ("BUG", "SUSPECT", "NONE"):
-        notes.append("state not compared: " + reason)
-    elif reason:
-        notes.append(f"{stage}: {reason}")
-    v.report["outcome"], v.report["evidence"], v.report["reason"] = v.outcome, v.evidence, v.reason
+    """The state stage's answer folded into ``v`` by the CLI's verdict rules (docs/check.md "State" and
+    "Observe"; src/check/state.cpp): an output difference observed under each program's own state, or
+    on the real programs, is a BUG unless the function check found one already; values that differ and
+    move the reference's output make CHECKED/VERIFIED/TIMEOUT a SUSPECT; the rest are notes."""
+    _fold(v, state=st)
 
 
 def apply_replay(v: Verdict, rp: dict) -> None:
-    """The verdict rules of docs/check.md (the same as the CLI's): a replay that reproduces makes a BUG
-    backed by it, one that ran and does not makes a SUSPECT, one that could not run changes nothing."""
-    v.replay = rp
-    v.report["replay"] = rp
-    if rp.get("status") == "replayed":
-        if rp["exceeds"]:
-            v.outcome, v.evidence = "BUG", rp["evidence"]
-            v.reason = (f"the real programs give reference {rp['reference']} vs candidate {rp['candidate']} at the "
-                        f"witness (difference {rp['difference']:.6g} > allowed {rp['allowed']:.6g})")
-        else:
-            v.outcome, v.evidence = "SUSPECT", ""
-            v.reason = (f"the symbolic values differ, but replaying the witness on the real programs gives reference "
-                        f"{rp['reference']} vs candidate {rp['candidate']} (difference {rp['difference']:.6g} within "
-                        f"allowed {rp['allowed']:.6g})")
-    v.report["outcome"], v.report["evidence"], v.report["reason"] = v.outcome, v.evidence, v.reason
+    """The witness replay's answer folded into ``v`` by the CLI's verdict rules (docs/check.md;
+    src/check/witness.cpp): a replay that reproduces makes a BUG backed by it, one that ran and does
+    not makes a SUSPECT, one that could not run leaves a note."""
+    _fold(v, replay=rp)
+
+
+def _fold(v: Verdict, replay: dict | None = None, state: dict | None = None) -> None:
+    from . import _core
+    rep = dict(v.report, outcome=v.outcome, reason=v.reason, evidence=v.evidence)
+    if v.stage:
+        rep["stage"] = v.stage
+    if v.function_outcome:
+        rep["function_outcome"] = v.function_outcome
+    text = _core.fold_answers(json.dumps(rep), json.dumps(replay) if replay else "",
+                              json.dumps(state) if state else "")
+    v.__dict__.update(Verdict.from_report(json.loads(text)).__dict__)

@@ -1,4 +1,5 @@
-// dirigo._core.check_bundle: the check stage on a bundle directory, returning the JSON report.
+// dirigo._core: the check stage on a bundle directory (check_bundle), and the verdict rules the CLI applies
+// after it (fold_answers, candidate_crash), all returning the JSON report.
 #include <nanobind/stl/string.h>
 
 #include "check/check.h"
@@ -32,4 +33,11 @@ static dirigo::py::RegisterBinder reg([](nb::module_& m) {
       nb::arg("min_locations") = 5, nb::arg("max_locations") = 0, nb::arg("atol") = -1.0, nb::arg("rtol") = -1.0,
       nb::arg("trim_prefix") = true, nb::arg("jobs") = 1,
       "Check a trace bundle directory; returns the report as JSON text (see dirigo.check for the object form).");
+  m.def("fold_answers", &dirigo::check::fold_answers, nb::arg("report"), nb::arg("replay") = "",
+        nb::arg("state") = "",
+        "The report (JSON text) with a dirigo-replay and/or dirigo-state answer (JSON text, '' for none) folded "
+        "in by the CLI's verdict rules (docs/check.md).");
+  m.def(
+      "candidate_crash", [](const std::string& message) { return to_json(dirigo::check::candidate_crash(message)); },
+      nb::arg("message"), "The report (JSON text) of a candidate that faulted on the GPU where the reference ran.");
 });

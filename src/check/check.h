@@ -200,6 +200,15 @@ void apply_replay(Report& r, Replay replay);
 // move the reference's output, not observed on the candidate) makes CHECKED/VERIFIED/TIMEOUT a SUSPECT;
 // the rest are notes. The function check's own verdict stays in `function_outcome`.
 void apply_state(Report& r, StateFinding state);
+// The candidate faulted on the GPU (an illegal or misaligned address, a device-side assert) while the
+// reference ran on the same inputs: a BUG observed on the real program (evidence crash-gpu, stage
+// trace), without a bundle.
+Report candidate_crash(const std::string& message);
+// apply_replay and apply_state on a report in its JSON form (to_json's; the Python API and the corpus
+// evaluation hold reports that way), so that the verdict rules exist once: each answer is folded when
+// not empty, and the fields the rules touch are written back. Malformed report JSON throws.
+std::string fold_answers(const std::string& report_json, const std::string& replay_json,
+                         const std::string& state_json);
 
 // Checks the reference against the candidate of a bundle. Never throws: anything it cannot
 // model is Outcome::Unsupported with a reason naming what was missing.

@@ -1,4 +1,4 @@
-// Human and JSON renderings of a check Report.
+// Human and JSON renderings of a check Report, and the verdict rules applied to a report held as JSON.
 #include <fmt/format.h>
 
 #include <optional>
@@ -111,13 +111,33 @@ std::string to_text(const Report& r, bool verbose) {
   return s;
 }
 
-std::string to_json(const Report& r) {
+namespace {
+// The verdict's fields: what the verdict rules (apply_replay, apply_state) change.
+void put_verdict(nlohmann::json& j, const Report& r) {
   using nlohmann::json;
-  json j;
   j["outcome"] = std::string(outcome_name(r.outcome));
   j["exit_code"] = exit_code(r.outcome);
   j["reason"] = r.reason;
   j["evidence"] = r.evidence;
+  j["notes"] = r.notes;
+  if (r.replay) {
+    json p = json::parse(r.replay->json, nullptr, false);
+    j["replay"] = p.is_discarded() ? json{{"status", r.replay->status}, {"message", r.replay->message}} : p;
+  }
+  if (!r.stage.empty()) j["stage"] = r.stage;
+  if (r.function_outcome) j["function_outcome"] = std::string(outcome_name(*r.function_outcome));
+  if (r.state) {
+    json p = json::parse(r.state->json, nullptr, false);
+    j["state"] = p.is_discarded() ? json{{"verdict", r.state->verdict}, {"reason", r.state->reason}} : p;
+  }
+}
+
+}  // namespace
+
+std::string to_json(const Report& r) {
+  using nlohmann::json;
+  json j;
+  put_verdict(j, r);
   j["checked"] = r.checked;
   j["equal"] = r.equal;
   j["total_locations"] = r.total_locations;
@@ -130,7 +150,6 @@ std::string to_json(const Report& r) {
   j["deduplicated"] = r.deduplicated;
   j["jobs"] = r.jobs;
   if (r.projected_full_seconds > 0) j["projected_full_seconds"] = r.projected_full_seconds;
-  j["notes"] = r.notes;
   json outs = json::array();
   for (const auto& o : r.outputs) outs.push_back({{"reference", o.ref_name}, {"candidate", o.cand_name}, {"shape", o.shape}});
   j["outputs"] = outs;
@@ -171,16 +190,57 @@ std::string to_json(const Report& r) {
     j["witness"] = json::parse(witness_json(r));
   }
   j["tolerance"] = {{"atol", r.tolerance.atol}, {"rtol", r.tolerance.rtol}, {"bound", r.tolerance.bound}};
-  if (r.replay) {
-    json p = json::parse(r.replay->json, nullptr, false);
-    j["replay"] = p.is_discarded() ? json{{"status", r.replay->status}, {"message", r.replay->message}} : p;
+  return j.dump(2);
+}
+
+Report candidate_crash(const std::string& message) {
+  Report r;
+  r.outcome = Outcome::Bug;
+  r.stage = "trace";
+  r.evidence = "crash-gpu";
+  r.reason = "the candidate crashed on the GPU while being traced, where the reference ran: " + message;
+  r.notes.push_back("no bundle: run compute-sanitizer on the candidate, or `dirigo execute` on its PTX, for the "
+                    "faulting access");
+  return r;
+}
+
+namespace {
+Outcome outcome_of(const std::string& name) {
+  for (Outcome o : {Outcome::Bug, Outcome::Suspect, Outcome::Checked, Outcome::Verified, Outcome::Timeout,
+                    Outcome::Unsupported})
+    if (outcome_name(o) == name) return o;
+  throw std::runtime_error("report: unknown outcome '" + name + "'");
+}
+}  // namespace
+
+std::string fold_answers(const std::string& report_json, const std::string& replay_json,
+                         const std::string& state_json) {
+  using nlohmann::json;
+  json j = json::parse(report_json);
+  // What the rules read: the verdict's fields, whether Execute found anything, and the first differing
+  // location's output and index (a replay's reason names it).
+  Report r;
+  r.outcome = outcome_of(j.at("outcome").get<std::string>());
+  r.reason = j.value("reason", "");
+  r.evidence = j.value("evidence", "");
+  r.stage = j.value("stage", "");
+  if (j.contains("function_outcome")) r.function_outcome = outcome_of(j["function_outcome"].get<std::string>());
+  if (j.contains("notes")) r.notes = j["notes"].get<std::vector<std::string>>();
+  if (j.contains("findings")) r.findings.resize(j["findings"].size());
+  if (j.contains("first_differ") && j.contains("locations") && j.contains("outputs")) {
+    size_t fd = j["first_differ"].get<size_t>();
+    const json& loc = j["locations"].at(fd);
+    r.first_differ = fd;
+    r.locations.resize(fd + 1);
+    r.locations[fd].loc.output = loc.at("output").get<size_t>();
+    r.locations[fd].loc.index = loc.at("index").get<std::vector<int64_t>>();
+    for (const json& o : j["outputs"]) r.outputs.push_back({.ref_name = o.at("reference").get<std::string>()});
   }
-  if (!r.stage.empty()) j["stage"] = r.stage;
-  if (r.function_outcome) j["function_outcome"] = std::string(outcome_name(*r.function_outcome));
-  if (r.state) {
-    json p = json::parse(r.state->json, nullptr, false);
-    j["state"] = p.is_discarded() ? json{{"verdict", r.state->verdict}, {"reason", r.state->reason}} : p;
-  }
+  if (j.contains("replay")) r.replay = parse_replay(j["replay"].dump());
+  if (j.contains("state")) r.state = parse_state(j["state"].dump());
+  if (!replay_json.empty()) apply_replay(r, parse_replay(replay_json));
+  if (!state_json.empty()) apply_state(r, parse_state(state_json));
+  put_verdict(j, r);
   return j.dump(2);
 }
 

@@ -54,19 +54,6 @@ int trace_programs(const std::string& ref, const std::string& cand, const std::s
   return rc;
 }
 
-// The candidate faulted on the GPU (an illegal address, a misaligned access, a device-side assert)
-// while the reference ran on the same inputs: a BUG observed on the real program, without a bundle.
-dirigo::check::Report candidate_crash(const std::string& message) {
-  dirigo::check::Report r;
-  r.outcome = dirigo::check::Outcome::Bug;
-  r.stage = "trace";
-  r.evidence = "crash-gpu";
-  r.reason = "the candidate crashed on the GPU while being traced, where the reference ran: " + message;
-  r.notes.push_back("no bundle: run compute-sanitizer on the candidate, or `dirigo execute` on its PTX, for the "
-                    "faulting access");
-  return r;
-}
-
 // The replay and the state stage run user code (constructors, extension builds, forwards), which may
 // hang: past --child-timeout they are killed and the verdict keeps what the check found.
 double child_timeout_s = 300;  // the Python API's default
@@ -197,7 +184,7 @@ dirigo::cli::Register reg({"check", "check a trace bundle: BUG / SUSPECT / CHECK
       int rc = trace_programs(a->inputs[0], a->inputs[1], bundle, a->device, a->trace_timeout, message);
       if (rc == 5) {
         if (!tmp.empty()) std::filesystem::remove_all(tmp);
-        auto report = candidate_crash(message);
+        auto report = dirigo::check::candidate_crash(message);
         std::cout << (a->json ? dirigo::check::to_json(report) + "\n" : dirigo::check::to_text(report, false));
         return dirigo::check::exit_code(report.outcome);
       }

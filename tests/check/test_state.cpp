@@ -112,3 +112,46 @@ TEST(State, ObservedBugReportNamesItsEvidenceAndTheFunctionVerdict) {
   EXPECT_NE(text.find("the function check alone: CHECKED"), std::string::npos) << text;
   EXPECT_NE(text.find("evidence: observed-cpu (both real programs"), std::string::npos) << text;
 }
+
+// fold_answers: the same rules on a report held as JSON (the Python API's and corpus-eval's reports).
+TEST(Fold, ReplayThatReproducesMakesTheJsonReportABugNamingTheLocation) {
+  json rep = {{"outcome", "SUSPECT"}, {"reason", "fp32 shows nothing"}, {"evidence", ""}, {"checked", 7},
+              {"notes", json::array()}, {"findings", json::array()}, {"first_differ", 1},
+              {"locations", json::array({json{{"output", 0}, {"index", {0, 0}}}, json{{"output", 0}, {"index", {1, 2}}}})},
+              {"outputs", json::array({json{{"reference", "out0"}, {"candidate", "out0"}}})}};
+  json replay = {{"format", "dirigo-replay"}, {"status", "replayed"}, {"evidence", "replay-cpu"}, {"reference", 1.0},
+                 {"candidate", 2.5}, {"difference", 1.5}, {"allowed", 0.02}, {"exceeds", true}};
+  json out = json::parse(check::fold_answers(rep.dump(), replay.dump(), ""));
+  EXPECT_EQ(out["outcome"], "BUG");
+  EXPECT_EQ(out["exit_code"], 1);
+  EXPECT_EQ(out["evidence"], "replay-cpu");
+  EXPECT_EQ(out["reason"].get<std::string>().rfind("out0[1, 2] differs: the real programs give reference 1", 0), 0u)
+      << out["reason"];
+  EXPECT_EQ(out["replay"]["status"], "replayed");
+  EXPECT_EQ(out["checked"], 7);  // what the rules do not touch stays
+  // Execute findings: the replay changes nothing (the BUG is Execute's)
+  rep["outcome"] = "BUG";
+  rep["findings"] = json::array({json{{"kind", "shared-race"}}});
+  out = json::parse(check::fold_answers(rep.dump(), replay.dump(), ""));
+  EXPECT_EQ(out["evidence"], "");
+}
+
+TEST(Fold, StateAnswerOnAJsonReportIsApplyState) {
+  json rep = {{"outcome", "CHECKED"}, {"reason", "function verdict"}, {"evidence", ""}, {"notes", json::array()}};
+  check::Report r = report(check::Outcome::Checked);
+  check::apply_state(r, answer("BUG", "state-replay-cpu"));
+  json out = json::parse(check::fold_answers(rep.dump(), "", answer("BUG", "state-replay-cpu").json));
+  json expect = json::parse(check::to_json(r));
+  for (const char* k : {"outcome", "evidence", "stage", "function_outcome", "reason", "notes", "state"})
+    EXPECT_EQ(out[k], expect[k]) << k;
+  EXPECT_THROW(check::fold_answers("{\"outcome\": \"MAYBE\"}", "", ""), std::runtime_error);
+  EXPECT_THROW(check::fold_answers("not json", "", ""), std::exception);
+}
+
+TEST(Fold, CrashedCandidateIsABugOfTheTraceStage) {
+  json out = json::parse(check::to_json(check::candidate_crash("illegal memory access in forward")));
+  EXPECT_EQ(out["outcome"], "BUG");
+  EXPECT_EQ(out["stage"], "trace");
+  EXPECT_EQ(out["evidence"], "crash-gpu");
+  EXPECT_NE(out["reason"].get<std::string>().find("illegal memory access"), std::string::npos);
+}

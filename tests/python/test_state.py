@@ -181,7 +181,7 @@ def test_cli_exit_status_and_json(tmp_path):
     assert ans["format"] == "dirigo-state" and ans["verdict"] == "BUG"
 
 
-# -- the verdict rules (api.apply_state; src/check/state.cpp has the same) -----------------------------------
+# -- the verdict rules (api.apply_state folds through src/check/state.cpp's, the CLI's) -------------------------
 
 def _v(outcome, evidence=""):
     return Verdict(outcome, reason="r", evidence=evidence, report={"outcome": outcome, "notes": []})
@@ -189,26 +189,26 @@ def _v(outcome, evidence=""):
 
 def test_state_bug_overrides_checked_and_keeps_the_function_verdict():
     v = _v("CHECKED")
-    apply_state(v, {"verdict": "BUG", "evidence": "state-replay-cpu", "reason": "x", "differing": [["a", "b"]]})
+    apply_state(v, {"format": "dirigo-state", "verdict": "BUG", "evidence": "state-replay-cpu", "reason": "x", "differing": [["a", "b"]]})
     assert (v.outcome, v.stage, v.function_outcome, v.evidence) == ("BUG", "state", "CHECKED", "state-replay-cpu")
     assert v.report["stage"] == "state" and v.state_differs
 
 
 def test_function_bug_stays_and_state_is_a_note():
     v = _v("BUG", "replay-cpu")
-    apply_state(v, {"verdict": "BUG", "evidence": "state-replay-cpu", "reason": "x"})
+    apply_state(v, {"format": "dirigo-state", "verdict": "BUG", "evidence": "state-replay-cpu", "reason": "x"})
     assert (v.outcome, v.evidence, v.stage) == ("BUG", "replay-cpu", "")
 
 
 def test_state_suspect_does_not_override_unsupported_and_none_is_a_note():
     v = _v("UNSUPPORTED")
-    apply_state(v, {"verdict": "SUSPECT", "reason": "x"})
+    apply_state(v, {"format": "dirigo-state", "verdict": "SUSPECT", "reason": "x"})
     assert v.outcome == "UNSUPPORTED"
     v = _v("TIMEOUT")
-    apply_state(v, {"verdict": "SUSPECT", "reason": "x"})
+    apply_state(v, {"format": "dirigo-state", "verdict": "SUSPECT", "reason": "x"})
     assert (v.outcome, v.function_outcome) == ("SUSPECT", "TIMEOUT")
     v = _v("CHECKED")
-    apply_state(v, {"verdict": "NONE", "reason": "values differ, outputs agree"})
+    apply_state(v, {"format": "dirigo-state", "verdict": "NONE", "reason": "values differ, outputs agree"})
     assert v.outcome == "CHECKED" and any("outputs agree" in n for n in v.report["notes"])
 
 
@@ -316,7 +316,7 @@ def test_observed_difference_at_a_proven_location_is_named_rounding(tmp_path):
 
 def test_observe_stage_verdict_rules():
     v = _v("TIMEOUT")
-    apply_state(v, {"verdict": "BUG", "evidence": "observed-gpu", "reason": "x", "differing": []})
+    apply_state(v, {"format": "dirigo-state", "verdict": "BUG", "evidence": "observed-gpu", "reason": "x", "differing": []})
     assert (v.outcome, v.stage, v.function_outcome) == ("BUG", "observe", "TIMEOUT")
     assert v.reason.startswith("observe: ")
 
