@@ -166,15 +166,18 @@ double excess(double a, double b, const smt::Tolerance& tol) {
   return std::fabs(a - b) - (tol.atol + tol.rtol * std::fabs(a));
 }
 
+}  // namespace
+
 // Witness refinement (paper §4.6): the solver's model shows that the values differ, but
 // often by less than the tolerance (floats are reals to the solver, and transcendentals
 // are uninterpreted). Starting from the model, search the real leaves within
-// [-bound, bound] for a point where the difference, evaluated in fp64, clears the
-// tolerance: random restarts, then coordinate steps on the best point. Deterministic for a
-// seed. Returns the improved leaf values (same order as `leaves`).
+// [-bound, bound] for a point where the difference, evaluated in fp64 (with `also_f32`: in
+// IEEE fp32 too, both finite), clears the tolerance: random restarts at shrinking scales, then
+// coordinate steps on the best point. Deterministic for a seed. Returns the improved leaf values
+// (same order as `leaves`).
 std::vector<double> refine_witness(ir::Expr ea, ir::Expr eb, const std::vector<ir::Expr>& leaves,
                                    std::vector<double> start, const smt::Tolerance& tol, uint64_t seed,
-                                   double budget_ms) {
+                                   double budget_ms, bool also_f32) {
   auto t0 = Clock::now();
   std::unordered_map<std::pair<int32_t, int64_t>, size_t, PairHash> pos;
   for (size_t i = 0; i < leaves.size(); ++i) pos[{leaves[i]->tensor(), leaves[i]->index()}] = i;
@@ -189,7 +192,15 @@ std::vector<double> refine_witness(ir::Expr ea, ir::Expr eb, const std::vector<i
     try {
       ir::Evaluator ev(e, ir::Precision::F64);
       double a = ev.real(ea), b = ev.real(eb);
-      return std::isfinite(a) && std::isfinite(b) ? excess(a, b, tol) : -1e300;  // an overflow is no witness
+      if (!std::isfinite(a) || !std::isfinite(b)) return -1e300;  // an overflow is no witness
+      if (!also_f32) return excess(a, b, tol);
+      ir::Evaluator ev32(e, ir::Precision::F32);
+      double a32 = ev32.real(ea), b32 = ev32.real(eb);
+      if (!std::isfinite(a32) || !std::isfinite(b32)) return -1e300;
+      // fp32 must also stay close to fp64 (against the difference): a softmax's canonical form that
+      // underflows in fp32 gave 0.0038 where fp64 gave 1 — a difference, but not the real program's numbers.
+      double faithful = std::fabs(a - b) / 2 - (std::fabs(a32 - a) + std::fabs(b32 - b));
+      return std::min({excess(a, b, tol), excess(a32, b32, tol), faithful});
     } catch (const std::exception&) {
       return -1e300;
     }
@@ -199,9 +210,11 @@ std::vector<double> refine_witness(ir::Expr ea, ir::Expr eb, const std::vector<i
   std::uniform_real_distribution<double> uni(-tol.bound, tol.bound);
   std::vector<double> best = std::move(start);
   double best_s = eval(best);
+  // Shrinking scales too: at +-bound a softmax over 81-term convolution sums overflows fp32 (pair 089).
+  static constexpr double kScales[] = {1, 0.75, 0.5, 0.25, 0.1, 0.03};
   for (int r = 0; r < 64 && best_s <= 0 && !over(); ++r) {
     std::vector<double> x(leaves.size());
-    double scale = (r % 4 + 1) / 4.0;
+    double scale = kScales[r % 6];
     for (auto& v : x) v = uni(rng) * scale;
     double s2 = eval(x);
     if (s2 > best_s) best_s = s2, best = std::move(x);
@@ -216,6 +229,8 @@ std::vector<double> refine_witness(ir::Expr ea, ir::Expr eb, const std::vector<i
       }
   return best;
 }
+
+namespace {
 
 
 // The outcome of one location, in search order.
@@ -620,17 +635,38 @@ class Search {
         for (ir::Expr l : ir::leaves(root))
           if (l->op == ir::Op::TensorElem && seen.insert(l).second) leaves.push_back(l);
     }
-    ir::Env wenv = w.env();
+    ir::Env wenv = w.env();  // the solver's model
     std::vector<double> values;
     for (ir::Expr l : leaves) {
       ir::Value v = wenv.elem(l->tensor(), l->index(), l->sort);
       values.push_back(l->sort == ir::Sort::Real ? v.real : double(int64_t(v.bits)));
     }
-    if (!w.exceeds_tolerance) {  // at most 200 ms, and never past the budget
+    // at most 200 ms, and never past the budget
+    auto refine_ms = [&] {
       double left_ms = opt_.budget_s * 1000 - std::chrono::duration<double, std::milli>(Clock::now() - t0_).count();
-      double refine_ms = opt_.budget_s > 0 ? std::clamp(left_ms, 0.0, 200.0) : 200.0;
-      values = refine_witness(ea, eb, leaves, values, tol_, opt_.seed + seq + 1, refine_ms);
+      return opt_.budget_s > 0 ? std::clamp(left_ms, 0.0, 200.0) : 200.0;
+    };
+    if (!w.exceeds_tolerance) values = refine_witness(ea, eb, leaves, values, tol_, opt_.seed + seq + 1, refine_ms());
+    std::string reason = lr.reason;
+    evaluate_witness(ctx, ea, eb, w, leaves, values, lr);
+    // Beyond tolerance in fp64 only (an fp32 overflow or underflow at large inputs): look for a point
+    // that shows it in both precisions, so that the evidence without a replay holds in fp32 too.
+    if (lr.exceeds_tolerance && !lr.confirmed_f32 && !w.depends_on_undef) {
+      auto again = refine_witness(ea, eb, leaves, values, tol_, opt_.seed + seq + 1, refine_ms(), true);
+      if (again != values) {
+        lr.leaves.clear();
+        lr.witness.clear();
+        lr.reason = reason;
+        evaluate_witness(ctx, ea, eb, w, leaves, again, lr);
+      }
     }
+  }
+
+  // Both symbolic values at the witness `values` (of `leaves`) in fp64 and IEEE fp32, and the leaves
+  // that matter, into lr.
+  void evaluate_witness(ir::Context& ctx, ir::Expr ea, ir::Expr eb, const smt::Witness& w,
+                        const std::vector<ir::Expr>& leaves, const std::vector<double>& values, LocationResult& lr) {
+    ir::Env wenv = w.env();
     std::unordered_map<std::pair<int32_t, int64_t>, double, PairHash> at;
     for (size_t k = 0; k < leaves.size(); ++k) at[{leaves[k]->tensor(), leaves[k]->index()}] = values[k];
     ir::Env env;

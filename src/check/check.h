@@ -200,6 +200,12 @@ void apply_replay(Report& r, Replay replay);
 // move the reference's output, not observed on the candidate) makes CHECKED/VERIFIED/TIMEOUT a SUSPECT;
 // the rest are notes. The function check's own verdict stays in `function_outcome`.
 void apply_state(Report& r, StateFinding state);
+// Witness refinement (paper §4.6; check.cpp): leaf values (same order as `leaves`, within ±tol.bound),
+// starting from `start`, where ea and eb differ beyond the tolerance in fp64 — with `also_f32` in IEEE
+// fp32 too, with fp32 values close to fp64's — or `start` when none is found within budget_ms.
+std::vector<double> refine_witness(ir::Expr ea, ir::Expr eb, const std::vector<ir::Expr>& leaves,
+                                   std::vector<double> start, const smt::Tolerance& tol, uint64_t seed,
+                                   double budget_ms, bool also_f32 = false);
 // The candidate faulted on the GPU (an illegal or misaligned address, a device-side assert) while the
 // reference ran on the same inputs: a BUG observed on the real program (evidence crash-gpu, stage
 // trace), without a bundle.

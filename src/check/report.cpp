@@ -234,7 +234,7 @@ std::string fold_answers(const std::string& report_json, const std::string& repl
     r.locations.resize(fd + 1);
     r.locations[fd].loc.output = loc.at("output").get<size_t>();
     r.locations[fd].loc.index = loc.at("index").get<std::vector<int64_t>>();
-    for (const json& o : j["outputs"]) r.outputs.push_back({.ref_name = o.at("reference").get<std::string>()});
+    for (const json& o : j["outputs"]) r.outputs.emplace_back().ref_name = o.at("reference").get<std::string>();
   }
   if (j.contains("replay")) r.replay = parse_replay(j["replay"].dump());
   if (j.contains("state")) r.state = parse_state(j["state"].dump());

@@ -1,9 +1,12 @@
 // Witness documents and the verdict rules for replays (docs/check.md).
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include <nlohmann/json.hpp>
 
 #include "check/check.h"
+#include "ir/eval.h"
 
 using namespace dirigo;
 using nlohmann::json;
@@ -103,4 +106,34 @@ TEST(Witness, BugWitnessIsOverProgramInputsNotTrimmedResults) {
   const auto& l = r.locations[*r.first_differ];
   ASSERT_FALSE(l.leaves.empty());
   for (const auto& leaf : l.leaves) EXPECT_NE(leaf.kind, "trimmed") << leaf.input;
+}
+
+// A softmax share exp(20x) / (exp(20x) + exp(20y)) against 0: at the solver's corner x = 10, y = -10
+// fp64 shows the difference and fp32 overflows (exp(200)). Refining in fp32 too finds a point where
+// both precisions show it and agree (pair 089: BUG with fp32 evidence instead of SUSPECT).
+TEST(Witness, RefinementInFp32TooLeavesTheOverflowingCorner) {
+  ir::Context cx;
+  int32_t t = cx.tensor("refine_softmax_x");
+  ir::Expr x = cx.elem(t, 0), y = cx.elem(t, 1);
+  ir::Expr ex = cx.call(ir::Fn::Exp, cx.mul(cx.real_const(20), x));
+  ir::Expr ey = cx.call(ir::Fn::Exp, cx.mul(cx.real_const(20), y));
+  ir::Expr share = cx.mul(ex, cx.recip(cx.add(ex, ey)));
+  ir::Expr zero = cx.real_const(0);
+  smt::Tolerance tol{1e-2, 1e-2};
+  std::vector<ir::Expr> leaves{x, y};
+  std::vector<double> corner{10, -10};
+  auto at = [&](const std::vector<double>& v, ir::Precision p) {
+    ir::Env e;
+    e.elem = [&](int32_t, int64_t i, ir::Sort) { return ir::Value::of_real(v[size_t(i)]); };
+    return ir::Evaluator(e, p).real(share);
+  };
+  ASSERT_FALSE(std::isfinite(at(corner, ir::Precision::F32)));  // inf * recip(inf + 0)
+  // fp64 alone: the corner already differs beyond tolerance, nothing to refine
+  EXPECT_EQ(check::refine_witness(share, zero, leaves, corner, tol, 1, 200), corner);
+  auto v = check::refine_witness(share, zero, leaves, corner, tol, 1, 200, /*also_f32=*/true);
+  double a32 = at(v, ir::Precision::F32), a64 = at(v, ir::Precision::F64);
+  ASSERT_TRUE(std::isfinite(a32));
+  EXPECT_GT(a32, tol.atol);
+  EXPECT_LT(std::fabs(a32 - a64), a64 / 2);
+  for (double c : v) EXPECT_LE(std::fabs(c), tol.bound);
 }
