@@ -286,14 +286,38 @@ Expr Normalizer::walk(Expr root, std::unordered_map<Expr, Expr>& memo, Expr (Nor
 // ---- expanded GELU formulas
 
 namespace {
-// term = coefficient * monomial
+std::span<const Expr> terms_of(const Expr& e);
+
+// A min/max factor's positive scale: max(0, c*x) = c * max(0, x). MulDistributeMinMax moves a product's
+// constant into its first min/max factor, so a GELU of a ReLU output spells its cubic term
+// k*0.044715*s^3 as s*s*max(0, k*0.044715*x) (pair 040): the scale is read back out of the factor.
+std::pair<mpq_class, Expr> unscale_min_max(ir::Context& ctx, Expr f) {
+  if (f->op != Op::Min && f->op != Op::Max) return {1, f};
+  std::optional<mpq_class> c;  // the first non-constant argument's lead coefficient
+  for (Expr a : f->args()) {
+    if (a->is_const()) continue;
+    Expr first = terms_of(a)[0]->is_const() && terms_of(a).size() > 1 ? terms_of(a)[1] : terms_of(a)[0];
+    c = first->op == Op::Mul && first->arg(0)->op == Op::ConstReal ? first->arg(0)->rational() : mpq_class(1);
+    break;
+  }
+  if (!c || *c <= 0 || *c == 1) return {1, f};
+  std::vector<Expr> args;
+  for (Expr a : f->args()) args.push_back(ctx.mul(ctx.real_const(mpq_class(1 / *c)), a));
+  return {*c, f->op == Op::Max ? ctx.max(args) : ctx.min(args)};
+}
+
+// term = coefficient * monomial, with the positive scales of min/max factors in the coefficient
 std::pair<mpq_class, Expr> split_coefficient(ir::Context& ctx, Expr t) {
   if (t->op == Op::ConstReal) return {t->rational(), ctx.real_const(1)};
-  if (t->op == Op::Mul && t->arg(0)->op == Op::ConstReal) {
-    auto rest = t->args().subspan(1);
-    return {t->arg(0)->rational(), ctx.mul(std::vector<Expr>(rest.begin(), rest.end()))};
+  mpq_class c = 1;
+  std::vector<Expr> factors;
+  for (Expr f : t->op == Op::Mul ? t->args() : std::span<const Expr>(&t, 1)) {
+    if (f->op == Op::ConstReal) { c *= f->rational(); continue; }
+    auto [scale, g] = unscale_min_max(ctx, f);
+    c *= scale;
+    factors.push_back(g);
   }
-  return {1, t};
+  return {c, factors.size() == 1 ? factors[0] : ctx.mul(factors)};
 }
 
 std::span<const Expr> terms_of(const Expr& e) { return e->op == Op::Add ? e->args() : std::span<const Expr>(&e, 1); }
@@ -370,8 +394,16 @@ std::optional<std::pair<mpq_class, Expr>> Normalizer::gelu_form(Expr f, const st
     Expr s3 = ctx_.mul(std::vector<Expr>{s, s, s});
     auto c_lead = lead(ctx_, s3);
     if (!c_lead) return std::nullopt;
-    mpq_class kc = coefficient_of(ctx_, ctx_.sub(t, ks), c_lead->second) / c_lead->first;
-    if (!near(kc / k, 0.044715) || ctx_.add(ks, ctx_.mul(ctx_.real_const(kc), s3)) != t) return std::nullopt;
+    Expr cubic = ctx_.sub(t, ks);
+    mpq_class kc = coefficient_of(ctx_, cubic, c_lead->second) / c_lead->first;
+    if (!near(kc / k, 0.044715)) return std::nullopt;
+    if (terms_of(s3).size() == 1) {
+      // one term: cubic must be kc*s^3 up to where the scales sit (split_coefficient reads them out of
+      // min/max factors exactly; rebuilt, kc would land in the first max factor, the program's in another)
+      if (terms_of(cubic).size() != 1 || split_coefficient(ctx_, cubic).second != c_lead->second) return std::nullopt;
+    } else if (ctx_.add(ks, ctx_.mul(ctx_.real_const(kc), s3)) != t) {
+      return std::nullopt;
+    }
   }
   if (!opt_.on(is_erf ? Axiom::GeluErfForm : Axiom::GeluTanhForm)) return std::nullopt;
   return std::make_pair(a, s);

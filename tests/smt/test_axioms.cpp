@@ -302,6 +302,27 @@ TEST_F(AxiomTest, GeluTanhForm) {
   EXPECT_EQ(n.applications(Axiom::GeluTanhForm), 0u);
 }
 
+// GELU of a ReLU output: MulDistributeMinMax moves every constant into a max factor, so the kernel's
+// 0.5*s and k*0.044715*s^3 read max(0, x/2) and s*s*max(0, c*x) — or, with k shared by the linear
+// term, s*max(0, 0.044715*x)*max(0, k*x) (dev pair 040, labelled correct, was SUSPECT).
+TEST_F(AxiomTest, GeluTanhFormOfAReluOutput) {
+  smt::AxiomOptions keep_tanh;
+  keep_tanh.gelu_tanh_is_erf = false;
+  Expr zero = ctx.real_const(0);
+  Expr s = ctx.max(zero, x);
+  auto relu_of = [&](double c) { return ctx.max(zero, ctx.mul(k32(ctx, c), x)); };
+  Expr k_x = relu_of(0.7978845608028654), half = relu_of(0.5);
+  Expr inner = ctx.add(ctx.mul(std::vector<Expr>{s, relu_of(0.044715), k_x}), k_x);
+  Expr kernel = ctx.add(ctx.mul(ctx.call(Fn::Tanh, inner), half), half);
+  applies(Axiom::GeluTanhForm, kernel, call(Fn::GeluTanh, s), keep_tanh);
+  // the cubic's constant is no 0.044715 wherever it sits: not GELU
+  Expr off = ctx.add(ctx.mul(ctx.call(Fn::Tanh, ctx.add(ctx.mul(std::vector<Expr>{s, relu_of(0.05), k_x}), k_x)), half),
+                     half);
+  smt::Normalizer n(ctx, keep_tanh);
+  n(off);
+  EXPECT_EQ(n.applications(Axiom::GeluTanhForm), 0u);
+}
+
 TEST_F(AxiomTest, KernelGeluEqualsTorchGeluWithoutSolver) {
   smt::Solver solver;
   int32_t t = ctx.tensor("conv");
