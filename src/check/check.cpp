@@ -501,7 +501,7 @@ class Search {
       std::lock_guard lock(mu_);
       decided_.try_emplace(*key, Decided{d.verdict, d.stage, d.reason});
     }
-    if (d.verdict == smt::Verdict::Differ) {  // only a difference is shown (10^6 equal locations are not)
+    if (d.verdict != smt::Verdict::Equal) {  // a difference or what stayed undecided (10^6 equal locations are not)
       ir::PrintOptions popt{.max_nodes = 40};
       lr.ref_expr = ir::to_string(ctx, ea, popt);
       lr.cand_expr = ir::to_string(ctx, eb, popt);

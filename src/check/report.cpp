@@ -106,8 +106,12 @@ std::string to_text(const Report& r, bool verbose) {
     s += fmt::format("  the remaining locations would take about {:.0f} s more\n", r.projected_full_seconds);
   if (verbose)
     for (const auto& l : r.locations)
+    {
       s += fmt::format("    [{}] {} {} {:.2f} ms\n", index_str(l.loc.index), tier_name(l.loc.tier),
                        smt::verdict_name(l.verdict), l.ms);
+      if (l.verdict != smt::Verdict::Differ && !l.ref_expr.empty())  // undecided: both sides, abbreviated
+        s += fmt::format("      {}\n      reference = {}\n      candidate = {}\n", l.reason, l.ref_expr, l.cand_expr);
+    }
   return s;
 }
 
@@ -170,6 +174,10 @@ std::string to_json(const Report& r) {
               {"ms", l.ms}, {"ref_nodes", l.ref_nodes}, {"cand_nodes", l.cand_nodes}};
     if (l.deduplicated) x["deduplicated"] = true;
     if (!l.reason.empty()) x["reason"] = l.reason;
+    if (l.verdict != smt::Verdict::Differ && !l.ref_expr.empty()) {  // undecided: what the solver was given
+      x["reference"] = l.ref_expr;
+      x["candidate"] = l.cand_expr;
+    }
     if (l.verdict == smt::Verdict::Differ) {
       x["reference"] = l.ref_expr;
       x["candidate"] = l.cand_expr;

@@ -79,7 +79,7 @@ std::string_view rule_name(Rule r) {
       "DivToRecip", "MinMaxFlatten", "MinMaxSortDedup", "MinMaxConst", "IteConstCond", "IteSameArms",
       "IteNegCond", "IteToMinMax", "BoolSimplify", "CmpCanon", "BvAffine", "BvExtMerge",
       "BvSignedToUnsigned", "BvExtPush", "BvTruncPush", "BvBitFold", "BvDivRemConst", "BvDivModRecombine", "LoadFold",
-      "AbsCanon", "MinMaxFloatLimit", "MulDistributeMinMax"};
+      "AbsCanon", "MinMaxFloatLimit", "MulDistributeMinMax", "IteLeakyToMax"};
   static_assert(std::size(n) == static_cast<size_t>(Rule::Count_));
   return n[static_cast<unsigned>(r)];
 }
@@ -1607,8 +1607,36 @@ struct Context::Impl {
         if (t == b && e == a && apply(Rule::IteToMinMax)) return minmax_n(mx, s, ab);
       }
     }
+    if (s == Sort::Real && (c->op == Op::Lt || c->op == Op::Le) && on(Rule::IteLeakyToMax))
+      if (Expr m = leaky_max(c->args_[0], c->args_[1], t, e)) return m;
     Expr xs[] = {c, t, e};
     return raw(Op::Ite, s, xs);
+  }
+  // ite(a < b, t, e) as max(lin, k*lin) with 0 <= k <= 1: 0 < lin ? lin : k*lin, or lin < 0 ? k*lin : lin
+  // (equal at lin = 0 either way, so < and <= alike). nullptr when it is not that form.
+  Expr leaky_max(Expr a, Expr b, Expr t, Expr e) {
+    Expr lin = nullptr, scaled = nullptr;
+    if (is_zero(a) && b == t) lin = t, scaled = e;
+    else if (is_zero(b) && a == e) lin = e, scaled = t;
+    if (!lin || lin->is_const() || scaled->is_const() || scaled->op != lin->op ||
+        (lin->op == Op::Add && lin->nargs != scaled->nargs))
+      return nullptr;
+    // k from the first non-constant terms' coefficients, then checked exactly: k*lin is scaled
+    auto first = [](Expr x) {
+      if (x->op != Op::Add) return x;
+      for (uint32_t i = 0; i < x->nargs; ++i)
+        if (!x->args_[i]->is_const()) return x->args_[i];
+      return x;
+    };
+    auto coef = [](Expr term) {
+      return term->op == Op::Mul && term->args_[0]->op == Op::ConstReal ? term->args_[0]->rational() : mpq_class(1);
+    };
+    mpq_class k = coef(first(scaled)) / coef(first(lin));
+    if (k < 0 || k > 1) return nullptr;
+    Expr ks[] = {mk_real(k), lin};
+    if (mul_n(Sort::Real, ks) != scaled || !apply(Rule::IteLeakyToMax)) return nullptr;
+    Expr xs[] = {lin, scaled};
+    return minmax_n(Op::Max, Sort::Real, xs);
   }
 
   // ---- reals: functions

@@ -241,6 +241,14 @@ class Skeleton {
   std::unordered_map<Expr, uint64_t> memo_;
 };
 
+// The constant factor of a term, or of a sum's first non-constant term (1 when there is none).
+double lead_coefficient(Expr e) {
+  if (e->op == Op::Add)
+    for (Expr t : e->args())
+      if (t->op != Op::ConstReal) return lead_coefficient(t);
+  return e->op == Op::Mul && e->arg(0)->op == Op::ConstReal ? e->arg(0)->rational().get_d() : 1.0;
+}
+
 // c * atoms of a product (c = 1 for a non-product)
 struct Factors {
   Expr coef = nullptr;  // nullptr: 1
@@ -366,8 +374,19 @@ class DiffBound {
         only_x.push_back(x);
         continue;
       }
-      pairs.push_back({x, it->second.back()});
-      it->second.pop_back();
+      // Several with x's skeleton (a skeleton ignores constants: max(2S, S/5) has two): the same node,
+      // else the one whose leading coefficient is closest to x's — pairing 2S with S/5 bounds nothing.
+      auto& cands = it->second;
+      size_t best = cands.size() - 1;
+      if (cands.size() > 1 && cands.size() <= 64) {  // (a scan per term: bounded, as sums can be 10^5 long)
+        double cx = lead_coefficient(x), best_d = kInf;
+        for (size_t i = cands.size(); i-- > 0;) {
+          double d = cands[i] == x ? -1 : std::fabs(lead_coefficient(cands[i]) - cx) / std::max(std::fabs(cx), 1e-300);
+          if (d < best_d) best_d = d, best = i;
+        }
+      }
+      pairs.push_back({x, cands[best]});
+      cands.erase(cands.begin() + std::ptrdiff_t(best));
     }
     for (auto& [h, rest] : by_skel) only_y.insert(only_y.end(), rest.begin(), rest.end());
   }

@@ -246,6 +246,18 @@ TEST_F(Rules, IteToMinMax) {
   untouched(Rule::IteToMinMax, [&] { return c.ite(c.lt(x, y), x, z); });
 }
 
+TEST_F(Rules, IteLeakyToMax) {
+  Expr s = c.add(x, y);
+  Expr tenth = c.real_const(mpq_class(1, 10));
+  Expr leaky = c.max(s, c.mul(tenth, s));
+  check(Rule::IteLeakyToMax, [&] { return c.ite(c.lt(c.real_const(0), s), s, c.mul(tenth, s)); }, leaky);
+  check(Rule::IteLeakyToMax, [&] { return c.ite(c.le(c.real_const(0), s), s, c.mul(tenth, s)); }, leaky);
+  check(Rule::IteLeakyToMax, [&] { return c.ite(c.lt(s, c.real_const(0)), c.mul(tenth, s), s); }, leaky);
+  // a slope above 1 is a min, a scaled arm of another sum is no leaky ReLU
+  untouched(Rule::IteLeakyToMax, [&] { return c.ite(c.lt(c.real_const(0), s), s, c.mul(c.real_const(2), s)); });
+  untouched(Rule::IteLeakyToMax, [&] { return c.ite(c.lt(c.real_const(0), s), s, c.mul(tenth, c.add(x, z))); });
+}
+
 TEST_F(Rules, BoolSimplify) {
   Expr p2 = c.var("p2", Sort::Bool);
   check(Rule::BoolSimplify, [&] { return c.not_(c.not_(p)); }, p);

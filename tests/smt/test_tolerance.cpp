@@ -145,3 +145,21 @@ TEST_F(ToleranceTest, NegativeFactorPushedIntoMinMax) {
   // a min is not a max: still a real difference
   EXPECT_GT(smt::difference_bound(c, after, c.max(c.mul(f32(-1.0 / 3), x), c.mul(f32(-1.0 / 3), y)), 10), 1e-2);
 }
+
+TEST_F(ToleranceTest, MaxArmsWithOneSkeletonPairByTheirCoefficients) {
+  // leaky ReLU of 2*(x*y + z): max(2S, kS) with k in fp64 vs fp32. A skeleton ignores constants, so both
+  // arms look alike; where the two max nodes list their arms in different orders (pair 079), pairing by
+  // position compared 2S with kS' and bounded nothing.
+  Expr s = c.add(c.mul(x, y), z);
+  Expr two_s = c.mul(c.real_const(2), s);
+  int flipped = 0;
+  for (double k : {0.01, 0.02, 0.05, 0.1, 0.2, 0.25, 0.3, 0.4, 0.5}) {
+    Expr ref = c.max(two_s, c.mul(c.real_const_from_double(k), s));
+    Expr cand = c.max(two_s, c.mul(f32(k), s));
+    flipped += (ref->arg(0) == two_s) != (cand->arg(0) == two_s);
+    double d = smt::difference_bound(c, ref, cand, 10);
+    EXPECT_GE(d, 0) << k;
+    EXPECT_LT(d, 1e-4) << k;
+  }
+  EXPECT_GT(flipped, 0);  // the case above occurred
+}
