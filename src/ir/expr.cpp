@@ -79,7 +79,7 @@ std::string_view rule_name(Rule r) {
       "DivToRecip", "MinMaxFlatten", "MinMaxSortDedup", "MinMaxConst", "IteConstCond", "IteSameArms",
       "IteNegCond", "IteToMinMax", "BoolSimplify", "CmpCanon", "BvAffine", "BvExtMerge",
       "BvSignedToUnsigned", "BvExtPush", "BvTruncPush", "BvBitFold", "BvDivRemConst", "BvDivModRecombine", "LoadFold",
-      "AbsCanon", "MinMaxFloatLimit", "MulDistributeMinMax", "IteLeakyToMax"};
+      "AbsCanon", "MinMaxFloatLimit", "MulDistributeMinMax", "MulDistributeIntoSum", "IteLeakyToMax"};
   static_assert(std::size(n) == static_cast<size_t>(Rule::Count_));
   return n[static_cast<unsigned>(r)];
 }
@@ -831,6 +831,13 @@ struct Context::Impl {
           scaled.push_back(mul_n(s, pt));
         }
         *mm = minmax_n((*mm)->op, s, scaled);
+        return mul_n(s, atoms);
+      }
+    }
+    if (s == Sort::Real && !is_one(c) && nadd && atoms.size() > 1) {
+      auto sum = std::find_if(atoms.begin(), atoms.end(), [&](Expr a) { return a->op == addop; });
+      if ((*sum)->nargs <= kDistributeConstLimit && apply(Rule::MulDistributeIntoSum)) {
+        *sum = scale_sum(s, *sum, c);
         return mul_n(s, atoms);
       }
     }

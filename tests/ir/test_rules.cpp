@@ -246,6 +246,21 @@ TEST_F(Rules, IteToMinMax) {
   untouched(Rule::IteToMinMax, [&] { return c.ite(c.lt(x, y), x, z); });
 }
 
+TEST_F(Rules, MulDistributeIntoSum) {
+  // swish(S)/2 of a GEMM row: torch's (1/2)*sigmoid(S)*S and a kernel's sigmoid(S)*(S/2) are one node
+  // (a sum past MulDistributeSmall's limits: smaller products are expanded whole)
+  int32_t t = c.tensor("rules:into_sum");
+  std::vector<Expr> terms, halves;
+  Expr half = c.real_const(mpq_class(1, 2));
+  for (int64_t i = 0; i < 100; ++i) terms.push_back(c.elem(t, i)), halves.push_back(c.mul(half, c.elem(t, i)));
+  Expr s = c.add(terms), sig = c.call(Fn::Sigmoid, s), half_s = c.add(halves);
+  check(Rule::MulDistributeIntoSum, [&] { return c.mul(std::vector<Expr>{half, sig, s}); }, c.mul(sig, half_s));
+  untouched(Rule::MulDistributeIntoSum, [&] { return c.mul(sig, s); });  // no constant
+  // a min/max factor takes a positive constant first (MulDistributeMinMax)
+  Expr relu = c.max(c.real_const(0), z);
+  EXPECT_EQ(c.mul(std::vector<Expr>{half, relu, s}), c.mul(c.max(c.real_const(0), c.mul(half, z)), s));
+}
+
 TEST_F(Rules, IteLeakyToMax) {
   Expr s = c.add(x, y);
   Expr tenth = c.real_const(mpq_class(1, 10));
