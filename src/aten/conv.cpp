@@ -98,6 +98,11 @@ Expr convolve(const Env& e, const TensorRef& x, const TensorRef& w, const std::o
         prods.a_list.push_back(xf);
         prods.b_list.push_back(wf);
       }
+      if (bias && bias->rank() == 1 && is_floating(bias->dtype)) {  // one leaf for the whole element
+        prods.c_tensor = bias->tensor_id;
+        prods.c_index = bias->offset + oc * bias->stride(0);
+        return e.call.sum_of_products(prods);
+      }
       terms.push_back(e.call.sum_of_products(prods));
     }
   } else {

@@ -77,6 +77,9 @@ struct Products {
   int64_t a_first = 0, a_step = 0, b_first = 0, b_step = 0;
   std::vector<int64_t> a_list, b_list;
   int64_t runs = 0;
+  // Set (>= 0): the sum is c[c_index] + the products (a convolution's bias), added last.
+  int32_t c_tensor = -1;
+  int64_t c_index = 0;
 };
 
 // Normalization statistics (mean and variance over a channel, group or row) already built in one

@@ -81,13 +81,34 @@ struct RunOperand {
 // The sum over r < runs, then t < taps, of a's term (r, t) times b's, added to acc[p] for each lane
 // p of the lane-major draws. fp32: in that order, every operation rounded (the float sum of two
 // floats is their double sum rounded once, as the generic loop computes it; the product of two
-// floats is exact in double, rounded once to float); fp64: tap by tap, two partial sums.
+// floats is exact in double, rounded once to float); fp64: in that order, in two partial sums (even
+// and odd taps). Runs-innermost draws (DrawCache) keep the lines of a tap's next runs in L1.
 void dot_runs(const RunOperand& a, const RunOperand& b, size_t taps, int64_t runs, const std::vector<uint8_t>& f32,
               double* acc) {
   const auto nl = int64_t(f32.size());
   std::vector<int64_t> ta(taps), tb(taps);  // the taps' offsets in doubles
   for (size_t t = 0; t < taps; ++t) ta[t] = a.taps[t] * a.tap_scale * nl, tb[t] = b.taps[t] * b.tap_scale * nl;
   const int64_t ra = a.run_stride * nl, rb = b.run_stride * nl;
+  if (nl == 2 && !f32[0] && f32[1]) {  // the check's point: fp64 and fp32 lanes in one pass over the draws
+    double s0 = 0, s1 = 0;
+    auto s = float(acc[1]);
+    for (int64_t r = 0; r < runs; ++r) {
+      const double* ar = a.base + r * ra;
+      const double* br = b.base + r * rb;
+      size_t t = 0;
+      for (; t + 2 <= taps; t += 2) {
+        const double *x0 = ar + ta[t], *y0 = br + tb[t], *x1 = ar + ta[t + 1], *y1 = br + tb[t + 1];
+        s0 += x0[0] * y0[0];
+        s += float(x0[1] * y0[1]);
+        s1 += x1[0] * y1[0];
+        s += float(x1[1] * y1[1]);
+      }
+      if (t < taps) s0 += ar[ta[t]] * br[tb[t]], s += float(ar[ta[t] + 1] * br[tb[t] + 1]);
+    }
+    acc[0] += s0 + s1;
+    acc[1] = double(s);
+    return;
+  }
   for (int64_t p = 0; p < nl; ++p) {
     if (f32[size_t(p)]) {
       auto s = float(acc[p]);
@@ -99,16 +120,16 @@ void dot_runs(const RunOperand& a, const RunOperand& b, size_t taps, int64_t run
       acc[p] = double(s);
       continue;
     }
-    double s0 = 0, s1 = 0;
-    for (size_t t = 0; t < taps; ++t) {
-      const double* at = a.base + ta[t] + p;
-      const double* bt = b.base + tb[t] + p;
-      int64_t r = 0;
-      for (; r + 2 <= runs; r += 2) {
-        s0 += at[r * ra] * bt[r * rb];
-        s1 += at[(r + 1) * ra] * bt[(r + 1) * rb];
+    double s0 = 0, s1 = 0;  // the fused loop's order: one lane's value never depends on the other's
+    for (int64_t r = 0; r < runs; ++r) {
+      const double* ar = a.base + r * ra + p;
+      const double* br = b.base + r * rb + p;
+      size_t t = 0;
+      for (; t + 2 <= taps; t += 2) {
+        s0 += ar[ta[t]] * br[tb[t]];
+        s1 += ar[ta[t + 1]] * br[tb[t + 1]];
       }
-      if (r < runs) s0 += at[r * ra] * bt[r * rb];
+      if (t < taps) s0 += ar[ta[t]] * br[tb[t]];
     }
     acc[p] += s0 + s1;
   }
@@ -383,6 +404,16 @@ struct NumericEvaluator::Impl {
     return {v + u * int64_t(npoints), step, 1, taps.data()};
   }
 
+  // The sum's added term c[c_index] (a convolution's bias), added last as the template's add of
+  // the two would (rounded in fp32).
+  void add_c(const aten::Products& pr, std::vector<double>& acc) {
+    if (pr.c_tensor < 0) return;
+    std::vector<double> buf(npoints);
+    const double* cv = Access(*this, pr.c_tensor).values(pr.c_index, buf.data());
+    if (!cv) return;  // noted as missing: the template is built again once it has a value
+    for (size_t p = 0; p < npoints; ++p) acc[p] = f32[p] ? double(float(acc[p] + cv[p])) : acc[p] + cv[p];
+  }
+
   ir::Expr products(const aten::Products& pr) {
     bool runs = pr.runs > 0;
     if (runs ? pr.a_list.size() != pr.b_list.size() || pr.a_list.empty() || pr.count != pr.runs * int64_t(pr.a_list.size())
@@ -426,9 +457,16 @@ struct NumericEvaluator::Impl {
       cache_key = ProductsCache::Key{int64_t(a.key), pr.a_first - a.shared->offset, pr.a_step, int64_t(b.key),
                                      pr.b_first - b.shared->offset, pr.b_step, pr.count,
                                      int64_t(points_key), int64_t(taps)};
-      std::lock_guard lock(opt.products_cache->mu);
-      if (auto it = opt.products_cache->sums.find(*cache_key); it != opt.products_cache->sums.end())
-        return leaf(it->second);
+      bool hit = false;
+      {
+        std::lock_guard lock(opt.products_cache->mu);
+        if (auto it = opt.products_cache->sums.find(*cache_key); it != opt.products_cache->sums.end())
+          acc = it->second, hit = true;
+      }
+      if (hit) {
+        add_c(pr, acc);  // (draws_of takes the cache's lock)
+        return leaf(acc);
+      }
     }
     stats.products += uint64_t(pr.count);
     if (pr.count > 4096) tick();
@@ -467,6 +505,7 @@ struct NumericEvaluator::Impl {
       std::lock_guard lock(opt.products_cache->mu);
       opt.products_cache->sums.emplace(*cache_key, acc);
     }
+    add_c(pr, acc);
     return leaf(acc);
   }
 
