@@ -76,6 +76,7 @@ struct RunOperand {
   const double* base;
   int64_t run_stride, tap_scale;
   const int64_t* taps;
+  bool innermost;  // from runs-innermost draws
 };
 
 // The sum over r < runs, then t < taps, of a's term (r, t) times b's, added to acc[p] for each lane
@@ -226,6 +227,8 @@ struct NumericEvaluator::Impl {
       f32.push_back((opt.precisions.empty() ? opt.precision : opt.precisions[p]) == ir::Precision::F32);
     for (size_t p = 0; p < npoints; ++p)
       points_key = smt::PointSampler::mix(points_key ^ (uint64_t(opt.points[p]) << 1 | f32[p]));
+    if (opt.products_path != NumericOptions::ProductsPath::Tight)  // fp64 sums differ in the last bits
+      points_key = smt::PointSampler::mix(points_key ^ uint64_t(opt.products_path));
     hook = [this](const aten::Products& pr) { return products(pr); };
     fresh_scratch();
     products_tensor = scratch->tensor("numeric:products");
@@ -387,21 +390,20 @@ struct NumericEvaluator::Impl {
   // A convolution operand's runs (first + r * step + taps[t]) in the draws: runs-innermost when its
   // blocks allow (every run inside one block of step * runs elements, at one offset in it), else in
   // the logical layout. x must be drawn and its extent inside the shared tensor.
-  bool runs_innermost = true;  // off: the logical layout always (tests compare the two)
   RunOperand run_operand(Access& x, int64_t first, int64_t step, int64_t runs, const std::vector<int64_t>& taps,
                          std::pair<int64_t, int64_t> extent) {
     int64_t numel = x.shared->numel, u = first - x.shared->offset;
     auto [lo, hi] = std::minmax_element(taps.begin(), taps.end());
-    if (runs_innermost && step > 0 && u >= 0 && step <= numel / runs && numel % (step * runs) == 0 &&
+    if (opt.products_path == NumericOptions::ProductsPath::Tight && step > 0 && u >= 0 && step <= numel / runs && numel % (step * runs) == 0 &&
         size_t(numel) * npoints <= kCachedDraws) {
       int64_t block = step * runs, in = u % block;
       if (in < step && in + *lo >= 0 && in + *hi < step) {
         const double* v = x.drawn(u - in, u - in + block - 1, draws_of(x.shared->tensor, x.key, numel, step, runs));
-        return {v + (u - in + in * runs) * int64_t(npoints), 1, runs, taps.data()};
+        return {v + (u - in + in * runs) * int64_t(npoints), 1, runs, taps.data(), true};
       }
     }
     const double* v = x.drawn(extent.first - x.shared->offset, extent.second - x.shared->offset);
-    return {v + u * int64_t(npoints), step, 1, taps.data()};
+    return {v + u * int64_t(npoints), step, 1, taps.data(), false};
   }
 
   // The sum's added term c[c_index] (a convolution's bias), added last as the template's add of
@@ -470,13 +472,15 @@ struct NumericEvaluator::Impl {
     }
     stats.products += uint64_t(pr.count);
     if (pr.count > 4096) tick();
-    if (shared_only && a.cache && b.cache) {
+    if (shared_only && a.cache && b.cache && opt.products_path != NumericOptions::ProductsPath::Generic) {
+      stats.tight += uint64_t(pr.count);
       // Both operands drawn shared inputs (a GEMM row times a weight row, a convolution's input
       // channels times its weights): a tight loop over their lane-major draws.
       if (runs) {
-        dot_runs(run_operand(a, pr.a_first, pr.a_step, pr.runs, pr.a_list, *ea),
-                 run_operand(b, pr.b_first, pr.b_step, pr.runs, pr.b_list, *eb),
-                 pr.a_list.size(), pr.runs, f32, acc.data());
+        RunOperand ra = run_operand(a, pr.a_first, pr.a_step, pr.runs, pr.a_list, *ea),
+                   rb = run_operand(b, pr.b_first, pr.b_step, pr.runs, pr.b_list, *eb);
+        if (ra.innermost && rb.innermost) stats.runs_innermost += uint64_t(pr.count);
+        dot_runs(ra, rb, pr.a_list.size(), pr.runs, f32, acc.data());
       } else {
         const double* pa = a.drawn(ea->first - a.shared->offset, ea->second - a.shared->offset) +
                            (pr.a_first - a.shared->offset) * int64_t(npoints);
