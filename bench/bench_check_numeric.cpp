@@ -146,7 +146,7 @@ void BM_NumericBatchNormOverConvTranspose3d(benchmark::State& state) {
   state.counters["template_nodes"] = double(st.template_nodes);
   state.counters["products"] = double(st.products);
 }
-BENCHMARK(BM_NumericBatchNormOverConvTranspose3d)->Args({2, 16, 4, 8})->Args({4, 64, 8, 16})
+BENCHMARK(BM_NumericBatchNormOverConvTranspose3d)->Args({2, 16, 4, 8})->Args({4, 64, 8, 16})->Args({4, 64, 8, 32})
     ->Unit(benchmark::kMillisecond)->Iterations(1);
 
 }  // namespace
