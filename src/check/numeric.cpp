@@ -592,13 +592,22 @@ struct NumericEvaluator::Impl {
           continue;
         }
       }
+      size_t off = pool.size();
+      if (f.tmpl->op == ir::Op::TensorElem && f.tmpl->tensor() == products_tensor) {
+        // The element is one sum of products (a convolution with its bias): its values as the
+        // evaluators would read the leaf, without a memo entry per point for a node read once.
+        for (size_t p = 0; p < npoints; ++p) pool.push_back(products_values.at(size_t(f.tmpl->index()) * npoints + p));
+        memo.emplace(f.key, off);
+        ++stats.elements;
+        stack.pop_back();
+        continue;
+      }
       missing.clear();
       missing_operands(f.tmpl, f.key, missing);
       if (!missing.empty()) {
         for (const auto& m : missing) stack.push_back({m});  // f is invalid from here on
         continue;
       }
-      size_t off = pool.size();
       for (size_t p = 0; p < npoints; ++p) pool.push_back(to_number(evals[p](f.tmpl)));
       memo.emplace(f.key, off);
       ++stats.elements;
