@@ -394,11 +394,12 @@ struct NumericEvaluator::Impl {
                          std::pair<int64_t, int64_t> extent) {
     int64_t numel = x.shared->numel, u = first - x.shared->offset;
     auto [lo, hi] = std::minmax_element(taps.begin(), taps.end());
-    if (opt.products_path == NumericOptions::ProductsPath::Tight && step > 0 && u >= 0 && step <= numel / runs && numel % (step * runs) == 0 &&
-        size_t(numel) * npoints <= kCachedDraws) {
+    bool blocks = step > 0 && u >= 0 && step <= numel / runs && numel % (step * runs) == 0;
+    if (opt.products_path == NumericOptions::ProductsPath::Tight && blocks && size_t(numel) * npoints <= kCachedDraws) {
       int64_t block = step * runs, in = u % block;
       if (in < step && in + *lo >= 0 && in + *hi < step) {
-        const double* v = x.drawn(u - in, u - in + block - 1, draws_of(x.shared->tensor, x.key, numel, step, runs));
+        DrawCache* c = draws_of(x.shared->tensor, x.key, numel, step, runs);
+        const double* v = x.drawn(u - in, u - in + block - 1, c);
         return {v + (u - in + in * runs) * int64_t(npoints), 1, runs, taps.data(), true};
       }
     }
@@ -418,9 +419,10 @@ struct NumericEvaluator::Impl {
 
   ir::Expr products(const aten::Products& pr) {
     bool runs = pr.runs > 0;
-    if (runs ? pr.a_list.size() != pr.b_list.size() || pr.a_list.empty() || pr.count != pr.runs * int64_t(pr.a_list.size())
-             : (!pr.a_list.empty() && int64_t(pr.a_list.size()) < pr.count) ||
-                   (!pr.b_list.empty() && int64_t(pr.b_list.size()) < pr.count))
+    auto short_list = [&](const std::vector<int64_t>& l) { return !l.empty() && int64_t(l.size()) < pr.count; };
+    if (runs ? pr.a_list.size() != pr.b_list.size() || pr.a_list.empty() ||
+                   pr.count != pr.runs * int64_t(pr.a_list.size())
+             : short_list(pr.a_list) || short_list(pr.b_list))
       throw Unsupported("numeric evaluation: a sum of products whose index lists do not match its count");
     Access a(*this, pr.a_tensor), b(*this, pr.b_tensor);
     std::vector<double> acc(npoints, 0.0), abuf(npoints), bbuf(npoints);
@@ -430,7 +432,8 @@ struct NumericEvaluator::Impl {
       return scratch->elem(products_tensor, int64_t(slot), ir::Sort::Real);
     };
     // The lowest and highest flat index an operand reads, when its indices have that form (affine, or runs).
-    auto extent = [&](const std::vector<int64_t>& list, int64_t first, int64_t step) -> std::optional<std::pair<int64_t, int64_t>> {
+    using Extent = std::optional<std::pair<int64_t, int64_t>>;
+    auto extent = [&](const std::vector<int64_t>& list, int64_t first, int64_t step) -> Extent {
       if (pr.count <= 0) return std::nullopt;
       if (!runs) {
         if (!list.empty()) return std::nullopt;
@@ -442,7 +445,7 @@ struct NumericEvaluator::Impl {
       return std::pair{first + std::min<int64_t>(0, span) + *lo, first + std::max<int64_t>(0, span) + *hi};
     };
     auto ea = extent(pr.a_list, pr.a_first, pr.a_step), eb = extent(pr.b_list, pr.b_first, pr.b_step);
-    auto inside = [](const Access& x, const std::optional<std::pair<int64_t, int64_t>>& e) {
+    auto inside = [](const Access& x, const Extent& e) {
       return e && x.shared && e->first >= x.shared->offset && e->second - x.shared->offset < x.shared->numel;
     };
     bool shared_only = inside(a, ea) && inside(b, eb);
@@ -453,7 +456,8 @@ struct NumericEvaluator::Impl {
       if (runs) {
         taps = smt::PointSampler::mix(uint64_t(pr.runs) ^ (uint64_t(pr.a_list.size()) << 32));
         for (size_t t = 0; t < pr.a_list.size(); ++t)
-          taps = smt::PointSampler::mix(smt::PointSampler::mix(taps ^ uint64_t(pr.a_list[t])) ^ uint64_t(pr.b_list[t]));
+          taps = smt::PointSampler::mix(smt::PointSampler::mix(taps ^ uint64_t(pr.a_list[t])) ^
+                                        uint64_t(pr.b_list[t]));
         taps |= 1;
       }
       cache_key = ProductsCache::Key{int64_t(a.key), pr.a_first - a.shared->offset, pr.a_step, int64_t(b.key),
@@ -596,7 +600,8 @@ struct NumericEvaluator::Impl {
       if (f.tmpl->op == ir::Op::TensorElem && f.tmpl->tensor() == products_tensor) {
         // The element is one sum of products (a convolution with its bias): its values as the
         // evaluators would read the leaf, without a memo entry per point for a node read once.
-        for (size_t p = 0; p < npoints; ++p) pool.push_back(products_values.at(size_t(f.tmpl->index()) * npoints + p));
+        for (size_t p = 0; p < npoints; ++p)
+          pool.push_back(products_values.at(size_t(f.tmpl->index()) * npoints + p));
         memo.emplace(f.key, off);
         ++stats.elements;
         stack.pop_back();
