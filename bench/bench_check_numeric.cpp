@@ -76,6 +76,79 @@ void BM_NumericBatchNormOverGemm(benchmark::State& state) {
 }
 BENCHMARK(BM_NumericBatchNormOverGemm)->Args({64, 512})->Args({1024, 8192})->Unit(benchmark::kMillisecond)->Iterations(1);
 
+// One program: x[N,C,D,H,W] -> conv_transpose3d(W[C,OC,k,k,k], bias, stride 1) -> batch norm
+// (training) -> out0: pair 039's shape (problem 77), smaller. Its first location needs every
+// convolution element of channel 0.
+J conv_program(const char* name, const char* role, int64_t N, int64_t C, int64_t D, int64_t H, int64_t k) {
+  J p{{"name", name}, {"role", role}, {"storages", J::array()}, {"tensors", J::array()}, {"inputs", J::array()},
+      {"outputs", J::array()}, {"ops", J::array()}};
+  int n = 0;
+  auto tensor = [&](std::vector<int64_t> shape) {
+    int64_t numel = 1;
+    for (auto s : shape) numel *= s;
+    std::vector<int64_t> strides(shape.size(), 1);
+    for (size_t d = shape.size(); d-- > 1;) strides[d - 1] = strides[d] * shape[d];
+    std::string id = "t" + std::to_string(n), sid = "s" + std::to_string(n++);
+    p["storages"].push_back(J{{"id", sid}, {"nbytes", numel * 4}});
+    p["tensors"].push_back(J{{"id", id}, {"storage", sid}, {"offset", 0}, {"shape", shape}, {"strides", strides},
+                             {"dtype", "float32"}});
+    return id;
+  };
+  auto T = [](const std::string& id) { return J{{"tensor", id}}; };
+  auto ints = [](std::vector<int64_t> xs) {
+    J l = J::array();
+    for (auto x : xs) l.push_back(J{{"scalar", x}, {"type", "int"}});
+    return J{{"list", l}};
+  };
+  const int64_t OC = 2, OD = D + k - 1, OH = H + k - 1;
+  auto x = tensor({N, C, D, H, H}), w = tensor({C, OC, k, k, k}), b = tensor({OC}), g = tensor({OC}),
+       beta = tensor({OC});
+  auto y = tensor({N, OC, OD, OH, OH}), z = tensor({N, OC, OD, OH, OH}), mean = tensor({OC}), invstd = tensor({OC});
+  p["inputs"] = J::array({J{{"name", "x"}, {"tensor", x}, {"kind", "input"}},
+                          J{{"name", "up.weight"}, {"tensor", w}, {"kind", "parameter"}},
+                          J{{"name", "up.bias"}, {"tensor", b}, {"kind", "parameter"}},
+                          J{{"name", "bn.weight"}, {"tensor", g}, {"kind", "parameter"}},
+                          J{{"name", "bn.bias"}, {"tensor", beta}, {"kind", "parameter"}}});
+  auto op = [&](const char* aten, std::vector<J> args, std::vector<std::string> outs) {
+    p["ops"].push_back(J{{"kind", "aten"}, {"name", aten}, {"overload", "default"}, {"args", args},
+                         {"kwargs", J::object()}, {"outputs", outs}, {"mutates", J::array()}});
+  };
+  op("aten::convolution", {T(x), T(w), T(b), ints({1, 1, 1}), ints({0, 0, 0}), ints({1, 1, 1}),
+                           J{{"scalar", true}, {"type", "bool"}}, ints({0, 0, 0}), J{{"scalar", 1}, {"type", "int"}}},
+     {y});
+  op("aten::native_batch_norm", {T(y), T(g), T(beta), J{{"none", true}}, J{{"none", true}},
+                                 J{{"scalar", true}, {"type", "bool"}}, J{{"scalar", 0.1}, {"type", "float"}},
+                                 J{{"scalar", 1e-5}, {"type", "float"}}},
+     {z, mean, invstd});
+  p["outputs"].push_back(J{{"name", "out0"}, {"tensor", z}});
+  return p;
+}
+
+// The check's way: one point in fp64 and fp32 together (check.cpp's numeric_decide).
+void BM_NumericBatchNormOverConvTranspose3d(benchmark::State& state) {
+  const int64_t N = state.range(0), C = state.range(1), D = state.range(2), H = state.range(3), k = 5;
+  J m{{"format", "dirigo-bundle"}, {"version", 1}, {"modules", J::array({J{{"id", "m0"}, {"path", "ptx/m0.ptx"}}})},
+      {"programs", J::array({conv_program("ref", "reference", N, C, D, H, k),
+                             conv_program("new", "candidate", N, C, D, H, k)})}};
+  bundle::Bundle b = bundle::parse_manifest(m.dump());
+  program::Merged merged = program::merge(b, {false, false});
+  check::NumericEvaluator::Stats st;
+  for (auto _ : state) {
+    ir::Context ctx;
+    check::Lowering low(ctx, b, merged, true, {});
+    check::NumericOptions o{.seed = 1, .points = {0, 0}};
+    o.precisions = {ir::Precision::F64, ir::Precision::F32};
+    check::NumericEvaluator ev(low, o);
+    benchmark::DoNotOptimize(ev.element(merged.outputs[0].ref, 0)[0]);
+    st = ev.stats();
+  }
+  state.counters["elements"] = double(st.elements);
+  state.counters["template_nodes"] = double(st.template_nodes);
+  state.counters["products"] = double(st.products);
+}
+BENCHMARK(BM_NumericBatchNormOverConvTranspose3d)->Args({2, 16, 4, 8})->Args({4, 64, 8, 16})->Args({4, 64, 8, 32})
+    ->Unit(benchmark::kMillisecond)->Iterations(1);
+
 }  // namespace
 
 BENCHMARK_MAIN();

@@ -38,61 +38,84 @@ Expr convolve(const Env& e, const TensorRef& x, const TensorRef& w, const std::o
   int64_t oc = o[lead];
   std::vector<int64_t> ksize(w.shape.begin() + 2, w.shape.end());
   std::vector<Expr> terms;
-  // check's numeric evaluation takes the products as index pairs (see OpCall::sum_of_products)
-  bool as_products = e.call.sum_of_products && is_floating(x.dtype) && is_floating(w.dtype);
-  Products prods;
-  auto x_index = [&](int64_t ic, const Index& pos) {
-    Index xi;
-    if (batched) xi.push_back(n);
-    xi.push_back(ic);
-    xi.insert(xi.end(), pos.begin(), pos.end());
-    return xi;
-  };
-  // x[n, xc, pos...] * w[w0, w1, k...]; as flat indices without building index vectors (10^8 taps)
-  auto product = [&](int64_t xc, const Index& pos, int64_t w0, int64_t w1, const Index& k) {
-    if (as_products) {
-      int64_t xf = x.offset + (batched ? n * x.stride(0) : 0) + xc * x.stride(lead);
-      int64_t wf = w.offset + w0 * w.stride(0) + w1 * w.stride(1);
-      for (size_t d = 0; d < nsp; ++d) xf += pos[d] * x.stride(lead + 1 + d), wf += k[d] * w.stride(2 + d);
-      prods.a_list.push_back(xf);
-      prods.b_list.push_back(wf);
-      return;
-    }
-    Index wi{w0, w1};
-    wi.insert(wi.end(), k.begin(), k.end());
-    terms.push_back(cx.mul(e.real_at(x, x_index(xc, pos)), e.real_at(w, wi)));
-  };
-  Index pos(nsp);
-  if (!p.transposed) {
-    int64_t cout_g = e.output().shape[lead] / p.groups, cin_g = w.shape[1];
-    int64_t g = oc / cout_g;
-    for (int64_t ic = 0; ic < cin_g; ++ic)
-      for_each_index(ksize, [&](const Index& k) {
-        for (size_t d = 0; d < nsp; ++d) {
+  // The kernel taps that land inside the input, row-major, with their input positions: the same for
+  // every input channel of the group, so found once per output element, not once per channel.
+  std::vector<int64_t> tap_k, tap_pos;  // by tap: its kernel index and input position (nsp each)
+  {
+    Index k(nsp, 0), pos(nsp);
+    int64_t taps = 1;
+    for (int64_t s : ksize) taps *= s;
+    for (int64_t t = 0; t < taps; ++t) {
+      bool inside = true;
+      for (size_t d = 0; d < nsp && inside; ++d) {
+        if (!p.transposed) {
           pos[d] = o[lead + 1 + d] * p.stride[d] - p.padding[d] + k[d] * p.dilation[d];
-          if (pos[d] < 0 || pos[d] >= x.shape[lead + 1 + d]) return;
-        }
-        product(g * cin_g + ic, pos, oc, ic, k);
-      });
-  } else {
-    int64_t cout_g = w.shape[1], cin_g = x.shape[lead] / p.groups;
-    int64_t g = oc / cout_g, ocg = oc % cout_g;
-    for (int64_t ic = g * cin_g; ic < (g + 1) * cin_g; ++ic)
-      for_each_index(ksize, [&](const Index& k) {
-        for (size_t d = 0; d < nsp; ++d) {
+        } else {
           int64_t num = o[lead + 1 + d] + p.padding[d] - k[d] * p.dilation[d];
-          if (num < 0 || num % p.stride[d] != 0) return;
+          if (num < 0 || num % p.stride[d] != 0) inside = false;
           pos[d] = num / p.stride[d];
-          if (pos[d] >= x.shape[lead + 1 + d]) return;
         }
-        product(ic, pos, ic, ocg, k);
-      });
+        inside = inside && pos[d] >= 0 && pos[d] < x.shape[lead + 1 + d];
+      }
+      if (inside) tap_k.insert(tap_k.end(), k.begin(), k.end()), tap_pos.insert(tap_pos.end(), pos.begin(), pos.end());
+      for (size_t d = nsp; d-- > 0;) {
+        if (++k[d] < ksize[d]) break;
+        k[d] = 0;
+      }
+    }
   }
-  if (as_products && !prods.a_list.empty()) {
-    prods.a_tensor = x.tensor_id;
-    prods.b_tensor = w.tensor_id;
-    prods.count = int64_t(prods.a_list.size());
-    terms.push_back(e.call.sum_of_products(prods));
+  size_t ntaps = nsp ? tap_k.size() / nsp : 0;
+  // Input channels ic0 + c (c < cin_g) with weight w[w0 + c * w0_step, w1 + c * w1_step, k...]:
+  // a convolution reads w[oc, c, k], a transposed one w[ic0 + c, oc % cout_g, k].
+  int64_t cin_g, ic0, w0, w1, w0_step, w1_step;
+  if (!p.transposed) {
+    int64_t cout_g = e.output().shape[lead] / p.groups;
+    cin_g = w.shape[1], ic0 = oc / cout_g * cin_g;
+    w0 = oc, w1 = 0, w0_step = 0, w1_step = 1;
+  } else {
+    int64_t cout_g = w.shape[1];
+    cin_g = x.shape[lead] / p.groups, ic0 = oc / cout_g * cin_g;
+    w0 = ic0, w1 = oc % cout_g, w0_step = 1, w1_step = 0;
+  }
+  if (e.call.sum_of_products && is_floating(x.dtype) && is_floating(w.dtype)) {
+    // check's numeric evaluation takes the products as runs over the input channels of the taps'
+    // flat offsets (see aten::Products::runs), in the order the terms below are summed
+    if (ntaps > 0 && cin_g > 0) {
+      Products prods;
+      prods.a_tensor = x.tensor_id;
+      prods.b_tensor = w.tensor_id;
+      prods.runs = cin_g;
+      prods.count = cin_g * int64_t(ntaps);
+      prods.a_first = x.offset + (batched ? n * x.stride(0) : 0) + ic0 * x.stride(lead);
+      prods.a_step = x.stride(lead);
+      prods.b_first = w.offset + w0 * w.stride(0) + w1 * w.stride(1);
+      prods.b_step = w0_step * w.stride(0) + w1_step * w.stride(1);
+      std::vector<int64_t> xs(nsp), ws(nsp);
+      for (size_t d = 0; d < nsp; ++d) xs[d] = x.stride(lead + 1 + d), ws[d] = w.stride(2 + d);
+      for (size_t t = 0; t < ntaps; ++t) {
+        int64_t xf = 0, wf = 0;
+        for (size_t d = 0; d < nsp; ++d) xf += tap_pos[t * nsp + d] * xs[d], wf += tap_k[t * nsp + d] * ws[d];
+        prods.a_list.push_back(xf);
+        prods.b_list.push_back(wf);
+      }
+      if (bias && bias->rank() == 1 && is_floating(bias->dtype)) {  // one leaf for the whole element
+        prods.c_tensor = bias->tensor_id;
+        prods.c_index = bias->offset + oc * bias->stride(0);
+        return e.call.sum_of_products(prods);
+      }
+      terms.push_back(e.call.sum_of_products(prods));
+    }
+  } else {
+    Index xi(x.rank()), wi(w.rank());
+    if (batched) xi[0] = n;
+    for (int64_t c = 0; c < cin_g; ++c) {
+      xi[lead] = ic0 + c;
+      wi[0] = w0 + c * w0_step, wi[1] = w1 + c * w1_step;
+      for (size_t t = 0; t < ntaps; ++t) {
+        for (size_t d = 0; d < nsp; ++d) xi[lead + 1 + d] = tap_pos[t * nsp + d], wi[2 + d] = tap_k[t * nsp + d];
+        terms.push_back(cx.mul(e.real_at(x, xi), e.real_at(w, wi)));
+      }
+    }
   }
   if (bias) terms.push_back(e.real_at(*bias, Index{oc}));
   return cx.add(terms);

@@ -65,13 +65,21 @@ struct Arg {
   static Arg of_ints(const std::vector<int64_t>& xs);
 };
 
-// sum_k a[a_index(k)] * b[b_index(k)] over flat element indices: a_index(k) = a_first + k * a_step
-// (likewise b) when the explicit lists are empty, else the lists (k < their length).
+// sum_k a[a_index(k)] * b[b_index(k)] over flat element indices, summed in order of k:
+//  - runs == 0, empty lists: a_index(k) = a_first + k * a_step (likewise b);
+//  - runs == 0, lists: a_index(k) = a_list[k] (k < their length);
+//  - runs > 0 (a convolution: r an input channel, t a kernel tap inside the input), with lists of
+//    one length T and count = runs * T: k = r * T + t reads a_index = a_first + r * a_step + a_list[t]
+//    (likewise b), for r < runs and t < T.
 struct Products {
   int32_t a_tensor = 0, b_tensor = 0;
   int64_t count = 0;
   int64_t a_first = 0, a_step = 0, b_first = 0, b_step = 0;
   std::vector<int64_t> a_list, b_list;
+  int64_t runs = 0;
+  // Set (>= 0): the sum is c[c_index] + the products (a convolution's bias), added last.
+  int32_t c_tensor = -1;
+  int64_t c_index = 0;
 };
 
 // Normalization statistics (mean and variance over a channel, group or row) already built in one

@@ -69,6 +69,73 @@ void dot_lanes(const double* a, int64_t sa, const double* b, int64_t sb, int64_t
   for (size_t p = 0; p < lanes; ++p) dot_fixed<1>(a + p, sa, b + p, sb, n, f32[p], acc + p);
 }
 
+// One operand of a convolution's sum (aten::Products with runs) in its draws: term (r, t) reads
+// base[(r * run_stride + tap[t] * tap_scale) * lanes + p] (a logical layout: run_stride is the
+// channel stride, tap_scale 1; runs-innermost: 1 and the number of runs, see DrawCache).
+struct RunOperand {
+  const double* base;
+  int64_t run_stride, tap_scale;
+  const int64_t* taps;
+  bool innermost;  // from runs-innermost draws
+};
+
+// The sum over r < runs, then t < taps, of a's term (r, t) times b's, added to acc[p] for each lane
+// p of the lane-major draws. fp32: in that order, every operation rounded (the float sum of two
+// floats is their double sum rounded once, as the generic loop computes it; the product of two
+// floats is exact in double, rounded once to float); fp64: in that order, in two partial sums (even
+// and odd taps). Runs-innermost draws (DrawCache) keep the lines of a tap's next runs in L1.
+void dot_runs(const RunOperand& a, const RunOperand& b, size_t taps, int64_t runs, const std::vector<uint8_t>& f32,
+              double* acc) {
+  const auto nl = int64_t(f32.size());
+  std::vector<int64_t> ta(taps), tb(taps);  // the taps' offsets in doubles
+  for (size_t t = 0; t < taps; ++t) ta[t] = a.taps[t] * a.tap_scale * nl, tb[t] = b.taps[t] * b.tap_scale * nl;
+  const int64_t ra = a.run_stride * nl, rb = b.run_stride * nl;
+  if (nl == 2 && !f32[0] && f32[1]) {  // the check's point: fp64 and fp32 lanes in one pass over the draws
+    double s0 = 0, s1 = 0;
+    auto s = float(acc[1]);
+    for (int64_t r = 0; r < runs; ++r) {
+      const double* ar = a.base + r * ra;
+      const double* br = b.base + r * rb;
+      size_t t = 0;
+      for (; t + 2 <= taps; t += 2) {
+        const double *x0 = ar + ta[t], *y0 = br + tb[t], *x1 = ar + ta[t + 1], *y1 = br + tb[t + 1];
+        s0 += x0[0] * y0[0];
+        s += float(x0[1] * y0[1]);
+        s1 += x1[0] * y1[0];
+        s += float(x1[1] * y1[1]);
+      }
+      if (t < taps) s0 += ar[ta[t]] * br[tb[t]], s += float(ar[ta[t] + 1] * br[tb[t] + 1]);
+    }
+    acc[0] += s0 + s1;
+    acc[1] = double(s);
+    return;
+  }
+  for (int64_t p = 0; p < nl; ++p) {
+    if (f32[size_t(p)]) {
+      auto s = float(acc[p]);
+      for (int64_t r = 0; r < runs; ++r) {
+        const double* ar = a.base + r * ra + p;
+        const double* br = b.base + r * rb + p;
+        for (size_t t = 0; t < taps; ++t) s += float(ar[ta[t]] * br[tb[t]]);
+      }
+      acc[p] = double(s);
+      continue;
+    }
+    double s0 = 0, s1 = 0;  // the fused loop's order: one lane's value never depends on the other's
+    for (int64_t r = 0; r < runs; ++r) {
+      const double* ar = a.base + r * ra + p;
+      const double* br = b.base + r * rb + p;
+      size_t t = 0;
+      for (; t + 2 <= taps; t += 2) {
+        s0 += ar[ta[t]] * br[tb[t]];
+        s1 += ar[ta[t + 1]] * br[tb[t + 1]];
+      }
+      if (t < taps) s0 += ar[ta[t]] * br[tb[t]];
+    }
+    acc[p] += s0 + s1;
+  }
+}
+
 }  // namespace
 
 // Shared inputs read by sums of products, drawn once per element and point and kept lane-major
@@ -76,14 +143,27 @@ void dot_lanes(const double* a, int64_t sa, const double* b, int64_t sb, int64_t
 // convolution's input once per output tap. Drawn a chunk at a time (under the mutex; the chunk's
 // flag published with release order, so readers that see it set read its values without the lock);
 // the storage is allocated uninitialised, so only drawn chunks take memory.
+// With runs (a convolution's operand, read as runs of `runs` elements `run_stride` apart: its input
+// channels), the elements are stored runs-innermost: in each block of run_stride * runs elements,
+// element r * run_stride + s is kept at s * runs + r, so that one tap's input channels are
+// contiguous (in the logical layout they are a channel's plane apart: one cache line and one
+// page per term). A block is one chunk.
 struct DrawCache {
   static constexpr int kChunkBits = 12;
+  int64_t numel, chunk, run_stride, runs;
   std::unique_ptr<double[]> values;
   std::unique_ptr<std::atomic<uint8_t>[]> drawn;  // by chunk
   std::mutex mu;
-  DrawCache(int64_t numel, size_t lanes)
-      : values(new double[size_t(numel) * lanes]), drawn(new std::atomic<uint8_t>[size_t(numel >> kChunkBits) + 1]) {
-    for (size_t c = 0; c <= size_t(numel >> kChunkBits); ++c) drawn[c].store(0, std::memory_order_relaxed);
+  DrawCache(int64_t n, size_t lanes, int64_t stride = 0, int64_t nruns = 0)
+      : numel(n), chunk(nruns ? stride * nruns : int64_t(1) << kChunkBits), run_stride(stride), runs(nruns),
+        values(new double[size_t(n) * lanes]), drawn(new std::atomic<uint8_t>[size_t(n / chunk) + 1]) {
+    for (size_t c = 0; c <= size_t(n / chunk); ++c) drawn[c].store(0, std::memory_order_relaxed);
+  }
+  // Where logical element l is stored (in elements; times lanes for its values).
+  int64_t place(int64_t l) const {
+    if (!runs) return l;
+    int64_t in = l % chunk;
+    return l - in + in % run_stride * runs + in / run_stride;
   }
 };
 
@@ -101,7 +181,7 @@ struct ProductsCache {
   };
   std::mutex mu;
   std::unordered_map<Key, std::vector<double>, KeyHash> sums;
-  std::map<std::array<uint64_t, 3>, std::shared_ptr<DrawCache>> draws;
+  std::map<std::array<uint64_t, 5>, std::shared_ptr<DrawCache>> draws;  // also by layout
 };
 
 std::shared_ptr<ProductsCache> make_products_cache() { return std::make_shared<ProductsCache>(); }
@@ -147,6 +227,8 @@ struct NumericEvaluator::Impl {
       f32.push_back((opt.precisions.empty() ? opt.precision : opt.precisions[p]) == ir::Precision::F32);
     for (size_t p = 0; p < npoints; ++p)
       points_key = smt::PointSampler::mix(points_key ^ (uint64_t(opt.points[p]) << 1 | f32[p]));
+    if (opt.products_path != NumericOptions::ProductsPath::Tight)  // fp64 sums differ in the last bits
+      points_key = smt::PointSampler::mix(points_key ^ uint64_t(opt.products_path));
     hook = [this](const aten::Products& pr) { return products(pr); };
     fresh_scratch();
     products_tensor = scratch->tensor("numeric:products");
@@ -223,18 +305,18 @@ struct NumericEvaluator::Impl {
   }
 
   static constexpr size_t kCachedDraws = size_t(64) << 20;  // doubles (512 MB) per tensor at most
-  static constexpr int kChunkBits = DrawCache::kChunkBits;
-  std::unordered_map<int32_t, std::shared_ptr<DrawCache>> draw_cache;  // by leaf tensor
+  std::map<std::array<int64_t, 3>, std::shared_ptr<DrawCache>> draw_cache;  // by leaf tensor and layout
 
-  // The draw cache of a shared input: the products cache's (shared with the other program's
-  // evaluator at the same points) when there is one.
-  DrawCache* draws_of(int32_t tensor, uint64_t key, int64_t numel) {
-    auto& slot = draw_cache[tensor];
+  // The draw cache of a shared input in a layout (DrawCache's runs): the products cache's (shared
+  // with the other program's evaluator at the same points) when there is one.
+  DrawCache* draws_of(int32_t tensor, uint64_t key, int64_t numel, int64_t run_stride = 0, int64_t runs = 0) {
+    auto& slot = draw_cache[{tensor, run_stride, runs}];
     if (slot) return slot.get();
-    if (!opt.products_cache) return (slot = std::make_shared<DrawCache>(numel, npoints)).get();
+    if (!opt.products_cache) return (slot = std::make_shared<DrawCache>(numel, npoints, run_stride, runs)).get();
     std::lock_guard lock(opt.products_cache->mu);
-    auto& shared = opt.products_cache->draws[{points_key, key, uint64_t(numel)}];
-    if (!shared) shared = std::make_shared<DrawCache>(numel, npoints);
+    auto& shared =
+        opt.products_cache->draws[{points_key, key, uint64_t(numel), uint64_t(run_stride), uint64_t(runs)}];
+    if (!shared) shared = std::make_shared<DrawCache>(numel, npoints, run_stride, runs);
     return (slot = shared).get();
   }
 
@@ -267,18 +349,20 @@ struct NumericEvaluator::Impl {
         out[p] = im.f32[p] ? double(float(v)) : v;
       }
     }
-    // Logical elements [lo, hi] of the cached shared tensor drawn: their values, lane-major.
-    const double* drawn(int64_t lo, int64_t hi) {
-      for (int64_t c = lo >> kChunkBits; c <= hi >> kChunkBits; ++c) {
-        if (cache->drawn[size_t(c)].load(std::memory_order_acquire)) continue;
-        std::lock_guard lock(cache->mu);
-        if (cache->drawn[size_t(c)].load(std::memory_order_relaxed)) continue;
-        int64_t end = std::min(shared->numel, (c + 1) << kChunkBits);
-        for (int64_t l = c << kChunkBits; l < end; ++l) draw(l, cache->values.get() + size_t(l) * im.npoints);
-        im.stats.draws += uint64_t(end - (c << kChunkBits));
-        cache->drawn[size_t(c)].store(1, std::memory_order_release);
+    // Logical elements [lo, hi] of the shared tensor drawn into `c` (the cache by default): its
+    // values, lane-major in c's layout.
+    const double* drawn(int64_t lo, int64_t hi, DrawCache* c = nullptr) {
+      if (!c) c = cache;
+      for (int64_t k = lo / c->chunk; k <= hi / c->chunk; ++k) {
+        if (c->drawn[size_t(k)].load(std::memory_order_acquire)) continue;
+        std::lock_guard lock(c->mu);
+        if (c->drawn[size_t(k)].load(std::memory_order_relaxed)) continue;
+        int64_t end = std::min(shared->numel, (k + 1) * c->chunk);
+        for (int64_t l = k * c->chunk; l < end; ++l) draw(l, c->values.get() + size_t(c->place(l)) * im.npoints);
+        im.stats.draws += uint64_t(end - k * c->chunk);
+        c->drawn[size_t(k)].store(1, std::memory_order_release);
       }
-      return cache->values.get();
+      return c->values.get();
     }
     // The values of storage element j at every point (buf holds them when they are computed here);
     // nullptr (and the element noted as missing) when it has no value yet.
@@ -303,7 +387,43 @@ struct NumericEvaluator::Impl {
     }
   };
 
+  // A convolution operand's runs (first + r * step + taps[t]) in the draws: runs-innermost when its
+  // blocks allow (every run inside one block of step * runs elements, at one offset in it), else in
+  // the logical layout. x must be drawn and its extent inside the shared tensor.
+  RunOperand run_operand(Access& x, int64_t first, int64_t step, int64_t runs, const std::vector<int64_t>& taps,
+                         std::pair<int64_t, int64_t> extent) {
+    int64_t numel = x.shared->numel, u = first - x.shared->offset;
+    auto [lo, hi] = std::minmax_element(taps.begin(), taps.end());
+    bool blocks = step > 0 && u >= 0 && step <= numel / runs && numel % (step * runs) == 0;
+    if (opt.products_path == NumericOptions::ProductsPath::Tight && blocks && size_t(numel) * npoints <= kCachedDraws) {
+      int64_t block = step * runs, in = u % block;
+      if (in < step && in + *lo >= 0 && in + *hi < step) {
+        DrawCache* c = draws_of(x.shared->tensor, x.key, numel, step, runs);
+        const double* v = x.drawn(u - in, u - in + block - 1, c);
+        return {v + (u - in + in * runs) * int64_t(npoints), 1, runs, taps.data(), true};
+      }
+    }
+    const double* v = x.drawn(extent.first - x.shared->offset, extent.second - x.shared->offset);
+    return {v + u * int64_t(npoints), step, 1, taps.data(), false};
+  }
+
+  // The sum's added term c[c_index] (a convolution's bias), added last as the template's add of
+  // the two would (rounded in fp32).
+  void add_c(const aten::Products& pr, std::vector<double>& acc) {
+    if (pr.c_tensor < 0) return;
+    std::vector<double> buf(npoints);
+    const double* cv = Access(*this, pr.c_tensor).values(pr.c_index, buf.data());
+    if (!cv) return;  // noted as missing: the template is built again once it has a value
+    for (size_t p = 0; p < npoints; ++p) acc[p] = f32[p] ? double(float(acc[p] + cv[p])) : acc[p] + cv[p];
+  }
+
   ir::Expr products(const aten::Products& pr) {
+    bool runs = pr.runs > 0;
+    auto short_list = [&](const std::vector<int64_t>& l) { return !l.empty() && int64_t(l.size()) < pr.count; };
+    if (runs ? pr.a_list.size() != pr.b_list.size() || pr.a_list.empty() ||
+                   pr.count != pr.runs * int64_t(pr.a_list.size())
+             : short_list(pr.a_list) || short_list(pr.b_list))
+      throw Unsupported("numeric evaluation: a sum of products whose index lists do not match its count");
     Access a(*this, pr.a_tensor), b(*this, pr.b_tensor);
     std::vector<double> acc(npoints, 0.0), abuf(npoints), bbuf(npoints);
     auto leaf = [&](const std::vector<double>& values) {
@@ -311,43 +431,79 @@ struct NumericEvaluator::Impl {
       products_values.insert(products_values.end(), values.begin(), values.end());
       return scratch->elem(products_tensor, int64_t(slot), ir::Sort::Real);
     };
-    // Over shared inputs only, with affine indices: the same sum in both programs.
-    std::optional<ProductsCache::Key> cache_key;
-    auto inside = [](const Access& x, int64_t first, int64_t step, int64_t n) {
-      int64_t last = first + step * (n - 1);
-      return x.shared && std::min(first, last) >= x.shared->offset &&
-             std::max(first, last) - x.shared->offset < x.shared->numel;
+    // The lowest and highest flat index an operand reads, when its indices have that form (affine, or runs).
+    using Extent = std::optional<std::pair<int64_t, int64_t>>;
+    auto extent = [&](const std::vector<int64_t>& list, int64_t first, int64_t step) -> Extent {
+      if (pr.count <= 0) return std::nullopt;
+      if (!runs) {
+        if (!list.empty()) return std::nullopt;
+        int64_t last = first + step * (pr.count - 1);
+        return std::pair{std::min(first, last), std::max(first, last)};
+      }
+      auto [lo, hi] = std::minmax_element(list.begin(), list.end());
+      int64_t span = step * (pr.runs - 1);
+      return std::pair{first + std::min<int64_t>(0, span) + *lo, first + std::max<int64_t>(0, span) + *hi};
     };
-    if (opt.products_cache && pr.a_list.empty() && inside(a, pr.a_first, pr.a_step, pr.count) &&
-        inside(b, pr.b_first, pr.b_step, pr.count)) {
+    auto ea = extent(pr.a_list, pr.a_first, pr.a_step), eb = extent(pr.b_list, pr.b_first, pr.b_step);
+    auto inside = [](const Access& x, const Extent& e) {
+      return e && x.shared && e->first >= x.shared->offset && e->second - x.shared->offset < x.shared->numel;
+    };
+    bool shared_only = inside(a, ea) && inside(b, eb);
+    // Over shared inputs only: the same sum in both programs.
+    std::optional<ProductsCache::Key> cache_key;
+    if (opt.products_cache && shared_only) {
+      uint64_t taps = 0;  // the runs' taps, hashed (0: an affine sum)
+      if (runs) {
+        taps = smt::PointSampler::mix(uint64_t(pr.runs) ^ (uint64_t(pr.a_list.size()) << 32));
+        for (size_t t = 0; t < pr.a_list.size(); ++t)
+          taps = smt::PointSampler::mix(smt::PointSampler::mix(taps ^ uint64_t(pr.a_list[t])) ^
+                                        uint64_t(pr.b_list[t]));
+        taps |= 1;
+      }
       cache_key = ProductsCache::Key{int64_t(a.key), pr.a_first - a.shared->offset, pr.a_step, int64_t(b.key),
                                      pr.b_first - b.shared->offset, pr.b_step, pr.count,
-                                     int64_t(points_key),
-                                     0};
-      std::lock_guard lock(opt.products_cache->mu);
-      if (auto it = opt.products_cache->sums.find(*cache_key); it != opt.products_cache->sums.end())
-        return leaf(it->second);
+                                     int64_t(points_key), int64_t(taps)};
+      bool hit = false;
+      {
+        std::lock_guard lock(opt.products_cache->mu);
+        if (auto it = opt.products_cache->sums.find(*cache_key); it != opt.products_cache->sums.end())
+          acc = it->second, hit = true;
+      }
+      if (hit) {
+        add_c(pr, acc);  // (draws_of takes the cache's lock)
+        return leaf(acc);
+      }
     }
     stats.products += uint64_t(pr.count);
     if (pr.count > 4096) tick();
-    if (pr.count > 0 && pr.a_list.empty() && pr.b_list.empty() && a.cache && b.cache &&
-        inside(a, pr.a_first, pr.a_step, pr.count) && inside(b, pr.b_first, pr.b_step, pr.count)) {
-      // Both operands drawn shared inputs with affine indices (a GEMM row times a weight row): a
-      // tight loop over their lane-major draws.
-      auto span = [&](Access& x, int64_t first, int64_t step) {
-        int64_t lo = first - x.shared->offset, hi = lo + step * (pr.count - 1);
-        return x.drawn(std::min(lo, hi), std::max(lo, hi)) + lo * int64_t(npoints);
-      };
-      const double* pa = span(a, pr.a_first, pr.a_step);
-      const double* pb = span(b, pr.b_first, pr.b_step);
-      dot_lanes(pa, pr.a_step * int64_t(npoints), pb, pr.b_step * int64_t(npoints), pr.count, f32, acc.data());
+    if (shared_only && a.cache && b.cache && opt.products_path != NumericOptions::ProductsPath::Generic) {
+      stats.tight += uint64_t(pr.count);
+      // Both operands drawn shared inputs (a GEMM row times a weight row, a convolution's input
+      // channels times its weights): a tight loop over their lane-major draws.
+      if (runs) {
+        RunOperand ra = run_operand(a, pr.a_first, pr.a_step, pr.runs, pr.a_list, *ea),
+                   rb = run_operand(b, pr.b_first, pr.b_step, pr.runs, pr.b_list, *eb);
+        if (ra.innermost && rb.innermost) stats.runs_innermost += uint64_t(pr.count);
+        dot_runs(ra, rb, pr.a_list.size(), pr.runs, f32, acc.data());
+      } else {
+        const double* pa = a.drawn(ea->first - a.shared->offset, ea->second - a.shared->offset) +
+                           (pr.a_first - a.shared->offset) * int64_t(npoints);
+        const double* pb = b.drawn(eb->first - b.shared->offset, eb->second - b.shared->offset) +
+                           (pr.b_first - b.shared->offset) * int64_t(npoints);
+        dot_lanes(pa, pr.a_step * int64_t(npoints), pb, pr.b_step * int64_t(npoints), pr.count, f32, acc.data());
+      }
     } else {
+      auto index = [&](const std::vector<int64_t>& list, int64_t first, int64_t step, int64_t k) {
+        if (runs) {
+          auto taps = int64_t(list.size());
+          return first + k / taps * step + list[size_t(k % taps)];
+        }
+        return list.empty() ? first + k * step : list[size_t(k)];
+      };
       for (int64_t k = 0; k < pr.count; ++k) {
         if ((k & 65535) == 65535) tick();
-        int64_t ia = pr.a_list.empty() ? pr.a_first + k * pr.a_step : pr.a_list[size_t(k)];
-        int64_t ib = pr.b_list.empty() ? pr.b_first + k * pr.b_step : pr.b_list[size_t(k)];
-        const double* av = a.values(ia, abuf.data());
-        const double* bv = b.values(ib, bbuf.data());
+        const double* av = a.values(index(pr.a_list, pr.a_first, pr.a_step, k), abuf.data());
+        const double* bv = b.values(index(pr.b_list, pr.b_first, pr.b_step, k), bbuf.data());
         if (!av || !bv) continue;
         for (size_t p = 0; p < npoints; ++p)
           acc[p] = f32[p] ? double(float(acc[p] + double(float(av[p] * bv[p])))) : acc[p] + av[p] * bv[p];
@@ -357,6 +513,7 @@ struct NumericEvaluator::Impl {
       std::lock_guard lock(opt.products_cache->mu);
       opt.products_cache->sums.emplace(*cache_key, acc);
     }
+    add_c(pr, acc);
     return leaf(acc);
   }
 
@@ -439,13 +596,23 @@ struct NumericEvaluator::Impl {
           continue;
         }
       }
+      size_t off = pool.size();
+      if (f.tmpl->op == ir::Op::TensorElem && f.tmpl->tensor() == products_tensor) {
+        // The element is one sum of products (a convolution with its bias): its values as the
+        // evaluators would read the leaf, without a memo entry per point for a node read once.
+        for (size_t p = 0; p < npoints; ++p)
+          pool.push_back(products_values.at(size_t(f.tmpl->index()) * npoints + p));
+        memo.emplace(f.key, off);
+        ++stats.elements;
+        stack.pop_back();
+        continue;
+      }
       missing.clear();
       missing_operands(f.tmpl, f.key, missing);
       if (!missing.empty()) {
         for (const auto& m : missing) stack.push_back({m});  // f is invalid from here on
         continue;
       }
-      size_t off = pool.size();
       for (size_t p = 0; p < npoints; ++p) pool.push_back(to_number(evals[p](f.tmpl)));
       memo.emplace(f.key, off);
       ++stats.elements;

@@ -37,6 +37,12 @@ struct NumericOptions {
   // Sums of products over shared inputs only are the same numbers in both programs (x @ W^T of the
   // reference's addmm and of the candidate's cuBLAS call): evaluators given one cache compute them once.
   std::shared_ptr<ProductsCache> products_cache;
+  // How a sum of products over drawn shared inputs is summed: Tight (a tight loop over the draws; a
+  // convolution's from runs-innermost draws where its blocks allow), Logical (a tight loop, the
+  // logical layout always) or Generic (term by term, as for computed operands). The same numbers in
+  // fp32 (index order, every operation rounded); in fp64 up to reassociation. Tests compare them.
+  enum class ProductsPath : uint8_t { Tight, Logical, Generic };
+  ProductsPath products_path = ProductsPath::Tight;
   // Past it, element() throws OutOfTime (the lowering's own deadline binds its part).
   std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max();
 };
@@ -57,6 +63,8 @@ class NumericEvaluator {
     uint64_t template_nodes = 0;  // nodes the templates added to scratch contexts
     uint64_t recycles = 0;        // scratch contexts thrown away
     uint64_t products = 0;        // multiply-adds of sums of products (each for every point)
+    uint64_t tight = 0;           // of those: summed by a tight loop over draws (the rest term by term)
+    uint64_t runs_innermost = 0;  // of those: from runs-innermost draws (convolutions, see numeric.cpp)
     uint64_t draws = 0;           // shared-input elements this evaluator drew into a draw cache
   };
   const Stats& stats() const;

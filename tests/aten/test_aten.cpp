@@ -163,6 +163,89 @@ TEST(AtenConv, EvaluatesToHandComputedValue) {
   EXPECT_DOUBLE_EQ(ev.real(at(cx, c, {0, 0, 1})), 2 * 10 + 3 * 100 + 0.5);
 }
 
+// The flat (x, w) index pairs of a 2-d convolution's terms, enumerated naively in the order the
+// terms are summed: input channel of the group, then kernel taps row-major; taps outside skipped.
+std::vector<std::pair<int64_t, int64_t>> naive_conv_terms(const std::vector<int64_t>& xs, const std::vector<int64_t>& ws,
+                                                          bool transposed, int64_t stride, int64_t pad,
+                                                          int64_t groups, const std::vector<int64_t>& o, int64_t oc_total) {
+  std::vector<std::pair<int64_t, int64_t>> out;
+  int64_t C = xs[1], H = xs[2], W = xs[3], kh = ws[2], kw = ws[3];
+  int64_t cin_g = C / groups, cout_g = transposed ? ws[1] : oc_total / groups, g = o[1] / cout_g;
+  for (int64_t c = g * cin_g; c < (g + 1) * cin_g; ++c)
+    for (int64_t i = 0; i < kh; ++i)
+      for (int64_t j = 0; j < kw; ++j) {
+        int64_t y, x;
+        if (transposed) {
+          int64_t ny = o[2] + pad - i, nx = o[3] + pad - j;
+          if (ny < 0 || nx < 0 || ny % stride || nx % stride) continue;
+          y = ny / stride, x = nx / stride;
+        } else {
+          y = o[2] * stride - pad + i, x = o[3] * stride - pad + j;
+        }
+        if (y < 0 || x < 0 || y >= H || x >= W) continue;
+        int64_t xi = ((o[0] * C + c) * H + y) * W + x;
+        int64_t wi = transposed ? ((c * ws[1] + o[1] % cout_g) * kh + i) * kw + j
+                                : ((o[1] * ws[1] + (c - g * cin_g)) * kh + i) * kw + j;
+        out.emplace_back(xi, wi);
+      }
+  return out;
+}
+
+// With OpCall::sum_of_products set, a convolution hands its terms over as runs over the input
+// channels of its valid taps (aten::Products::runs), the bias as the added term: expanded in order
+// they are exactly the naive enumeration, and the element is the callback's value alone.
+TEST(AtenConv, ProductsRunsAreTheTermsInOrder) {
+  struct Case {
+    bool transposed;
+    int64_t stride, pad, groups;
+    std::vector<int64_t> xs, ws, os;
+  };
+  for (const Case& k : {Case{false, 2, 1, 2, {2, 4, 5, 5}, {6, 2, 3, 3}, {2, 6, 3, 3}},
+                        Case{true, 2, 1, 2, {2, 4, 3, 3}, {4, 3, 3, 3}, {2, 6, 5, 5}}}) {
+    Ctx cx;
+    auto c = call("aten::convolution",
+                  {Arg::of(ref(0, k.xs)), Arg::of(ref(1, k.ws)), Arg::of(ref(2, {k.os[1]})), Arg::of_ints({k.stride, k.stride}),
+                   Arg::of_ints({k.pad, k.pad}), Arg::of_ints({1, 1}), Arg::of_bool(k.transposed), Arg::of_ints({0, 0}),
+                   Arg::of_int(k.groups)},
+                  {ref(9, k.os)});
+    Products seen;
+    Expr marker = cx.elem(5, 0);
+    c.sum_of_products = [&](const Products& p) {
+      seen = p;
+      return marker;
+    };
+    size_t elements = 0;
+    for (int64_t n = 0; n < k.os[0]; ++n)
+      for (int64_t oc = 0; oc < k.os[1]; ++oc)
+        for (int64_t y = 0; y < k.os[2]; ++y)
+          for (int64_t x = 0; x < k.os[3]; ++x) {
+            std::vector<int64_t> o{n, oc, y, x};
+            auto want = naive_conv_terms(k.xs, k.ws, k.transposed, k.stride, k.pad, k.groups, o, k.os[1]);
+            seen = Products{};
+            Expr e = at(cx, c, o);
+            if (want.empty()) {  // no tap inside: the bias alone
+              EXPECT_EQ(e, cx.elem(2, oc));
+              continue;
+            }
+            ASSERT_EQ(e, marker);
+            ASSERT_GT(seen.runs, 0);
+            ASSERT_EQ(seen.a_list.size(), seen.b_list.size());
+            EXPECT_EQ(seen.count, seen.runs * int64_t(seen.a_list.size()));
+            EXPECT_EQ(seen.a_tensor, 0);
+            EXPECT_EQ(seen.b_tensor, 1);
+            EXPECT_EQ(seen.c_tensor, 2);
+            EXPECT_EQ(seen.c_index, oc);
+            std::vector<std::pair<int64_t, int64_t>> got;
+            for (int64_t r = 0; r < seen.runs; ++r)
+              for (size_t t = 0; t < seen.a_list.size(); ++t)
+                got.emplace_back(seen.a_first + r * seen.a_step + seen.a_list[t], seen.b_first + r * seen.b_step + seen.b_list[t]);
+            EXPECT_EQ(got, want) << "output " << n << "," << oc << "," << y << "," << x;
+            ++elements;
+          }
+    EXPECT_GT(elements, 0u);
+  }
+}
+
 TEST(AtenLinalg, MmIsOneNarySum) {
   Ctx cx;
   auto c = call("aten::mm", {Arg::of(ref(0, {2, 7})), Arg::of(ref(1, {7, 3}))}, {ref(9, {2, 3})});

@@ -198,6 +198,48 @@ TEST(Numeric, PointInBothPrecisionsEqualsSeparateEvaluations) {
 
 // Statistics are memoized per scratch context (aten::StatsMemo): thrown away with it, never read
 // back from a recycled one (a stale entry would point into freed nodes, or the wrong channel's sums).
+// A convolution's sums (aten::Products runs) summed from runs-innermost draws, from the logical
+// draws and term by term: the same fp32 numbers bit for bit (index order, every operation rounded),
+// fp64 up to reassociation; the bias is added inside the sum.
+void expect_products_paths_agree(const bundle::Bundle& b) {
+  program::Merged m = program::merge(b, {false, false});
+  ir::Context ctx;
+  check::Lowering low(ctx, b, m, true, {});
+  low.execute_all();
+  using Path = check::NumericOptions::ProductsPath;
+  std::vector<std::unique_ptr<check::NumericEvaluator>> ev;
+  for (Path path : {Path::Tight, Path::Logical, Path::Generic}) {
+    check::NumericOptions o{.seed = 4, .points = {1, 1}, .bound = 10};
+    o.precisions = {ir::Precision::F64, ir::Precision::F32};
+    o.products_path = path;
+    ev.push_back(std::make_unique<check::NumericEvaluator>(low, o));
+  }
+  const program::View& view = m.outputs[0].ref;
+  int64_t numel = 1;
+  for (int64_t s : view.shape) numel *= s;
+  for (int64_t flat = 0; flat < numel; ++flat) {
+    std::vector<double> want = ev[2]->element(view, flat);
+    for (size_t k = 0; k < 2; ++k) {
+      std::vector<double> got = ev[k]->element(view, flat);
+      EXPECT_EQ(got[1], want[1]) << "fp32, path " << k << ", location " << flat;
+      EXPECT_NEAR(got[0], want[0], 1e-12 * (1 + std::fabs(want[0]))) << "fp64, path " << k << ", location " << flat;
+    }
+  }
+  const auto &tight = ev[0]->stats(), &logical = ev[1]->stats(), &generic = ev[2]->stats();
+  EXPECT_GT(tight.products, 0u);
+  EXPECT_EQ(tight.runs_innermost, tight.products);  // every convolution sum from runs-innermost draws
+  EXPECT_EQ(logical.tight, logical.products);
+  EXPECT_EQ(logical.runs_innermost, 0u);
+  EXPECT_EQ(generic.tight, 0u);
+}
+
+TEST(Numeric, ConvolutionSumsAreTheSameOnEveryProductsPath) {
+  auto t = conv_t("ref", "reference"), tc = conv_t("new", "candidate");
+  expect_products_paths_agree(make_bundle({&t, &tc}));
+  auto g = conv_gn("ref", "reference"), gc = conv_gn("new", "candidate");
+  expect_products_paths_agree(make_bundle({&g, &gc}));
+}
+
 TEST(Numeric, RecycledScratchContextsGiveTheSameValues) {
   auto ref = conv_gn("ref", "reference"), cand = conv_gn("new", "candidate");
   auto b = make_bundle({&ref, &cand});
