@@ -288,10 +288,21 @@ Expr Normalizer::walk(Expr root, std::unordered_map<Expr, Expr>& memo, Expr (Nor
 namespace {
 std::span<const Expr> terms_of(const Expr& e);
 
-// A min/max factor's positive scale: max(0, c*x) = c * max(0, x). MulDistributeMinMax moves a product's
-// constant into its first min/max factor, so a GELU of a ReLU output spells its cubic term
-// k*0.044715*s^3 as s*s*max(0, k*0.044715*x) (pair 040): the scale is read back out of the factor.
-std::pair<mpq_class, Expr> unscale_min_max(ir::Context& ctx, Expr f) {
+// A factor's scale: max(0, c*x) = c * max(0, x) for c > 0, and (c*x + c*y) = c * (x + y). The ir
+// rules move a product's constant into its first min/max factor (MulDistributeMinMax), else into its
+// first sum factor (MulDistributeIntoSum), so a GELU's cubic term k*0.044715*s^3 reads
+// s*s*max(0, k*0.044715*x) for a ReLU output s (pair 040) and (k*0.044715*s)*s*s for a long sum s
+// (pair 018): the scale is read back out of the factor.
+std::pair<mpq_class, Expr> unscale_factor(ir::Context& ctx, Expr f) {
+  if (f->op == Op::Add) {
+    Expr first = nullptr;
+    for (Expr t : f->args())
+      if (!t->is_const()) { first = t; break; }
+    if (!first || first->op != Op::Mul || first->arg(0)->op != Op::ConstReal) return {1, f};
+    mpq_class c = first->arg(0)->rational();
+    if (c == 0 || c == 1) return {1, f};
+    return {c, ctx.mul(ctx.real_const(mpq_class(1 / c)), f)};
+  }
   if (f->op != Op::Min && f->op != Op::Max) return {1, f};
   std::optional<mpq_class> c;  // the first non-constant argument's lead coefficient
   for (Expr a : f->args()) {
@@ -306,14 +317,14 @@ std::pair<mpq_class, Expr> unscale_min_max(ir::Context& ctx, Expr f) {
   return {*c, f->op == Op::Max ? ctx.max(args) : ctx.min(args)};
 }
 
-// term = coefficient * monomial, with the positive scales of min/max factors in the coefficient
+// term = coefficient * monomial, with the scales of its min/max and sum factors in the coefficient
 std::pair<mpq_class, Expr> split_coefficient(ir::Context& ctx, Expr t) {
   if (t->op == Op::ConstReal) return {t->rational(), ctx.real_const(1)};
   mpq_class c = 1;
   std::vector<Expr> factors;
   for (Expr f : t->op == Op::Mul ? t->args() : std::span<const Expr>(&t, 1)) {
     if (f->op == Op::ConstReal) { c *= f->rational(); continue; }
-    auto [scale, g] = unscale_min_max(ctx, f);
+    auto [scale, g] = unscale_factor(ctx, f);
     c *= scale;
     factors.push_back(g);
   }
@@ -399,7 +410,7 @@ std::optional<std::pair<mpq_class, Expr>> Normalizer::gelu_form(Expr f, const st
     if (!near(kc / k, 0.044715)) return std::nullopt;
     if (terms_of(s3).size() == 1) {
       // one term: cubic must be kc*s^3 up to where the scales sit (split_coefficient reads them out of
-      // min/max factors exactly; rebuilt, kc would land in the first max factor, the program's in another)
+      // min/max and sum factors exactly; rebuilt, kc may land in another factor than the program's)
       if (terms_of(cubic).size() != 1 || split_coefficient(ctx_, cubic).second != c_lead->second) return std::nullopt;
     } else if (ctx_.add(ks, ctx_.mul(ctx_.real_const(kc), s3)) != t) {
       return std::nullopt;
@@ -413,7 +424,10 @@ std::optional<std::pair<mpq_class, Expr>> Normalizer::gelu_form(Expr f, const st
 // accepted when every such f is gone and the sum shrank. A pooled sum of 900 expanded GELUs
 // (50,000 terms) must not be rescanned per candidate and rebuilt per form: that was cubic.
 Expr Normalizer::recognize_forms(Expr e) {
-  if (e->op != Op::Add || !opt_.gelu_forms) return e;
+  if (!opt_.gelu_forms) return e;
+  Expr original = e;
+  if (Expr expanded = expand_binomial_forms(e)) e = expanded;
+  if (e->op != Op::Add) return original;
   std::vector<Expr> candidates;  // erf/tanh factors in order of first appearance
   std::unordered_map<Expr, std::vector<Expr>> carriers;  // factor -> the terms carrying it
   for (Expr term : e->args()) {
@@ -443,7 +457,7 @@ Expr Normalizer::recognize_forms(Expr e) {
     Fn named = f->fn() == Fn::Erf ? Fn::GeluErf : Fn::GeluTanh;
     found.push_back({f, expanded, ctx_.mul(ctx_.real_const(a), ctx_.call(named, s)), carrying.size()});
   }
-  if (found.empty()) return e;
+  if (found.empty()) return original;
   // Whether `replaced` is free of the forms' factors and no longer than e (plus one term per form).
   auto accept = [&](Expr replaced, std::span<const Found> forms) {
     std::unordered_set<Expr> fs;
@@ -475,7 +489,43 @@ Expr Normalizer::recognize_forms(Expr e) {
       return r;
     }
   }
-  return e;
+  return original;
+}
+
+// A GELU of a long sum S stays factored: 0.5*S*(1 + tanh(u)) has 2|S| terms distributed, past
+// MulDistributeSmall's limit (dev pair 018: S sums 128 minima). Such products — a product with a
+// factor of at most 4 terms one of which carries erf/tanh — are expanded over that factor so that
+// recognize_forms sees the terms it matches; nullptr when there is none.
+Expr Normalizer::expand_binomial_forms(Expr e) {
+  auto carries = [](Expr x) {
+    std::span<const Expr> fs = x->op == Op::Mul ? x->args() : std::span<const Expr>(&x, 1);
+    return std::any_of(fs.begin(), fs.end(),
+                       [](Expr f) { return f->op == Op::Call && (f->fn() == Fn::Erf || f->fn() == Fn::Tanh); });
+  };
+  auto binomial = [&](Expr f) {
+    return f->op == Op::Add && f->nargs <= 4 && std::any_of(f->args().begin(), f->args().end(), carries);
+  };
+  std::vector<Expr> terms;
+  bool any = false;
+  for (Expr t : terms_of(e)) {
+    if (ticker_) ticker_->tick("while recognizing GELU forms (axioms)");
+    auto fs = t->op == Op::Mul ? t->args() : std::span<const Expr>();
+    auto b = std::find_if(fs.begin(), fs.end(), binomial);
+    if (b == fs.end()) {
+      terms.push_back(t);
+      continue;
+    }
+    any = true;
+    std::vector<Expr> rest;
+    for (auto it = fs.begin(); it != fs.end(); ++it)
+      if (it != b) rest.push_back(*it);
+    for (Expr g : (*b)->args()) {
+      std::vector<Expr> xs = rest;
+      xs.push_back(g);
+      terms.push_back(ctx_.mul(xs));
+    }
+  }
+  return any ? ctx_.add(terms) : nullptr;
 }
 
 Expr Normalizer::rewrite(Expr e) {

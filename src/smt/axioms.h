@@ -99,6 +99,7 @@ class Normalizer {
   ir::Expr walk(ir::Expr root, std::unordered_map<ir::Expr, ir::Expr>& memo, ir::Expr (Normalizer::*step)(ir::Expr));
   ir::Expr rewrite(ir::Expr e);  // one top-level step on a node with normalized children
   ir::Expr recognize_forms(ir::Expr e);  // expanded formulas -> named functions (runs first)
+  ir::Expr expand_binomial_forms(ir::Expr e);  // (its helper: a*S*(1 + tanh(u)) over a long S, distributed)
   std::optional<std::pair<mpq_class, ir::Expr>> gelu_form(ir::Expr f, const std::vector<ir::Expr>& carriers);
   ir::Expr snap_constant(ir::Expr e);    // SnapConstants on a ConstReal
   ir::Expr rewrite_call(ir::Expr e);

@@ -302,6 +302,21 @@ TEST_F(AxiomTest, GeluTanhForm) {
   EXPECT_EQ(n.applications(Axiom::GeluTanhForm), 0u);
 }
 
+// GELU of a long sum (dev pair 018: 128 pooled minima): 0.5*S*(1 + tanh(..)) stays a product, too
+// large to distribute; its binomial factor is expanded for the recognition.
+TEST_F(AxiomTest, GeluFormsOfALongSum) {
+  smt::AxiomOptions keep_tanh;
+  keep_tanh.gelu_tanh_is_erf = false;
+  int32_t t = ctx.tensor("axioms:long_sum");
+  std::vector<Expr> terms;
+  for (int64_t i = 0; i < 100; ++i) terms.push_back(ctx.elem(t, i));
+  Expr s = ctx.add(terms);
+  applies(Axiom::GeluTanhForm, tanh_form(ctx, s), call(Fn::GeluTanh, s), keep_tanh);
+  applies(Axiom::GeluErfForm, erf_form(ctx, s), call(Fn::GeluErf, s));
+  Expr b = ctx.var("b", Sort::Real);
+  applies(Axiom::GeluErfForm, ctx.add(erf_form(ctx, s), b), ctx.add(call(Fn::GeluErf, s), b));
+}
+
 // GELU of a ReLU output: MulDistributeMinMax moves every constant into a max factor, so the kernel's
 // 0.5*s and k*0.044715*s^3 read max(0, x/2) and s*s*max(0, c*x) — or, with k shared by the linear
 // term, s*max(0, 0.044715*x)*max(0, k*x) (dev pair 040, labelled correct, was SUSPECT).
