@@ -79,7 +79,7 @@ std::string_view rule_name(Rule r) {
       "DivToRecip", "MinMaxFlatten", "MinMaxSortDedup", "MinMaxConst", "IteConstCond", "IteSameArms",
       "IteNegCond", "IteToMinMax", "BoolSimplify", "CmpCanon", "BvAffine", "BvExtMerge",
       "BvSignedToUnsigned", "BvExtPush", "BvTruncPush", "BvBitFold", "BvDivRemConst", "BvDivModRecombine", "LoadFold",
-      "AbsCanon", "MinMaxFloatLimit", "MulDistributeMinMax", "MulDistributeIntoSum", "IteLeakyToMax"};
+      "AbsCanon", "MinMaxFloatLimit", "MulDistributeMinMax", "MulSumContent", "IteLeakyToMax"};
   static_assert(std::size(n) == static_cast<size_t>(Rule::Count_));
   return n[static_cast<unsigned>(r)];
 }
@@ -505,6 +505,14 @@ struct Context::Impl {
   Expr term_node(Sort s, const Term& t) {
     if (t.coef == t.orig_coef) return t.orig;
     if (is_one(t.coef)) return mono_node(s, t);
+    // A new coefficient of a monomial with a min/max factor goes where mul_n puts a positive constant
+    // (MulDistributeMinMax): c*max(0, x) scaled by a sum's distribution must be mul_n(c, max(0, x)).
+    if (s == Sort::Real && t.coef->rational() > 0 &&
+        std::any_of(t.f, t.f + t.nf, [](Expr f) { return f->op == Op::Min || f->op == Op::Max; })) {
+      std::vector<Expr> a{t.coef};
+      a.insert(a.end(), t.f, t.f + t.nf);
+      return mul_n(s, a);
+    }
     std::vector<Expr> a;
     a.reserve(t.nf + 1);
     a.push_back(t.coef);
@@ -731,6 +739,16 @@ struct Context::Impl {
     return build(sum->hash + child_mix(t), plus(sum->size, t->size));
   }
 
+  // The coefficient of a real sum's first non-constant term (1 when it has none).
+  static mpq_class sum_lead(Expr sum) {
+    for (uint32_t i = 0; i < sum->nargs; ++i) {
+      Expr a = sum->args_[i];
+      if (a->is_const()) continue;
+      return a->op == Op::Mul && a->args_[0]->op == Op::ConstReal ? a->args_[0]->rational() : mpq_class(1);
+    }
+    return 1;
+  }
+
   // c * (sum): scale every term's coefficient.
   Expr scale_sum(Sort s, Expr sum, Expr c) {
     std::vector<Expr> out;
@@ -821,6 +839,21 @@ struct Context::Impl {
         return add_n(s, prods);
       }
     }
+    if (s == Sort::Real && nadd && atoms.size() > 1) {
+      bool moved = false;
+      for (Expr& a : atoms) {
+        if (a->op != addop || a->nargs > kDistributeConstLimit) continue;
+        mpq_class lead = sum_lead(a);
+        if (lead == 1 || lead == 0 || !apply(Rule::MulSumContent)) continue;
+        a = scale_sum(s, a, mk_real(1 / lead));
+        c = cmul(c, mk_real(lead));
+        moved = true;
+      }
+      if (moved) {
+        atoms.insert(atoms.begin(), c);
+        return mul_n(s, atoms);
+      }
+    }
     if (s == Sort::Real && !is_one(c) && c->rational() > 0) {
       auto mm = std::find_if(atoms.begin(), atoms.end(), [](Expr a) { return a->op == Op::Min || a->op == Op::Max; });
       if (mm != atoms.end() && apply(Rule::MulDistributeMinMax)) {
@@ -831,13 +864,6 @@ struct Context::Impl {
           scaled.push_back(mul_n(s, pt));
         }
         *mm = minmax_n((*mm)->op, s, scaled);
-        return mul_n(s, atoms);
-      }
-    }
-    if (s == Sort::Real && !is_one(c) && nadd && atoms.size() > 1) {
-      auto sum = std::find_if(atoms.begin(), atoms.end(), [&](Expr a) { return a->op == addop; });
-      if ((*sum)->nargs <= kDistributeConstLimit && apply(Rule::MulDistributeIntoSum)) {
-        *sum = scale_sum(s, *sum, c);
         return mul_n(s, atoms);
       }
     }

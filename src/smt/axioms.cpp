@@ -288,11 +288,11 @@ Expr Normalizer::walk(Expr root, std::unordered_map<Expr, Expr>& memo, Expr (Nor
 namespace {
 std::span<const Expr> terms_of(const Expr& e);
 
-// A factor's scale: max(0, c*x) = c * max(0, x) for c > 0, and (c*x + c*y) = c * (x + y). The ir
-// rules move a product's constant into its first min/max factor (MulDistributeMinMax), else into its
-// first sum factor (MulDistributeIntoSum), so a GELU's cubic term k*0.044715*s^3 reads
-// s*s*max(0, k*0.044715*x) for a ReLU output s (pair 040) and (k*0.044715*s)*s*s for a long sum s
-// (pair 018): the scale is read back out of the factor.
+// A factor's scale: max(0, c*x) = c * max(0, x) for c > 0, and (c*x + c*y) = c * (x + y). The ir rules
+// move a product's positive constant into its first min/max factor (MulDistributeMinMax), so a GELU's
+// cubic term k*0.044715*s^3 reads s*s*max(0, k*0.044715*x) for a ReLU output s (pair 040); sums among
+// other factors are primitive (MulSumContent), but a sum built before that holds its scale: the scale is
+// read back out of the factor either way.
 std::pair<mpq_class, Expr> unscale_factor(ir::Context& ctx, Expr f) {
   if (f->op == Op::Add) {
     Expr first = nullptr;

@@ -246,19 +246,22 @@ TEST_F(Rules, IteToMinMax) {
   untouched(Rule::IteToMinMax, [&] { return c.ite(c.lt(x, y), x, z); });
 }
 
-TEST_F(Rules, MulDistributeIntoSum) {
+TEST_F(Rules, MulSumContent) {
   // swish(S)/2 of a GEMM row: torch's (1/2)*sigmoid(S)*S and a kernel's sigmoid(S)*(S/2) are one node
   // (a sum past MulDistributeSmall's limits: smaller products are expanded whole)
-  int32_t t = c.tensor("rules:into_sum");
+  int32_t t = c.tensor("rules:sum_content");
   std::vector<Expr> terms, halves;
   Expr half = c.real_const(mpq_class(1, 2));
   for (int64_t i = 0; i < 100; ++i) terms.push_back(c.elem(t, i)), halves.push_back(c.mul(half, c.elem(t, i)));
   Expr s = c.add(terms), sig = c.call(Fn::Sigmoid, s), half_s = c.add(halves);
-  check(Rule::MulDistributeIntoSum, [&] { return c.mul(std::vector<Expr>{half, sig, s}); }, c.mul(sig, half_s));
-  untouched(Rule::MulDistributeIntoSum, [&] { return c.mul(sig, s); });  // no constant
-  // a min/max factor takes a positive constant first (MulDistributeMinMax)
-  Expr relu = c.max(c.real_const(0), z);
-  EXPECT_EQ(c.mul(std::vector<Expr>{half, relu, s}), c.mul(c.max(c.real_const(0), c.mul(half, z)), s));
+  Expr want = c.mul(std::vector<Expr>{half, sig, s});
+  check(Rule::MulSumContent, [&] { return c.mul(sig, half_s); }, want);
+  untouched(Rule::MulSumContent, [&] { return c.mul(sig, s); });  // lead coefficient 1 already
+  // like terms stay like terms: y*S - y*S is 0, y*S + y*(S/2) is (3/2)*y*S
+  EXPECT_EQ(c.sub(c.mul(sig, s), c.mul(sig, s)), c.real_const(0));
+  EXPECT_EQ(c.add(c.mul(sig, s), c.mul(sig, half_s)), c.mul(std::vector<Expr>{c.real_const(mpq_class(3, 2)), sig, s}));
+  // a lone sum times a constant is still distributed (MulDistributeConst)
+  EXPECT_EQ(c.mul(half, s), half_s);
 }
 
 TEST_F(Rules, IteLeakyToMax) {

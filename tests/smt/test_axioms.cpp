@@ -325,6 +325,7 @@ TEST_F(AxiomTest, GeluTanhFormOfAReluOutput) {
   keep_tanh.gelu_tanh_is_erf = false;
   Expr zero = ctx.real_const(0);
   Expr s = ctx.max(zero, x);
+  applies(Axiom::GeluTanhForm, tanh_form(ctx, s), call(Fn::GeluTanh, s), keep_tanh);
   auto relu_of = [&](double c) { return ctx.max(zero, ctx.mul(k32(ctx, c), x)); };
   Expr k_x = relu_of(0.7978845608028654), half = relu_of(0.5);
   Expr inner = ctx.add(ctx.mul(std::vector<Expr>{s, relu_of(0.044715), k_x}), k_x);
