@@ -178,6 +178,7 @@ double excess(double a, double b, const smt::Tolerance& tol) {
 std::vector<double> refine_witness(ir::Expr ea, ir::Expr eb, const std::vector<ir::Expr>& leaves,
                                    std::vector<double> start, const smt::Tolerance& tol, uint64_t seed,
                                    double budget_ms, bool also_f32) {
+  if (budget_ms <= 0) return start;
   auto t0 = Clock::now();
   std::unordered_map<std::pair<int32_t, int64_t>, size_t, PairHash> pos;
   for (size_t i = 0; i < leaves.size(); ++i) pos[{leaves[i]->tensor(), leaves[i]->index()}] = i;
@@ -648,25 +649,27 @@ class Search {
     };
     if (!w.exceeds_tolerance) values = refine_witness(ea, eb, leaves, values, tol_, opt_.seed + seq + 1, refine_ms());
     std::string reason = lr.reason;
-    evaluate_witness(ctx, ea, eb, w, leaves, values, lr);
+    bool giant = lr.ref_nodes + lr.cand_nodes > opt_.giant_location_nodes;
+    evaluate_witness(ctx, ea, eb, w, wenv, leaves, values, lr);
     // Beyond tolerance in fp64 only (an fp32 overflow or underflow at large inputs): look for a point
     // that shows it in both precisions, so that the evidence without a replay holds in fp32 too.
-    if (lr.exceeds_tolerance && !lr.confirmed_f32 && !w.depends_on_undef) {
+    // (Not for giant locations: one evaluation of both sides there takes seconds, and refinement
+    // evaluates its start before it looks at the clock — pair 097 ran 40 s past a 20 s budget.)
+    if (lr.exceeds_tolerance && !lr.confirmed_f32 && !w.depends_on_undef && refine_ms() > 0 && !giant) {
       auto again = refine_witness(ea, eb, leaves, values, tol_, opt_.seed + seq + 1, refine_ms(), true);
       if (again != values) {
         lr.leaves.clear();
         lr.witness.clear();
         lr.reason = reason;
-        evaluate_witness(ctx, ea, eb, w, leaves, again, lr);
+        evaluate_witness(ctx, ea, eb, w, wenv, leaves, again, lr);
       }
     }
   }
 
   // Both symbolic values at the witness `values` (of `leaves`) in fp64 and IEEE fp32, and the leaves
   // that matter, into lr.
-  void evaluate_witness(ir::Context& ctx, ir::Expr ea, ir::Expr eb, const smt::Witness& w,
+  void evaluate_witness(ir::Context& ctx, ir::Expr ea, ir::Expr eb, const smt::Witness& w, const ir::Env& wenv,
                         const std::vector<ir::Expr>& leaves, const std::vector<double>& values, LocationResult& lr) {
-    ir::Env wenv = w.env();
     std::unordered_map<std::pair<int32_t, int64_t>, double, PairHash> at;
     for (size_t k = 0; k < leaves.size(); ++k) at[{leaves[k]->tensor(), leaves[k]->index()}] = values[k];
     ir::Env env;
@@ -676,6 +679,12 @@ class Search {
       return s == ir::Sort::Real ? ir::Value::of_real(v) : ir::Value::of_bv(s, uint64_t(int64_t(v)));
     };
     env.var = wenv.var;
+    // A giant location's four evaluations take seconds (pair 097 ran 3.5 s past a 20 s budget): past
+    // the budget the witness stays unconfirmed ("fp32 evaluation failed: ...").
+    if (opt_.budget_s > 0)
+      env.tick = [this] {
+        if (Clock::now() > budget_end()) throw OutOfTime("the budget ran out evaluating the witness in fp32");
+      };
     for (size_t k = 0; k < leaves.size(); ++k)
       lr.leaves.push_back(describe_leaf(ctx, m_, leaves[k]->tensor(), leaves[k]->index(), values[k]));
     // Show the leaves that matter most: largest magnitude first.

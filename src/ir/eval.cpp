@@ -97,6 +97,7 @@ struct Evaluator::Impl {
   Env env;
   Precision prec;
   detail::NodeMap<Value> memo;
+  uint64_t computed = 0;  // nodes evaluated, for env.tick
 
   double rnd(double d) const { return prec == Precision::F32 ? static_cast<double>(static_cast<float>(d)) : d; }
 
@@ -292,6 +293,7 @@ struct Evaluator::Impl {
       for (Expr c : x->args()) args.push_back(&memo.at(c));
       Value v = compute(x, args);
       memo.emplace(x, v);
+      if (env.tick && (++computed & 0xFFFF) == 0) env.tick();
     }
     return memo.at(e);
   }

@@ -29,6 +29,9 @@ struct Value {
 struct Env {
   std::function<Value(int32_t tensor, int64_t index, Sort sort)> elem;
   std::function<Value(std::string_view name, Sort sort)> var;
+  // Set: called every 65,536 evaluated nodes (a deadline throws from it; one evaluation of a giant
+  // location's 10^6-10^7 nodes takes seconds).
+  std::function<void()> tick;
 };
 
 class Evaluator {
