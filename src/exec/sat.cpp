@@ -706,4 +706,62 @@ std::optional<Linear> linear_of(Expr e, const std::vector<Expr>& vars) {
   return L;
 }
 
+std::optional<Digits> digits_of(const int64_t (&c)[6], const std::array<uint64_t, 6>& width) {
+  Digits d;
+  for (size_t i = 0; i < 6; ++i) {
+    if (width[i] == 1) continue;
+    if (c[i] == 0) return std::nullopt;  // threads differing only in this Var share the element
+    d.terms.push_back({uint64_t(c[i] < 0 ? -c[i] : c[i]), width[i]});
+  }
+  std::sort(d.terms.begin(), d.terms.end());
+  unsigned __int128 span = 0;
+  for (auto [ci, w] : d.terms) {
+    if (ci <= span) return std::nullopt;
+    d.below.push_back(uint64_t(span));
+    span += (unsigned __int128)ci * (w - 1);
+    if (span >> 63) return std::nullopt;  // beyond any index
+  }
+  return d;
+}
+
+std::optional<bool> digits_reach(const Digits& D, std::span<const int64_t> ks, __int128 target, size_t max_windows,
+                                 Deadline* deadline) {
+  if (ks.empty()) return false;
+  const __int128 kmin = ks.front(), kmax = ks.back();
+  auto any_in = [&](__int128 lo, __int128 hi) {  // some k in [lo, hi]
+    if (hi < kmin || lo > kmax || lo > hi) return false;
+    auto it = std::lower_bound(ks.begin(), ks.end(), int64_t(std::max(lo, kmin)));
+    return it != ks.end() && __int128(*it) <= hi;
+  };
+  auto floor_div = [](__int128 a, __int128 c) { return a >= 0 ? a / c : -((-a + c - 1) / c); };
+  struct Window { size_t n; __int128 center; bool zero; };  // digits left, center, all digits so far 0
+  std::vector<Window> stack{{D.terms.size(), target, true}};
+  size_t windows = 0;
+  while (!stack.empty()) {
+    auto [n, center, zero] = stack.back();
+    stack.pop_back();
+    if (n == 0) {  // center is a k (its window of width 0 held one)
+      if (!zero) return true;
+      continue;
+    }
+    if (deadline) deadline->tick("in the global read-after-write check");
+    const __int128 c = D.terms[n - 1].first, r = D.terms[n - 1].second, below = D.below[n - 1];
+    if (n == 1 && c == 1) {  // the last digit reaches every integer of center ± (r - 1)
+      if (!zero ? any_in(center - (r - 1), center + (r - 1))
+                : any_in(center - (r - 1), center - 1) || any_in(center + 1, center + (r - 1)))
+        return true;
+      continue;
+    }
+    // the digit values whose window [center + c d - below, center + c d + below] meets [kmin, kmax]
+    const __int128 dlo = std::max(-(r - 1), -floor_div(center + below - kmin, c));
+    const __int128 dhi = std::min(r - 1, floor_div(kmax + below - center, c));
+    for (__int128 d = dlo; d <= dhi; ++d) {
+      if (++windows > max_windows) return std::nullopt;
+      const __int128 m = center + c * d;
+      if (any_in(m - below, m + below)) stack.push_back({n - 1, m, zero && d == 0});
+    }
+  }
+  return false;
+}
+
 }  // namespace dirigo::exec

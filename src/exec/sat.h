@@ -14,6 +14,7 @@
 #include <array>
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <unordered_map>
 #include <vector>
 
@@ -100,5 +101,24 @@ struct Linear {
   int64_t c[6] = {0, 0, 0, 0, 0, 0};
 };
 std::optional<Linear> linear_of(ir::Expr e, const std::vector<ir::Expr>& vars);
+
+// The thread part T = sum c_i v_i of an affine index over a box of widths w_i, when it is
+// injective "digit by digit": sorted by |c|, each coefficient exceeds the span of the smaller ones
+// (tid + 256*ctaid, p + C*HW*b). Vars of width 1 are left out (fixed in the box); nullopt when a
+// varying Var has coefficient 0 or the digits overlap.
+struct Digits {
+  std::vector<std::pair<uint64_t, uint64_t>> terms;  // (|c|, width), ascending
+  std::vector<uint64_t> below;                       // the largest value the smaller terms add
+};
+std::optional<Digits> digits_of(const int64_t (&c)[6], const std::array<uint64_t, 6>& width);
+
+// Whether some k of `ks` (sorted, distinct) equals target + sum |c_i| d_i with |d_i| < width_i,
+// not all d_i zero: two threads of the box whose index constants differ by k - target reach the
+// same element (the digits make the d_i unique, so all zero is the same thread). Digit by digit
+// from the largest, a digit value is followed only when its window (center ± the smaller digits'
+// span) holds some k (two binary searches), so a group of stores costs a read a few searches per
+// digit. nullopt: more than max_windows windows were needed (the caller decides another way).
+std::optional<bool> digits_reach(const Digits& d, std::span<const int64_t> ks, __int128 target, size_t max_windows,
+                                 Deadline* deadline = nullptr);
 
 }  // namespace dirigo::exec
