@@ -363,7 +363,64 @@ std::optional<std::vector<uint64_t>> ThreadSat::solve_component(Expr conj, const
     for (auto& r : range) p.push_back(r.lo);
     return p;  // undecided: answered satisfiable
   }
+  if (!want_point && total > (long double)kProbeAbove) {
+    // a long exact enumeration: a satisfiable question is usually answered by a few sampled
+    // points, an unsatisfiable one by two of its atoms (see refuted_by_atom_pairs)
+    if (auto p = probe(prog, range)) return p;
+    if (refuted_by_atom_pairs(atoms, ids, range)) return std::nullopt;
+  }
   return first_satisfying(prog, range);
+}
+
+std::optional<std::vector<uint64_t>> ThreadSat::probe(BvProgram& prog, const std::vector<Range>& range) {
+  uint64_t state = 0x9E3779B97F4A7C15ull, out = 0;
+  std::vector<uint64_t> p(range.size());
+  for (unsigned i = 0; i < kProbePoints; ++i) {
+    for (size_t k = 0; k < range.size(); ++k) {
+      state = state * 6364136223846793005ull + 1442695040888963407ull;  // LCG: deterministic
+      p[k] = range[k].lo + (state >> 17) % (range[k].hi - range[k].lo + 1);
+    }
+    prog.eval(p.data(), &out);
+    if (out) return p;
+  }
+  return std::nullopt;
+}
+
+bool ThreadSat::refuted_by_atom_pairs(const std::vector<Expr>& atoms, const std::vector<int>& ids,
+                                      const std::vector<Range>& range) {
+  if (atoms.size() < 2 || atoms.size() > kMaxPairAtoms) return false;
+  auto all = tv_.all();
+  for (size_t i = 0; i < atoms.size(); ++i)
+    for (size_t j = i + 1; j < atoms.size(); ++j) {
+      Expr sub = ctx_.and_(atoms[i], atoms[j]);
+      if (sub->op == Op::ConstBool) {
+        if (!sub->bool_value()) return true;
+        continue;
+      }
+      auto [it, fresh] = pair_refuted_.try_emplace(sub, false);
+      if (fresh) {
+        // the pair sees fewer low bits than the whole question: enumerate it exactly when that
+        // leaves few points, else cut it at its small sub-expressions, lowered or not
+        std::vector<Range> r = range;
+        auto demand = low_bits_demand(sub);
+        long double points = 1;
+        for (size_t k = 0; k < ids.size(); ++k) {
+          unsigned d = demand[size_t(ids[k])];
+          if (d < 63 && r[k].hi - r[k].lo + 1 > (uint64_t(1) << d)) r[k].hi = r[k].lo + (uint64_t(1) << d) - 1;
+          points *= (long double)(r[k].hi - r[k].lo + 1);
+        }
+        bool refuted = false;
+        std::vector<Expr> vars;
+        for (int id : ids) vars.push_back(all[id]);
+        Expr roots[] = {sub};
+        BvProgram prog(vars, roots);
+        if (prog.ok() && points <= (long double)kPairPoints) refuted = !first_satisfying(prog, r);
+        else if (prog.ok()) refuted = refuted_by_cuts(sub, ids, range) || refuted_by_cuts(sub, ids, range, CutMode::Merge);
+        it->second = refuted;
+      }
+      if (it->second) return true;
+    }
+  return false;
 }
 
 std::optional<std::vector<uint64_t>> ThreadSat::first_satisfying(BvProgram& prog,
@@ -373,6 +430,7 @@ std::optional<std::vector<uint64_t>> ThreadSat::first_satisfying(BvProgram& prog
   uint64_t out = 0;
   while (true) {
     if (deadline_) deadline_->tick("in a satisfiability enumeration");
+    ++points_;
     prog.eval(p.data(), &out);
     if (out) return p;
     size_t k = 0;  // odometer, first var fastest
@@ -420,7 +478,16 @@ std::array<unsigned, 6> ThreadSat::low_bits_demand(Expr cond, const ThreadBox* b
       continue;
     }
     switch (e->op) {
-      case Op::BvAdd: case Op::BvMul: case Op::BvOr: case Op::BvXor: case Op::BvNot:
+      case Op::BvMul: {
+        // a constant factor 2^t * odd shifts the other operands' bits up by t: the low d bits of
+        // 4*ctaid.x are the low d - 2 bits of ctaid.x
+        unsigned tz = 0;
+        for (Expr a : e->args())
+          if (auto c = const_of(a)) tz += *c ? unsigned(std::countr_zero(*c)) : w;
+        for (Expr a : e->args()) ask(a, d > tz ? d - tz : 0);
+        break;
+      }
+      case Op::BvAdd: case Op::BvOr: case Op::BvXor: case Op::BvNot:
         for (Expr a : e->args()) ask(a, d);
         break;
       case Op::BvAnd: {
@@ -472,7 +539,7 @@ ThreadBox ThreadSat::box_of(const std::vector<int>& ids, const std::vector<Range
   return box;
 }
 
-bool ThreadSat::refuted_by_cuts(Expr conj, const std::vector<int>& ids, const std::vector<Range>& range) {
+bool ThreadSat::refuted_by_cuts(Expr conj, const std::vector<int>& ids, const std::vector<Range>& range, CutMode mode) {
   auto all = tv_.all();
   ThreadBox box = box_of(ids, range);
   // a node's range: range_over, else enumerated over the node's own thread Vars when they are
@@ -540,7 +607,9 @@ bool ThreadSat::refuted_by_cuts(Expr conj, const std::vector<int>& ids, const st
   long double points = 1;
   std::unordered_set<Expr> seen;
   std::vector<Expr> stack{conj};
-  while (!stack.empty() && points <= kCutPoints) {
+  // Merge may end with far fewer points than its first frontier has
+  const long double phase1_points = mode == CutMode::Merge ? kCutPoints * kCutPoints : kCutPoints;
+  while (!stack.empty() && points <= phase1_points) {
     Expr e = stack.back();
     stack.pop_back();
     if (e->is_const() || !seen.insert(e).second) continue;
@@ -571,7 +640,7 @@ bool ThreadSat::refuted_by_cuts(Expr conj, const std::vector<int>& ids, const st
           if (!ra) lower = false;
           else below *= width(*ra);
         }
-        if (below > width(*r) * 256) lower = false;
+        if (below > width(*r) * 256 || mode == CutMode::Merge) lower = false;
         if (!lower) {
           cut[e] = *r;
           points *= (long double)(r->hi - r->lo + 1);
@@ -581,7 +650,63 @@ bool ThreadSat::refuted_by_cuts(Expr conj, const std::vector<int>& ids, const st
     }
     for (Expr a : e->args()) stack.push_back(a);
   }
-  if (points > kCutPoints || cut.empty()) return false;
+  if (points > phase1_points || cut.empty()) return false;
+  if (mode == CutMode::Merge) {
+    // lower a cut node to its operands' cuts when that adds no points: `1 & (1 + t)` next to
+    // `t % 2` becomes a function of t, the one Var both share (each such step only gains relations)
+    auto operand_cuts = [&](Expr e, std::vector<std::pair<Expr, ir::Bounds>>& out,
+                            std::vector<std::pair<Expr, Offset>>& offs) {
+      for (Expr a : e->args()) {
+        if (a->is_const()) continue;
+        if (!ir::is_bv(a->sort)) return false;
+        if (a->op == Op::Var) {
+          int id = var_id(a);
+          if (id < 0) return false;
+          out.push_back({a, box[size_t(id)]});
+        } else if (auto o = offset_of(a)) {
+          offs.push_back({a, *o});
+          out.push_back({o->rest, *small(o->rest)});
+        } else if (auto r = small(a)) {
+          out.push_back({a, *r});
+        } else {
+          return false;
+        }
+      }
+      return true;
+    };
+    // one pass over the cut nodes; shared_only: only lowerings onto nodes already cut (no new
+    // points) — done first, so that `1 & (1 + t)` joins t before t itself is lowered further;
+    // else the first lowering that costs no more points than it saves, then back to shared ones
+    auto pass = [&](bool shared_only) {
+      std::vector<Expr> nodes;
+      for (const auto& [e, r] : cut) if (e->op != Op::Var) nodes.push_back(e);
+      std::sort(nodes.begin(), nodes.end(), [](Expr a, Expr b) { return a->id < b->id; });  // deterministic
+      bool changed = false;
+      for (Expr f : nodes) {
+        std::vector<std::pair<Expr, ir::Bounds>> below;
+        std::vector<std::pair<Expr, Offset>> offs;
+        if (!operand_cuts(f, below, offs)) continue;
+        long double added = 1;
+        std::unordered_set<Expr> counted;
+        for (const auto& [x, r] : below)
+          if (!cut.count(x) && counted.insert(x).second) added *= width(r);
+        if (shared_only ? added > 1 : added > width(cut.at(f))) continue;
+        cut.erase(f);
+        for (const auto& [x, r] : below) cut.emplace(x, r);
+        for (const auto& [x, o] : offs) offset.emplace(x, o);
+        changed = true;
+        if (!shared_only) break;
+      }
+      return changed;
+    };
+    for (int rounds = 0; rounds < 256; ++rounds) {
+      while (pass(true)) {}
+      if (!pass(false)) break;
+    }
+    points = 1;
+    for (const auto& [e, r] : cut) points *= width(r);
+    if (points > kCutPoints) return false;
+  }
   // phase 2, bottom-up: the condition over the cut Vars
   std::vector<Expr> fresh;
   std::vector<Range> fresh_range;

@@ -120,5 +120,89 @@ TEST(ReadAfterWrite, DigitWindowsMatchBruteForce) {
   EXPECT_LT(hits, decided - 50);
 }
 
+// ---- satisfiability questions of a 10^8-thread conv-transpose kernel (096, 061): parities and
+// bounds of output coordinates decoded from L = 256*ctaid.x + tid.x, 2^19 points each after the
+// low-bits reduction; 216 of them took 22 s of 096's Execute.
+struct ConvCoords {
+  ir::Context ctx;
+  ThreadVars tv{ctx, {256}, {2048}};
+  ir::Expr c32(uint64_t v) { return ctx.bv_const(ir::Sort::BV32, v); }
+  ir::Expr t0 = ctx.bv_lshr(tv.tid[0], c32(6));                   // tid.x >> 6
+  ir::Expr t1 = ctx.bv_add(ctx.bv_mul(c32(4), tv.ctaid[0]), t0);  // 4*ctaid.x + (tid.x >> 6)
+  ir::Expr t2 = ctx.bv_and(c32(31), ctx.bv_lshr(t1, c32(6)));     // a coordinate, 0..31
+  ir::Expr m = ctx.bv_and(c32(63), tv.tid[0]);                    // another, 0..63
+  ir::Expr even(ir::Expr x) { return ctx.eq(ctx.bv_and(c32(1), x), c32(0)); }
+  ir::Expr odd_srem(ir::Expr x) { return ctx.not_(ctx.eq(ctx.bv_srem(x, c32(2)), c32(0))); }
+};
+
+// `t2 - 1 even` (a signed remainder) and `t2 + 1 odd`: contradictory through t2 alone, but the
+// atoms see every bit of ctaid.x and tid.x. Cut at t2 — both atoms' one shared sub-expression —
+// the pair is refuted over 32 points instead of enumerating the launch.
+TEST(ThreadSatPairs, ParitiesOfOneCoordinateRefutedAtTheSharedCut) {
+  ConvCoords k;
+  auto& ctx = k.ctx;
+  ThreadSat sat(ctx, k.tv, uint64_t(1) << 24);
+  ir::Expr a = ctx.not_(k.odd_srem(ctx.bv_add(k.t2, k.c32(0xffffffff))));  // t2 - 1 even: t2 odd
+  ir::Expr b = ctx.not_(k.even(ctx.bv_add(k.c32(1), k.t2)));               // t2 + 1 odd: t2 even
+  ir::Expr other = k.even(k.m);
+  EXPECT_FALSE(sat.sat(ctx.and_(std::vector<ir::Expr>{a, b, other})));
+  EXPECT_LT(sat.points_evaluated(), uint64_t(1) << 16);
+  EXPECT_TRUE(sat.sat(ctx.and_(a, other)));  // t2 odd and m even: tid.x = 0, ctaid.x = 16
+}
+
+// `t1 >> 6` even and `31 & (t1 >> 6)` odd, t1 = 4*ctaid.x + (tid.x >> 6): both see bit 6 of t1
+// only, i.e. bit 4 of ctaid.x (4*ctaid.x shifts it up by two) — 32 values of ctaid.x, not 128.
+TEST(ThreadSatPairs, ConstantFactorShiftsTheLowBitsDemand) {
+  ConvCoords k;
+  auto& ctx = k.ctx;
+  ThreadSat sat(ctx, k.tv, uint64_t(1) << 24);
+  ir::Expr c = k.even(ctx.bv_lshr(k.t1, k.c32(6)));
+  ir::Expr d = k.even(ctx.bv_add(k.c32(1), k.t2));
+  EXPECT_FALSE(sat.sat(ctx.and_(c, d)));
+  EXPECT_LE(sat.points_evaluated(), 32u * 256u);
+  EXPECT_TRUE(sat.sat(ctx.and_(c, ctx.not_(d))));
+}
+
+// Random conjunctions of parities and bounds of the coordinates, against brute force over every
+// thread (2^19): the probes, the pair refutations and the cuts never change an answer.
+TEST(ThreadSatPairs, AgreesWithBruteForce) {
+  ConvCoords k;
+  auto& ctx = k.ctx;
+  std::mt19937 g(11);
+  auto vars = k.tv.all();
+  std::vector<ir::Expr> subjects = {k.t0, k.t1, k.t2, k.m, ctx.bv_add(k.t2, k.c32(1)), ctx.bv_and(k.c32(63), k.t1),
+                                    ctx.bv_lshr(k.t1, k.c32(6))};
+  int unsat = 0;
+  for (int trial = 0; trial < 60; ++trial) {
+    ThreadSat sat(ctx, k.tv, uint64_t(1) << 24);
+    std::vector<ir::Expr> atoms;
+    for (int i = 0, n = 2 + int(g() % 3); i < n; ++i) {
+      ir::Expr x = subjects[g() % subjects.size()];
+      ir::Expr atom;
+      switch (g() % 3) {
+        case 0: atom = k.even(x); break;
+        case 1: atom = k.odd_srem(x); break;
+        default: atom = ctx.ult(x, k.c32(1 + g() % 40)); break;
+      }
+      atoms.push_back(g() % 2 ? ctx.not_(atom) : atom);
+    }
+    ir::Expr conj = ctx.and_(atoms);
+    ir::Expr roots[] = {conj};
+    BvProgram prog(vars, roots);
+    ASSERT_TRUE(prog.ok());
+    bool want = false;
+    uint64_t p[6] = {0, 0, 0, 0, 0, 0}, out = 0;
+    for (p[3] = 0; p[3] < 2048 && !want; ++p[3])
+      for (p[0] = 0; p[0] < 256 && !want; ++p[0]) {
+        prog.eval(p, &out);
+        want = out != 0;
+      }
+    EXPECT_EQ(sat.sat(conj), want) << "trial " << trial;
+    unsat += !want;
+  }
+  EXPECT_GT(unsat, 5);
+  EXPECT_LT(unsat, 55);
+}
+
 }  // namespace
 }  // namespace dirigo::exec::test
