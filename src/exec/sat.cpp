@@ -356,7 +356,8 @@ std::optional<std::vector<uint64_t>> ThreadSat::solve_component(Expr conj, const
   Expr roots[] = {conj};
   BvProgram prog(vars, roots);
   if (!prog.ok() || total > (long double)max_enum_) {
-    if (!want_point && prog.ok() && refuted_by_cuts(conj, ids, range)) return std::nullopt;
+    if (!want_point && prog.ok() && ir::dag_size(conj) <= kCutsMaxNodes && refuted_by_cuts(conj, ids, range))
+      return std::nullopt;
     ++inexact_;
     if (want_point) return std::nullopt;
     std::vector<uint64_t> p;
@@ -451,6 +452,7 @@ std::array<unsigned, 6> ThreadSat::low_bits_demand(Expr cond, const ThreadBox* b
   std::unordered_set<Expr> seen;
   ir::post_order(cond, [&](Expr e) { return seen.count(e) > 0; }, [&](Expr e) { seen.insert(e); order.push_back(e); });
   std::unordered_map<Expr, unsigned> demand;
+  RangeMemo sums;  // ranges of the sums' nodes, shared
   auto ask = [&](Expr e, unsigned d) {
     unsigned w = ir::is_bv(e->sort) ? ir::bv_width(e->sort) : 1;
     auto& x = demand[e];
@@ -465,7 +467,7 @@ std::array<unsigned, 6> ThreadSat::low_bits_demand(Expr cond, const ThreadBox* b
     unsigned w = ir::is_bv(e->sort) ? ir::bv_width(e->sort) : 1;
     unsigned d = e == cond ? w : demand.count(e) ? demand[e] : 0;
     if (box && e->op == Op::BvAdd && d > 1) {  // a sum below 2^k has k meaningful bits
-      auto r = range_over(e, tv_, *box);
+      auto r = range_over(e, tv_, *box, sums);
       if (r && r->lo <= r->hi) d = std::min<unsigned>(d, std::max(1u, unsigned(std::bit_width(r->hi))));
     }
     if (e->op == Op::Var) {
@@ -549,9 +551,14 @@ bool ThreadSat::refuted_by_cuts(Expr conj, const std::vector<int>& ids, const st
   constexpr uint64_t kOwnPoints = uint64_t(1) << 12;
   const long double kCutPoints = (long double)std::min<uint64_t>(max_enum_, uint64_t(1) << 16);
   std::unordered_map<Expr, std::optional<ir::Bounds>> ranges;
+  std::array<uint64_t, 12> box_key;
+  for (size_t i = 0; i < 6; ++i) box_key[2 * i] = box[i].lo, box_key[2 * i + 1] = box[i].hi;
   auto small = [&](Expr e) -> std::optional<ir::Bounds> {
     auto [it, fresh] = ranges.try_emplace(e);
     if (!fresh) return it->second;
+    // the same sub-expressions (an output coordinate's decoding) recur in thousands of questions
+    auto [kept, new_key] = small_memo_.try_emplace({e, box_key});
+    if (!new_key) return it->second = kept->second;
     auto r = range_over(e, tv_, box);
     if (!r || r->lo > r->hi || (long double)(r->hi - r->lo) >= kCutPoints) {
       r.reset();
@@ -583,7 +590,7 @@ bool ThreadSat::refuted_by_cuts(Expr conj, const std::vector<int>& ids, const st
         }
       }
     }
-    it->second = r;
+    it->second = kept->second = r;
     return r;
   };
   auto width = [](const ir::Bounds& r) { return (long double)(r.hi - r.lo) + 1; };

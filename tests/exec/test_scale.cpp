@@ -6,8 +6,10 @@
 #include <chrono>
 #include <random>
 #include <set>
+#include <unordered_set>
 
 #include "exec/sat.h"
+#include "ir/walk.h"
 
 #include "exec_test_util.h"
 
@@ -202,6 +204,45 @@ TEST(ThreadSatPairs, AgreesWithBruteForce) {
   }
   EXPECT_GT(unsat, 5);
   EXPECT_LT(unsat, 55);
+}
+
+// An if-converted branch in a loop writes temporaries dead at the branch (the quotient and the
+// row j of y[j]): their first write in the region is taken as is, not merged with the previous
+// iteration's value, so no index carries an ite chain over the iterations; the values still
+// agree with the concrete interpreter and the reference on every element.
+TEST(IfConversion, DeadTemporariesAreNotMergedAcrossIterations) {
+  DIRIGO_LOAD(m, "scale");
+  Harness h;
+  const int T = 64;
+  auto x = random_vec(size_t(T) * 32, 3);
+  auto y = random_vec(13, 4);
+  h.tensor("x", DType::F32, x);
+  h.tensor("y", DType::F32, y);
+  h.tensor("out", DType::F32, std::vector<double>(T, 0));
+  h.scalar(5);
+  h.launch.block = {unsigned(T)};
+  auto r = execute(h.ctx, *m, "guarded_temp_loop", h.launch);
+  ASSERT_FALSE(r.unsupported) << *r.unsupported;
+  ASSERT_GT(r.ifconverted, 0u);
+  size_t bv_ites = 0;
+  for (const auto& w : r.writes) {
+    std::unordered_set<ir::Expr> seen;
+    ir::post_order(w.value, [&](ir::Expr e) { return seen.count(e) > 0; }, [&](ir::Expr e) {
+      seen.insert(e);
+      bv_ites += e->op == ir::Op::Ite && ir::is_bv(e->sort);
+    });
+  }
+  EXPECT_EQ(bv_ites, 0u) << "an index still merges the previous iterations' temporaries";
+  std::vector<double> ref(T);
+  for (int t = 0; t < T; ++t) {
+    double acc = 0;
+    for (int k = 0; k < 32; ++k) {
+      float v = float(x[size_t(t) * 32 + size_t(k)]);
+      if (v > 0) acc += double(float(y[size_t((t * 7 + k * 3) / 5 % 13)])) * v;
+    }
+    ref[size_t(t)] = acc;
+  }
+  cross_check(h, *m, "guarded_temp_loop", "out", ref, 1e-5);
 }
 
 }  // namespace

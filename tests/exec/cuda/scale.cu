@@ -50,3 +50,19 @@ extern "C" __global__ void pinned_row_shift(float* x, int row) {
   float v = x[i];
   x[i + 2 * y] = v * 2.f;
 }
+
+// A data-dependent branch in a loop (if-converted): q and j exist only inside it, recomputed every
+// iteration. Merged with their previous values they would grow into ite chains over all
+// iterations, and every load index y[j] would carry the chain.
+extern "C" __global__ void guarded_temp_loop(const float* x, const float* y, float* out, int s) {
+  float acc = 0.f;
+  for (int k = 0; k < 32; ++k) {
+    float v = x[threadIdx.x * 32 + k];
+    if (v > 0.f) {
+      int q = (threadIdx.x * 7 + k * 3) / s;
+      int j = q - (q / 13) * 13;
+      acc += y[j] * v;
+    }
+  }
+  out[threadIdx.x] = acc;
+}
