@@ -166,12 +166,6 @@ class Machine {
              ir::Expr data_guard);
   ir::Expr element_index(Bundle& b, const ptx::Instruction& in, const Addr& a, unsigned bytes, unsigned k);
   void check_global_bounds(Bundle& b, const ptx::Instruction& in, const Addr& a, ir::Expr index);
-  struct BundleBounds {
-    std::optional<ThreadBox> box;
-    std::optional<Guards> guards;
-    RangeMemo ranges;  // over box and guards
-  };
-  std::unordered_map<ir::Expr, BundleBounds> bounds_memo_;  // bundle predicate -> its bounds proofs' state
   // A vector access (ld/st .v2/.v4) must be aligned to its whole size: a float4 load of a row of
   // 103 floats faults on the GPU (misaligned address) where element-wise reads would not.
   void check_vector_alignment(Bundle& b, const ptx::Instruction& in, const Addr& a, unsigned align);

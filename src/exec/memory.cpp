@@ -263,15 +263,10 @@ void Machine::check_global_bounds(Bundle& b, const ptx::Instruction& in, const A
   }
   if (ctx_.bv_bounds(index).hi < extent) return;
   if (!b.coord) {  // one interval evaluation over the bundle's thread box proves most accesses
-    // the bundle's box, guards and node ranges, kept while its predicate lasts: a loop's loads
-    // share most of their index (if-converted ites grow by one arm per iteration)
-    auto& bounds = bounds_memo_[b.pred];
-    if (!bounds.box) {
-      bounds.box = box_of(tv_, b.pred);
-      if (bounds.box) bounds.guards = guards_of(b.pred);
-    }
-    if (!bounds.box) return;  // no thread runs this bundle
-    if (auto r = range_over(index, tv_, *bounds.box, bounds.ranges, &*bounds.guards); r && r->hi < extent) return;
+    auto box = box_of(tv_, b.pred);
+    if (!box) return;  // no thread runs this bundle
+    auto guards = guards_of(b.pred);
+    if (auto r = range_over(index, tv_, *box, &*guards); r && r->hi < extent) return;
     if (auto r = ranges_.range(index, b.pred); r && r->hi < extent) return;
   }
   Expr bad = ctx_.and_(b.pred, ctx_.ule(ctx_.bv_const(Sort::BV64, extent), index));

@@ -356,8 +356,7 @@ std::optional<std::vector<uint64_t>> ThreadSat::solve_component(Expr conj, const
   Expr roots[] = {conj};
   BvProgram prog(vars, roots);
   if (!prog.ok() || total > (long double)max_enum_) {
-    if (!want_point && prog.ok() && ir::dag_size(conj) <= kCutsMaxNodes && refuted_by_cuts(conj, ids, range))
-      return std::nullopt;
+    if (!want_point && prog.ok() && refuted_by_cuts(conj, ids, range)) return std::nullopt;
     ++inexact_;
     if (want_point) return std::nullopt;
     std::vector<uint64_t> p;

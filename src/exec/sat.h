@@ -82,11 +82,6 @@ class ThreadSat {
   static constexpr uint64_t kProbeAbove = uint64_t(1) << 16, kPairPoints = uint64_t(1) << 14;
   static constexpr unsigned kProbePoints = 1024;
   static constexpr size_t kMaxPairAtoms = 24;
-  // A question too large to enumerate is refuted by cuts only up to this many nodes: range_over
-  // re-walks the arms of nested ites (if-converted guards), so 061's conv kernel spent 13.5 s of
-  // its first 20 in 530 attempts on 128..1151-node questions, none refuted (all 137 refutations
-  // among 7764 attempts were below 64 nodes).
-  static constexpr uint64_t kCutsMaxNodes = 256;
   std::optional<std::vector<uint64_t>> probe(BvProgram& prog, const std::vector<Range>& range);
   bool refuted_by_atom_pairs(const std::vector<ir::Expr>& atoms, const std::vector<int>& var_ids,
                              const std::vector<Range>& range);
