@@ -479,16 +479,7 @@ std::array<unsigned, 6> ThreadSat::low_bits_demand(Expr cond, const ThreadBox* b
       continue;
     }
     switch (e->op) {
-      case Op::BvMul: {
-        // a constant factor 2^t * odd shifts the other operands' bits up by t: the low d bits of
-        // 4*ctaid.x are the low d - 2 bits of ctaid.x
-        unsigned tz = 0;
-        for (Expr a : e->args())
-          if (auto c = const_of(a)) tz += *c ? unsigned(std::countr_zero(*c)) : w;
-        for (Expr a : e->args()) ask(a, d > tz ? d - tz : 0);
-        break;
-      }
-      case Op::BvAdd: case Op::BvOr: case Op::BvXor: case Op::BvNot:
+      case Op::BvAdd: case Op::BvMul: case Op::BvOr: case Op::BvXor: case Op::BvNot:
         for (Expr a : e->args()) ask(a, d);
         break;
       case Op::BvAnd: {
@@ -660,9 +651,15 @@ bool ThreadSat::refuted_by_cuts(Expr conj, const std::vector<int>& ids, const st
   if (mode == CutMode::Merge) {
     // lower a cut node to its operands' cuts when that adds no points: `1 & (1 + t)` next to
     // `t % 2` becomes a function of t, the one Var both share (each such step only gains relations)
+    // the cuts below e: its operands', looking through up to two levels of operands that are no
+    // small range themselves (`-2*((1 + t) >> 1)` wraps; `(1 + t) >> 1` below it is small)
     auto operand_cuts = [&](Expr e, std::vector<std::pair<Expr, ir::Bounds>>& out,
                             std::vector<std::pair<Expr, Offset>>& offs) {
-      for (Expr a : e->args()) {
+      std::vector<std::pair<Expr, int>> todo;
+      for (Expr a : e->args()) todo.push_back({a, 0});
+      while (!todo.empty()) {
+        auto [a, depth] = todo.back();
+        todo.pop_back();
         if (a->is_const()) continue;
         if (!ir::is_bv(a->sort)) return false;
         if (a->op == Op::Var) {
@@ -674,6 +671,8 @@ bool ThreadSat::refuted_by_cuts(Expr conj, const std::vector<int>& ids, const st
           out.push_back({o->rest, *small(o->rest)});
         } else if (auto r = small(a)) {
           out.push_back({a, *r});
+        } else if (depth < 2 && a->nargs > 0) {
+          for (Expr b : a->args()) todo.push_back({b, depth + 1});
         } else {
           return false;
         }
@@ -682,12 +681,17 @@ bool ThreadSat::refuted_by_cuts(Expr conj, const std::vector<int>& ids, const st
     };
     // one pass over the cut nodes; shared_only: only lowerings onto nodes already cut (no new
     // points) — done first, so that `1 & (1 + t)` joins t before t itself is lowered further;
-    // else the first lowering that costs no more points than it saves, then back to shared ones
+    // else the one lowering that leaves the fewest points within the budget, then back to shared
+    // ones (each lowering only gains relations; the budget bounds the enumeration)
     auto pass = [&](bool shared_only) {
       std::vector<Expr> nodes;
       for (const auto& [e, r] : cut) if (e->op != Op::Var) nodes.push_back(e);
       std::sort(nodes.begin(), nodes.end(), [](Expr a, Expr b) { return a->id < b->id; });  // deterministic
       bool changed = false;
+      Expr best = nullptr;
+      long double best_total = 0;
+      std::vector<std::pair<Expr, ir::Bounds>> best_below;
+      std::vector<std::pair<Expr, Offset>> best_offs;
       for (Expr f : nodes) {
         std::vector<std::pair<Expr, ir::Bounds>> below;
         std::vector<std::pair<Expr, Offset>> offs;
@@ -696,12 +700,28 @@ bool ThreadSat::refuted_by_cuts(Expr conj, const std::vector<int>& ids, const st
         std::unordered_set<Expr> counted;
         for (const auto& [x, r] : below)
           if (!cut.count(x) && counted.insert(x).second) added *= width(r);
-        if (shared_only ? added > 1 : added > width(cut.at(f))) continue;
-        cut.erase(f);
-        for (const auto& [x, r] : below) cut.emplace(x, r);
-        for (const auto& [x, o] : offs) offset.emplace(x, o);
+        if (shared_only) {
+          if (added > 1) continue;
+          cut.erase(f);
+          for (const auto& [x, r] : below) cut.emplace(x, r);
+          for (const auto& [x, o] : offs) offset.emplace(x, o);
+          changed = true;
+          continue;
+        }
+        // else: the lowering that leaves the fewest points, within the budget
+        long double total = 1;
+        for (const auto& [x, r] : cut) total *= width(r);
+        total = total / width(cut.at(f)) * added;
+        if (total <= kCutPoints && (!best || total < best_total)) {
+          best = f, best_total = total;
+          best_below = std::move(below), best_offs = std::move(offs);
+        }
+      }
+      if (best) {
+        cut.erase(best);
+        for (const auto& [x, r] : best_below) cut.emplace(x, r);
+        for (const auto& [x, o] : best_offs) offset.emplace(x, o);
         changed = true;
-        if (!shared_only) break;
       }
       return changed;
     };

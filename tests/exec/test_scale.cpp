@@ -152,19 +152,6 @@ TEST(ThreadSatPairs, ParitiesOfOneCoordinateRefutedAtTheSharedCut) {
   EXPECT_TRUE(sat.sat(ctx.and_(a, other)));  // t2 odd and m even: tid.x = 0, ctaid.x = 16
 }
 
-// `t1 >> 6` even and `31 & (t1 >> 6)` odd, t1 = 4*ctaid.x + (tid.x >> 6): both see bit 6 of t1
-// only, i.e. bit 4 of ctaid.x (4*ctaid.x shifts it up by two) — 32 values of ctaid.x, not 128.
-TEST(ThreadSatPairs, ConstantFactorShiftsTheLowBitsDemand) {
-  ConvCoords k;
-  auto& ctx = k.ctx;
-  ThreadSat sat(ctx, k.tv, uint64_t(1) << 24);
-  ir::Expr c = k.even(ctx.bv_lshr(k.t1, k.c32(6)));
-  ir::Expr d = k.even(ctx.bv_add(k.c32(1), k.t2));
-  EXPECT_FALSE(sat.sat(ctx.and_(c, d)));
-  EXPECT_LE(sat.points_evaluated(), 32u * 256u);
-  EXPECT_TRUE(sat.sat(ctx.and_(c, ctx.not_(d))));
-}
-
 // Random conjunctions of parities and bounds of the coordinates, against brute force over every
 // thread (2^19): the probes, the pair refutations and the cuts never change an answer.
 TEST(ThreadSatPairs, AgreesWithBruteForce) {
