@@ -324,6 +324,7 @@ void Machine::append_to_list(Bundle& b, int src, int dst, Expr cur, Expr term, O
   sum.terms->push_back(term);
   ++sum.n;
   if (size_t(dst) >= b.regs.size()) b.regs.resize(slot_types_.size(), nullptr);
+  if (b.conv) b.conv->written.insert(dst);
   b.regs[dst] = nullptr;  // materialized from the sum when read
   b.sums[dst] = std::move(sum);
 }

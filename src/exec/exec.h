@@ -193,6 +193,10 @@ class Resolver {
  private:
   struct Impl;
   std::unique_ptr<Impl> impl_;
+  // writers_of's per-record inversion (compiled predicate and index, affine forms), built once
+  struct WritePlan;
+  WritePlan& plan(size_t write);
+  friend std::vector<struct Writer> writers_of(ir::Context&, const ExecResult&, int32_t, int64_t, Resolver*);
 };
 
 struct Writer {

@@ -332,7 +332,7 @@ bool Machine::begin_ifconv(Bundle& b, const ptx::Instruction& in, Expr taken, bo
   }
   if (thread_branch && (r.side_effects || r.size > kThreadRegionMax)) return false;
   size_t target = f_.labels.at(in.operands.at(0).name);
-  b.conv = Bundle::IfConv{r.end, ctx_.not_(taken), {{target, taken}}};
+  b.conv = Bundle::IfConv{r.end, ctx_.not_(taken), {{target, taken}}, b.pc, {}};
   ++out_.ifconverted;
   ++b.pc;
   return true;
@@ -377,6 +377,14 @@ Expr Machine::guarded_domain(Bundle& b, Expr guard) {
 }
 
 Expr Machine::merge_guarded(Bundle&, Expr guard, Expr now, Expr old) { return ctx_.ite(guard, now, old); }
+
+Expr Machine::merge_register(Bundle& b, const ptx::Operand& d, Expr guard, Expr now, Expr old) {
+  if (b.conv && d.kind == ptx::Operand::Kind::Register && !concrete_) {
+    int s = slot(d.name);
+    if (b.conv->written.insert(s).second && !live_at(b.conv->start, s)) return now;
+  }
+  return merge_guarded(b, guard, now, old);
+}
 
 // A register first written on one side is ite(guard, v, Undef) after it; when no thread and no
 // input can observe the Undef arm, it is replaced by a constant (any value is exact there), so

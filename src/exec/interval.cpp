@@ -316,7 +316,8 @@ std::optional<ThreadBox> box_of(const ThreadVars& tv, Expr pred) {
 }
 
 namespace {
-std::optional<Bounds> range_in(Expr root, const ThreadVars& tv, const ThreadBox& box, const Guards* guards, int ite_depth);
+std::optional<Bounds> range_in(Expr root, const ThreadVars& tv, const ThreadBox& box, const Guards* guards, int ite_depth,
+                               RangeMemo* memo = nullptr);
 
 // An arm of `c ? x : y` matters only for the threads that take it: its range under the guards
 // plus what c (or !c) says. nullopt: no thread takes it; {} (hi < lo): no answer. Nested ites
@@ -334,10 +335,17 @@ std::optional<Bounds> range_over(Expr root, const ThreadVars& tv, const ThreadBo
   return range_in(root, tv, box, guards, 0);
 }
 
+std::optional<Bounds> range_over(Expr root, const ThreadVars& tv, const ThreadBox& box, RangeMemo& memo,
+                                 const Guards* guards) {
+  return range_in(root, tv, box, guards, 0, &memo);
+}
+
 namespace {
-std::optional<Bounds> range_in(Expr root, const ThreadVars& tv, const ThreadBox& box, const Guards* guards, int ite_depth) {
+std::optional<Bounds> range_in(Expr root, const ThreadVars& tv, const ThreadBox& box, const Guards* guards, int ite_depth,
+                               RangeMemo* memo) {
   constexpr int kMaxIteDepth = 4;
-  std::unordered_map<Expr, Bounds> r;
+  RangeMemo local;
+  RangeMemo& r = memo ? *memo : local;
   std::vector<std::pair<Expr, bool>> stack{{root, false}};
   while (!stack.empty()) {
     auto [e, expanded] = stack.back();

@@ -36,6 +36,11 @@ std::optional<Guards> guards_of(ir::Expr pred);
 // (none: the whole box); nullopt when a node is outside what the rules know (reals, loads,
 // unbounded Vars...). Never narrower than the truth.
 std::optional<ir::Bounds> range_over(ir::Expr e, const ThreadVars& tv, const ThreadBox& box, const Guards* guards = nullptr);
+// The same, sharing `memo` (node -> range over this box and guards) with earlier calls: ranging
+// every sum of one condition walks each node once instead of once per enclosing sum.
+using RangeMemo = std::unordered_map<ir::Expr, ir::Bounds>;
+std::optional<ir::Bounds> range_over(ir::Expr e, const ThreadVars& tv, const ThreadBox& box, RangeMemo& memo,
+                                     const Guards* guards = nullptr);  // memo: for this box and these guards only
 
 // Range of a thread-only bitvector expression over the threads of `pred` (a sound
 // over-approximation, exact in the common cases), for bounds proofs. Loop iterations change only

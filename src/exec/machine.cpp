@@ -338,6 +338,7 @@ void Machine::write(Bundle& b, const Operand& o, Expr v) {
   }
   int s = slot(o.name);
   if (size_t(s) >= b.regs.size()) b.regs.resize(slot_types_.size(), nullptr);
+  if (b.conv && !unmerged_write_) b.conv->written.insert(s);
   b.sums.erase(s);
   Type t = slot_types_[s];
   // registers keep the sort of what was stored, narrowed/widened for integer registers
@@ -609,7 +610,7 @@ bool Machine::step(size_t bi) {
       }
     }
     if (rl.addend) v = ctx_.add(v, read(*b, *rl.addend, Type::F32));
-    if (data_guard) v = merge_guarded(*b, data_guard, v, read_raw(*b, d, Type::F32));
+    if (data_guard) v = merge_register(*b, d, data_guard, v, read_raw(*b, d, Type::F32));
     write(*b, d, v);
     ++b->pc;
     return true;
@@ -680,11 +681,18 @@ bool Machine::step(size_t bi) {
             if (d.kind == Operand::Kind::Register) old.push_back({d, read_raw(*b, d, reg_type(d.name))});
         }
       }
-      exec_alu(*b, in);
+      unmerged_write_ = bool(data_guard);  // merge_register below sees the write first
+      try {
+        exec_alu(*b, in);
+      } catch (...) {
+        unmerged_write_ = false;
+        throw;
+      }
+      unmerged_write_ = false;
       for (auto& [d, ov] : old) {
         Expr nv = read_raw(*b, d, reg_type(d.name));
         if (nv->sort != ov->sort) unsupported(in, "data-guarded write changes the register's sort");
-        write(*b, d, merge_guarded(*b, data_guard, nv, ov));
+        write(*b, d, merge_register(*b, d, data_guard, nv, ov));
       }
     }
   }

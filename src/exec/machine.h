@@ -58,7 +58,9 @@ struct Bundle {
   std::unordered_map<int, PendingSum> sums;
   // inside an if-converted region (ifconv.h): the predicate of the paths reaching pc, and the
   // predicates of paths waiting at labels ahead (merged when pc gets there)
-  struct IfConv { size_t end = 0; ir::Expr guard; std::map<size_t, ir::Expr> incoming; };
+  // start: the region's branch; written: registers some guarded write of the region has set
+  // (Machine::merge_register)
+  struct IfConv { size_t end = 0; ir::Expr guard; std::map<size_t, ir::Expr> incoming; size_t start = 0; std::set<int> written; };
   std::optional<IfConv> conv;
   // split halves of a thread-identity branch that wait at its reconvergence point to become one
   // bundle again (merge.cpp); innermost split last
@@ -209,6 +211,13 @@ class Machine {
   };
   std::unordered_map<UndefKey, ir::Expr, UndefKeyHash> undef_memo_;
   ir::Expr merge_guarded(Bundle& b, ir::Expr guard, ir::Expr now, ir::Expr old);  // ite(guard, now, old)
+  // The same for register operand d inside an if-converted region: `now` alone for the region's
+  // first write of d when d is dead at the region's start (every path from there writes d before
+  // reading it): a thread that skips this write has not written d yet, so it writes d again before
+  // reading it and never observes `old`. A loop-local temporary would otherwise become a chain
+  // ite(g_k, v_k, ite(g_k-1, v_k-1, ...)) over every iteration (061's conv kernel).
+  ir::Expr merge_register(Bundle& b, const ptx::Operand& d, ir::Expr guard, ir::Expr now, ir::Expr old);
+  bool unmerged_write_ = false;  // exec_alu of a guarded instruction: write() leaves `written` to merge_register
   std::unordered_map<size_t, IfRegion> regions_;
 
   // ---- state merging at the reconvergence point of a thread-identity split (merge.cpp)

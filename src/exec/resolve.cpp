@@ -40,22 +40,109 @@ struct Resolver::Impl {
   };
   std::map<std::pair<int, uint64_t>, std::unordered_map<uint64_t, Cell>> writers;
   std::unordered_map<Expr, Expr> memo;
+  std::unordered_map<size_t, std::unique_ptr<WritePlan>> plans;  // by write record
   Deadline deadline;  // ticked per substituted leaf: one specialization can rebuild 10^5-term sums
 
   Impl(ir::Context& c, const ExecResult& res) : ctx(c), r(res), tv(c, res.launch.block, res.launch.grid) {
     for (size_t k = 0; k < r.smem_tensor.size(); ++k) epoch_of[r.smem_tensor[k]] = int(k);
   }
 
-  Expr specialize(Expr e, const ThreadCoord& t) {
+  // A write value is mostly index arithmetic over thread identity (096's conv kernel: 258 of 356
+  // nodes) around a few loads and products. Per template, once: its post-order and its "frontier",
+  // the maximal thread-only bitvector/Boolean sub-expressions below a node that is not, compiled
+  // into one BvProgram. Per thread: the frontier is evaluated on machine words and only the rest is
+  // rebuilt through the canonicalizer (which turns each Load at its now constant index into the
+  // element). Substituting the thread Vars everywhere interned every intermediate constant.
+  struct SpecPlan {
+    bool ok = false;                      // false: specialize by substitution
+    std::vector<Expr> order;              // non-frontier nodes, children first
+    std::unordered_map<Expr, size_t> frontier;  // node -> root index in prog
+    std::optional<BvProgram> prog;
+    std::vector<uint64_t> values;
+  };
+  std::unordered_map<Expr, SpecPlan> spec_plans;
+
+  SpecPlan& spec_plan(Expr e) {
+    auto [it, fresh] = spec_plans.try_emplace(e);
+    SpecPlan& P = it->second;
+    if (!fresh) return P;
     auto all = tv.all();
+    std::unordered_map<Expr, bool> thread_only;  // BV/Bool over thread Vars and constants only
+    std::vector<Expr> post;
+    std::vector<std::pair<Expr, bool>> stack{{e, false}};
+    while (!stack.empty()) {
+      auto [x, expanded] = stack.back();
+      stack.pop_back();
+      if (thread_only.count(x)) continue;
+      if (!expanded) {
+        stack.push_back({x, true});
+        for (Expr a : x->args())
+          if (!thread_only.count(a)) stack.push_back({a, false});
+        continue;
+      }
+      bool t = x->sort == Sort::Bool || ir::is_bv(x->sort);
+      if (x->op == Op::Var) t = t && std::find(all.begin(), all.end(), x) != all.end();
+      else if (x->nargs == 0) t = t && x->is_const();
+      else if (x->op == Op::Load) t = false;
+      for (Expr a : x->args()) t = t && thread_only.at(a);
+      thread_only.emplace(x, t);
+      post.push_back(x);
+    }
+    std::vector<Expr> roots;
+    auto mark = [&](Expr x) {
+      if (thread_only.at(x) && !x->is_const() && !P.frontier.count(x)) {
+        P.frontier.emplace(x, roots.size());
+        roots.push_back(x);
+      }
+    };
+    for (Expr x : post)
+      if (!thread_only.at(x)) {
+        for (Expr a : x->args()) mark(a);
+        P.order.push_back(x);
+      }
+    mark(e);
+    P.prog.emplace(all, roots);
+    P.ok = P.prog->ok();
+    P.values.resize(roots.size());
+    return P;
+  }
+
+  Expr specialize(Expr e, const ThreadCoord& t) {
     auto p = point_of(t);
     deadline.check("in the write inversion (Resolver::specialize)");
-    Expr s = ir::substitute(ctx, e, [&](Expr leaf) -> Expr {
+    SpecPlan& P = spec_plan(e);
+    if (!P.ok) {
+      auto all = tv.all();
+      Expr s = ir::substitute(ctx, e, [&](Expr leaf) -> Expr {
+        deadline.tick("in the write inversion (Resolver::specialize)");
+        for (int i = 0; i < 6; ++i) if (leaf == all[i]) return ctx.bv_const(Sort::BV32, p[i]);
+        return nullptr;
+      });
+      return resolve(s);
+    }
+    if (!P.values.empty()) P.prog->eval(p.data(), P.values.data());
+    std::unordered_map<Expr, Expr> value;
+    auto get = [&](Expr x) -> Expr {
+      if (auto f = P.frontier.find(x); f != P.frontier.end()) {
+        uint64_t v = P.values[f->second];
+        return x->sort == Sort::Bool ? ctx.bool_const(v != 0) : ctx.bv_const(x->sort, v);
+      }
+      auto it = value.find(x);
+      return it == value.end() ? x : it->second;  // constants, and nodes left as they are
+    };
+    std::vector<Expr> args;
+    for (Expr x : P.order) {
       deadline.tick("in the write inversion (Resolver::specialize)");
-      for (int i = 0; i < 6; ++i) if (leaf == all[i]) return ctx.bv_const(Sort::BV32, p[i]);
-      return nullptr;
-    });
-    return resolve(s);
+      args.clear();
+      bool changed = false;
+      for (Expr a : x->args()) {
+        Expr v = get(a);
+        changed = changed || v != a;
+        args.push_back(v);
+      }
+      if (changed) value.emplace(x, ctx.rebuild(x, args));
+    }
+    return resolve(get(e));
   }
 
   const std::unordered_map<uint64_t, Cell>& writer_map(int epoch, uint64_t block) {
@@ -174,6 +261,64 @@ Expr Resolver::specialize(Expr e, const ThreadCoord& t) { return impl_->speciali
 Expr Resolver::resolve(Expr e) { return impl_->resolve(e); }
 void Resolver::set_deadline(std::chrono::steady_clock::time_point t) { impl_->deadline = Deadline(t); }
 
+// What inverting one write record needs, independent of the element: compiling its predicate and
+// index was most of writers_of's cost per element (27 records of ~650 nodes in 096's conv kernel).
+struct Resolver::WritePlan {
+  std::optional<BvProgram> prog;           // (pred, index)
+  std::optional<Linear> linear;            // index affine with coefficients >= 0
+  // 1b: index = A(tid) + B(ctaid) with B affine (nonneg); A compiled
+  std::optional<BvProgram> tid_part;
+  std::optional<Linear> block_part;
+  uint64_t free_blocks = 1;
+};
+
+Resolver::WritePlan& Resolver::plan(size_t wi) {
+  auto& slot = impl_->plans[wi];
+  if (slot) return *slot;
+  slot = std::make_unique<WritePlan>();
+  WritePlan& P = *slot;
+  ir::Context& ctx = impl_->ctx;
+  const auto& w = impl_->r.writes[wi];
+  auto vars = impl_->tv.all();
+  const auto& L = impl_->r.launch;
+  uint64_t range[6] = {L.block.x, L.block.y, L.block.z, L.grid.x, L.grid.y, L.grid.z};
+  Expr roots[] = {w.pred, w.index};
+  P.prog.emplace(vars, roots);
+  if (!P.prog->ok()) throw std::runtime_error(fmt::format("write at PTX line {} has a data-dependent index", w.where.ptx_line));
+  auto nonneg = [](const Linear& x) {
+    for (int i = 0; i < 6; ++i) if (x.c[i] < 0) return false;
+    return true;
+  };
+  if (auto lin = linear_of(w.index, vars); lin && nonneg(*lin)) {
+    P.linear = lin;
+    return P;
+  }
+  std::vector<Expr> tid_part, rest;
+  for (Expr x : w.index->op == Op::BvAdd ? std::vector<Expr>(w.index->args().begin(), w.index->args().end())
+                                         : std::vector<Expr>{w.index}) {
+    unsigned mask = 0;
+    for (Expr l : ir::leaves(x))
+      for (int i = 0; i < 6; ++i) if (l == vars[size_t(i)]) mask |= 1u << i;
+    if (mask && !(mask & 0x38)) tid_part.push_back(x);
+    else if (!(mask & 0x07)) rest.push_back(x);
+    else return P;
+  }
+  if (tid_part.empty()) return P;
+  Expr A = ctx.bv_add(tid_part);
+  Expr Bx = rest.empty() ? ctx.bv_const(w.index->sort, 0) : ctx.bv_add(rest);
+  auto LB = linear_of(Bx, vars);
+  if (!LB || !nonneg(*LB)) return P;
+  for (int i = 3; i < 6; ++i)
+    if (LB->c[i] == 0) P.free_blocks *= range[i];
+  if (P.free_blocks > (uint64_t(1) << 16)) return P;
+  Expr aroots[] = {A};
+  BvProgram aprog(vars, aroots);
+  if (!aprog.ok()) return P;
+  P.tid_part.emplace(std::move(aprog));
+  P.block_part = LB;
+  return P;
+}
+
 
 std::vector<Writer> writers_of(ir::Context& ctx, const ExecResult& r, int32_t tensor, int64_t flat, Resolver* resolver) {
   std::unique_ptr<Resolver> own;
@@ -185,9 +330,8 @@ std::vector<Writer> writers_of(ir::Context& ctx, const ExecResult& r, int32_t te
   for (size_t wi = 0; wi < r.writes.size(); ++wi) {
     const auto& w = r.writes[wi];
     if (w.tensor != tensor) continue;
-    Expr roots[] = {w.pred, w.index};
-    BvProgram prog(vars, roots);
-    if (!prog.ok()) throw std::runtime_error(fmt::format("write at PTX line {} has a data-dependent index", w.where.ptx_line));
+    Resolver::WritePlan& plan = resolver->plan(wi);
+    BvProgram& prog = *plan.prog;
     auto hit = [&](const uint64_t* p) {
       uint64_t out[2];
       prog.eval(p, out);
@@ -233,52 +377,24 @@ std::vector<Writer> writers_of(ir::Context& ctx, const ExecResult& r, int32_t te
       };
       dfs(0, target - L.k);
     };
-    auto nonneg = [](const Linear& L) {
-      for (int i = 0; i < 6; ++i) if (L.c[i] < 0) return false;
-      return true;
-    };
-    if (auto L = linear_of(w.index, vars); L && nonneg(*L)) {
+    if (plan.linear) {
       uint64_t p[6] = {0, 0, 0, 0, 0, 0};
-      affine_solve(*L, int64_t(flat), p, 0);
+      affine_solve(*plan.linear, int64_t(flat), p, 0);
       continue;
     }
     // 1b. index = f(tid) + (affine in ctaid): a warp- or group-level writer (`(tid.x >> 7) +
     // 2*ctaid.x`, one writer per 128 lanes) is not affine in tid, but a block has at most 1024
     // threads: each tid point fixes f, and the ctaid part is solved as in 1 (exact; every
     // candidate is checked by evaluation).
-    {
-      std::vector<Expr> tid_part, rest;
-      bool split = true;
-      for (Expr x : w.index->op == Op::BvAdd ? std::vector<Expr>(w.index->args().begin(), w.index->args().end())
-                                             : std::vector<Expr>{w.index}) {
-        unsigned mask = 0;
-        for (Expr l : ir::leaves(x))
-          for (int i = 0; i < 6; ++i) if (l == vars[size_t(i)]) mask |= 1u << i;
-        if (mask && !(mask & 0x38)) tid_part.push_back(x);
-        else if (!(mask & 0x07)) rest.push_back(x);
-        else { split = false; break; }
+    if (plan.tid_part) {
+      const uint64_t threads = range[0] * range[1] * range[2];
+      for (uint64_t n = 0; n < threads; ++n) {
+        uint64_t p[6] = {n % range[0], n / range[0] % range[1], n / (range[0] * range[1]), 0, 0, 0};
+        uint64_t a = 0;
+        plan.tid_part->eval(p, &a);
+        affine_solve(*plan.block_part, int64_t(flat) - int64_t(a), p, 0x07);
       }
-      Expr A = split && !tid_part.empty() ? ctx.bv_add(tid_part) : nullptr;
-      Expr Bx = rest.empty() ? ctx.bv_const(w.index->sort, 0) : ctx.bv_add(rest);
-      std::optional<Linear> LB;
-      if (A) LB = linear_of(Bx, vars);
-      uint64_t free_blocks = 1;  // ctaid Vars absent from the index: enumerated per tid point
-      for (int i = 3; LB && i < 6; ++i)
-        if (LB->c[i] == 0) free_blocks *= range[i];
-      if (A && LB && nonneg(*LB) && free_blocks <= (uint64_t(1) << 16)) {
-        Expr aroots[] = {A};
-        BvProgram aprog(vars, aroots);
-        if (aprog.ok()) {
-          const uint64_t threads = range[0] * range[1] * range[2];
-          for (uint64_t n = 0; n < threads; ++n) {
-            uint64_t p[6] = {n % range[0], n / range[0] % range[1], n / (range[0] * range[1]), 0, 0, 0};
-            uint64_t a = 0;
-            aprog.eval(p, &a);
-            affine_solve(*LB, int64_t(flat) - int64_t(a), p, 0x07);
-          }
-          continue;
-        }
-      }
+      continue;
     }
     // 2. bounded enumeration over every thread
     uint64_t total = 1;

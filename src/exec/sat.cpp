@@ -363,7 +363,64 @@ std::optional<std::vector<uint64_t>> ThreadSat::solve_component(Expr conj, const
     for (auto& r : range) p.push_back(r.lo);
     return p;  // undecided: answered satisfiable
   }
+  if (!want_point && total > (long double)kProbeAbove) {
+    // a long exact enumeration: a satisfiable question is usually answered by a few sampled
+    // points, an unsatisfiable one by two of its atoms (see refuted_by_atom_pairs)
+    if (auto p = probe(prog, range)) return p;
+    if (refuted_by_atom_pairs(atoms, ids, range)) return std::nullopt;
+  }
   return first_satisfying(prog, range);
+}
+
+std::optional<std::vector<uint64_t>> ThreadSat::probe(BvProgram& prog, const std::vector<Range>& range) {
+  uint64_t state = 0x9E3779B97F4A7C15ull, out = 0;
+  std::vector<uint64_t> p(range.size());
+  for (unsigned i = 0; i < kProbePoints; ++i) {
+    for (size_t k = 0; k < range.size(); ++k) {
+      state = state * 6364136223846793005ull + 1442695040888963407ull;  // LCG: deterministic
+      p[k] = range[k].lo + (state >> 17) % (range[k].hi - range[k].lo + 1);
+    }
+    prog.eval(p.data(), &out);
+    if (out) return p;
+  }
+  return std::nullopt;
+}
+
+bool ThreadSat::refuted_by_atom_pairs(const std::vector<Expr>& atoms, const std::vector<int>& ids,
+                                      const std::vector<Range>& range) {
+  if (atoms.size() < 2 || atoms.size() > kMaxPairAtoms) return false;
+  auto all = tv_.all();
+  for (size_t i = 0; i < atoms.size(); ++i)
+    for (size_t j = i + 1; j < atoms.size(); ++j) {
+      Expr sub = ctx_.and_(atoms[i], atoms[j]);
+      if (sub->op == Op::ConstBool) {
+        if (!sub->bool_value()) return true;
+        continue;
+      }
+      auto [it, fresh] = pair_refuted_.try_emplace(sub, false);
+      if (fresh) {
+        // the pair sees fewer low bits than the whole question: enumerate it exactly when that
+        // leaves few points, else cut it at its small sub-expressions, lowered or not
+        std::vector<Range> r = range;
+        auto demand = low_bits_demand(sub);
+        long double points = 1;
+        for (size_t k = 0; k < ids.size(); ++k) {
+          unsigned d = demand[size_t(ids[k])];
+          if (d < 63 && r[k].hi - r[k].lo + 1 > (uint64_t(1) << d)) r[k].hi = r[k].lo + (uint64_t(1) << d) - 1;
+          points *= (long double)(r[k].hi - r[k].lo + 1);
+        }
+        bool refuted = false;
+        std::vector<Expr> vars;
+        for (int id : ids) vars.push_back(all[id]);
+        Expr roots[] = {sub};
+        BvProgram prog(vars, roots);
+        if (prog.ok() && points <= (long double)kPairPoints) refuted = !first_satisfying(prog, r);
+        else if (prog.ok()) refuted = refuted_by_cuts(sub, ids, range) || refuted_by_cuts(sub, ids, range, CutMode::Merge);
+        it->second = refuted;
+      }
+      if (it->second) return true;
+    }
+  return false;
 }
 
 std::optional<std::vector<uint64_t>> ThreadSat::first_satisfying(BvProgram& prog,
@@ -373,6 +430,7 @@ std::optional<std::vector<uint64_t>> ThreadSat::first_satisfying(BvProgram& prog
   uint64_t out = 0;
   while (true) {
     if (deadline_) deadline_->tick("in a satisfiability enumeration");
+    ++points_;
     prog.eval(p.data(), &out);
     if (out) return p;
     size_t k = 0;  // odometer, first var fastest
@@ -393,6 +451,7 @@ std::array<unsigned, 6> ThreadSat::low_bits_demand(Expr cond, const ThreadBox* b
   std::unordered_set<Expr> seen;
   ir::post_order(cond, [&](Expr e) { return seen.count(e) > 0; }, [&](Expr e) { seen.insert(e); order.push_back(e); });
   std::unordered_map<Expr, unsigned> demand;
+  RangeMemo sums;  // ranges of the sums' nodes, shared
   auto ask = [&](Expr e, unsigned d) {
     unsigned w = ir::is_bv(e->sort) ? ir::bv_width(e->sort) : 1;
     auto& x = demand[e];
@@ -407,7 +466,7 @@ std::array<unsigned, 6> ThreadSat::low_bits_demand(Expr cond, const ThreadBox* b
     unsigned w = ir::is_bv(e->sort) ? ir::bv_width(e->sort) : 1;
     unsigned d = e == cond ? w : demand.count(e) ? demand[e] : 0;
     if (box && e->op == Op::BvAdd && d > 1) {  // a sum below 2^k has k meaningful bits
-      auto r = range_over(e, tv_, *box);
+      auto r = range_over(e, tv_, *box, sums);
       if (r && r->lo <= r->hi) d = std::min<unsigned>(d, std::max(1u, unsigned(std::bit_width(r->hi))));
     }
     if (e->op == Op::Var) {
@@ -472,7 +531,7 @@ ThreadBox ThreadSat::box_of(const std::vector<int>& ids, const std::vector<Range
   return box;
 }
 
-bool ThreadSat::refuted_by_cuts(Expr conj, const std::vector<int>& ids, const std::vector<Range>& range) {
+bool ThreadSat::refuted_by_cuts(Expr conj, const std::vector<int>& ids, const std::vector<Range>& range, CutMode mode) {
   auto all = tv_.all();
   ThreadBox box = box_of(ids, range);
   // a node's range: range_over, else enumerated over the node's own thread Vars when they are
@@ -482,9 +541,14 @@ bool ThreadSat::refuted_by_cuts(Expr conj, const std::vector<int>& ids, const st
   constexpr uint64_t kOwnPoints = uint64_t(1) << 12;
   const long double kCutPoints = (long double)std::min<uint64_t>(max_enum_, uint64_t(1) << 16);
   std::unordered_map<Expr, std::optional<ir::Bounds>> ranges;
+  std::array<uint64_t, 12> box_key;
+  for (size_t i = 0; i < 6; ++i) box_key[2 * i] = box[i].lo, box_key[2 * i + 1] = box[i].hi;
   auto small = [&](Expr e) -> std::optional<ir::Bounds> {
     auto [it, fresh] = ranges.try_emplace(e);
     if (!fresh) return it->second;
+    // the same sub-expressions (an output coordinate's decoding) recur in thousands of questions
+    auto [kept, new_key] = small_memo_.try_emplace({e, box_key});
+    if (!new_key) return it->second = kept->second;
     auto r = range_over(e, tv_, box);
     if (!r || r->lo > r->hi || (long double)(r->hi - r->lo) >= kCutPoints) {
       r.reset();
@@ -516,7 +580,7 @@ bool ThreadSat::refuted_by_cuts(Expr conj, const std::vector<int>& ids, const st
         }
       }
     }
-    it->second = r;
+    it->second = kept->second = r;
     return r;
   };
   auto width = [](const ir::Bounds& r) { return (long double)(r.hi - r.lo) + 1; };
@@ -540,7 +604,9 @@ bool ThreadSat::refuted_by_cuts(Expr conj, const std::vector<int>& ids, const st
   long double points = 1;
   std::unordered_set<Expr> seen;
   std::vector<Expr> stack{conj};
-  while (!stack.empty() && points <= kCutPoints) {
+  // Merge may end with far fewer points than its first frontier has
+  const long double phase1_points = mode == CutMode::Merge ? kCutPoints * kCutPoints : kCutPoints;
+  while (!stack.empty() && points <= phase1_points) {
     Expr e = stack.back();
     stack.pop_back();
     if (e->is_const() || !seen.insert(e).second) continue;
@@ -571,7 +637,7 @@ bool ThreadSat::refuted_by_cuts(Expr conj, const std::vector<int>& ids, const st
           if (!ra) lower = false;
           else below *= width(*ra);
         }
-        if (below > width(*r) * 256) lower = false;
+        if (below > width(*r) * 256 || mode == CutMode::Merge) lower = false;
         if (!lower) {
           cut[e] = *r;
           points *= (long double)(r->hi - r->lo + 1);
@@ -581,7 +647,92 @@ bool ThreadSat::refuted_by_cuts(Expr conj, const std::vector<int>& ids, const st
     }
     for (Expr a : e->args()) stack.push_back(a);
   }
-  if (points > kCutPoints || cut.empty()) return false;
+  if (points > phase1_points || cut.empty()) return false;
+  if (mode == CutMode::Merge) {
+    // lower a cut node to its operands' cuts when that adds no points: `1 & (1 + t)` next to
+    // `t % 2` becomes a function of t, the one Var both share (each such step only gains relations)
+    // the cuts below e: its operands', looking through up to two levels of operands that are no
+    // small range themselves (`-2*((1 + t) >> 1)` wraps; `(1 + t) >> 1` below it is small)
+    auto operand_cuts = [&](Expr e, std::vector<std::pair<Expr, ir::Bounds>>& out,
+                            std::vector<std::pair<Expr, Offset>>& offs) {
+      std::vector<std::pair<Expr, int>> todo;
+      for (Expr a : e->args()) todo.push_back({a, 0});
+      while (!todo.empty()) {
+        auto [a, depth] = todo.back();
+        todo.pop_back();
+        if (a->is_const()) continue;
+        if (!ir::is_bv(a->sort)) return false;
+        if (a->op == Op::Var) {
+          int id = var_id(a);
+          if (id < 0) return false;
+          out.push_back({a, box[size_t(id)]});
+        } else if (auto o = offset_of(a)) {
+          offs.push_back({a, *o});
+          out.push_back({o->rest, *small(o->rest)});
+        } else if (auto r = small(a)) {
+          out.push_back({a, *r});
+        } else if (depth < 2 && a->nargs > 0) {
+          for (Expr b : a->args()) todo.push_back({b, depth + 1});
+        } else {
+          return false;
+        }
+      }
+      return true;
+    };
+    // one pass over the cut nodes; shared_only: only lowerings onto nodes already cut (no new
+    // points) — done first, so that `1 & (1 + t)` joins t before t itself is lowered further;
+    // else the one lowering that leaves the fewest points within the budget, then back to shared
+    // ones (each lowering only gains relations; the budget bounds the enumeration)
+    auto pass = [&](bool shared_only) {
+      std::vector<Expr> nodes;
+      for (const auto& [e, r] : cut) if (e->op != Op::Var) nodes.push_back(e);
+      std::sort(nodes.begin(), nodes.end(), [](Expr a, Expr b) { return a->id < b->id; });  // deterministic
+      bool changed = false;
+      Expr best = nullptr;
+      long double best_total = 0;
+      std::vector<std::pair<Expr, ir::Bounds>> best_below;
+      std::vector<std::pair<Expr, Offset>> best_offs;
+      for (Expr f : nodes) {
+        std::vector<std::pair<Expr, ir::Bounds>> below;
+        std::vector<std::pair<Expr, Offset>> offs;
+        if (!operand_cuts(f, below, offs)) continue;
+        long double added = 1;
+        std::unordered_set<Expr> counted;
+        for (const auto& [x, r] : below)
+          if (!cut.count(x) && counted.insert(x).second) added *= width(r);
+        if (shared_only) {
+          if (added > 1) continue;
+          cut.erase(f);
+          for (const auto& [x, r] : below) cut.emplace(x, r);
+          for (const auto& [x, o] : offs) offset.emplace(x, o);
+          changed = true;
+          continue;
+        }
+        // else: the lowering that leaves the fewest points, within the budget
+        long double total = 1;
+        for (const auto& [x, r] : cut) total *= width(r);
+        total = total / width(cut.at(f)) * added;
+        if (total <= kCutPoints && (!best || total < best_total)) {
+          best = f, best_total = total;
+          best_below = std::move(below), best_offs = std::move(offs);
+        }
+      }
+      if (best) {
+        cut.erase(best);
+        for (const auto& [x, r] : best_below) cut.emplace(x, r);
+        for (const auto& [x, o] : best_offs) offset.emplace(x, o);
+        changed = true;
+      }
+      return changed;
+    };
+    for (int rounds = 0; rounds < 256; ++rounds) {
+      while (pass(true)) {}
+      if (!pass(false)) break;
+    }
+    points = 1;
+    for (const auto& [e, r] : cut) points *= width(r);
+    if (points > kCutPoints) return false;
+  }
   // phase 2, bottom-up: the condition over the cut Vars
   std::vector<Expr> fresh;
   std::vector<Range> fresh_range;
@@ -704,6 +855,64 @@ std::optional<Linear> linear_of(Expr e, const std::vector<Expr>& vars) {
     }
   }
   return L;
+}
+
+std::optional<Digits> digits_of(const int64_t (&c)[6], const std::array<uint64_t, 6>& width) {
+  Digits d;
+  for (size_t i = 0; i < 6; ++i) {
+    if (width[i] == 1) continue;
+    if (c[i] == 0) return std::nullopt;  // threads differing only in this Var share the element
+    d.terms.push_back({uint64_t(c[i] < 0 ? -c[i] : c[i]), width[i]});
+  }
+  std::sort(d.terms.begin(), d.terms.end());
+  unsigned __int128 span = 0;
+  for (auto [ci, w] : d.terms) {
+    if (ci <= span) return std::nullopt;
+    d.below.push_back(uint64_t(span));
+    span += (unsigned __int128)ci * (w - 1);
+    if (span >> 63) return std::nullopt;  // beyond any index
+  }
+  return d;
+}
+
+std::optional<bool> digits_reach(const Digits& D, std::span<const int64_t> ks, __int128 target, size_t max_windows,
+                                 Deadline* deadline) {
+  if (ks.empty()) return false;
+  const __int128 kmin = ks.front(), kmax = ks.back();
+  auto any_in = [&](__int128 lo, __int128 hi) {  // some k in [lo, hi]
+    if (hi < kmin || lo > kmax || lo > hi) return false;
+    auto it = std::lower_bound(ks.begin(), ks.end(), int64_t(std::max(lo, kmin)));
+    return it != ks.end() && __int128(*it) <= hi;
+  };
+  auto floor_div = [](__int128 a, __int128 c) { return a >= 0 ? a / c : -((-a + c - 1) / c); };
+  struct Window { size_t n; __int128 center; bool zero; };  // digits left, center, all digits so far 0
+  std::vector<Window> stack{{D.terms.size(), target, true}};
+  size_t windows = 0;
+  while (!stack.empty()) {
+    auto [n, center, zero] = stack.back();
+    stack.pop_back();
+    if (n == 0) {  // center is a k (its window of width 0 held one)
+      if (!zero) return true;
+      continue;
+    }
+    if (deadline) deadline->tick("in the global read-after-write check");
+    const __int128 c = D.terms[n - 1].first, r = D.terms[n - 1].second, below = D.below[n - 1];
+    if (n == 1 && c == 1) {  // the last digit reaches every integer of center ± (r - 1)
+      if (!zero ? any_in(center - (r - 1), center + (r - 1))
+                : any_in(center - (r - 1), center - 1) || any_in(center + 1, center + (r - 1)))
+        return true;
+      continue;
+    }
+    // the digit values whose window [center + c d - below, center + c d + below] meets [kmin, kmax]
+    const __int128 dlo = std::max(-(r - 1), -floor_div(center + below - kmin, c));
+    const __int128 dhi = std::min(r - 1, floor_div(kmax + below - center, c));
+    for (__int128 d = dlo; d <= dhi; ++d) {
+      if (++windows > max_windows) return std::nullopt;
+      const __int128 m = center + c * d;
+      if (any_in(m - below, m + below)) stack.push_back({n - 1, m, zero && d == 0});
+    }
+  }
+  return false;
 }
 
 }  // namespace dirigo::exec
