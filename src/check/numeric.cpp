@@ -251,7 +251,8 @@ struct NumericEvaluator::Impl {
     // Templates are only evaluated, never compared: sums stay as the equations write them. Flattened,
     // a batch variance's (x_i - mean) would copy the statistic's 10^5-10^6 terms into every one of
     // its 10^5-10^6 terms (quadratic: pairs 066/087 spent their whole budget there).
-    for (ir::Rule r : {ir::Rule::AddFlatten, ir::Rule::MulDistributeConst, ir::Rule::MulDistributeSmall})
+    for (ir::Rule r : {ir::Rule::AddFlatten, ir::Rule::MulDistributeConst, ir::Rule::MulDistributeSmall,
+                      ir::Rule::MulSumContent})
       scratch->set_rule_enabled(r, false);
     scratch_base = scratch->num_nodes();
     resolved.clear();

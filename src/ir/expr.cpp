@@ -749,6 +749,17 @@ struct Context::Impl {
     return 1;
   }
 
+  // Whether every non-constant term of a real sum has coefficient `lead` (stops at the first that does not).
+  static bool uniform_sum(Expr sum, const mpq_class& lead) {
+    for (uint32_t i = 0; i < sum->nargs; ++i) {
+      Expr a = sum->args_[i];
+      if (a->is_const()) continue;
+      bool has = a->op == Op::Mul && a->args_[0]->op == Op::ConstReal;
+      if (has ? a->args_[0]->rational() != lead : lead != 1) return false;
+    }
+    return true;
+  }
+
   // c * (sum): scale every term's coefficient.
   Expr scale_sum(Sort s, Expr sum, Expr c) {
     std::vector<Expr> out;
@@ -842,9 +853,11 @@ struct Context::Impl {
     if (s == Sort::Real && nadd && atoms.size() > 1) {
       bool moved = false;
       for (Expr& a : atoms) {
-        if (a->op != addop || a->nargs > kDistributeConstLimit) continue;
+        // Uniform sums only, up to 2^14 terms: rescaling is O(n) per product, and a batch variance's
+        // 10^5 products (x_i - mean)^2 each hold a 10^5-term sum (whose coefficients differ anyway).
+        if (a->op != addop || a->nargs > (1u << 14)) continue;
         mpq_class lead = sum_lead(a);
-        if (lead == 1 || lead == 0 || !apply(Rule::MulSumContent)) continue;
+        if (lead == 1 || lead == 0 || !uniform_sum(a, lead) || !apply(Rule::MulSumContent)) continue;
         a = scale_sum(s, a, mk_real(1 / lead));
         c = cmul(c, mk_real(lead));
         moved = true;

@@ -167,9 +167,10 @@ enum class Rule : uint8_t {
                       // float lies within +-FLT_MAX (a kernel's `m = FLT_MAX; m = fminf(m, v)` reduction start)
   MulDistributeMinMax,// c*max(a,b)*y -> max(c*a, c*b)*y (likewise min) for a constant c > 0, into the first
                       // min/max factor: relu(v)/2 and max(0, v/2) are one node
-  MulSumContent,      // y*(2a + 2b) -> 2*y*(a + b): a real sum among other factors has lead coefficient 1, its
-                      // content in the product's constant — swish/2 as (1/2)*sigmoid(S)*S and sigmoid(S)*(S/2)
-                      // are one node, and like terms stay combinable (a lone c*(a+b) is distributed instead)
+  MulSumContent,      // y*(2a + 2b) -> 2*y*(a + b): a real sum among other factors whose terms share one
+                      // coefficient (up to 2^14 terms) gives it to the product's constant — swish/2 as
+                      // (1/2)*sigmoid(S)*S and sigmoid(S)*(S/2) are one node, and like terms stay combinable
+                      // (a lone c*(a+b) is distributed instead)
   IteLeakyToMax,      // real ite(0 < t, t, c*t) -> max(t, c*t) for 0 <= c <= 1 (also 0 <= t, and t < 0 / t <= 0
                       // with the arms swapped): a leaky ReLU is one node whichever comparison spelled it
   Count_
