@@ -16,12 +16,16 @@ using J = nlohmann::ordered_json;
 
 namespace {
 
-// One program: x -> linear(W, b) -> native_batch_norm(training) -> out0.
-J program(const char* name, const char* role, int64_t M, int64_t K, int64_t N) {
-  J p{{"name", name}, {"role", role}, {"storages", J::array()}, {"tensors", J::array()}, {"inputs", J::array()},
-      {"outputs", J::array()}, {"ops", J::array()}};
+J empty_program(const char* name, const char* role) {
+  return J{{"name", name}, {"role", role}, {"storages", J::array()}, {"tensors", J::array()}, {"inputs", J::array()},
+           {"outputs", J::array()}, {"ops", J::array()}};
+}
+
+// Adds a contiguous float32 tensor (with its own storage) to a program; returns its id.
+struct Tensors {
+  J& p;
   int n = 0;
-  auto tensor = [&](std::vector<int64_t> shape) {
+  std::string operator()(const std::vector<int64_t>& shape) {
     int64_t numel = 1;
     for (auto s : shape) numel *= s;
     std::vector<int64_t> strides(shape.size(), 1);
@@ -31,7 +35,13 @@ J program(const char* name, const char* role, int64_t M, int64_t K, int64_t N) {
     p["tensors"].push_back(J{{"id", id}, {"storage", sid}, {"offset", 0}, {"shape", shape}, {"strides", strides},
                              {"dtype", "float32"}});
     return id;
-  };
+  }
+};
+
+// One program: x -> linear(W, b) -> native_batch_norm(training) -> out0.
+J program(const char* name, const char* role, int64_t M, int64_t K, int64_t N) {
+  J p = empty_program(name, role);
+  Tensors tensor{p};
   auto T = [](const std::string& id) { return J{{"tensor", id}}; };
   auto x = tensor({M, K}), w = tensor({N, K}), b = tensor({N}), g = tensor({N}), beta = tensor({N});
   auto y = tensor({M, N}), z = tensor({M, N}), mean = tensor({N}), invstd = tensor({N});
@@ -80,20 +90,8 @@ BENCHMARK(BM_NumericBatchNormOverGemm)->Args({64, 512})->Args({1024, 8192})->Uni
 // (training) -> out0: pair 039's shape (problem 77), smaller. Its first location needs every
 // convolution element of channel 0.
 J conv_program(const char* name, const char* role, int64_t N, int64_t C, int64_t D, int64_t H, int64_t k) {
-  J p{{"name", name}, {"role", role}, {"storages", J::array()}, {"tensors", J::array()}, {"inputs", J::array()},
-      {"outputs", J::array()}, {"ops", J::array()}};
-  int n = 0;
-  auto tensor = [&](std::vector<int64_t> shape) {
-    int64_t numel = 1;
-    for (auto s : shape) numel *= s;
-    std::vector<int64_t> strides(shape.size(), 1);
-    for (size_t d = shape.size(); d-- > 1;) strides[d - 1] = strides[d] * shape[d];
-    std::string id = "t" + std::to_string(n), sid = "s" + std::to_string(n++);
-    p["storages"].push_back(J{{"id", sid}, {"nbytes", numel * 4}});
-    p["tensors"].push_back(J{{"id", id}, {"storage", sid}, {"offset", 0}, {"shape", shape}, {"strides", strides},
-                             {"dtype", "float32"}});
-    return id;
-  };
+  J p = empty_program(name, role);
+  Tensors tensor{p};
   auto T = [](const std::string& id) { return J{{"tensor", id}}; };
   auto ints = [](std::vector<int64_t> xs) {
     J l = J::array();
