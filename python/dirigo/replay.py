@@ -27,6 +27,8 @@ import sys
 import time
 import traceback
 
+from .childio import answer_channel
+
 FORMAT, VERSION = "dirigo-witness", 1
 RESULT_FORMAT = "dirigo-replay"
 EXIT_REPRODUCED, EXIT_NOT_REPRODUCED, EXIT_IMPOSSIBLE, EXIT_USAGE = 0, 2, 4, 64
@@ -737,15 +739,10 @@ def main(argv: list[str] | None = None) -> int:
             os.replace(tmp, os.path.join(a.out_dir, os.path.basename(a.witness[i])))
         text = json.dumps(res, allow_nan=False) + "\n" if a.json else (
             f"{a.witness[i]}: " if several else "") + to_text(res)
-        sys.stdout.write(text)
-        sys.stdout.flush()
+        out.write(text)
+        out.flush()
 
     answers: dict[int, dict] = {}
-    for i, w in enumerate(loaded):
-        if isinstance(w, Exception):
-            answers[i] = {"format": RESULT_FORMAT, "version": 1, "status": "unsupported",
-                          "message": f"{a.witness[i]}: cannot read the witness: {w}"}
-            emit(i, answers[i])
 
     def ready(j: int, res: dict) -> None:
         if not several:  # as replay(): one witness counts its load too
@@ -753,7 +750,13 @@ def main(argv: list[str] | None = None) -> int:
         answers[readable[j]] = res
         emit(readable[j], res)
 
-    replay_many([loaded[i] for i in readable], a.ref, a.new, a.device, a.steps, on_result=ready)
+    with answer_channel() as out:
+        for i, w in enumerate(loaded):
+            if isinstance(w, Exception):
+                answers[i] = {"format": RESULT_FORMAT, "version": 1, "status": "unsupported",
+                              "message": f"{a.witness[i]}: cannot read the witness: {w}"}
+                emit(i, answers[i])
+        replay_many([loaded[i] for i in readable], a.ref, a.new, a.device, a.steps, on_result=ready)
     # several witnesses: the worst answer (impossible > not reproduced > reproduced)
     return max(exit_status(answers[i]) for i in range(len(a.witness)))
 

@@ -45,6 +45,8 @@ import time
 import traceback
 import types
 
+from .childio import answer_channel
+
 FORMAT, VERSION = "dirigo-state", 1
 EXIT = {"BUG": 1, "SUSPECT": 2, "NONE": 0, "UNKNOWN": 4}
 SAMPLES = 4  # values shown per parameter
@@ -689,17 +691,10 @@ def main(argv: list[str] | None = None) -> int:
         except (OSError, json.JSONDecodeError) as e:
             print(f"dirigo.state: cannot read the report {a.report}: {e}", file=sys.stderr)
             return 64
-    sys.stdout.flush()
-    saved = os.dup(1)
-    os.dup2(2, 1)  # extension builds (ninja) write to file descriptor 1: our stdout carries only the answer
-    try:
+    with answer_channel() as out:
         ans = analyze(a.ref, a.new, bundle=a.bundle, report=report, device=a.device, init_seed=a.seed, atol=a.atol,
                       rtol=a.rtol, outputs=not a.no_outputs, observe=a.observe)
-    finally:
-        sys.stdout.flush()
-        os.dup2(saved, 1)
-        os.close(saved)
-    sys.stdout.write(json.dumps(ans, allow_nan=False) + "\n" if a.json else to_text(ans))
+        out.write(json.dumps(ans, allow_nan=False) + "\n" if a.json else to_text(ans))
     return EXIT[ans["verdict"]]
 
 

@@ -152,6 +152,26 @@ def test_cli_answers_json_with_exit_status(tmp_path):
     assert p.returncode == 4 and "cannot read the witness" in json.loads(p.stdout)["message"]
 
 
+def test_cli_stdout_is_the_answer_when_programs_write_to_fd_1(tmp_path):
+    # An extension build's ninja writes "ninja: no work to do." to file descriptor 1 (not sys.stdout):
+    # on an H200 that turned a reproduced replay into "malformed replay answer" in dirigo check.
+    case = GOLDEN / "sum_wrong_dim"
+    noisy = {}
+    for name in ("ref.py", "new.py"):
+        noisy[name] = tmp_path / name
+        noisy[name].write_text("import os\nos.write(1, b'ninja: no work to do.\\n')\nprint('user print')\n"
+                               + (case / name).read_text())
+    leaves = [{"input": "x", "kind": "input", "index": [2, 0], "value": 9.0}]
+    f = tmp_path / "w.json"
+    f.write_text(json.dumps(witness(noisy["ref.py"], noisy["new.py"], [2], leaves, [6])))
+    p = subprocess.run([sys.executable, "-m", "dirigo.replay", str(f), "--json", "--device", "cpu"],
+                       capture_output=True, text=True, timeout=300, cwd=ROOT,
+                       env={"PYTHONPATH": str(ROOT / "python"), "PATH": "/usr/bin:/bin"})
+    ans = json.loads(p.stdout)  # the whole of stdout is the answer
+    assert ans["status"] == "replayed" and ans["exceeds"], ans
+    assert "ninja: no work to do." in p.stderr
+
+
 # ---------------------------------------------------------------------------------------------------------
 # End to end: dirigo.check traces, checks, writes the witness and replays it
 
