@@ -105,8 +105,7 @@ std::string to_text(const Report& r, bool verbose) {
   if (r.projected_full_seconds > 0)
     s += fmt::format("  the remaining locations would take about {:.0f} s more\n", r.projected_full_seconds);
   if (verbose)
-    for (const auto& l : r.locations)
-    {
+    for (const auto& l : r.locations) {
       s += fmt::format("    [{}] {} {} {:.2f} ms\n", index_str(l.loc.index), tier_name(l.loc.tier),
                        smt::verdict_name(l.verdict), l.ms);
       if (l.verdict != smt::Verdict::Differ && !l.ref_expr.empty())  // undecided: both sides, abbreviated
@@ -174,13 +173,11 @@ std::string to_json(const Report& r) {
               {"ms", l.ms}, {"ref_nodes", l.ref_nodes}, {"cand_nodes", l.cand_nodes}};
     if (l.deduplicated) x["deduplicated"] = true;
     if (!l.reason.empty()) x["reason"] = l.reason;
-    if (l.verdict != smt::Verdict::Differ && !l.ref_expr.empty()) {  // undecided: what the solver was given
+    if (!l.ref_expr.empty()) {  // a difference, or what stayed undecided
       x["reference"] = l.ref_expr;
       x["candidate"] = l.cand_expr;
     }
     if (l.verdict == smt::Verdict::Differ) {
-      x["reference"] = l.ref_expr;
-      x["candidate"] = l.cand_expr;
       json w = json::object();
       for (const auto& v : l.witness) w[v.name] = v.value;
       x["witness"] = w;
