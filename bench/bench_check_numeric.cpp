@@ -38,6 +38,22 @@ struct Tensors {
   }
 };
 
+void add_op(J& p, const char* aten, std::vector<J> args, std::vector<std::string> outs) {
+  p["ops"].push_back(J{{"kind", "aten"}, {"name", aten}, {"overload", "default"}, {"args", args},
+                       {"kwargs", J::object()}, {"outputs", outs}, {"mutates", J::array()}});
+}
+
+// Training-mode batch norm of y (weight g, bias beta) into z, the program's output out0.
+void batch_norm_output(J& p, const std::string& y, const std::string& g, const std::string& beta, const std::string& z,
+                       const std::string& mean, const std::string& invstd) {
+  auto T = [](const std::string& id) { return J{{"tensor", id}}; };
+  add_op(p, "aten::native_batch_norm",
+         {T(y), T(g), T(beta), J{{"none", true}}, J{{"none", true}}, J{{"scalar", true}, {"type", "bool"}},
+          J{{"scalar", 0.1}, {"type", "float"}}, J{{"scalar", 1e-5}, {"type", "float"}}},
+         {z, mean, invstd});
+  p["outputs"].push_back(J{{"name", "out0"}, {"tensor", z}});
+}
+
 // One program: x -> linear(W, b) -> native_batch_norm(training) -> out0.
 J program(const char* name, const char* role, int64_t M, int64_t K, int64_t N) {
   J p = empty_program(name, role);
@@ -50,16 +66,9 @@ J program(const char* name, const char* role, int64_t M, int64_t K, int64_t N) {
                           J{{"name", "fc.bias"}, {"tensor", b}, {"kind", "parameter"}},
                           J{{"name", "bn.weight"}, {"tensor", g}, {"kind", "parameter"}},
                           J{{"name", "bn.bias"}, {"tensor", beta}, {"kind", "parameter"}}});
-  auto op = [&](const char* aten, std::vector<J> args, std::vector<std::string> outs) {
-    p["ops"].push_back(J{{"kind", "aten"}, {"name", aten}, {"overload", "default"}, {"args", args},
-                         {"kwargs", J::object()}, {"outputs", outs}, {"mutates", J::array()}});
-  };
+  auto op = [&](const char* aten, std::vector<J> args, std::vector<std::string> outs) { add_op(p, aten, args, outs); };
   op("aten::linear", {T(x), T(w), T(b)}, {y});
-  op("aten::native_batch_norm", {T(y), T(g), T(beta), J{{"none", true}}, J{{"none", true}},
-                                 J{{"scalar", true}, {"type", "bool"}}, J{{"scalar", 0.1}, {"type", "float"}},
-                                 J{{"scalar", 1e-5}, {"type", "float"}}},
-     {z, mean, invstd});
-  p["outputs"].push_back(J{{"name", "out0"}, {"tensor", z}});
+  batch_norm_output(p, y, g, beta, z, mean, invstd);
   return p;
 }
 
@@ -107,18 +116,11 @@ J conv_program(const char* name, const char* role, int64_t N, int64_t C, int64_t
                           J{{"name", "up.bias"}, {"tensor", b}, {"kind", "parameter"}},
                           J{{"name", "bn.weight"}, {"tensor", g}, {"kind", "parameter"}},
                           J{{"name", "bn.bias"}, {"tensor", beta}, {"kind", "parameter"}}});
-  auto op = [&](const char* aten, std::vector<J> args, std::vector<std::string> outs) {
-    p["ops"].push_back(J{{"kind", "aten"}, {"name", aten}, {"overload", "default"}, {"args", args},
-                         {"kwargs", J::object()}, {"outputs", outs}, {"mutates", J::array()}});
-  };
+  auto op = [&](const char* aten, std::vector<J> args, std::vector<std::string> outs) { add_op(p, aten, args, outs); };
   op("aten::convolution", {T(x), T(w), T(b), ints({1, 1, 1}), ints({0, 0, 0}), ints({1, 1, 1}),
                            J{{"scalar", true}, {"type", "bool"}}, ints({0, 0, 0}), J{{"scalar", 1}, {"type", "int"}}},
      {y});
-  op("aten::native_batch_norm", {T(y), T(g), T(beta), J{{"none", true}}, J{{"none", true}},
-                                 J{{"scalar", true}, {"type", "bool"}}, J{{"scalar", 0.1}, {"type", "float"}},
-                                 J{{"scalar", 1e-5}, {"type", "float"}}},
-     {z, mean, invstd});
-  p["outputs"].push_back(J{{"name", "out0"}, {"tensor", z}});
+  batch_norm_output(p, y, g, beta, z, mean, invstd);
   return p;
 }
 
