@@ -374,7 +374,7 @@ class Search {
     };
     std::optional<LimitGuard> limited;
     limited.emplace(ctx);
-    size_t nodes0 = ctx.num_nodes();
+    size_t nodes0 = ctx.node_units();
     // Building may take a share of what is left of the budget; past it (or past build_nodes) the
     // location is evaluated numerically with the rest.
     auto build_end = std::min(budget_end(), tl + std::chrono::duration_cast<Clock::duration>(
@@ -393,8 +393,8 @@ class Search {
         eb = cand.element(pair.cand, loc.flat);
       }
     } catch (const ir::LimitExceeded& x) {
-      bool too_many = ctx.num_nodes() >= nodes0 + opt_.build_nodes;
-      if ((!too_many && ctx.num_nodes() >= nodes0 + opt_.max_location_nodes) || Clock::now() >= budget_end()) {
+      bool too_many = ctx.node_units() >= nodes0 + opt_.build_nodes;
+      if ((!too_many && ctx.node_units() >= nodes0 + opt_.max_location_nodes) || Clock::now() >= budget_end()) {
         lr.verdict = smt::Verdict::Timeout;
         lr.reason = fmt::format("building the {} program's expression for this location: {}", building, x.what());
         return slot;
@@ -403,7 +403,7 @@ class Search {
                                          opt_.build_nodes)
                            : fmt::format("building the {} program's expression took {:.0f}% of the budget left "
                                          "({} nodes by then)", building, opt_.build_share * 100,
-                                         ctx.num_nodes() - nodes0);
+                                         ctx.node_units() - nodes0);
       if (too_many) {  // the size is the output's; a slow build may be this location's alone
         std::lock_guard lock(mu_);
         numeric_outputs_.insert(loc.output);
@@ -423,7 +423,7 @@ class Search {
       return slot;
     }
     if (!too_large.empty()) {
-      ir::set_limits(ctx, {ctx.num_nodes() + opt_.max_location_nodes, budget_end()});
+      ir::set_limits(ctx, {ctx.node_units() + opt_.max_location_nodes, budget_end()});
       numeric_decide(ref, cand, slot, too_large);
       if (lr.confirmed_f32 && opt_.trim_prefix && sets_trimmed_result(lr)) confirm_over_program_inputs(lr);
       lr.ms = std::chrono::duration<double, std::milli>(Clock::now() - tl).count();

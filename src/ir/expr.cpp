@@ -256,6 +256,10 @@ struct Context::Impl {
   Buf<Slot> table;
   size_t table_size = 0;
   size_t count = 0;
+  // What the node budget counts (Limits::max_nodes, Context::node_units): every node, plus half
+  // the operands of a wide one. A sum of 16k terms rebuilt once per element (x - mean over a
+  // warp's partial sum) creates few nodes but sorts and copies millions of terms.
+  size_t units = 0;
   static Buf<Slot> empty_table(size_t n) {
     Buf<Slot> t = alloc_buf<Slot>(n);
     std::fill(t.get(), t.get() + n, Slot{0, nullptr});
@@ -295,7 +299,7 @@ struct Context::Impl {
   Limits limits;
   uint32_t since_clock = 0;
   void over_limit() {
-    if (count >= limits.max_nodes)
+    if (units >= limits.max_nodes)
       throw LimitExceeded(fmt::format("expression has more than {} nodes (node budget)", limits.max_nodes));
     since_clock = 0;
     if (std::chrono::steady_clock::now() > limits.deadline)
@@ -310,7 +314,7 @@ struct Context::Impl {
       if (table[i].hash == h && same(n, k, h)) return n;
       i = (i + 1) & m;
     }
-    if (count >= limits.max_nodes) over_limit();
+    if (units >= limits.max_nodes) over_limit();
     Node* n = new (alloc(sizeof(Node))) Node{};
     n->op = k.op;
     n->sort = k.sort;
@@ -344,6 +348,7 @@ struct Context::Impl {
     if (k.op == Op::Var) n->p_ = &names.emplace_back(k.name);
     table[i] = Slot{h, n};
     ++count;
+    units += 1 + (k.args.size() > kWideNode ? k.args.size() / 2 : 0);
     return n;
   }
   Expr raw(Op op, Sort s, std::span<const Expr> args, uint8_t flags = 0, uint64_t u = 0) {
@@ -2037,6 +2042,7 @@ bool Context::rule_enabled(Rule r) const { return impl_->enabled.at(static_cast<
 uint64_t Context::rule_applications(Rule r) const { return impl_->hits.at(static_cast<unsigned>(r)); }
 void Context::reset_rule_stats() { impl_->hits.fill(0); }
 size_t Context::num_nodes() const { return impl_->count; }
+size_t Context::node_units() const { return impl_->units; }
 size_t Context::bytes_used() const { return impl_->bytes; }
 void set_limits(Context& c, const Limits& l) {
   ContextAccess::impl(c).limits = l;

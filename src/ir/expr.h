@@ -291,6 +291,9 @@ class Context {
   void reset_rule_stats();
 
   size_t num_nodes() const;   // live nodes in the unique table
+  // What Limits::max_nodes counts: nodes, plus half the operands of each node wider than
+  // kWideNode (limits.h) — a build that rebuilds wide sums stops as one of many nodes would.
+  size_t node_units() const;
   size_t bytes_used() const;
 
  private:

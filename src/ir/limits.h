@@ -16,6 +16,9 @@ namespace dirigo::ir {
 // statistic's sum over a GEMM (8M terms) would copy every term, and x - mean would copy them again.
 constexpr uint32_t kDistributeConstLimit = 1u << 16;
 
+// A node with more operands than this also counts half its operands toward Limits::max_nodes.
+constexpr size_t kWideNode = 64;
+
 // Thrown by a Context's constructors once its limits are exceeded: a location whose expression
 // would not fit in memory or time ends promptly instead of swapping.
 class LimitExceeded : public std::runtime_error {
@@ -23,7 +26,7 @@ class LimitExceeded : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-// Node creation throws LimitExceeded once the Context holds max_nodes nodes, or (checked every
+// Node creation throws LimitExceeded once the Context holds max_nodes node units (node_units()), or (checked every
 // 4096 new nodes) once `deadline` has passed. Every long loop of the canonicalizer creates nodes,
 // so this bounds expression building without a tick in each loop. Default: no limits.
 struct Limits {

@@ -46,7 +46,7 @@ TEST(Basic, Evaluate) {
 TEST(Basic, NodeBudgetThrows) {
   Context c;
   int32_t t = c.tensor("budget_t");
-  set_limits(c, {.max_nodes = c.num_nodes() + 1000});
+  set_limits(c, {.max_nodes = c.node_units() + 1000});
   std::vector<Expr> xs;
   EXPECT_THROW(
       {
@@ -57,6 +57,27 @@ TEST(Basic, NodeBudgetThrows) {
   EXPECT_EQ(c.elem(t, 0), xs[0]);  // existing nodes are still found
   set_limits(c, {});
   EXPECT_NE(c.elem(t, 4999), nullptr);
+}
+
+// Wide nodes count half their operands: x_i - c·S for a 4096-term S, rebuilt once per element,
+// creates two nodes per element but copies 4096 terms each time (pair 076's candidate kernel).
+TEST(Basic, NodeBudgetCountsTheOperandsOfWideNodes) {
+  Context c;
+  int32_t t = c.tensor("wide_t");
+  std::vector<Expr> terms;
+  for (int i = 0; i < 4096; ++i) terms.push_back(c.elem(t, i));
+  Expr s = c.add(terms);
+  EXPECT_GE(c.node_units(), c.num_nodes() + 4096 / 2);  // the sum itself
+  size_t nodes0 = c.num_nodes();
+  set_limits(c, {.max_nodes = c.node_units() + 100000});
+  int built = 0;
+  EXPECT_THROW(
+      {
+        for (int i = 0; i < 4096; ++i, ++built) c.sub(terms[i], c.mul(c.real_const(mpq_class(1, 3)), s));
+      },
+      LimitExceeded);
+  EXPECT_LT(built, 100);  // ~2k units per element; counted by nodes alone all 4096 fit (~12k nodes)
+  EXPECT_LT(c.num_nodes() - nodes0, size_t(20000));
 }
 
 TEST(Basic, DeadlineThrows) {
