@@ -586,7 +586,13 @@ bool Machine::step(size_t bi) {
     if (data_guard && in.op != Opcode::Bra) {
       Expr dom = guarded_domain(*b, data_guard);
       if (dom != b->pred) {
-        if (!sat(dom)) { ++b->pc; return true; }  // no thread of the bundle runs it
+        if (!sat(dom)) {  // no thread of the bundle runs it
+          // nor anything after it on this path: a register it would have set must not reach a
+          // later instruction as Undef through a guard whose Undef atoms hide the contradiction
+          if (!own_guard) b->conv->guard = ctx_.bool_const(false);
+          ++b->pc;
+          return true;
+        }
         restore_pred = {b, b->pred};
         b->pred = dom;
       }
