@@ -363,8 +363,13 @@ TEST_F(AxiomTest, SnapConstants) {
   mpq_class ln2_64(0.6931471805599453);
   applies(Axiom::SnapConstants, ctx.mul(k32(ctx, 1.4426950408889634), call(Fn::Log, x)),
           ctx.mul(ctx.real_const(mpq_class(1 / ln2_64)), call(Fn::Log, x)));
-  // not near a known irrational / canonical already / switched off
-  does_not_apply(Axiom::SnapConstants, call(Fn::Erf, ctx.mul(k32(ctx, 0.7), x)));
+  // plain small rationals: f32 1/6 (hardswish), 0.1f and 1 + 2^-25 snap to 1/6, 1/10 and 1
+  applies(Axiom::SnapConstants, ctx.mul(k32(ctx, 1.0 / 6), x), ctx.mul(ctx.real_const(mpq_class(1, 6)), x));
+  applies(Axiom::SnapConstants, ctx.mul(ctx.real_const_from_double(0.1), x), ctx.mul(ctx.real_const(mpq_class(1, 10)), x));
+  applies(Axiom::SnapConstants, ctx.min(ctx.real_const(mpq_class(33554433, 33554432)), x), ctx.min(one, x));
+  // not near a known irrational or small rational / canonical already / switched off
+  does_not_apply(Axiom::SnapConstants, call(Fn::Erf, ctx.mul(k32(ctx, 0.7123), x)));
+  does_not_apply(Axiom::SnapConstants, ctx.mul(ctx.real_const(mpq_class(1, 6)), x));
   does_not_apply(Axiom::SnapConstants, call(Fn::Erf, ctx.mul(ctx.real_const_from_double(0.70710), x)));
   does_not_apply(Axiom::SnapConstants, ctx.mul(c64, x));
   does_not_apply(Axiom::SnapConstants, ctx.mul(k32(ctx, 0.7071067811865476), x), without(Axiom::SnapConstants));
