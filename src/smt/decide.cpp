@@ -536,18 +536,18 @@ Decision Solver::decide(ir::Context& ctx, Expr a, Expr b, const DecideOptions& o
     }
     if (!values_differ(w.a, w.b, opt.confirm_rtol, opt.confirm_atol))
       return fmt::format("spurious witness (both sides evaluate to {} / {})", value_string(w.a), value_string(w.b));
-    if (opt.tolerance && (na != a || nb != b)) {
+    if (opt.tolerance && w.a.sort == Sort::Real)
+      w.exceeds_tolerance = std::fabs(w.a.real - w.b.real) > opt.tolerance->atol + opt.tolerance->rtol * std::fabs(w.b.real);
+    if (opt.tolerance && !w.exceeds_tolerance && (na != a || nb != b)) {
       // With a tolerance the normalizer's approximate axioms (snapped constants, GELU forms) hold:
       // a model the solver found for their forms (a cut left free, say) is no witness when those
-      // forms agree at it, even if the originals differ by the approximation itself (pair 002:
-      // 0.16666667f vs 1/6, a 10^-8 difference every model "confirmed")
+      // forms agree at it and the originals differ within the tolerance — by the approximation
+      // itself (pair 002: 0.16666667f vs 1/6, a 10^-8 difference every model "confirmed")
       Value ra = ev(na), rb = ev(nb);
       if (!ra.undef && !rb.undef && !values_differ(ra, rb, opt.confirm_rtol, opt.confirm_atol))
         return fmt::format("spurious witness (the normalized forms agree: {} / {}; the originals differ only by "
                            "an approximation the tolerance admits)", value_string(ra), value_string(rb));
     }
-    if (opt.tolerance && w.a.sort == Sort::Real)
-      w.exceeds_tolerance = std::fabs(w.a.real - w.b.real) > opt.tolerance->atol + opt.tolerance->rtol * std::fabs(w.b.real);
     return {};
   };
 
