@@ -20,7 +20,7 @@ std::string_view axiom_name(Axiom a) {
   static constexpr std::string_view names[] = {
       "SigmoidToExp", "TanhToExp", "SoftplusToLog", "Log1pToLog", "Expm1ToExp", "Exp2ToExp",
       "Log2ToLog", "RsqrtToRecip", "SiluToSigmoid", "MishToTanh", "EluToExp", "ErfcToErf",
-      "SinhCoshToExp", "PowSmallInt", "ExpSum", "RecipExp", "ExpLog", "SqrtSquare",
+      "SinhCoshToExp", "PowSmallInt", "ExpSum", "RecipExp", "ExpLog", "SqrtSquare", "ExpShift",
       "GeluTanhIsErf", "GeluErfForm", "GeluTanhForm", "FastMathIsExact", "SnapConstants"};
   static_assert(std::size(names) == static_cast<size_t>(Axiom::Count_));
   return names[static_cast<size_t>(a)];
@@ -615,6 +615,12 @@ Expr Normalizer::rewrite_call(Expr e) {
     case Fn::Recip:
       if (x->op == Op::Call && x->fn() == Fn::Exp && fire(Axiom::RecipExp))
         return ctx_.call(Fn::Exp, ctx_.neg(x->arg(0)));
+      if (auto shifted = exp_shift(x); shifted && fire(Axiom::ExpShift))
+        return ctx_.mul(ctx_.call(Fn::Exp, ctx_.neg(shifted->first)), ctx_.call(Fn::Recip, shifted->second));
+      break;
+    case Fn::Log:
+      if (auto shifted = exp_shift(x); shifted && fire(Axiom::ExpShift))
+        return ctx_.add(shifted->first, ctx_.call(Fn::Log, shifted->second));
       break;
     case Fn::Exp: {
       // exp(k*log(y)) -> y^k for y > 0
@@ -633,6 +639,47 @@ Expr Normalizer::rewrite_call(Expr e) {
     default: break;
   }
   return e;
+}
+
+// S = sum_j exp(T + b_j) * r_j with T the summands every term's exp argument shares (a softmax's
+// -max, or log-sum-exp's): (T, sum_j exp(b_j) * r_j), so 1/S and log(S) drop the shift exactly as
+// the unshifted forms read. Every term must carry exactly one exp factor (ExpSum merged the rest).
+std::optional<std::pair<Expr, Expr>> Normalizer::exp_shift(Expr s) {
+  if (s->op != Op::Add || !opt_.on(Axiom::ExpShift)) return std::nullopt;
+  auto exp_of = [](Expr term) -> Expr {
+    Expr found = nullptr;
+    for (Expr f : term->op == Op::Mul ? term->args() : std::span<const Expr>(&term, 1))
+      if (f->op == Op::Call && f->fn() == Fn::Exp) {
+        if (found) return nullptr;
+        found = f;
+      }
+    return found;
+  };
+  std::vector<Expr> common;  // summands of the first term's argument found in every other one
+  for (Expr term : s->args()) {
+    if (ticker_) ticker_->tick("while shifting sums of exponentials (axioms)");
+    Expr f = exp_of(term);
+    if (!f) return std::nullopt;
+    Expr arg = f->arg(0);  // terms_of spans a lone summand in place: keep it alive
+    std::span<const Expr> summands = terms_of(arg);
+    if (term == s->arg(0)) {
+      for (Expr x : summands)
+        if (!x->is_const()) common.push_back(x);
+    } else {
+      std::erase_if(common, [&](Expr x) { return std::find(summands.begin(), summands.end(), x) == summands.end(); });
+    }
+    if (common.empty()) return std::nullopt;
+  }
+  Expr shift = ctx_.add(common);
+  std::vector<Expr> terms;
+  for (Expr term : s->args()) {
+    Expr f = exp_of(term);
+    std::vector<Expr> factors;
+    for (Expr g : term->op == Op::Mul ? term->args() : std::span<const Expr>(&term, 1))
+      factors.push_back(g == f ? ctx_.call(Fn::Exp, ctx_.sub(f->arg(0), shift)) : g);
+    terms.push_back(ctx_.mul(factors));
+  }
+  return std::make_pair(shift, ctx_.add(terms));
 }
 
 Expr Normalizer::rewrite_mul(Expr e) {

@@ -57,6 +57,8 @@ enum class Axiom : uint8_t {
   RecipExp,        // 1/exp(a) -> exp(-a)
   ExpLog,          // exp(k*log(y)) -> y^k for integer |k| <= 8 when y > 0 is provable
   SqrtSquare,      // sqrt(x)*sqrt(x) -> x when x >= 0 is provable
+  ExpShift,        // a summand T common to every term's exp argument leaves the sum S = sum_j exp(T + b_j)*r_j:
+                   // 1/S -> exp(-T)/S', log(S) -> T + log(S') (max-shifted softmax / logsumexp)
   // ---- approximation equivalences (switches)
   GeluTanhIsErf,   // gelu_tanh(x) -> gelu_erf(x)
   GeluErfForm,     // a*0.5*s*(1 + erf(c*s)), c ~ 1/sqrt(2), a = n/d small (as canonicalized) -> a*gelu_erf(s)
@@ -100,6 +102,7 @@ class Normalizer {
   ir::Expr rewrite(ir::Expr e);  // one top-level step on a node with normalized children
   ir::Expr recognize_forms(ir::Expr e);  // expanded formulas -> named functions (runs first)
   ir::Expr expand_binomial_forms(ir::Expr e);  // (its helper: a*S*(1 + tanh(u)) over a long S, distributed)
+  std::optional<std::pair<ir::Expr, ir::Expr>> exp_shift(ir::Expr s);  // ExpShift: (T, S without it)
   std::optional<std::pair<mpq_class, ir::Expr>> gelu_form(ir::Expr f, const std::vector<ir::Expr>& carriers);
   ir::Expr snap_constant(ir::Expr e);    // SnapConstants on a ConstReal
   ir::Expr rewrite_call(ir::Expr e);

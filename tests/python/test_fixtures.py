@@ -24,8 +24,6 @@ BUDGET_S = 20
 # Correct programs the checker cannot yet prove: the expected verdict stays what is true; the test
 # fails loudly (strict xfail) once the gap closes so the entry gets removed.
 KNOWN_GAPS = {
-    "softmax_correct": "smt: max-shifted softmax exp(x_i - m) / sum_j exp(x_j - m) vs exp(x_i) / sum_j exp(x_j) "
-                       "is not canonicalized (exp(a-b) is never split); Z3 times out",
     "layernorm_correct": "smt: two-pass variance sum_i (x_i - mean)^2 / n vs E[x^2] - mean^2 under rsqrt; "
                          "Z3 times out",
 }

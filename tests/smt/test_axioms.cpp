@@ -173,6 +173,27 @@ TEST_F(AxiomTest, RecipExp) {
   does_not_apply(Axiom::RecipExp, call(Fn::Recip, call(Fn::Log, x)));
 }
 
+// A max-shifted softmax and log-sum-exp read as the unshifted ones (examples/execute_bugs/softmax_correct,
+// dev pair 052): the shared summand -m leaves the sum of exponentials.
+TEST_F(AxiomTest, ExpShift) {
+  Expr z = ctx.var("z", Sort::Real), m = ctx.max(x, ctx.max(y, z));
+  Expr shifted = ctx.add(std::vector<Expr>{call(Fn::Exp, ctx.sub(x, m)), call(Fn::Exp, ctx.sub(y, m)),
+                                           ctx.mul(two, call(Fn::Exp, ctx.sub(z, m)))});
+  Expr plain = ctx.add(std::vector<Expr>{call(Fn::Exp, x), call(Fn::Exp, y), ctx.mul(two, call(Fn::Exp, z))});
+  applies(Axiom::ExpShift, call(Fn::Log, shifted), ctx.add(ctx.neg(m), call(Fn::Log, plain)));
+  applies(Axiom::ExpShift, call(Fn::Recip, shifted), ctx.mul(call(Fn::Exp, m), call(Fn::Recip, plain)));
+  // the softmax itself: exp(x - m) / shifted == exp(x) / plain, without the solver
+  smt::Solver solver;
+  smt::Decision d = solver.decide(ctx, ctx.mul(call(Fn::Exp, ctx.sub(x, m)), call(Fn::Recip, shifted)),
+                                  ctx.mul(call(Fn::Exp, x), call(Fn::Recip, plain)));
+  EXPECT_EQ(d.verdict, smt::Verdict::Equal) << d.reason;
+  EXPECT_FALSE(d.solver_called);
+  // no summand in every term / a term without an exponential / switched off
+  does_not_apply(Axiom::ExpShift, call(Fn::Log, ctx.add(call(Fn::Exp, ctx.sub(x, m)), call(Fn::Exp, y))));
+  does_not_apply(Axiom::ExpShift, call(Fn::Log, ctx.add(call(Fn::Exp, ctx.sub(x, m)), ctx.sub(y, m))));
+  does_not_apply(Axiom::ExpShift, call(Fn::Recip, shifted), without(Axiom::ExpShift));
+}
+
 TEST_F(AxiomTest, ExpLog) {
   Expr pos = ctx.add(one, call(Fn::Exp, y));  // provably > 0
   applies(Axiom::ExpLog, call(Fn::Exp, call(Fn::Log, pos)), pos);
