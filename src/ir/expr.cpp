@@ -79,7 +79,7 @@ std::string_view rule_name(Rule r) {
       "DivToRecip", "MinMaxFlatten", "MinMaxSortDedup", "MinMaxConst", "IteConstCond", "IteSameArms",
       "IteNegCond", "IteToMinMax", "BoolSimplify", "CmpCanon", "BvAffine", "BvExtMerge",
       "BvSignedToUnsigned", "BvExtPush", "BvTruncPush", "BvBitFold", "BvDivRemConst", "BvDivModRecombine", "LoadFold",
-      "AbsCanon", "MinMaxFloatLimit", "MulDistributeMinMax", "MulSumContent", "IteLeakyToMax"};
+      "AbsCanon", "MinMaxFloatLimit", "MulDistributeMinMax", "MulSumContent", "IteLeakyToMax", "ClampOrder"};
   static_assert(std::size(n) == static_cast<size_t>(Rule::Count_));
   return n[static_cast<unsigned>(r)];
 }
@@ -973,6 +973,14 @@ struct Context::Impl {
       best = nullptr;
     if (best) atoms.insert(atoms.begin(), best);
     if (atoms.size() == 1) return atoms[0];
+    if (op == Op::Max && s == Sort::Real && best && atoms.size() == 2 && atoms[1]->op == Op::Min &&
+        atoms[1]->args_[0]->op == Op::ConstReal && atoms[1]->args_[0]->rational() >= best->rational() &&
+        apply(Rule::ClampOrder)) {
+      Expr inner = atoms[1];
+      Expr lo_y[] = {best, minmax_n(Op::Min, s, {inner->args_ + 1, inner->nargs - 1})};
+      Expr hi_rest[] = {inner->args_[0], minmax_n(Op::Max, s, lo_y)};
+      return minmax_n(Op::Min, s, hi_rest);
+    }
     return raw(op, s, atoms);
   }
 
@@ -1660,8 +1668,31 @@ struct Context::Impl {
     }
     if (s == Sort::Real && (c->op == Op::Lt || c->op == Op::Le) && on(Rule::IteLeakyToMax))
       if (Expr m = leaky_max(c->args_[0], c->args_[1], t, e)) return m;
+    if (s == Sort::Real && (c->op == Op::Lt || c->op == Op::Le) && on(Rule::IteToMinMax))
+      if (Expr m = clamp_minmax(c->args_[0], c->args_[1], t, e)) return m;
     Expr xs[] = {c, t, e};
     return raw(Op::Ite, s, xs);
+  }
+  // A clamp written as nested ternaries: v < lo ? lo : min(hi, v) is max(lo, min(hi, v)), and
+  // hi < v ? hi : max(lo, v) is min(hi, max(lo, v)), when every other bound of the inner min (max)
+  // is a constant on the right side of the outer one (at v = lo both arms agree, so < and <= alike).
+  // nullptr when it is not that form.
+  Expr clamp_minmax(Expr a, Expr b, Expr t, Expr e) {
+    Op inner = Op::Count_;
+    Expr v = nullptr, bound = nullptr;
+    if (b->op == Op::ConstReal && t == b) inner = Op::Min, v = a, bound = b;       // v < lo ? lo : min(.., v)
+    else if (a->op == Op::ConstReal && t == a) inner = Op::Max, v = b, bound = a;  // hi < v ? hi : max(.., v)
+    if (inner == Op::Count_ || e->op != inner) return nullptr;
+    bool has_v = false;
+    for (uint32_t i = 0; i < e->nargs; ++i) {
+      Expr x = e->args_[i];
+      if (x == v) { has_v = true; continue; }
+      if (x->op != Op::ConstReal) return nullptr;
+      if (inner == Op::Min ? x->rational() < bound->rational() : x->rational() > bound->rational()) return nullptr;
+    }
+    if (!has_v || !apply(Rule::IteToMinMax)) return nullptr;
+    Expr xs[] = {bound, e};
+    return minmax_n(inner == Op::Min ? Op::Max : Op::Min, Sort::Real, xs);
   }
   // ite(a < b, t, e) as max(lin, k*lin) with 0 <= k <= 1: 0 < lin ? lin : k*lin, or lin < 0 ? k*lin : lin
   // (equal at lin = 0 either way, so < and <= alike). nullptr when it is not that form.

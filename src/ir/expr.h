@@ -173,6 +173,8 @@ enum class Rule : uint8_t {
                       // (a lone c*(a+b) is distributed instead)
   IteLeakyToMax,      // real ite(0 < t, t, c*t) -> max(t, c*t) for 0 <= c <= 1 (also 0 <= t, and t < 0 / t <= 0
                       // with the arms swapped): a leaky ReLU is one node whichever comparison spelled it
+  ClampOrder,         // real max(lo, min(hi, y)) -> min(hi, max(lo, y)) for constants lo <= hi: a clamp is one node
+                      // whichever bound the program applied first
   Count_
 };
 std::string_view rule_name(Rule r);

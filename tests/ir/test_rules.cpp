@@ -244,6 +244,25 @@ TEST_F(Rules, IteToMinMax) {
   check(Rule::IteToMinMax, [&] { return c.ite(c.slt(a, b), a, b); }, c.bv_min(a, b, true));
   check(Rule::IteToMinMax, [&] { return c.ite(c.ult(a, b), b, a); }, c.bv_max(a, b, false));
   untouched(Rule::IteToMinMax, [&] { return c.ite(c.lt(x, y), x, z); });
+  // a clamp as nested ternaries (dev pair 052): x < -1 ? -1 : min(1, x), and 1 < x ? 1 : max(-1, x)
+  Expr lo = c.real_const(-1), hi = c.real_const(1);
+  check(Rule::IteToMinMax, [&] { return c.ite(c.lt(x, lo), lo, c.min(hi, x)); }, c.min(hi, c.max(lo, x)));
+  check(Rule::IteToMinMax, [&] { return c.ite(c.le(x, lo), lo, c.min(hi, x)); }, c.min(hi, c.max(lo, x)));
+  check(Rule::IteToMinMax, [&] { return c.ite(c.lt(hi, x), hi, c.max(lo, x)); }, c.min(hi, c.max(lo, x)));
+  // an inner bound on the wrong side of the outer one is no clamp (x < 1 ? 1 : min(-1, x) is 1 or -1)
+  untouched(Rule::IteToMinMax, [&] { return c.ite(c.lt(x, hi), hi, c.min(lo, x)); });
+  untouched(Rule::IteToMinMax, [&] { return c.ite(c.lt(x, lo), lo, c.min(y, x)); });
+}
+
+TEST_F(Rules, ClampOrder) {
+  // fmaxf(fminf(x, 1), -1) and fminf(fmaxf(x, -1), 1) are one clamp (dev pair 052's hardtanh)
+  Expr lo = c.real_const(-1), hi = c.real_const(1);
+  check(Rule::ClampOrder, [&] { return c.max(lo, c.min(hi, x)); }, c.min(hi, c.max(lo, x)));
+  check(Rule::ClampOrder, [&] { return c.max(lo, c.min(std::vector<Expr>{hi, x, y})); },
+        c.min(hi, c.max(lo, c.min(x, y))));
+  untouched(Rule::ClampOrder, [&] { return c.max(hi, c.min(lo, x)); });  // bounds crossed: constant 1, not a clamp
+  untouched(Rule::ClampOrder, [&] { return c.min(hi, c.max(lo, x)); });  // already in order
+  untouched(Rule::ClampOrder, [&] { return c.max(lo, c.min(y, x)); });
 }
 
 TEST_F(Rules, MulSumContent) {
