@@ -510,9 +510,9 @@ struct Context::Impl {
   Expr term_node(Sort s, const Term& t) {
     if (t.coef == t.orig_coef) return t.orig;
     if (is_one(t.coef)) return mono_node(s, t);
-    // A new coefficient of a monomial with a min/max factor goes where mul_n puts a positive constant
+    // A new coefficient of a monomial with a min/max factor goes where mul_n puts a constant
     // (MulDistributeMinMax): c*max(0, x) scaled by a sum's distribution must be mul_n(c, max(0, x)).
-    if (s == Sort::Real && t.coef->rational() > 0 &&
+    if (s == Sort::Real && t.coef->rational() != -1 &&
         std::any_of(t.f, t.f + t.nf, [](Expr f) { return f->op == Op::Min || f->op == Op::Max; })) {
       std::vector<Expr> a{t.coef};
       a.insert(a.end(), t.f, t.f + t.nf);
@@ -872,16 +872,21 @@ struct Context::Impl {
         return mul_n(s, atoms);
       }
     }
-    if (s == Sort::Real && !is_one(c) && c->rational() > 0) {
+    // The constant's magnitude goes into the first min/max factor, its sign stays (-2*max(x, y) is
+    // -1*max(2x, 2y)): -m/6 and max(x/6, ...) of one max m then cancel as like terms (pair 052).
+    if (s == Sort::Real && !is_one(c) && c->rational() != -1) {
       auto mm = std::find_if(atoms.begin(), atoms.end(), [](Expr a) { return a->op == Op::Min || a->op == Op::Max; });
       if (mm != atoms.end() && apply(Rule::MulDistributeMinMax)) {
+        bool negative = c->rational() < 0;
+        Expr magnitude = negative ? mk_real(-c->rational()) : c;
         std::vector<Expr> scaled;
         scaled.reserve((*mm)->nargs);
         for (Expr a : (*mm)->args()) {
-          Expr pt[] = {c, a};
+          Expr pt[] = {magnitude, a};
           scaled.push_back(mul_n(s, pt));
         }
         *mm = minmax_n((*mm)->op, s, scaled);
+        if (negative) atoms.insert(atoms.begin(), mk_real(mpq_class(-1)));
         return mul_n(s, atoms);
       }
     }

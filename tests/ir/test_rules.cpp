@@ -218,7 +218,13 @@ TEST_F(Rules, MulDistributeMinMax) {
   Expr grouped = c.mul(z, c.min(c.mul(r(3), x), c.mul(r(3), y)));
   check(Rule::MulDistributeMinMax, [&] { return c.mul(c.mul(r(3), z), c.min(x, y)); }, grouped);
   EXPECT_EQ(c.mul(z, c.mul(r(3), c.min(x, y))), grouped);
-  untouched(Rule::MulDistributeMinMax, [&] { return c.mul(r(-2), c.max(x, y)); });  // negative: would swap min/max
+  // negative: the magnitude goes in, the sign stays (-c*max would swap min and max)
+  check(Rule::MulDistributeMinMax, [&] { return c.mul(r(-2), c.max(x, y)); },
+        c.mul(r(-1), c.max(c.mul(r(2), x), c.mul(r(2), y))));
+  // so -m/6 + max(x/6, y/6) of one max m is 0 (dev pair 052: log-sum-exp's shift against the max it used)
+  EXPECT_EQ(c.add(c.mul(q(-1, 6), c.max(x, y)), c.mul(q(1, 6), c.max(x, y))), r(0));
+  EXPECT_EQ(c.add(c.mul(std::vector<Expr>{q(-1, 6), z, c.max(x, y)}), c.mul(z, c.max(c.mul(q(1, 6), x), c.mul(q(1, 6), y)))), r(0));
+  untouched(Rule::MulDistributeMinMax, [&] { return c.mul(r(-1), c.max(x, y)); });  // the sign alone
   untouched(Rule::MulDistributeMinMax, [&] { return c.mul(z, c.max(x, y)); });      // no constant
 }
 
