@@ -398,27 +398,30 @@ std::optional<std::pair<mpq_class, Expr>> Normalizer::gelu_form(Expr f, const st
   if (!a_near) return std::nullopt;
   const mpq_class a = *a_near;
   Expr s = ctx_.mul(ctx_.real_const(mpq_class(2 / a)), q);
-  auto s_lead = lead(ctx_, s);
-  if (!s_lead || s_lead->second != q_lead->second) return std::nullopt;
-  const mpq_class k = ct / s_lead->first;  // the program's constant
+  // q's lead monomial in s (not s's own lead: a scale inside min/max factors reorders the terms)
+  const mpq_class s_coef = coefficient_of(ctx_, s, q_lead->second);
+  if (s_coef == 0) return std::nullopt;
+  const mpq_class k = ct / s_coef;  // the program's constant
   if (!near_f32(k, k_ideal)) return std::nullopt;
   Expr ks = ctx_.mul(ctx_.real_const(k), s);
   if (is_erf) {  // erf(s/sqrt(2))
     if (ks != t) return std::nullopt;
   } else {  // tanh(sqrt(2/pi) * (s + 0.044715 s^3))
-    Expr s3 = ctx_.mul(std::vector<Expr>{s, s, s});
-    auto c_lead = lead(ctx_, s3);
-    if (!c_lead) return std::nullopt;
+    // s^3 as the product, or as pow(s, 3) (a kernel's powf(x, 3.0f): this pass runs before PowSmallInt)
     Expr cubic = ctx_.sub(t, ks);
-    mpq_class kc = coefficient_of(ctx_, cubic, c_lead->second) / c_lead->first;
-    if (!near(kc / k, 0.044715)) return std::nullopt;
-    if (terms_of(s3).size() == 1) {
-      // one term: cubic must be kc*s^3 up to where the scales sit (split_coefficient reads them out of
-      // min/max and sum factors exactly; rebuilt, kc may land in another factor than the program's)
-      if (terms_of(cubic).size() != 1 || split_coefficient(ctx_, cubic).second != c_lead->second) return std::nullopt;
-    } else if (ctx_.add(ks, ctx_.mul(ctx_.real_const(kc), s3)) != t) {
+    auto cubic_is = [&](Expr s3) {
+      auto c_lead = lead(ctx_, s3);
+      if (!c_lead) return false;
+      mpq_class kc = coefficient_of(ctx_, cubic, c_lead->second) / c_lead->first;
+      if (!near(kc / k, 0.044715)) return false;
+      if (terms_of(s3).size() == 1)
+        // one term: cubic must be kc*s^3 up to where the scales sit (split_coefficient reads them out of
+        // min/max and sum factors exactly; rebuilt, kc may land in another factor than the program's)
+        return terms_of(cubic).size() == 1 && split_coefficient(ctx_, cubic).second == c_lead->second;
+      return ctx_.add(ks, ctx_.mul(ctx_.real_const(kc), s3)) == t;
+    };
+    if (!cubic_is(ctx_.mul(std::vector<Expr>{s, s, s})) && !cubic_is(ctx_.call(Fn::Pow, s, ctx_.real_const(3))))
       return std::nullopt;
-    }
   }
   if (!opt_.on(is_erf ? Axiom::GeluErfForm : Axiom::GeluTanhForm)) return std::nullopt;
   return std::make_pair(a, s);

@@ -463,3 +463,21 @@ TEST_F(AxiomTest, PassedDeadlineStopsNormalizationNamingIt) {
     EXPECT_NE(std::string(e.what()).find("normalizing"), std::string::npos) << e.what();
   }
 }
+
+// A kernel's powf(x, 3.0f) is pow(s, 3) when the forms are recognized (PowSmallInt runs later), and
+// a scale inside min factors reorders a sum's terms (dev pair 018: s sums channel minima).
+TEST_F(AxiomTest, GeluTanhFormWithPowAndMinFactors) {
+  smt::AxiomOptions keep_tanh;
+  keep_tanh.gelu_tanh_is_erf = false;
+  int32_t t = ctx.tensor("axioms:sum_of_mins");
+  auto kernel_gelu = [&](Expr s) {
+    Expr inner = ctx.mul(k32(ctx, 0.7978845608028654),
+                         ctx.add(s, ctx.mul(k32(ctx, 0.044715), ctx.call(Fn::Pow, s, ctx.real_const(3)))));
+    return ctx.mul(ctx.mul(k32(ctx, 0.5), s), ctx.add(k32(ctx, 1), ctx.call(Fn::Tanh, inner)));
+  };
+  std::vector<Expr> leaves, mins;
+  for (int64_t i = 0; i < 100; ++i) leaves.push_back(ctx.elem(t, i));
+  for (int64_t i = 0; i < 4; ++i) mins.push_back(ctx.min(ctx.elem(t, 2 * i), ctx.elem(t, 2 * i + 1)));
+  for (Expr s : {ctx.add(x, y), ctx.add(leaves), ctx.add(mins)})
+    applies(Axiom::GeluTanhForm, ctx.add(y, kernel_gelu(s)), ctx.add(y, call(Fn::GeluTanh, s)), keep_tanh);
+}
