@@ -55,6 +55,9 @@ struct KernelNumeric::Impl {
   std::chrono::steady_clock::time_point deadline;
   Stats stats;
   bool force_evaluator;  // every record value by ir::Evaluator (cross-checks of the tapes)
+  std::vector<smt::PointSampler> samplers;
+  std::vector<uint8_t> same_point;  // lane p draws what lane p - 1 draws (before rounding)
+  SharedOf shared_of;
 
   std::unordered_map<int32_t, LaunchInfo*> launch_of_state;  // shared-memory state tensor -> its launch
   std::unordered_set<const LaunchInfo*> registered;
@@ -72,8 +75,14 @@ struct KernelNumeric::Impl {
   std::vector<ir::Evaluator> evals;  // one per lane; memos cleared per (value, thread)
   uint32_t ticks = 0;
 
-  Impl(Lowering& l, std::vector<uint8_t> f, std::chrono::steady_clock::time_point d, bool tape)
-      : low(l), f32(std::move(f)), lanes(f32.size()), deadline(d), buf(lanes), zeros(lanes), force_evaluator(!tape) {
+  Impl(Lowering& l, Options o)
+      : low(l), f32(std::move(o.f32)), lanes(f32.size()), deadline(o.deadline), force_evaluator(!o.tape),
+        same_point(lanes, 0), shared_of(std::move(o.shared_of)), buf(lanes), zeros(lanes) {
+    if (o.points.size() != lanes) throw std::invalid_argument("numeric evaluation: one point per lane");
+    for (size_t p = 0; p < lanes; ++p) {
+      samplers.emplace_back(o.seed, o.points[p], o.bound);
+      same_point[p] = p > 0 && o.points[p] == o.points[p - 1];
+    }
     envs.resize(lanes);
     for (size_t p = 0; p < lanes; ++p) {
       envs[p].elem = [this, p](int32_t t, int64_t i, ir::Sort s) { return leaf(t, i, s, p); };
@@ -102,34 +111,57 @@ struct KernelNumeric::Impl {
   // tensor's value before the launch); its values at every lane. Without a value yet it is noted
   // missing and reads as 0: the evaluation is then thrown away and done again once the caller has
   // the values.
-  const double* fetch(int32_t tensor, int64_t index, ir::Sort sort) {
-    if ((++ticks & 4095) == 0) check_time();
+  struct TensorRead {
+    int32_t tensor = -1;
+    bool cell = false;
+    program::ValueId value = program::kNoValue;
+    std::optional<SharedDraws> shared;
+  };
+  std::unordered_map<int32_t, TensorRead> tensor_reads;  // by ir tensor (ids are process-wide)
+
+  // How the record reads `tensor`: a shared-memory state, or a launch tensor (its value before the
+  // launch, maybe a shared input's draws). The same for every lane and sort (shared draws are real).
+  const TensorRead& tensor_read(int32_t tensor) {
     auto [it, fresh] = tensor_reads.try_emplace(tensor);
-    if (fresh) {  // a shared-memory state, or a launch tensor: its value before the launch
-      it->second.cell = launch->resolver->epoch_of(tensor) >= 0;
-      if (!it->second.cell) {
-        auto op = low.operand(tensor, 0);
-        if (!op)
-          throw Unsupported(fmt::format("numeric evaluation: kernel {} reads tensor {}, no value of {}",
-                                        launch->kernel, low.launch_context().tensor_name(tensor), low.program().name));
-        it->second.value = op->value;
-      }
+    TensorRead& tr = it->second;
+    if (!fresh) return tr;
+    tr.tensor = tensor;
+    tr.cell = launch->resolver->epoch_of(tensor) >= 0;
+    if (tr.cell) return tr;
+    auto op = low.operand(tensor, 0);
+    if (!op) {
+      tensor_reads.erase(it);
+      throw Unsupported(fmt::format("numeric evaluation: kernel {} reads tensor {}, no value of {}", launch->kernel,
+                                    low.launch_context().tensor_name(tensor), low.program().name));
     }
-    Key key = it->second.cell ? Key{-2 - tensor, index * 8 + int64_t(sort)} : Key{it->second.value, index};
-    const double* v = (*read)(key, it->second.cell ? -1 : tensor, buf.data());
+    tr.value = op->value;
+    if (shared_of) tr.shared = shared_of(op->value);
+    return tr;
+  }
+
+  // A read of the record value, at every lane: a shared cell of the launch, or an operand element.
+  // Without a value yet it is noted missing and reads as 0: the evaluation is then thrown away and
+  // done again once the caller has the values.
+  const double* fetch(const TensorRead& tr, int64_t index, ir::Sort sort) {
+    if ((++ticks & 4095) == 0) check_time();
+    if (tr.shared && sort == ir::Sort::Real && index >= tr.shared->offset && index - tr.shared->offset < tr.shared->numel) {
+      uint64_t leaf = smt::PointSampler::leaf_hash(tr.shared->key, index - tr.shared->offset);
+      for (size_t p = 0; p < lanes; ++p) {  // (an fp64 and an fp32 lane of one point: one draw)
+        double v = p > 0 && same_point[p] ? buf[p - 1] : samplers[p].real_of(leaf);
+        buf[p] = f32[p] ? double(float(v)) : v;
+      }
+      return buf.data();
+    }
+    Key key = tr.cell ? Key{-2 - tr.tensor, index * 8 + int64_t(sort)} : Key{tr.value, index};
+    const double* v = (*read)(key, buf.data());
     if (v) return v;
     if (noted.insert(key).second) missing->push_back(key);
     std::fill(zeros.begin(), zeros.end(), 0.0);
     return zeros.data();
   }
-  struct TensorRead {
-    bool cell = false;
-    program::ValueId value = program::kNoValue;
-  };
-  std::unordered_map<int32_t, TensorRead> tensor_reads;  // by ir tensor (ids are process-wide)
 
   ir::Value leaf(int32_t tensor, int64_t index, ir::Sort sort, size_t p) {
-    return from_number(fetch(tensor, index, sort)[p], sort);
+    return from_number(fetch(tensor_read(tensor), index, sort)[p], sort);
   }
 
   // Indices read from tensor data cannot be told before the data has values (the template path
@@ -160,13 +192,21 @@ struct KernelNumeric::Impl {
   // by ir::Evaluator itself (`fast` false).
   struct Tape {
     enum Kind : uint8_t { Const, Frontier, Code };
+    struct Ins {  // one slot: what run() and compute() need, without touching the (scattered) nodes
+      ir::Op op;
+      ir::Sort sort, arg0;  // arg0: the first argument's sort (Load's index, Eq, BvToReal)
+      uint8_t kind;
+      bool is_signed;
+      uint32_t nargs = 0, arg_at = 0;
+      int32_t tensor = -1;
+      uint64_t aux = 0;     // TensorElem: index; Call: Fn; Frontier: root index; Const BV/Bool: bits
+      double real[2] = {};  // Const Real: fp64, fp32 (rounded as ir::Evaluator rounds)
+      mutable const TensorRead* read = nullptr;  // TensorElem/Load: how its tensor is read
+    };
     bool fast = true;
     uint32_t root = 0;
-    std::vector<ir::Expr> node;   // by slot
-    std::vector<uint8_t> kind;
-    std::vector<uint32_t> arg_at, frontier;  // Code: its args in `args` from arg_at; Frontier: its root index
+    std::vector<Ins> ins;  // by slot
     std::vector<uint32_t> args;
-    std::vector<double> constant;            // Const, by slot * 2 + f32: reals rounded as ir::Evaluator rounds
     std::optional<exec::BvProgram> prog;
     std::vector<uint64_t> fvals;
   };
@@ -222,25 +262,25 @@ struct KernelNumeric::Impl {
     std::vector<ir::Expr> roots;
     auto slot_of = [&](ir::Expr x) -> uint32_t {
       if (auto s = slot.find(x); s != slot.end()) return s->second;
-      auto id = uint32_t(T.node.size());
+      auto id = uint32_t(T.ins.size());
       slot.emplace(x, id);
-      T.node.push_back(x);
-      T.arg_at.push_back(0);
-      T.frontier.push_back(0);
-      T.constant.resize(T.node.size() * 2);
+      Tape::Ins in{x->op, x->sort, x->nargs ? x->arg(0)->sort : x->sort, Tape::Code, x->is_signed()};
+      if (x->op == ir::Op::TensorElem || x->op == ir::Op::Load) in.tensor = x->tensor();
+      if (x->op == ir::Op::TensorElem || x->op == ir::Op::Call) in.aux = x->u;
       if (x->is_const()) {
-        T.kind.push_back(Tape::Const);
+        in.kind = Tape::Const;
         if (x->sort == ir::Sort::Real)
-          for (int f = 0; f < 2; ++f)
-            T.constant[id * 2 + f] = ir::Evaluator({}, f ? ir::Precision::F32 : ir::Precision::F64)(x).real;
+          for (int f = 0; f < 2; ++f) in.real[f] = ir::Evaluator({}, f ? ir::Precision::F32 : ir::Precision::F64)(x).real;
+        else
+          in.aux = x->sort == ir::Sort::Bool ? uint64_t(x->bool_value()) : x->bv_value();
       } else if (thread_only.at(x)) {
-        T.kind.push_back(Tape::Frontier);
-        T.frontier[id] = uint32_t(roots.size());
+        in.kind = Tape::Frontier;
+        in.aux = roots.size();
         roots.push_back(x);
       } else {
-        T.kind.push_back(Tape::Code);
         T.fast = T.fast && code_op(x->op);
       }
+      T.ins.push_back(in);
       return id;
     };
     for (ir::Expr x : post) {
@@ -248,7 +288,8 @@ struct KernelNumeric::Impl {
       std::vector<uint32_t> a;
       for (ir::Expr c : x->args()) a.push_back(slot_of(c));
       uint32_t id = slot_of(x);
-      T.arg_at[id] = uint32_t(T.args.size());
+      T.ins[id].nargs = uint32_t(a.size());
+      T.ins[id].arg_at = uint32_t(T.args.size());
       T.args.insert(T.args.end(), a.begin(), a.end());
     }
     T.root = slot_of(root);
@@ -259,8 +300,10 @@ struct KernelNumeric::Impl {
   }
 
   // The values of an element read by the record, at every lane, as the leaf's sort.
-  void read_leaf(int32_t tensor, int64_t index, ir::Sort sort, Slot* out) {
-    const double* v = fetch(tensor, index, sort);
+  void read_leaf(const Tape::Ins& x, int64_t index, Slot* out) {
+    if (!x.read) x.read = &tensor_read(x.tensor);
+    ir::Sort sort = x.sort;
+    const double* v = fetch(*x.read, index, sort);
     for (size_t p = 0; p < lanes; ++p) {
       ir::Value x = from_number(v[p], sort);
       out[p] = {sort == ir::Sort::Real && f32[p] ? double(float(x.real)) : x.real, ir::is_bv(sort) ? x.bits & mask_of(sort) : x.bits, x.undef};
@@ -268,35 +311,34 @@ struct KernelNumeric::Impl {
   }
 
   void compute(const Tape& T, uint32_t s) {
-    ir::Expr x = T.node[s];
-    const uint32_t* a = T.args.data() + T.arg_at[s];
+    const Tape::Ins& x = T.ins[s];
+    const uint32_t* a = T.args.data() + x.arg_at;
     Slot* out = &vals[size_t(s) * lanes];
     auto arg = [&](uint32_t i, size_t p) -> const Slot& { return vals[size_t(a[i]) * lanes + p]; };
-    if (x->op == ir::Op::TensorElem) return read_leaf(x->tensor(), x->index(), x->sort, out);
-    if (x->op == ir::Op::Load) {
-      const Slot& i = arg(0, 0);  // thread-only: the same in every lane
-      int64_t idx = x->arg(0)->sort == ir::Sort::BV64 ? int64_t(i.b) : int64_t(i.b);
-      return read_leaf(x->tensor(), idx, x->sort, out);
+    if (x.op == ir::Op::TensorElem) return read_leaf(x, int64_t(x.aux), out);
+    if (x.op == ir::Op::Load) {  // the index is thread-only: the same in every lane (signed as BV64)
+      const Slot& i = arg(0, 0);
+      return read_leaf(x, x.arg0 == ir::Sort::BV64 ? int64_t(i.b) : int64_t(i.b & mask_of(x.arg0)), out);
     }
     for (size_t p = 0; p < lanes; ++p) {
       Slot r;
       bool f = f32[p];
       auto rnd = [f](double d) { return f ? double(float(d)) : d; };
-      for (uint32_t k = 0; k < x->nargs; ++k) r.u = r.u || arg(k, p).u;
-      switch (x->op) {
+      for (uint32_t k = 0; k < x.nargs; ++k) r.u = r.u || arg(k, p).u;
+      switch (x.op) {
         case ir::Op::Undef: r.u = true; break;
-        case ir::Op::Add: r.r = 0; for (uint32_t k = 0; k < x->nargs; ++k) r.r = rnd(r.r + arg(k, p).r); break;
-        case ir::Op::Mul: r.r = 1; for (uint32_t k = 0; k < x->nargs; ++k) r.r = rnd(r.r * arg(k, p).r); break;
+        case ir::Op::Add: r.r = 0; for (uint32_t k = 0; k < x.nargs; ++k) r.r = rnd(r.r + arg(k, p).r); break;
+        case ir::Op::Mul: r.r = 1; for (uint32_t k = 0; k < x.nargs; ++k) r.r = rnd(r.r * arg(k, p).r); break;
         case ir::Op::Min:
           r.r = arg(0, p).r;
-          for (uint32_t k = 0; k < x->nargs; ++k) r.r = arg(k, p).r < r.r ? arg(k, p).r : r.r;
+          for (uint32_t k = 0; k < x.nargs; ++k) r.r = arg(k, p).r < r.r ? arg(k, p).r : r.r;
           break;
         case ir::Op::Max:
           r.r = arg(0, p).r;
-          for (uint32_t k = 0; k < x->nargs; ++k) r.r = arg(k, p).r > r.r ? arg(k, p).r : r.r;
+          for (uint32_t k = 0; k < x.nargs; ++k) r.r = arg(k, p).r > r.r ? arg(k, p).r : r.r;
           break;
         case ir::Op::Abs: r.r = std::fabs(arg(0, p).r); break;
-        case ir::Op::Call: r.r = rnd(ir::apply_fn(x->fn(), arg(0, p).r, x->nargs > 1 ? arg(1, p).r : 0)); break;
+        case ir::Op::Call: r.r = rnd(ir::apply_fn(ir::Fn(x.aux), arg(0, p).r, x.nargs > 1 ? arg(1, p).r : 0)); break;
         case ir::Op::Ite: {
           const Slot& chosen = arg(arg(0, p).b ? 1 : 2, p);
           r = chosen;
@@ -305,17 +347,13 @@ struct KernelNumeric::Impl {
         }
         case ir::Op::Lt: r.b = arg(0, p).r < arg(1, p).r; break;
         case ir::Op::Le: r.b = arg(0, p).r <= arg(1, p).r; break;
-        case ir::Op::Eq:
-          r.b = x->arg(0)->sort == ir::Sort::Real ? arg(0, p).r == arg(1, p).r : arg(0, p).b == arg(1, p).b;
-          break;
+        case ir::Op::Eq: r.b = x.arg0 == ir::Sort::Real ? arg(0, p).r == arg(1, p).r : arg(0, p).b == arg(1, p).b; break;
         case ir::Op::Not: r.b = !arg(0, p).b; break;
-        case ir::Op::And: r.b = 1; for (uint32_t k = 0; k < x->nargs; ++k) r.b &= arg(k, p).b; break;
-        case ir::Op::Or: r.b = 0; for (uint32_t k = 0; k < x->nargs; ++k) r.b |= arg(k, p).b; break;
-        case ir::Op::BvToReal: {
-          ir::Sort as = x->arg(0)->sort;
-          r.r = rnd(x->is_signed() ? double(signed_of(arg(0, p).b, as)) : double(arg(0, p).b));
+        case ir::Op::And: r.b = 1; for (uint32_t k = 0; k < x.nargs; ++k) r.b &= arg(k, p).b; break;
+        case ir::Op::Or: r.b = 0; for (uint32_t k = 0; k < x.nargs; ++k) r.b |= arg(k, p).b; break;
+        case ir::Op::BvToReal:
+          r.r = rnd(x.is_signed ? double(signed_of(arg(0, p).b, x.arg0)) : double(arg(0, p).b));
           break;
-        }
         default: throw std::logic_error("numeric evaluation: no tape semantics for an operation");
       }
       out[p] = r;
@@ -325,8 +363,8 @@ struct KernelNumeric::Impl {
   void run(Tape& T, const exec::ThreadCoord& t, double* out) {
     uint64_t point[6] = {t.tid.x, t.tid.y, t.tid.z, t.ctaid.x, t.ctaid.y, t.ctaid.z};
     if (!T.fvals.empty()) T.prog->eval(point, T.fvals.data());
-    if (vals.size() < T.node.size() * lanes) vals.resize(T.node.size() * lanes);
-    if (stamp.size() < T.node.size()) stamp.resize(T.node.size(), 0);
+    if (vals.size() < T.ins.size() * lanes) vals.resize(T.ins.size() * lanes);
+    if (stamp.size() < T.ins.size()) stamp.resize(T.ins.size(), 0);
     if (++now == 0) std::fill(stamp.begin(), stamp.end(), 0), now = 1;
     // Iterative, children first; an ite's arms only once its condition is known (state 1).
     std::vector<std::pair<uint32_t, uint8_t>>& st = dfs;
@@ -338,28 +376,27 @@ struct KernelNumeric::Impl {
         st.pop_back();
         continue;
       }
+      const Tape::Ins& x = T.ins[s];
       Slot* v = &vals[size_t(s) * lanes];
-      if (T.kind[s] != Tape::Code) {
-        ir::Expr x = T.node[s];
+      if (x.kind != Tape::Code) {
         for (size_t p = 0; p < lanes; ++p)
-          v[p] = T.kind[s] == Tape::Frontier ? Slot{0, T.fvals[T.frontier[s]], false}
-                 : x->sort == ir::Sort::Real ? Slot{T.constant[size_t(s) * 2 + f32[p]], 0, false}
-                                            : Slot{0, x->sort == ir::Sort::Bool ? uint64_t(x->bool_value()) : x->bv_value(), false};
+          v[p] = x.kind == Tape::Frontier      ? Slot{0, T.fvals[x.aux], false}
+                 : x.sort == ir::Sort::Real ? Slot{x.real[f32[p]], 0, false}
+                                            : Slot{0, x.aux, false};
         stamp[s] = now;
         st.pop_back();
         continue;
       }
-      ir::Expr x = T.node[s];
-      const uint32_t* a = T.args.data() + T.arg_at[s];
+      const uint32_t* a = T.args.data() + x.arg_at;
       size_t at = st.size() - 1;
-      if (state == 0 && x->op == ir::Op::Ite) {
+      if (state == 0 && x.op == ir::Op::Ite) {
         st[at].second = 1;
         st.push_back({a[0], 0});
         continue;
       }
       if (state == 0) {
         st[at].second = 2;
-        for (uint32_t k = 0; k < x->nargs; ++k)
+        for (uint32_t k = 0; k < x.nargs; ++k)
           if (stamp[a[k]] != now) st.push_back({a[k], 0});
         continue;
       }
@@ -378,7 +415,7 @@ struct KernelNumeric::Impl {
     }
     for (size_t p = 0; p < lanes; ++p) {
       const Slot& r = vals[size_t(T.root) * lanes + p];
-      out[p] = r.u ? kUndef : T.node[T.root]->sort == ir::Sort::Real ? r.r : double(r.b);
+      out[p] = r.u ? kUndef : T.ins[T.root].sort == ir::Sort::Real ? r.r : double(r.b);
     }
   }
   std::vector<std::pair<uint32_t, uint8_t>> dfs;
@@ -489,13 +526,20 @@ struct KernelNumeric::Impl {
     LaunchInfo& L = *kw->launch;
     enter(L);
     launch = &L;
-    std::vector<exec::Writer> writers;
-    try {
-      L.resolver->set_deadline(deadline);
-      writers = exec::writers_of(low.launch_context(), *L.result, kw->tensor, key.second, L.resolver.get(), false);
-    } catch (const exec::TimeLimit&) {
-      throw OutOfTime("numeric evaluation of the location ran past the budget");
+    auto [found, fresh] = L.writers[kw->tensor].try_emplace(key.second);
+    if (fresh) {
+      try {
+        L.resolver->set_deadline(deadline);
+        found->second = exec::writers_of(low.launch_context(), *L.result, kw->tensor, key.second, L.resolver.get(), false);
+      } catch (const exec::TimeLimit&) {
+        L.writers[kw->tensor].erase(found);
+        throw OutOfTime("numeric evaluation of the location ran past the budget");
+      } catch (...) {
+        L.writers[kw->tensor].erase(found);
+        throw;
+      }
     }
+    const std::vector<exec::Writer>& writers = found->second;
     if (writers.empty()) return Outcome::NotHere;
     auto op_of = [&](const exec::Writer& w) { return L.result->writes[w.write].op; };
     exec::WriteOp acc = op_of(writers[0]);
@@ -516,7 +560,7 @@ struct KernelNumeric::Impl {
     } else if (all_acc && kw->before != program::kNoValue) {
       // before + each writer's value, in issue order (the template's n-ary add sums them in its
       // canonical order: the same number in fp64 up to rounding)
-      const double* b = (*read)({kw->before, key.second}, -1, buf.data());
+      const double* b = (*read)({kw->before, key.second}, buf.data());
       if (!b) {
         if (noted.insert({kw->before, key.second}).second) missing->push_back({kw->before, key.second});
         return Outcome::Missing;
@@ -537,9 +581,7 @@ struct KernelNumeric::Impl {
   }
 };
 
-KernelNumeric::KernelNumeric(Lowering& low, std::vector<uint8_t> f32, std::chrono::steady_clock::time_point deadline,
-                             bool tape)
-    : impl_(std::make_unique<Impl>(low, std::move(f32), deadline, tape)) {}
+KernelNumeric::KernelNumeric(Lowering& low, Options opt) : impl_(std::make_unique<Impl>(low, std::move(opt))) {}
 KernelNumeric::~KernelNumeric() = default;
 
 KernelNumeric::Outcome KernelNumeric::evaluate(Key key, const Reader& read, std::vector<Key>& missing, double* out) {

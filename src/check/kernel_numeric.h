@@ -17,10 +17,12 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <utility>
 #include <vector>
 
 #include "check/lower.h"
+#include "smt/falsify.h"
 
 namespace dirigo::check {
 
@@ -32,14 +34,28 @@ class KernelNumeric {
   static bool is_cell(Key k) { return k.first <= -2; }
   // The values of an element at every lane (nullptr: not evaluated yet); `buf` (one double per
   // lane) may hold them. Reals as doubles, integers as their unsigned value, NaN when undefined.
-  // `via`: the launch tensor the kernel read it through (-1: none, a cell or a value read directly).
-  using Reader = std::function<const double*(Key key, int32_t via, double* buf)>;
+  using Reader = std::function<const double*(Key key, double* buf)>;
 
-  // One lane per point: f32[p] set evaluates lane p in IEEE fp32 (ir::Evaluator's F32 mode). tape
-  // false: every record value by ir::Evaluator instead of its compiled tape (kernel_numeric.cpp),
-  // for cross-checks.
-  KernelNumeric(Lowering& low, std::vector<uint8_t> f32, std::chrono::steady_clock::time_point deadline,
-                bool tape = true);
+  // A value whose elements are a shared input's draws (contiguous reals): where they lie in its
+  // storage and the draw key (smt::name_key of the input). Read directly (smt::PointSampler at each
+  // lane's point, as numeric.cpp draws them): a kernel's scattered reads of its inputs are most of
+  // its leaves.
+  struct SharedDraws {
+    int64_t offset = 0, numel = 0;
+    uint64_t key = 0;
+  };
+  using SharedOf = std::function<std::optional<SharedDraws>(program::ValueId)>;
+
+  struct Options {
+    uint64_t seed = 1;            // the points' draws, as NumericOptions gives them
+    std::vector<unsigned> points;  // one lane per point
+    double bound = 10;
+    std::vector<uint8_t> f32;      // per lane: IEEE fp32 (ir::Evaluator's F32 mode)
+    SharedOf shared_of;            // unset: every read through the Reader
+    std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max();
+    bool tape = true;              // false: every record value by ir::Evaluator (cross-checks of the tapes)
+  };
+  KernelNumeric(Lowering& low, Options opt);
   ~KernelNumeric();
 
   enum class Outcome : uint8_t {

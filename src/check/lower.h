@@ -66,6 +66,9 @@ struct LaunchInfo {
   std::shared_ptr<exec::Resolver> resolver;
   // ir tensor id (per storage the launch writes) -> the SSA value after the launch
   std::unordered_map<int32_t, program::ValueId> after;
+  // By written tensor and element: its writers (exec::writers_of without values), found once for
+  // every point the numeric path evaluates it at (check/kernel_numeric.cpp).
+  std::unordered_map<int32_t, std::unordered_map<int64_t, std::vector<exec::Writer>>> writers;
 };
 
 // Thrown when building one location's expression runs past the check's deadline (a location of a

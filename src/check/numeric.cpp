@@ -211,8 +211,6 @@ struct NumericEvaluator::Impl {
   std::unique_ptr<KernelNumeric> kernels;
   KernelNumeric::Reader reader;
   std::vector<double> kernel_out;
-  struct Access;
-  std::unordered_map<int32_t, std::unique_ptr<Access>> kernel_reads;  // by launch tensor
 
   // Scratch context of the templates, with one evaluator per point sharing its nodes' values.
   std::unique_ptr<ir::Context> scratch;
@@ -238,21 +236,15 @@ struct NumericEvaluator::Impl {
       points_key = smt::PointSampler::mix(points_key ^ uint64_t(opt.products_path));
     hook = [this](const aten::Products& pr) { return products(pr); };
     if (opt.kernel_threads) {
-      kernels = std::make_unique<KernelNumeric>(low, f32, opt.deadline, opt.kernel_tape);
+      KernelNumeric::Options ko{opt.seed, opt.points, opt.bound, f32, {}, opt.deadline, opt.kernel_tape};
+      ko.shared_of = [this](program::ValueId v) -> std::optional<KernelNumeric::SharedDraws> {
+        auto sv = low.shared_view(v);  // as Access draws them: contiguous reals
+        if (!sv || !sv->contiguous || sv->sort != ir::Sort::Real) return std::nullopt;
+        return KernelNumeric::SharedDraws{sv->offset, sv->numel, key_of(sv->tensor)};
+      };
+      kernels = std::make_unique<KernelNumeric>(low, std::move(ko));
       kernel_out.resize(npoints);
-      reader = [this](KernelNumeric::Key k, int32_t via, double* buf) -> const double* {
-        if (via >= 0) {  // through the launch tensor (Access): a shared input drawn on the spot (a kernel's
-                         // reads are scattered: a draw costs less than a cache miss in a draw cache)
-          auto& a = kernel_reads[via];
-          if (!a) a = std::make_unique<Access>(*this, via);
-          if (a->shared && k.second >= a->shared->offset && k.second - a->shared->offset < a->shared->numel) {
-            a->draw(k.second - a->shared->offset, buf);
-            return buf;
-          }
-          if (const double* v = a->values(k.second, buf)) return v;
-          products_missing.pop_back();  // (noted there; the kernel path notes its own)
-          return nullptr;
-        }
+      reader = [this](KernelNumeric::Key k, double* buf) -> const double* {
         if (!KernelNumeric::is_cell(k)) {
           Lowering::Source src = low.source(k.first, k.second);
           if (src.kind != Lowering::Source::Kind::Computed) {
