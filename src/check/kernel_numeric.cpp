@@ -588,7 +588,7 @@ KernelNumeric::Outcome KernelNumeric::evaluate(Key key, const Reader& read, std:
   Impl& im = *impl_;
   im.read = &read;
   im.missing = &missing;
-  im.noted.clear();
+  if (!im.noted.empty()) im.noted.clear();  // (clear() costs its bucket count: most calls note nothing)
   if (is_cell(key)) return im.cell(key, out) ? Outcome::Done : Outcome::Missing;
   return im.element(key, out);
 }
