@@ -284,6 +284,7 @@ struct KernelNumeric::Impl {
       return id;
     };
     for (ir::Expr x : post) {
+      if ((++ticks & 4095) == 0) check_time();  // a thread's 10^5-10^6-term loop compiles in ~1 s
       if (thread_only.at(x)) continue;
       std::vector<uint32_t> a;
       for (ir::Expr c : x->args()) a.push_back(slot_of(c));
