@@ -184,10 +184,10 @@ struct KernelNumeric::Impl {
 
   // A record value compiled once (per root): its thread-only bitvector/Boolean sub-expressions (index
   // arithmetic, guards: most of its nodes) into one exec::BvProgram evaluated per thread on machine
-  // words, the rest a slot per node evaluated on demand for every lane at once. An ite whose
-  // condition is the same in every lane evaluates its chosen arm only: the other arm's loads may lie
-  // outside their tensors (a guarded read), and the template path never reads them (specialization
-  // folds the guard). Values follow ir::Evaluator's semantics (fp32 lanes: every operation rounded).
+  // words, the rest a slot per node (children first) evaluated for every lane at once. An ite whose
+  // condition is thread-only evaluates its chosen arm only: the other arm's loads may lie outside
+  // their tensors (a guarded read), and the template path never reads them (specialization folds the
+  // guard). Values follow ir::Evaluator's semantics (fp32 lanes: every operation rounded).
   // A record with any other operation on data (bit operations on loaded integers, ...) is evaluated
   // by ir::Evaluator itself (`fast` false).
   struct Tape {
@@ -216,9 +216,7 @@ struct KernelNumeric::Impl {
     uint64_t b = 0;
     bool u = false;  // undefined
   };
-  std::vector<Slot> vals;       // slot * lanes + lane
-  std::vector<uint32_t> stamp;  // by slot: evaluated for the thread of this stamp
-  uint32_t now = 0;
+  std::vector<Slot> vals;  // slot * lanes + lane
 
   static bool code_op(ir::Op op) {
     switch (op) {
@@ -321,6 +319,33 @@ struct KernelNumeric::Impl {
       const Slot& i = arg(0, 0);
       return read_leaf(x, x.arg0 == ir::Sort::BV64 ? int64_t(i.b) : int64_t(i.b & mask_of(x.arg0)), out);
     }
+    // n-ary sums, products and min/max: argument by argument over all lanes (one slot row each), in
+    // the argument order ir::Evaluator uses.
+    if (x.op == ir::Op::Add || x.op == ir::Op::Mul || x.op == ir::Op::Min || x.op == ir::Op::Max) {
+      const Slot* first = &vals[size_t(a[0]) * lanes];
+      for (size_t p = 0; p < lanes; ++p) {
+        double v = first[p].r;
+        out[p].r = x.op == ir::Op::Add ? (f32[p] ? double(float(0.0 + v)) : 0.0 + v)
+                   : x.op == ir::Op::Mul ? (f32[p] ? double(float(1.0 * v)) : 1.0 * v)
+                                         : v;
+        out[p].u = first[p].u;
+      }
+      for (uint32_t k = 1; k < x.nargs; ++k) {
+        const Slot* in = &vals[size_t(a[k]) * lanes];
+        for (size_t p = 0; p < lanes; ++p) {
+          double& r = out[p].r;
+          double v = in[p].r;
+          switch (x.op) {
+            case ir::Op::Add: r = f32[p] ? double(float(r + v)) : r + v; break;
+            case ir::Op::Mul: r = f32[p] ? double(float(r * v)) : r * v; break;
+            case ir::Op::Min: r = v < r ? v : r; break;
+            default: r = v > r ? v : r; break;
+          }
+          out[p].u = out[p].u || in[p].u;
+        }
+      }
+      return;
+    }
     for (size_t p = 0; p < lanes; ++p) {
       Slot r;
       bool f = f32[p];
@@ -364,62 +389,44 @@ struct KernelNumeric::Impl {
   void run(Tape& T, const exec::ThreadCoord& t, double* out) {
     uint64_t point[6] = {t.tid.x, t.tid.y, t.tid.z, t.ctaid.x, t.ctaid.y, t.ctaid.z};
     if (!T.fvals.empty()) T.prog->eval(point, T.fvals.data());
-    if (vals.size() < T.ins.size() * lanes) vals.resize(T.ins.size() * lanes);
-    if (stamp.size() < T.ins.size()) stamp.resize(T.ins.size(), 0);
-    if (++now == 0) std::fill(stamp.begin(), stamp.end(), 0), now = 1;
-    // Iterative, children first; an ite's arms only once its condition is known (state 1).
-    std::vector<std::pair<uint32_t, uint8_t>>& st = dfs;
-    st.clear();
-    st.push_back({T.root, 0});
-    while (!st.empty()) {
-      auto [s, state] = st.back();
-      if (stamp[s] == now) {
-        st.pop_back();
-        continue;
-      }
+    const size_t n = T.ins.size();
+    if (vals.size() < n * lanes) vals.resize(n * lanes);
+    // Slots are numbered children first (compile order). Backwards: which slots this thread needs —
+    // an ite whose condition is thread-only (a frontier value, known now) needs its chosen arm only,
+    // one on data both (as the template keeps both). Forwards: those, in order.
+    need.assign(n, 0);
+    need[T.root] = 1;
+    for (size_t s = n; s-- > 0;) {
       const Tape::Ins& x = T.ins[s];
-      Slot* v = &vals[size_t(s) * lanes];
-      if (x.kind != Tape::Code) {
-        for (size_t p = 0; p < lanes; ++p)
-          v[p] = x.kind == Tape::Frontier      ? Slot{0, T.fvals[x.aux], false}
-                 : x.sort == ir::Sort::Real ? Slot{x.real[f32[p]], 0, false}
-                                            : Slot{0, x.aux, false};
-        stamp[s] = now;
-        st.pop_back();
-        continue;
-      }
+      if (!need[s] || x.kind != Tape::Code) continue;
       const uint32_t* a = T.args.data() + x.arg_at;
-      size_t at = st.size() - 1;
-      if (state == 0 && x.op == ir::Op::Ite) {
-        st[at].second = 1;
-        st.push_back({a[0], 0});
+      if (x.op == ir::Op::Ite && T.ins[a[0]].kind != Tape::Code) {
+        const Tape::Ins& c = T.ins[a[0]];
+        need[a[0]] = 1;
+        need[(c.kind == Tape::Frontier ? T.fvals[c.aux] : c.aux) ? a[1] : a[2]] = 1;
         continue;
       }
-      if (state == 0) {
-        st[at].second = 2;
-        for (uint32_t k = 0; k < x.nargs; ++k)
-          if (stamp[a[k]] != now) st.push_back({a[k], 0});
+      for (uint32_t k = 0; k < x.nargs; ++k) need[a[k]] = 1;
+    }
+    for (size_t s = 0; s < n; ++s) {
+      if (!need[s]) continue;
+      const Tape::Ins& x = T.ins[s];
+      if (x.kind == Tape::Code) {
+        compute(T, uint32_t(s));
         continue;
       }
-      if (state == 1) {  // the condition is known: the arms it chooses in some lane
-        st[at].second = 2;
-        const Slot* c = &vals[size_t(a[0]) * lanes];
-        bool then_arm = false, else_arm = false;
-        for (size_t p = 0; p < lanes; ++p) (c[p].b ? then_arm : else_arm) = true;
-        if (then_arm && stamp[a[1]] != now) st.push_back({a[1], 0});
-        if (else_arm && stamp[a[2]] != now) st.push_back({a[2], 0});
-        continue;
-      }
-      compute(T, s);
-      stamp[s] = now;
-      st.pop_back();
+      Slot* v = &vals[s * lanes];
+      for (size_t p = 0; p < lanes; ++p)
+        v[p] = x.kind == Tape::Frontier      ? Slot{0, T.fvals[x.aux], false}
+               : x.sort == ir::Sort::Real ? Slot{x.real[f32[p]], 0, false}
+                                          : Slot{0, x.aux, false};
     }
     for (size_t p = 0; p < lanes; ++p) {
       const Slot& r = vals[size_t(T.root) * lanes + p];
       out[p] = r.u ? kUndef : T.ins[T.root].sort == ir::Sort::Real ? r.r : double(r.b);
     }
   }
-  std::vector<std::pair<uint32_t, uint8_t>> dfs;
+  std::vector<uint8_t> need;  // by slot, for the thread being evaluated
 
   // The value of `root` (a record's value) for `t`, at every lane, into out.
   void eval(ir::Expr root, const exec::ThreadCoord& t, double* out) {
