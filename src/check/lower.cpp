@@ -560,13 +560,28 @@ LaunchInfo& Lowering::launch(size_t op_index) {
   return launches_.back();
 }
 
-ir::Expr Lowering::from_launch(size_t op_index, const program::Write& w, int64_t j) {
-  LaunchInfo& L = launch(op_index);
+std::optional<Lowering::KernelWrite> Lowering::kernel_write(ValueId v) {
+  const program::Value& val = prog_.value(v);
+  if (val.producer < 0) return std::nullopt;
+  const program::SsaOp& op = prog_.ops[size_t(val.producer)];
+  if (!std::holds_alternative<bundle::LaunchOp>(op.op)) return std::nullopt;
+  const program::Write* w = nullptr;
+  for (const auto& cand : op.writes)
+    if (cand.after == v) w = &cand;
+  if (!w) throw Unsupported(fmt::format("{}: value {} has no write record", prog_.name, program::value_name(prog_, v)));
+  LaunchInfo& L = launch(size_t(val.producer));
   if (L.result->unsupported) throw Unsupported(fmt::format("kernel {}: {}", L.kernel, *L.result->unsupported));
-  int32_t tensor = -1;
+  KernelWrite kw{&L, -1, w->before, w->regions.empty() ? ir::Sort::Real : sort_of(w->regions.front().dtype)};
   for (const auto& [t, after] : L.after)
-    if (after == w.after) tensor = t;
-  if (tensor < 0) throw Unsupported("kernel " + L.kernel + ": written storage is no argument");
+    if (after == w->after) kw.tensor = t;
+  if (kw.tensor < 0) throw Unsupported("kernel " + L.kernel + ": written storage is no argument");
+  return kw;
+}
+
+ir::Expr Lowering::from_launch(size_t, const program::Write& w, int64_t j) {
+  KernelWrite kw = *kernel_write(w.after);
+  LaunchInfo& L = *kw.launch;
+  int32_t tensor = kw.tensor;
   std::vector<exec::Writer> writers;
   try {
     L.resolver->set_deadline(deadline_);
@@ -574,7 +589,7 @@ ir::Expr Lowering::from_launch(size_t op_index, const program::Write& w, int64_t
   } catch (const exec::TimeLimit&) {  // the inversion ran past the budget
     throw OutOfTime("building the location's expression ran past the budget");
   }
-  ir::Sort sort = w.regions.empty() ? ir::Sort::Real : sort_of(w.regions.front().dtype);
+  ir::Sort sort = kw.sort;
   auto before = [&]() -> ir::Expr {  // in the launch's context: project_leaves() maps it like the writes
     if (w.before == program::kNoValue) return ctx_.elem(value_tensor(w.after), j, sort);
     return ctx_.elem(value_tensor(w.before), j, sort);

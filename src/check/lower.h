@@ -66,6 +66,9 @@ struct LaunchInfo {
   std::shared_ptr<exec::Resolver> resolver;
   // ir tensor id (per storage the launch writes) -> the SSA value after the launch
   std::unordered_map<int32_t, program::ValueId> after;
+  // By written tensor and element: its writers (exec::writers_of without values), found once for
+  // every point the numeric path evaluates it at (check/kernel_numeric.cpp).
+  std::unordered_map<int32_t, std::unordered_map<int64_t, std::vector<exec::Writer>>> writers;
 };
 
 // Thrown when building one location's expression runs past the check's deadline (a location of a
@@ -123,6 +126,21 @@ class Lowering {
     bool contiguous = false;  // logical index = storage index - offset
   };
   std::optional<SharedView> shared_view(program::ValueId v);
+
+  // How a value is written by a kernel launch (nullopt: it is not): the launch (executed on demand;
+  // Unsupported when it could not be), the launch tensor of the written storage (writers_of's), the
+  // value before the launch (kNoValue: none) and the element sort. The numeric path evaluates the
+  // writers' values under their threads (check/kernel_numeric.h) instead of building them.
+  struct KernelWrite {
+    LaunchInfo* launch = nullptr;
+    int32_t tensor = -1;
+    program::ValueId before = program::kNoValue;
+    ir::Sort sort = ir::Sort::Real;
+  };
+  std::optional<KernelWrite> kernel_write(program::ValueId v);
+  // The context launches are executed in: their write records' nodes live there.
+  ir::Context& launch_context() { return ctx_; }
+  std::chrono::steady_clock::time_point deadline() const { return deadline_; }
 
   // Executes every launch of the (trimmed) program up front: safety findings and
   // UNSUPPORTED reasons surface before any location is checked.

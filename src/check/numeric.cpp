@@ -12,6 +12,7 @@
 #include <fmt/format.h>
 
 #include "aten/op_call.h"
+#include "check/kernel_numeric.h"
 #include "ir/limits.h"
 #include "ir/print.h"
 #include "smt/falsify.h"
@@ -206,6 +207,10 @@ struct NumericEvaluator::Impl {
   std::vector<double> products_values;
   std::vector<std::pair<int32_t, int64_t>> products_missing;
   Lowering::ProductsHook hook;
+  // Kernel-written elements and shared cells (opt.kernel_threads), reading operands through `reader`.
+  std::unique_ptr<KernelNumeric> kernels;
+  KernelNumeric::Reader reader;
+  std::vector<double> kernel_out;
 
   // Scratch context of the templates, with one evaluator per point sharing its nodes' values.
   std::unique_ptr<ir::Context> scratch;
@@ -230,6 +235,27 @@ struct NumericEvaluator::Impl {
     if (opt.products_path != NumericOptions::ProductsPath::Tight)  // fp64 sums differ in the last bits
       points_key = smt::PointSampler::mix(points_key ^ uint64_t(opt.products_path));
     hook = [this](const aten::Products& pr) { return products(pr); };
+    if (opt.kernel_threads) {
+      KernelNumeric::Options ko{opt.seed, opt.points, opt.bound, f32, {}, opt.deadline, opt.kernel_tape};
+      ko.shared_of = [this](program::ValueId v) -> std::optional<KernelNumeric::SharedDraws> {
+        auto sv = low.shared_view(v);  // as Access draws them: contiguous reals
+        if (!sv || !sv->contiguous || sv->sort != ir::Sort::Real) return std::nullopt;
+        return KernelNumeric::SharedDraws{sv->offset, sv->numel, key_of(sv->tensor)};
+      };
+      kernels = std::make_unique<KernelNumeric>(low, std::move(ko));
+      kernel_out.resize(npoints);
+      reader = [this](KernelNumeric::Key k, double* buf) -> const double* {
+        if (!KernelNumeric::is_cell(k)) {
+          Lowering::Source src = low.source(k.first, k.second);
+          if (src.kind != Lowering::Source::Kind::Computed) {
+            for (size_t p = 0; p < npoints; ++p) buf[p] = source_value(src, p);
+            return buf;
+          }
+        }
+        auto it = memo.find(k);
+        return it == memo.end() ? nullptr : pool.data() + it->second;
+      };
+    }
     fresh_scratch();
     products_tensor = scratch->tensor("numeric:products");
   }
@@ -564,6 +590,7 @@ struct NumericEvaluator::Impl {
       std::pair<int32_t, int64_t> key;
       ir::Expr tmpl = nullptr;
       uint64_t generation = 0;
+      bool not_kernel = false;  // KernelNumeric left it to the template path
     };
     std::vector<Frame> stack{{{value, j}}};
     std::vector<std::pair<int32_t, int64_t>> missing;
@@ -575,6 +602,23 @@ struct NumericEvaluator::Impl {
       if (memo.count(f.key)) {
         stack.pop_back();
         continue;
+      }
+      if (kernels && !f.not_kernel) {
+        missing.clear();
+        switch (kernels->evaluate(f.key, reader, missing, kernel_out.data())) {
+          case KernelNumeric::Outcome::Done:
+            memo.emplace(f.key, pool.size());
+            pool.insert(pool.end(), kernel_out.begin(), kernel_out.end());
+            if (!KernelNumeric::is_cell(f.key)) ++stats.elements, ++stats.kernel_elements;
+            stack.pop_back();
+            continue;
+          case KernelNumeric::Outcome::Missing:
+            for (const auto& m : missing) stack.push_back({m});  // f is invalid from here on
+            continue;
+          case KernelNumeric::Outcome::NotHere:
+            f.not_kernel = true;
+            break;
+        }
       }
       if (!f.tmpl || f.generation != generation) {
         if (scratch->num_nodes() - scratch_base > opt.scratch_nodes) fresh_scratch();
@@ -647,6 +691,10 @@ std::vector<double> NumericEvaluator::element(const program::View& view, int64_t
 const NumericEvaluator::Stats& NumericEvaluator::stats() const {
   impl_->stats.template_nodes += impl_->scratch->num_nodes() - impl_->scratch_base;
   impl_->scratch_base = impl_->scratch->num_nodes();
+  if (impl_->kernels) {
+    impl_->stats.kernel_writers = impl_->kernels->stats().writers;
+    impl_->stats.kernel_cells = impl_->kernels->stats().cells;
+  }
   return impl_->stats;
 }
 

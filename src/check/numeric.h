@@ -43,6 +43,12 @@ struct NumericOptions {
   // fp32 (index order, every operation rounded); in fp64 up to reassociation. Tests compare them.
   enum class ProductsPath : uint8_t { Tight, Logical, Generic };
   ProductsPath products_path = ProductsPath::Tight;
+  // Kernel-written elements and the shared-memory cells they read evaluated under their writers'
+  // threads (check/kernel_numeric.h); false: from their templates (the record values specialized and
+  // resolved per element, imported), kept for cross-checks.
+  bool kernel_threads = true;
+  // With kernel_threads: record values from compiled tapes (false: by ir::Evaluator; cross-checks).
+  bool kernel_tape = true;
   // Past it, element() throws OutOfTime (the lowering's own deadline binds its part).
   std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max();
 };
@@ -66,6 +72,9 @@ class NumericEvaluator {
     uint64_t tight = 0;           // of those: summed by a tight loop over draws (the rest term by term)
     uint64_t runs_innermost = 0;  // of those: from runs-innermost draws (convolutions, see numeric.cpp)
     uint64_t draws = 0;           // shared-input elements this evaluator drew into a draw cache
+    uint64_t kernel_elements = 0; // of elements: kernel-written ones evaluated under their writers' threads
+    uint64_t kernel_writers = 0;  // (record, thread) values evaluated for them, shared stores included
+    uint64_t kernel_cells = 0;    // shared-memory cells evaluated for them
   };
   const Stats& stats() const;
 

@@ -190,26 +190,40 @@ class Resolver {
   ir::Expr resolve(ir::Expr e);  // e already free of thread identity
   // Past this deadline specialize / resolve throw TimeLimit (a caller's budget; default none).
   void set_deadline(std::chrono::steady_clock::time_point t);
+  // The epoch whose initial shared-memory state `tensor` is (ExecResult::smem_tensor), or -1.
+  int epoch_of(int32_t tensor) const;
+  // The shared stores that give element `index` of epoch `epoch`'s initial state its value, in the
+  // order resolve() folds them: the last plain store of the latest earlier epoch that has one (plain),
+  // then the atomic updates of that epoch and the later ones. Empty: never written (Undef).
+  // check/kernel_numeric.cpp evaluates these numerically instead of building the cell's expression.
+  struct CellWrite {
+    int epoch = 0;
+    size_t write = 0;  // index into ExecResult::epoch_writes[epoch]
+    ThreadCoord thread;
+    bool plain = false;
+  };
+  std::vector<CellWrite> cell_writes(int epoch, uint64_t index);
  private:
   struct Impl;
   std::unique_ptr<Impl> impl_;
   // writers_of's per-record inversion (compiled predicate and index, affine forms), built once
   struct WritePlan;
   WritePlan& plan(size_t write);
-  friend std::vector<struct Writer> writers_of(ir::Context&, const ExecResult&, int32_t, int64_t, Resolver*);
+  friend std::vector<struct Writer> writers_of(ir::Context&, const ExecResult&, int32_t, int64_t, Resolver*, bool);
 };
 
 struct Writer {
   size_t write;           // index into ExecResult::writes
   ThreadCoord thread;
-  ir::Expr value;         // specialized and resolved
+  ir::Expr value;         // specialized and resolved (nullptr when not asked for)
 };
 
 // All (record, thread) pairs whose write lands on tensor[flat_index], in issue order.
 // Inversion: affine solve of index == flat_index over the thread variables when possible,
-// bounded enumeration otherwise.
+// bounded enumeration otherwise. specialize = false: the writers alone (a numeric caller
+// evaluates the record's value under the thread instead of building it).
 std::vector<Writer> writers_of(ir::Context& ctx, const ExecResult& r, int32_t tensor, int64_t flat_index,
-                               Resolver* resolver = nullptr);
+                               Resolver* resolver = nullptr, bool specialize = true);
 
 // ---- concrete interpreter (concrete.cpp): the same instruction semantics with every thread
 // as its own bundle and concrete memory. Tensor contents: per tensor id, values as doubles

@@ -199,41 +199,48 @@ struct Resolver::Impl {
     throw std::runtime_error("shared cell stored with one type and read with another");
   }
 
-  // The cell's value at the start of `epoch`: the last plain store of the latest epoch that has
-  // one, then every atomic update of that and the later epochs folded on (add/min/max commute,
-  // so issue order between threads does not matter).
-  Expr resolve_elem(Expr leaf, int epoch) {
-    auto it = memo.find(leaf);
-    if (it != memo.end()) return it->second;
-    deadline.check("in the write inversion (Resolver::resolve)");
-    uint64_t idx = uint64_t(leaf->index());
+  // The stores that give a cell its value at the start of `epoch`: the last plain store of the
+  // latest epoch that has one, then every atomic update of that and the later epochs (add/min/max
+  // commute, so issue order between threads does not matter).
+  std::vector<CellWrite> cell_writes(int epoch, uint64_t idx) {
     uint64_t sb = std::max<uint64_t>(1, r.smem_bytes);
     uint64_t block = idx / sb, off = idx % sb;
-    Expr v = ctx.undef(leaf->sort);
     std::vector<std::pair<int, const Cell*>> chain;  // newest first
+    std::vector<CellWrite> out;
     for (int j = epoch - 1; j >= 0; --j) {
       const auto& m = writer_map(j, block);
       auto w = m.find(off);
       if (w == m.end()) continue;
       chain.push_back({j, &w->second});
       if (w->second.plain >= 0) {
-        v = coerce(specialize(r.epoch_writes[j][w->second.plain].value, thread_of(w->second.plain_lin, block)), leaf->sort);
+        out.push_back({j, size_t(w->second.plain), thread_of(w->second.plain_lin, block), true});
         break;
       }
     }
-    for (size_t k = chain.size(); k-- > 0;) {
-      auto [j, cell] = chain[k];
-      for (auto [wi, lin] : cell->atomics) {
-        const SharedWrite& sw = r.epoch_writes[j][wi];
-        Expr x = coerce(specialize(sw.value, thread_of(lin, block)), leaf->sort);
-        if (v->op == Op::Undef || x->op == Op::Undef) { v = ctx.undef(leaf->sort); break; }
-        bool real = v->sort == Sort::Real;
-        switch (sw.op) {
-          case WriteOp::Add: v = real ? ctx.add(v, x) : ctx.bv_add(v, x); break;
-          case WriteOp::Max: v = real ? ctx.max(v, x) : ctx.bv_max(v, x, sw.is_signed); break;
-          case WriteOp::Min: v = real ? ctx.min(v, x) : ctx.bv_min(v, x, sw.is_signed); break;
-          default: throw std::runtime_error("unmodeled shared atomic");
-        }
+    for (size_t k = chain.size(); k-- > 0;)
+      for (auto [wi, lin] : chain[k].second->atomics) out.push_back({chain[k].first, wi, thread_of(lin, block), false});
+    return out;
+  }
+
+  Expr resolve_elem(Expr leaf, int epoch) {
+    auto it = memo.find(leaf);
+    if (it != memo.end()) return it->second;
+    deadline.check("in the write inversion (Resolver::resolve)");
+    Expr v = ctx.undef(leaf->sort);
+    for (const CellWrite& c : cell_writes(epoch, uint64_t(leaf->index()))) {
+      const SharedWrite& sw = r.epoch_writes[size_t(c.epoch)][c.write];
+      Expr x = coerce(specialize(sw.value, c.thread), leaf->sort);
+      if (c.plain) {
+        v = x;
+        continue;
+      }
+      if (v->op == Op::Undef || x->op == Op::Undef) { v = ctx.undef(leaf->sort); break; }
+      bool real = v->sort == Sort::Real;
+      switch (sw.op) {
+        case WriteOp::Add: v = real ? ctx.add(v, x) : ctx.bv_add(v, x); break;
+        case WriteOp::Max: v = real ? ctx.max(v, x) : ctx.bv_max(v, x, sw.is_signed); break;
+        case WriteOp::Min: v = real ? ctx.min(v, x) : ctx.bv_min(v, x, sw.is_signed); break;
+        default: throw std::runtime_error("unmodeled shared atomic");
       }
     }
     memo[leaf] = v;
@@ -260,6 +267,13 @@ Resolver::~Resolver() = default;
 Expr Resolver::specialize(Expr e, const ThreadCoord& t) { return impl_->specialize(e, t); }
 Expr Resolver::resolve(Expr e) { return impl_->resolve(e); }
 void Resolver::set_deadline(std::chrono::steady_clock::time_point t) { impl_->deadline = Deadline(t); }
+int Resolver::epoch_of(int32_t tensor) const {
+  auto it = impl_->epoch_of.find(tensor);
+  return it == impl_->epoch_of.end() ? -1 : it->second;
+}
+std::vector<Resolver::CellWrite> Resolver::cell_writes(int epoch, uint64_t index) {
+  return impl_->cell_writes(epoch, index);
+}
 
 // What inverting one write record needs, independent of the element: compiling its predicate and
 // index was most of writers_of's cost per element (27 records of ~650 nodes in 096's conv kernel).
@@ -320,7 +334,8 @@ Resolver::WritePlan& Resolver::plan(size_t wi) {
 }
 
 
-std::vector<Writer> writers_of(ir::Context& ctx, const ExecResult& r, int32_t tensor, int64_t flat, Resolver* resolver) {
+std::vector<Writer> writers_of(ir::Context& ctx, const ExecResult& r, int32_t tensor, int64_t flat, Resolver* resolver,
+                               bool specialize) {
   std::unique_ptr<Resolver> own;
   if (!resolver) { own = std::make_unique<Resolver>(ctx, r); resolver = own.get(); }
   ThreadVars tv(ctx, r.launch.block, r.launch.grid);
@@ -339,7 +354,7 @@ std::vector<Writer> writers_of(ir::Context& ctx, const ExecResult& r, int32_t te
     };
     auto add = [&](const uint64_t* p) {
       ThreadCoord t = coord_of_point(p);
-      found.push_back({w.seq, Writer{wi, t, resolver->specialize(w.value, t)}});
+      found.push_back({w.seq, Writer{wi, t, specialize ? resolver->specialize(w.value, t) : nullptr}});
     };
     // 1. affine solve: index = k + sum c_i v_i with c_i >= 0; depth-first over the Vars by
     // decreasing coefficient, each Var limited to the values that leave a reachable remainder

@@ -1,0 +1,31 @@
+// Kernels whose elements check/kernel_numeric.cpp evaluates under their writers' threads
+// (tests/check/test_kernel_numeric.cpp): a block reduction through shared memory with a per-thread
+// strided loop, and a guarded per-thread loop.
+
+// One block per row: each thread sums a strided slice of the row, then a tree reduction.
+extern "C" __global__ void row_sum(const float* x, float* out, int rows, int cols) {
+  __shared__ float part[256];
+  int r = blockIdx.x, t = threadIdx.x;
+  float s = 0.f;
+  for (int c = t; c < cols; c += blockDim.x) s += x[r * cols + c];
+  part[t] = s;
+  __syncthreads();
+  for (int h = blockDim.x / 2; h > 0; h >>= 1) {
+    if (t < h) part[t] += part[t + h];
+    __syncthreads();
+  }
+  if (t == 0) out[r] = part[0];
+}
+
+// A same-size 1-d convolution with zero padding and a ReLU: the taps outside the input are guarded
+// (the template path folds the guard per thread; the tape evaluates only the chosen arm).
+extern "C" __global__ void conv1d_relu(const float* x, const float* w, float* out, int n, int k) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i >= n) return;
+  float s = 0.f;
+  for (int j = 0; j < k; ++j) {
+    int p = i + j - k / 2;
+    if (p >= 0 && p < n) s += x[p] * w[j];
+  }
+  out[i] = fmaxf(s, 0.f);
+}

@@ -1,0 +1,196 @@
+// Kernel-written elements in the numeric path (check/kernel_numeric.h): evaluated under their
+// writers' threads, they equal the built (specialized, resolved, back-projected) expression evaluated
+// by ir::Evaluator at the same points, on kernels compiled from tests/check/cuda/numeric_kernels.cu:
+// a block reduction through shared memory with a per-thread loop, and a guarded per-thread loop.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "../program/builder.h"
+#include "check/check.h"
+#include "check/lower.h"
+#include "check/numeric.h"
+#include "ir/eval.h"
+#include "ir/limits.h"
+#include "program/merge.h"
+#include "smt/falsify.h"
+
+using namespace dirigo;
+using namespace dirigo::program::testing;
+
+namespace {
+
+std::string kernels_ptx() {
+  std::ifstream f(std::string(DIRIGO_CHECK_PTX_DIR) + "/numeric_kernels.ptx");
+  std::stringstream s;
+  s << f.rdbuf();
+  return s.str();
+}
+
+#define NEED_PTX(ptx)                                                     \
+  if ((ptx).empty()) GTEST_SKIP() << "no PTX (nvcc absent at build time)"
+
+bundle::LaunchOp& launch_op(bundle::Bundle& b, size_t program, size_t op) {
+  return std::get<bundle::LaunchOp>(b.programs[program].ops[op]);
+}
+
+// x[rows, cols] -> out[rows]: sum over dim 1 (reference) / row_sum, one block of `threads` per row.
+bundle::Bundle row_sum_bundle(const std::string& ptx, int64_t rows, int64_t cols, int64_t threads) {
+  ProgramBuilder ref("ref", "reference"), cand("new", "candidate");
+  auto rx = ref.tensor({rows, cols}), ro = ref.tensor({rows});
+  ref.input("x", rx);
+  ref.aten("aten::sum", {T(rx), Ints({1}), J{{"scalar", false}, {"type", "bool"}}, None()}, {ro});
+  ref.output("out0", ro);
+  auto cx = cand.tensor({rows, cols}), co = cand.tensor({rows});
+  cand.input("x", cx);
+  cand.launch("row_sum", {T(cx), T(co), I(rows, "s32"), I(cols, "s32")});
+  cand.output("out0", co);
+  bundle::Bundle b = make_bundle({&ref, &cand}, nullptr, ptx);
+  std::get<bundle::AtenOp>(b.programs[0].ops[0]).overload = "dim_IntList";
+  auto& l = launch_op(b, 1, 0);
+  l.grid = {rows, 1, 1};
+  l.block = {threads, 1, 1};
+  return b;
+}
+
+// x[n], w[k] -> out[n]: relu of a zero-padded same-size convolution (reference: relu(x), another
+// function of the same shape: only the candidate's values are compared here).
+bundle::Bundle conv1d_bundle(const std::string& ptx, int64_t n, int64_t k) {
+  ProgramBuilder ref("ref", "reference"), cand("new", "candidate");
+  auto rx = ref.tensor({n}), rw = ref.tensor({k}), ro = ref.tensor({n});
+  ref.input("x", rx);
+  ref.input("w", rw, "parameter");
+  ref.aten("aten::relu", {T(rx)}, {ro});
+  ref.output("out0", ro);
+  auto cx = cand.tensor({n}), cw = cand.tensor({k}), co = cand.tensor({n});
+  cand.input("x", cx);
+  cand.input("w", cw, "parameter");
+  cand.launch("conv1d_relu", {T(cx), T(cw), T(co), I(n, "s32"), I(k, "s32")});
+  cand.output("out0", co);
+  bundle::Bundle b = make_bundle({&ref, &cand}, nullptr, ptx);
+  auto& l = launch_op(b, 1, 0);
+  l.grid = {(n + 31) / 32, 1, 1};
+  l.block = {32, 1, 1};
+  return b;
+}
+
+struct Candidate {
+  program::Merged m;
+  ir::Context ctx;
+  check::Lowering low;
+  explicit Candidate(const bundle::Bundle& b) : m(program::merge(b, {false, false})), low(ctx, b, m, false, {}) {
+    low.execute_all();
+  }
+  const program::View& out() const { return m.outputs[0].cand; }
+  int64_t numel() const {
+    int64_t n = 1;
+    for (int64_t s : out().shape) n *= s;
+    return n;
+  }
+};
+
+// Every location of the candidate's output, at a point in fp64 and fp32 together (the check's
+// lanes): the thread-environment values against the built expression evaluated by ir::Evaluator
+// (fp64 up to summation order, fp32 up to rounding in another order), against the old template path
+// (fp64) and, tape against ir::Evaluator on the record values, the same numbers bit for bit.
+void expect_kernel_values_match(const bundle::Bundle& b) {
+  Candidate c(b);
+  const uint64_t seed = 7;
+  const unsigned point = 2;
+  check::NumericOptions o{.seed = seed, .points = {point, point}, .bound = 10};
+  o.precisions = {ir::Precision::F64, ir::Precision::F32};
+  check::NumericOptions by_evaluator = o, by_template = o;
+  by_evaluator.kernel_tape = false;
+  by_template.kernel_threads = false;
+  check::NumericEvaluator fast(c.low, o), slow(c.low, by_evaluator), old(c.low, by_template);
+  ir::Env env;
+  env.elem = [&](int32_t t, int64_t i, ir::Sort s) {
+    return smt::draw(seed, point, smt::name_key(c.ctx.tensor_name(t)), i, s, 10);
+  };
+  for (int64_t flat = 0; flat < c.numel(); ++flat) {
+    ir::Expr e = c.low.element(c.out(), flat);
+    double want = ir::Evaluator(env, ir::Precision::F64)(e).real;
+    double want32 = ir::Evaluator(env, ir::Precision::F32)(e).real;
+    std::vector<double> v = fast.element(c.out(), flat), s = slow.element(c.out(), flat);
+    EXPECT_NEAR(v[0], want, 1e-9 * (1 + std::fabs(want))) << "location " << flat;
+    EXPECT_NEAR(v[1], want32, 1e-6 * (1 + std::fabs(want32))) << "location " << flat;
+    EXPECT_EQ(v[0], s[0]) << "location " << flat;
+    EXPECT_EQ(v[1], s[1]) << "location " << flat;
+    EXPECT_NEAR(v[0], old.element(c.out(), flat)[0], 1e-9 * (1 + std::fabs(want))) << "location " << flat;
+  }
+  EXPECT_EQ(fast.stats().kernel_elements, uint64_t(c.numel()));
+  EXPECT_EQ(old.stats().kernel_elements, 0u);
+  EXPECT_GT(old.stats().template_nodes, 0u);
+}
+
+}  // namespace
+
+TEST(KernelNumeric, BlockReductionThroughSharedMemoryMatchesBuiltExpression) {
+  std::string ptx = kernels_ptx();
+  NEED_PTX(ptx);
+  bundle::Bundle b = row_sum_bundle(ptx, 3, 200, 64);  // 64 threads, 3-4 columns each, 6 tree levels
+  expect_kernel_values_match(b);
+  Candidate c(b);
+  check::NumericEvaluator n(c.low, {.seed = 1, .points = {0}, .bound = 10});
+  n.element(c.out(), 1);
+  // one row: 64 per-thread partial sums, then 32 + 16 + ... + 1 tree cells read by the next level
+  EXPECT_GE(n.stats().kernel_cells, 64u + 63u);
+  EXPECT_EQ(n.stats().kernel_elements, 1u);
+}
+
+TEST(KernelNumeric, GuardedPerThreadLoopMatchesBuiltExpression) {
+  std::string ptx = kernels_ptx();
+  NEED_PTX(ptx);
+  // 41 taps: threads near either edge split on 40 guards, past 32 bundles the branches are if-converted
+  // (exec::ExecOptions::ifconvert_thread_after): the record values hold ites on thread predicates.
+  expect_kernel_values_match(conv1d_bundle(ptx, 100, 41));
+}
+
+// The old path specialized and resolved each element's writer in the lowering's context: a row of
+// 16384 columns is 16384 leaves and their sums per element. Under its node limit it cannot build one;
+// the thread-environment evaluation builds no node there at all.
+TEST(KernelNumeric, LargeReductionNeedsNoNodesInTheLoweringContext) {
+  std::string ptx = kernels_ptx();
+  NEED_PTX(ptx);
+  Candidate c(row_sum_bundle(ptx, 2, 16384, 256));
+  ir::set_limits(c.ctx, {c.ctx.num_nodes() + 2000});
+  check::NumericOptions o{.seed = 3, .points = {1, 1}, .bound = 10};
+  o.precisions = {ir::Precision::F64, ir::Precision::F32};
+  check::NumericEvaluator fast(c.low, o);
+  std::vector<double> v = fast.element(c.out(), 1);
+  double want = 0;  // the row's draws, summed
+  for (int64_t col = 0; col < 16384; ++col)
+    want += smt::draw(3, 1, smt::name_key("in:x"), 16384 + col, ir::Sort::Real, 10).real;
+  EXPECT_NEAR(v[0], want, 1e-9 * (1 + std::fabs(want)));
+  EXPECT_NEAR(v[1], want, 1e-3 * (1 + std::fabs(want)));  // fp32: rounded sums of 16384 terms
+  o.kernel_threads = false;
+  check::NumericEvaluator old(c.low, o);
+  EXPECT_THROW(old.element(c.out(), 1), ir::LimitExceeded);
+}
+
+// The check end to end on a kernel-written output too large to build (a tiny build_nodes): the
+// right kernel is never a BUG, a kernel summing the wrong rows is one, found numerically.
+TEST(KernelNumeric, CheckDecidesKernelOutputsNumerically) {
+  std::string ptx = kernels_ptx();
+  NEED_PTX(ptx);
+  check::Options opt;
+  opt.budget_s = 60;
+  opt.trim_prefix = false;
+  opt.build_nodes = 50;
+  opt.seed = 3;
+  bundle::Bundle good = row_sum_bundle(ptx, 3, 200, 64);
+  check::Report r = check::check_bundle(good, opt);
+  EXPECT_NE(r.outcome, check::Outcome::Bug) << r.reason;
+  ASSERT_FALSE(r.locations.empty());
+  EXPECT_NE(r.locations[0].reason.find("none differs"), std::string::npos) << r.locations[0].reason;
+  bundle::Bundle bad = row_sum_bundle(ptx, 3, 200, 64);
+  launch_op(bad, 1, 0).args[3].value = bundle::Scalar{bundle::ScalarType::S32, 100};  // cols 100: other rows
+  check::Report rb = check::check_bundle(bad, opt);
+  ASSERT_EQ(rb.outcome, check::Outcome::Bug) << rb.reason;
+  const check::LocationResult& l = rb.locations[*rb.first_differ];
+  EXPECT_EQ(l.stage, smt::Stage::Sampling);
+  EXPECT_NE(l.reason.find("evaluated numerically"), std::string::npos) << l.reason;
+}
