@@ -40,7 +40,8 @@ struct NumericOptions {
   // How a sum of products over drawn shared inputs is summed: Tight (a tight loop over the draws; a
   // convolution's from runs-innermost draws where its blocks allow), Logical (a tight loop, the
   // logical layout always) or Generic (term by term, as for computed operands). The same numbers in
-  // fp32 (index order, every operation rounded); in fp64 up to reassociation. Tests compare them.
+  // fp32 (one order on every path: eight interleaved partial sums, every operation rounded, see
+  // numeric.cpp's kPartials); in fp64 up to reassociation. Tests compare them.
   enum class ProductsPath : uint8_t { Tight, Logical, Generic };
   ProductsPath products_path = ProductsPath::Tight;
   // Past it, element() throws OutOfTime (the lowering's own deadline binds its part).
@@ -57,6 +58,22 @@ class NumericEvaluator {
   // lowering throws (Unsupported, OutOfTime, WriteRace), and Unsupported for what has no numeric
   // value here (an index read from tensor data, an element that reads its own old contents).
   std::vector<double> element(const program::View& view, int64_t logical);
+
+  // A cheap estimate of what the location's value depends on, from one template per SSA value (the
+  // value's first element met): how many elements of each value are needed (a template's distinct
+  // operand leaves of a value, at least as many as the reading value needs when it reads one each
+  // — an elementwise op —, at most the value's size) and each element's multiply-adds. Values a
+  // kernel writes count as one element each, their templates are not built (exec's symbolic
+  // execution of one element costs what building does). check.cpp evaluates a location whose
+  // reference estimate is far past the build cap numerically at once, without building 8 M nodes
+  // first. Templates are built in the evaluator's scratch context: the evaluation that follows
+  // reuses their statistics. Throws what element_template throws.
+  struct Size {
+    double elements = 0;  // (value, element) pairs
+    double products = 0;  // multiply-adds of sums of products over them
+    size_t values = 0;    // SSA values reached
+  };
+  Size estimate(const program::View& view, int64_t logical);
 
   struct Stats {
     uint64_t elements = 0;        // (value, element) pairs evaluated
