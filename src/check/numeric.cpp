@@ -4,7 +4,6 @@
 #include <array>
 #include <atomic>
 #include <map>
-#include <type_traits>
 #include <cmath>
 #include <mutex>
 #include <limits>
@@ -39,84 +38,35 @@ ir::Value from_number(double d, ir::Sort s) {
   return v;
 }
 
-// The order of a sum of products' terms (every path: tight loops and term by term alike). The
-// terms are dealt to kPartials interleaved partial sums — term k of an affine sum to partial
-// k % kPartials, a convolution's term (run r, tap t) to partial t % kPartials — each summed in term
-// order, then combined pairwise ((p0+p1)+(p2+p3))+((p4+p5)+(p6+p7)) and added to the accumulator.
-// In fp32 lanes every operation is rounded (a float sum of two floats is their double sum rounded
-// once; the product of two floats is exact in double, rounded once to float), so the fp32 value is
-// one deterministic fp32 summation order — not index order: a GPU's order is unknown anyway, and
-// one chain of dependent float adds bounds a loop at one term per add latency (≈ 1 ns), while
-// eight independent ones run at the loop's throughput. fp64 lanes sum in the same order.
-constexpr int kPartials = 8;
-
-// The partial sums of one lane, combined pairwise and added to acc (rounded in an fp32 lane).
-template <class T>
-double finish_partials(const T* part, double acc) {
-  T total = ((part[0] + part[1]) + (part[2] + part[3])) + ((part[4] + part[5]) + (part[6] + part[7]));
-  if constexpr (std::is_same_v<T, float>) return double(float(acc) + total);
-  return acc + total;
-}
-double finish_partials(const double* part, bool f32, double acc) {
-  if (!f32) return finish_partials<double>(part, acc);
-  float fp[kPartials];
-  for (int j = 0; j < kPartials; ++j) fp[j] = float(part[j]);
-  return finish_partials<float>(fp, acc);
-}
-
-// One term added to a partial sum: T = float for an fp32 lane (the product rounded, then the sum).
-template <class T>
-inline void add_term(T& s, double x, double y) {
-  s += T(x * y);
-}
-
-// sum_k a[k*sa + p] * b[k*sb + p] added to acc[p] for each lane p < NP, all lanes of one precision.
-template <size_t NP, class T>
-void dot_fixed(const double* a, int64_t sa, const double* b, int64_t sb, int64_t n, double* acc) {
-  T s[kPartials][NP] = {};
-  int64_t k = 0;
-  for (; k + kPartials <= n; k += kPartials)
-    for (int j = 0; j < kPartials; ++j)
-      for (size_t p = 0; p < NP; ++p) add_term(s[j][p], a[(k + j) * sa + int64_t(p)], b[(k + j) * sb + int64_t(p)]);
-  for (int j = 0; k < n; ++k, ++j)
-    for (size_t p = 0; p < NP; ++p) add_term(s[j][p], a[k * sa + int64_t(p)], b[k * sb + int64_t(p)]);
-  for (size_t p = 0; p < NP; ++p) {
-    T part[kPartials];
-    for (int j = 0; j < kPartials; ++j) part[j] = s[j][p];
-    acc[p] = finish_partials<T>(part, acc[p]);
+// sum_k a[k*sa + p] * b[k*sb + p] added to acc[p] for each lane p < NP. fp64: four partial sums
+// per lane (a real sum has no order; the dependency chain of one accumulator would bound the loop
+// at one multiply-add per add latency). fp32: in index order, every operation rounded, as the
+// generic loop and ir::Evaluator's F32 mode do.
+template <size_t NP>
+void dot_fixed(const double* a, int64_t sa, const double* b, int64_t sb, int64_t n, bool f32, double* acc) {
+  if (f32) {
+    for (int64_t k = 0; k < n; ++k)
+      for (size_t p = 0; p < NP; ++p)
+        acc[p] = double(float(acc[p] + double(float(a[k * sa + int64_t(p)] * b[k * sb + int64_t(p)]))));
+    return;
   }
-}
-
-// The check's point: an fp64 lane and an fp32 lane (lanes 0 and 1) in one pass over the draws.
-void dot_pair(const double* a, int64_t sa, const double* b, int64_t sb, int64_t n, double* acc) {
-  double d[kPartials] = {};
-  float f[kPartials] = {};
+  double s[4][NP] = {};
   int64_t k = 0;
-  for (; k + kPartials <= n; k += kPartials)
-    for (int j = 0; j < kPartials; ++j) {
-      const double *x = a + (k + j) * sa, *y = b + (k + j) * sb;
-      add_term(d[j], x[0], y[0]);
-      add_term(f[j], x[1], y[1]);
-    }
-  for (int j = 0; k < n; ++k, ++j) {
-    add_term(d[j], a[k * sa], b[k * sb]);
-    add_term(f[j], a[k * sa + 1], b[k * sb + 1]);
-  }
-  acc[0] = finish_partials<double>(d, acc[0]);
-  acc[1] = finish_partials<float>(f, acc[1]);
+  for (; k + 4 <= n; k += 4)
+    for (int u = 0; u < 4; ++u)
+      for (size_t p = 0; p < NP; ++p) s[u][p] += a[(k + u) * sa + int64_t(p)] * b[(k + u) * sb + int64_t(p)];
+  for (; k < n; ++k)
+    for (size_t p = 0; p < NP; ++p) s[0][p] += a[k * sa + int64_t(p)] * b[k * sb + int64_t(p)];
+  for (size_t p = 0; p < NP; ++p) acc[p] += (s[0][p] + s[1][p]) + (s[2][p] + s[3][p]);
 }
 
 void dot_lanes(const double* a, int64_t sa, const double* b, int64_t sb, int64_t n, const std::vector<uint8_t>& f32,
                double* acc) {
   size_t lanes = f32.size();
   bool same = std::all_of(f32.begin(), f32.end(), [&](uint8_t x) { return x == f32[0]; });
-  if (same && lanes == 1)
-    return f32[0] ? dot_fixed<1, float>(a, sa, b, sb, n, acc) : dot_fixed<1, double>(a, sa, b, sb, n, acc);
-  if (same && lanes == 2)
-    return f32[0] ? dot_fixed<2, float>(a, sa, b, sb, n, acc) : dot_fixed<2, double>(a, sa, b, sb, n, acc);
-  if (lanes == 2 && !f32[0] && f32[1]) return dot_pair(a, sa, b, sb, n, acc);
-  for (size_t p = 0; p < lanes; ++p)
-    f32[p] ? dot_fixed<1, float>(a + p, sa, b + p, sb, n, acc + p) : dot_fixed<1, double>(a + p, sa, b + p, sb, n, acc + p);
+  if (same && lanes == 1) return dot_fixed<1>(a, sa, b, sb, n, f32[0], acc);
+  if (same && lanes == 2) return dot_fixed<2>(a, sa, b, sb, n, f32[0], acc);
+  for (size_t p = 0; p < lanes; ++p) dot_fixed<1>(a + p, sa, b + p, sb, n, f32[p], acc + p);
 }
 
 // One operand of a convolution's sum (aten::Products with runs) in its draws: term (r, t) reads
@@ -129,62 +79,60 @@ struct RunOperand {
   bool innermost;  // from runs-innermost draws
 };
 
-// The terms of every run and tap, tap t to partial t % kPartials, each partial in (r, t) order:
-// the check's point (Pair: lane 0 fp64 into d, lane 1 fp32 into t32) or one lane of type T (into
-// t32). Runs outer, taps inner, as the draws are best read: a tap's line holds the next runs'
-// values (runs-innermost draws), read again from L1 by the next run. (Partials by run, eight runs'
-// lines of every tap in flight, ran at half the speed: a convolution's taps lie a multiple of 1 KB
-// apart in those draws, in few L1 sets.) Plain loops over local arrays: the partials stay in registers.
-template <bool Pair, class T>
-void runs_sum(const double* a, int64_t sa, const int64_t* ta, const double* b, int64_t sb, const int64_t* tb,
-              size_t taps, int64_t runs, double* d, T* t32) {
-  double dd[kPartials] = {};
-  T ff[kPartials] = {};
-  auto term = [&](int u, const double* x, const double* y) {
-    if constexpr (Pair) {
-      add_term(dd[u], x[0], y[0]);
-      add_term(ff[u], x[1], y[1]);
-    } else {
-      add_term(ff[u], x[0], y[0]);
-    }
-  };
-  for (int64_t r = 0; r < runs; ++r) {
-    const double *ar = a + r * sa, *br = b + r * sb;
-    size_t t = 0;
-    for (; t + kPartials <= taps; t += kPartials)
-      for (int u = 0; u < kPartials; ++u) term(u, ar + ta[t + u], br + tb[t + u]);
-    for (int u = 0; t < taps; ++t, ++u) term(u, ar + ta[t], br + tb[t]);
-  }
-  for (int j = 0; j < kPartials; ++j) d[j] = dd[j], t32[j] = ff[j];
-}
-
-// The sum over runs r < runs and taps t of a's term (r, t) times b's, added to acc[p] for each lane
-// p of the lane-major draws, in the order above. Runs-innermost draws (DrawCache) keep the lines of
-// a tap's next runs in L1.
+// The sum over r < runs, then t < taps, of a's term (r, t) times b's, added to acc[p] for each lane
+// p of the lane-major draws. fp32: in that order, every operation rounded (the float sum of two
+// floats is their double sum rounded once, as the generic loop computes it; the product of two
+// floats is exact in double, rounded once to float); fp64: in that order, in two partial sums (even
+// and odd taps). Runs-innermost draws (DrawCache) keep the lines of a tap's next runs in L1.
 void dot_runs(const RunOperand& a, const RunOperand& b, size_t taps, int64_t runs, const std::vector<uint8_t>& f32,
               double* acc) {
   const auto nl = int64_t(f32.size());
   std::vector<int64_t> ta(taps), tb(taps);  // the taps' offsets in doubles
   for (size_t t = 0; t < taps; ++t) ta[t] = a.taps[t] * a.tap_scale * nl, tb[t] = b.taps[t] * b.tap_scale * nl;
   const int64_t ra = a.run_stride * nl, rb = b.run_stride * nl;
-  double d[kPartials];
   if (nl == 2 && !f32[0] && f32[1]) {  // the check's point: fp64 and fp32 lanes in one pass over the draws
-    float f[kPartials];
-    runs_sum<true>(a.base, ra, ta.data(), b.base, rb, tb.data(), taps, runs, d, f);
-    acc[0] = finish_partials<double>(d, acc[0]);
-    acc[1] = finish_partials<float>(f, acc[1]);
+    double s0 = 0, s1 = 0;
+    auto s = float(acc[1]);
+    for (int64_t r = 0; r < runs; ++r) {
+      const double* ar = a.base + r * ra;
+      const double* br = b.base + r * rb;
+      size_t t = 0;
+      for (; t + 2 <= taps; t += 2) {
+        const double *x0 = ar + ta[t], *y0 = br + tb[t], *x1 = ar + ta[t + 1], *y1 = br + tb[t + 1];
+        s0 += x0[0] * y0[0];
+        s += float(x0[1] * y0[1]);
+        s1 += x1[0] * y1[0];
+        s += float(x1[1] * y1[1]);
+      }
+      if (t < taps) s0 += ar[ta[t]] * br[tb[t]], s += float(ar[ta[t] + 1] * br[tb[t] + 1]);
+    }
+    acc[0] += s0 + s1;
+    acc[1] = double(s);
     return;
   }
-  for (int64_t p = 0; p < nl; ++p) {  // one lane at a time: a lane's value never depends on the others
+  for (int64_t p = 0; p < nl; ++p) {
     if (f32[size_t(p)]) {
-      float f[kPartials];
-      runs_sum<false>(a.base + p, ra, ta.data(), b.base + p, rb, tb.data(), taps, runs, d, f);
-      acc[p] = finish_partials<float>(f, acc[p]);
-    } else {
-      double s[kPartials];
-      runs_sum<false>(a.base + p, ra, ta.data(), b.base + p, rb, tb.data(), taps, runs, d, s);
-      acc[p] = finish_partials<double>(s, acc[p]);
+      auto s = float(acc[p]);
+      for (int64_t r = 0; r < runs; ++r) {
+        const double* ar = a.base + r * ra + p;
+        const double* br = b.base + r * rb + p;
+        for (size_t t = 0; t < taps; ++t) s += float(ar[ta[t]] * br[tb[t]]);
+      }
+      acc[p] = double(s);
+      continue;
     }
+    double s0 = 0, s1 = 0;  // the fused loop's order: one lane's value never depends on the other's
+    for (int64_t r = 0; r < runs; ++r) {
+      const double* ar = a.base + r * ra + p;
+      const double* br = b.base + r * rb + p;
+      size_t t = 0;
+      for (; t + 2 <= taps; t += 2) {
+        s0 += ar[ta[t]] * br[tb[t]];
+        s1 += ar[ta[t + 1]] * br[tb[t + 1]];
+      }
+      if (t < taps) s0 += ar[ta[t]] * br[tb[t]];
+    }
+    acc[p] += s0 + s1;
   }
 }
 
@@ -553,21 +501,14 @@ struct NumericEvaluator::Impl {
         }
         return list.empty() ? first + k * step : list[size_t(k)];
       };
-      // The tight loops' order (kPartials interleaved partial sums, see there), term by term.
-      std::vector<double> part(npoints * kPartials, 0.0);
-      const auto taps = int64_t(pr.a_list.size());
       for (int64_t k = 0; k < pr.count; ++k) {
         if ((k & 65535) == 65535) tick();
         const double* av = a.values(index(pr.a_list, pr.a_first, pr.a_step, k), abuf.data());
         const double* bv = b.values(index(pr.b_list, pr.b_first, pr.b_step, k), bbuf.data());
         if (!av || !bv) continue;
-        size_t j = size_t((runs ? k % taps : k) % kPartials);
-        for (size_t p = 0; p < npoints; ++p) {
-          double& s = part[p * kPartials + j];
-          s = f32[p] ? double(float(s) + float(av[p] * bv[p])) : s + av[p] * bv[p];
-        }
+        for (size_t p = 0; p < npoints; ++p)
+          acc[p] = f32[p] ? double(float(acc[p] + double(float(av[p] * bv[p])))) : acc[p] + av[p] * bv[p];
       }
-      for (size_t p = 0; p < npoints; ++p) acc[p] = finish_partials(&part[p * kPartials], f32[p], acc[p]);
     }
     if (cache_key) {
       std::lock_guard lock(opt.products_cache->mu);

@@ -40,8 +40,7 @@ struct NumericOptions {
   // How a sum of products over drawn shared inputs is summed: Tight (a tight loop over the draws; a
   // convolution's from runs-innermost draws where its blocks allow), Logical (a tight loop, the
   // logical layout always) or Generic (term by term, as for computed operands). The same numbers in
-  // fp32 (one order on every path: eight interleaved partial sums, every operation rounded, see
-  // numeric.cpp's kPartials); in fp64 up to reassociation. Tests compare them.
+  // fp32 (index order, every operation rounded); in fp64 up to reassociation. Tests compare them.
   enum class ProductsPath : uint8_t { Tight, Logical, Generic };
   ProductsPath products_path = ProductsPath::Tight;
   // Past it, element() throws OutOfTime (the lowering's own deadline binds its part).

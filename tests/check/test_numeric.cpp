@@ -341,59 +341,6 @@ TEST(Numeric, SameProgramsNeverBug) {
   EXPECT_NE(r.locations[0].reason.find("none differs"), std::string::npos) << r.locations[0].reason;
 }
 
-// x[3,K] -> linear(W[4,K], b[4]) -> out0: sums long enough for every partial of the products loop.
-ProgramBuilder long_linear(const char* name, const char* role, int64_t K) {
-  ProgramBuilder p(name, role);
-  auto x = p.tensor({3, K}), w = p.tensor({4, K}), b = p.tensor({4}), y = p.tensor({3, 4});
-  p.input("x", x);
-  p.input("fc.weight", w, "parameter");
-  p.input("fc.bias", b, "parameter");
-  p.aten("aten::linear", {T(x), T(w), T(b)}, {y});
-  p.output("out0", y);
-  return p;
-}
-
-// fp32 sums of products: term k to partial k % 8, each partial in term order, then combined
-// pairwise and the bias added, every operation rounded (numeric.cpp's kPartials) — computed here
-// from the draws, independently of the evaluator; index order gives other floats for some elements.
-TEST(Numeric, Fp32SumsOfProductsAreEightInterleavedPartials) {
-  const int64_t K = 37;
-  auto ref = long_linear("ref", "reference", K), cand = long_linear("new", "candidate", K);
-  auto b = make_bundle({&ref, &cand});
-  program::Merged m = program::merge(b, {false, false});
-  ir::Context ctx;
-  check::Lowering low(ctx, b, m, true, {});
-  low.execute_all();
-  const uint64_t seed = 7;
-  const unsigned point = 2;
-  for (auto path : {check::NumericOptions::ProductsPath::Tight, check::NumericOptions::ProductsPath::Generic}) {
-    check::NumericOptions o{.seed = seed, .points = {point, point}, .bound = 10};
-    o.precisions = {ir::Precision::F64, ir::Precision::F32};
-    o.products_path = path;
-    check::NumericEvaluator n(low, o);
-    auto drawn = [&](const char* name, int64_t i) {
-      return float(smt::draw(seed, point, smt::name_key(name), i, ir::Sort::Real, 10).real);
-    };
-    int index_order_differs = 0;
-    for (int64_t i = 0; i < 3; ++i)
-      for (int64_t c = 0; c < 4; ++c) {
-        float part[8] = {}, in_order = 0;
-        for (int64_t k = 0; k < K; ++k) {
-          float term = float(double(drawn("in:x", i * K + k)) * double(drawn("in:fc.weight", c * K + k)));
-          part[k % 8] += term;
-          in_order += term;
-        }
-        float bias = drawn("in:fc.bias", c);
-        float want = (((part[0] + part[1]) + (part[2] + part[3])) + ((part[4] + part[5]) + (part[6] + part[7]))) + bias;
-        std::vector<double> got = n.element(m.outputs[0].ref, i * 4 + c);
-        EXPECT_EQ(got[1], double(want)) << "element " << i << "," << c;
-        EXPECT_NEAR(got[0], double(want), 1e-3 * (1 + std::fabs(want)));  // the fp64 lane: the same sum, unrounded
-        index_order_differs += in_order + bias != want;
-      }
-    EXPECT_GT(index_order_differs, 0);  // the test tells the two orders apart
-  }
-}
-
 // A location's size estimated from one template per value: out0[0] of linear + training batch norm
 // + relu needs its relu and batch-norm elements (1 each) and the batch norm's column of the product
 // (6 elements of 5 multiply-adds each); the product's own location needs one element of 5.
