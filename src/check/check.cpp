@@ -631,15 +631,19 @@ class Search {
     }
     NumericEvaluator::Size size;
     try {
-      size = numeric_evaluator(ref, 0).estimate(m_.outputs[loc.output].ref, loc.flat);
+      size = numeric_evaluator(ref, 0).estimate(m_.outputs[loc.output].ref, loc.flat, opt_.build_nodes / 2);
     } catch (const std::exception&) {  // no estimate (UNSUPPORTED in a template, ...): build as before
       return {};
     }
-    if (size.elements + size.products <= opt_.numeric_estimate) return {};
+    if (!size.stopped && size.elements + size.products <= opt_.numeric_estimate) return {};
     {
       std::lock_guard lock(mu_);
       numeric_outputs_.insert(loc.output);
     }
+    if (size.stopped)
+      return fmt::format("the reference program's templates for this location passed {} nodes (half the build cap) "
+                         "after {} values",
+                         size.template_nodes, size.values);
     return fmt::format("the reference program's location needs about {:.3g} multiply-adds over {:.3g} elements "
                        "(estimated from {} values' templates)",
                        size.products, size.elements, size.values);

@@ -621,7 +621,7 @@ struct NumericEvaluator::Impl {
     }
   }
 
-  NumericEvaluator::Size estimate(const program::View& view, int64_t logical) {
+  NumericEvaluator::Size estimate(const program::View& view, int64_t logical, size_t stop_nodes) {
     const program::SsaProgram& prog = low.program();
     auto computed = [&](program::ValueId v, int64_t j) {
       return low.source(v, j).kind == Lowering::Source::Kind::Computed;
@@ -652,7 +652,13 @@ struct NumericEvaluator::Impl {
     std::vector<program::ValueId> work{view.value};
     const int32_t counted = scratch->tensor("numeric:estimate");
     int64_t slot = 0;
+    size_t template_nodes = 0;
     while (!work.empty()) {
+      if (template_nodes > stop_nodes) {  // the templates alone are that large: so is the location
+        size.template_nodes = template_nodes;
+        size.stopped = true;
+        break;
+      }
       program::ValueId v = work.back();
       work.pop_back();
       int32_t producer = prog.value(v).producer;
@@ -663,7 +669,9 @@ struct NumericEvaluator::Impl {
         return scratch->elem(counted, slot++, ir::Sort::Real);
       };
       if (scratch->num_nodes() - scratch_base > opt.scratch_nodes) fresh_scratch();
+      size_t nodes0 = scratch->num_nodes();
       ir::Expr t = low.element_template(*scratch, v, info[v].element, count);
+      template_nodes += scratch->num_nodes() - nodes0;
       // Its distinct operand leaves, by value (a walk over the template, explicit stack).
       std::vector<uint8_t> visited(scratch->num_nodes() + 1, 0);
       std::map<program::ValueId, std::pair<double, int64_t>> reads;  // count, first element
@@ -710,6 +718,7 @@ struct NumericEvaluator::Impl {
       size.products += n * in.products;
     }
     size.values = info.size();
+    size.template_nodes = template_nodes;
     return size;
   }
 
@@ -736,8 +745,8 @@ std::vector<double> NumericEvaluator::element(const program::View& view, int64_t
   return impl_->element(view, logical);
 }
 
-NumericEvaluator::Size NumericEvaluator::estimate(const program::View& view, int64_t logical) {
-  return impl_->estimate(view, logical);
+NumericEvaluator::Size NumericEvaluator::estimate(const program::View& view, int64_t logical, size_t stop_nodes) {
+  return impl_->estimate(view, logical, stop_nodes);
 }
 
 const NumericEvaluator::Stats& NumericEvaluator::stats() const {

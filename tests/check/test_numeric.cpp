@@ -387,3 +387,21 @@ TEST(Numeric, LocationEstimatedGiantGoesNumericWithoutBuilding) {
   EXPECT_EQ(lb.reason.find("estimated"), std::string::npos) << lb.reason;
   EXPECT_GT(lb.ref_nodes, 0u);
 }
+
+// The estimate stops once its templates pass stop_nodes: the location is at least that large.
+TEST(Numeric, EstimateStopsPastItsNodeBudget) {
+  auto ref = linear_bn("ref", "reference", relu), cand = linear_bn("new", "candidate", sigmoid);
+  auto b = make_bundle({&ref, &cand});
+  program::Merged m = program::merge(b, {false, false});
+  ir::Context ctx;
+  check::Lowering low(ctx, b, m, true, {});
+  low.execute_all();
+  check::NumericEvaluator n(low, {.seed = 1, .points = {0}});
+  auto whole = n.estimate(m.outputs[0].ref, 0);
+  EXPECT_FALSE(whole.stopped);
+  ASSERT_GT(whole.template_nodes, 4u);
+  check::NumericEvaluator m2(low, {.seed = 1, .points = {0}});
+  auto cut = m2.estimate(m.outputs[0].ref, 0, 2);
+  EXPECT_TRUE(cut.stopped);
+  EXPECT_LT(cut.values, whole.values);
+}
