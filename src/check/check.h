@@ -55,7 +55,8 @@ struct Options {
   // seconds of building build_nodes first (0: never estimate). 64 M: eight times build_nodes, as a
   // sum of K products builds into at least K nodes; the estimate errs low (a value read one element
   // each counts as needed as often as its reader), so a location that builds below the cap is not
-  // taken from the built path (pairs 039, 005, 061: 10^9-10^10 estimated).
+  // taken from the built path (pairs 039, 061, 005: 6·10^8–3·10^9 estimated). The estimate also
+  // stops, and the output goes numeric, once its templates pass build_nodes / 2 nodes.
   double numeric_estimate = 64e6;
   // A built location past this many nodes (both sides) is decided at random points only; its
   // witness is then a SampledPoint (regenerable from seed and point), not a list of every leaf.
