@@ -149,6 +149,30 @@ void BM_NumericBatchNormOverConvTranspose3d(benchmark::State& state) {
 BENCHMARK(BM_NumericBatchNormOverConvTranspose3d)->Args({2, 16, 4, 8})->Args({4, 64, 8, 16})->Args({4, 64, 8, 32})
     ->Unit(benchmark::kMillisecond)->Iterations(1);
 
+// What the check pays before building the first location of an output: the size estimate (one
+// template per SSA value, in the evaluator's scratch context; check.cpp's estimated_too_large).
+void BM_NumericEstimateConvTranspose3d(benchmark::State& state) {
+  const int64_t N = state.range(0), C = state.range(1), D = state.range(2), H = state.range(3), k = 5;
+  J m{{"format", "dirigo-bundle"}, {"version", 1}, {"modules", J::array({J{{"id", "m0"}, {"path", "ptx/m0.ptx"}}})},
+      {"programs", J::array({conv_program("ref", "reference", N, C, D, H, k),
+                             conv_program("new", "candidate", N, C, D, H, k)})}};
+  bundle::Bundle b = bundle::parse_manifest(m.dump());
+  program::Merged merged = program::merge(b, {false, false});
+  check::NumericEvaluator::Size size;
+  for (auto _ : state) {
+    ir::Context ctx;
+    check::Lowering low(ctx, b, merged, true, {});
+    check::NumericOptions o{.seed = 1, .points = {0, 0}};
+    o.precisions = {ir::Precision::F64, ir::Precision::F32};
+    check::NumericEvaluator ev(low, o);
+    size = ev.estimate(merged.outputs[0].ref, 0);
+  }
+  state.counters["elements"] = size.elements;
+  state.counters["products"] = size.products;
+}
+BENCHMARK(BM_NumericEstimateConvTranspose3d)->Args({4, 64, 8, 32})->Args({16, 64, 16, 32})
+    ->Unit(benchmark::kMillisecond)->Iterations(1);
+
 }  // namespace
 
 BENCHMARK_MAIN();

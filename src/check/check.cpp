@@ -295,6 +295,16 @@ class Search {
     try {
       std::unique_ptr<ir::Context> own_ctx;
       std::unique_ptr<Lowering> own_ref, own_cand;
+      struct ForgetEvaluators {  // the numeric evaluators of a worker's own lowerings end before them
+        Search& s;
+        const std::unique_ptr<Lowering>&ref, &cand;
+        ~ForgetEvaluators() {
+          std::lock_guard lock(s.mu_);
+          std::erase_if(s.numeric_, [&](const auto& e) {
+            return e.first.first && (e.first.first == ref.get() || e.first.first == cand.get());
+          });
+        }
+      } forget{*this, own_ref, own_cand};
       ir::Context* ctx = &ctx_;
       Lowering *ref = &ref_, *cand = &cand_;
       if (jobs_ > 1) {  // the caller's context is the order's: each worker lowers in its own
@@ -386,6 +396,7 @@ class Search {
       if (numeric_outputs_.count(loc.output))
         too_large = fmt::format("an earlier location of this output passed {} nodes", opt_.build_nodes);
     }
+    if (too_large.empty()) too_large = estimated_too_large(ref, loc);
     try {
       if (too_large.empty()) {
         ea = ref.element(pair.ref, loc.flat);
@@ -529,23 +540,7 @@ class Search {
     // One point at a time, in fp64 and in IEEE fp32 together: the difference usually shows at the
     // first point, and its fp32 evidence then comes from the same walk of the templates (a separate
     // fp32 pass cost as much again: every template and sum of products a second time).
-    auto evaluator = [&](Lowering& low, unsigned first) -> NumericEvaluator& {
-      std::lock_guard lock(mu_);
-      auto& e = numeric_[{&low, first}];
-      if (!e) {
-        NumericOptions o;
-        o.seed = dopt_.random_seed;
-        o.points = {first, first};
-        o.precisions = {ir::Precision::F64, ir::Precision::F32};
-        o.bound = bound;
-        o.deadline = budget_end();
-        auto& shared = numeric_products_[first];
-        if (!shared) shared = make_products_cache();
-        o.products_cache = shared;
-        e = std::make_unique<NumericEvaluator>(low, o);
-      }
-      return *e;
-    };
+    auto evaluator = [&](Lowering& low, unsigned first) -> NumericEvaluator& { return numeric_evaluator(low, first); };
     lr.stage = smt::Stage::Sampling;
     lr.ref_expr = lr.cand_expr = "(not built: evaluated numerically)";
     const char* side = "reference";
@@ -604,6 +599,54 @@ class Search {
       lr.verdict = smt::Verdict::Unknown;
       lr.reason = fmt::format("{}; evaluating the {} program numerically: {}", why, side, x.what());
     }
+  }
+
+  // The evaluator of `low`'s program at ladder point `first` (fp64 and fp32 lanes), made on first use.
+  NumericEvaluator& numeric_evaluator(Lowering& low, unsigned first) {
+    std::lock_guard lock(mu_);
+    auto& e = numeric_[{&low, first}];
+    if (!e) {
+      NumericOptions o;
+      o.seed = dopt_.random_seed;
+      o.points = {first, first};
+      o.precisions = {ir::Precision::F64, ir::Precision::F32};
+      o.bound = ladder_bound(dopt_);
+      o.deadline = budget_end();
+      auto& shared = numeric_products_[first];
+      if (!shared) shared = make_products_cache();
+      o.products_cache = shared;
+      e = std::make_unique<NumericEvaluator>(low, o);
+    }
+    return *e;
+  }
+
+  // Non-empty (the reason) when the first location of an output is estimated far past the build cap
+  // (Options::numeric_estimate): the output is then evaluated numerically without building. The
+  // estimate's templates are built by the evaluator of the first point, which goes on from them.
+  std::string estimated_too_large(Lowering& ref, const Location& loc) {
+    if (opt_.numeric_estimate <= 0) return {};
+    {
+      std::lock_guard lock(mu_);
+      if (!estimated_outputs_.insert(loc.output).second) return {};
+    }
+    NumericEvaluator::Size size;
+    try {
+      size = numeric_evaluator(ref, 0).estimate(m_.outputs[loc.output].ref, loc.flat, opt_.build_nodes / 2);
+    } catch (const std::exception&) {  // no estimate (UNSUPPORTED in a template, ...): build as before
+      return {};
+    }
+    if (!size.stopped && size.elements + size.products <= opt_.numeric_estimate) return {};
+    {
+      std::lock_guard lock(mu_);
+      numeric_outputs_.insert(loc.output);
+    }
+    if (size.stopped)
+      return fmt::format("the reference program's templates for this location passed {} nodes (half the build cap) "
+                         "after {} values",
+                         size.template_nodes, size.values);
+    return fmt::format("the reference program's location needs about {:.3g} multiply-adds over {:.3g} elements "
+                       "(estimated from {} values' templates)",
+                       size.products, size.elements, size.values);
   }
 
   // The first rung of the random points' ladder (falsify's and the numeric path's alike).
@@ -800,6 +843,7 @@ class Search {
   std::atomic<size_t> dedup_hits_{0};
   std::unordered_map<PairKey, Decided, PairKeyHash> decided_;
   std::unordered_set<size_t> numeric_outputs_;  // outputs whose locations are evaluated numerically
+  std::unordered_set<size_t> estimated_outputs_;  // outputs whose first location was estimated
   std::map<std::pair<const Lowering*, unsigned>, std::unique_ptr<NumericEvaluator>> numeric_;  // by first point
   std::map<unsigned, std::shared_ptr<ProductsCache>> numeric_products_;  // by first point, both programs'
 };

@@ -49,6 +49,15 @@ struct Options {
   // 8 M: past giant_location_nodes (4 M) a built location was never decided equal anyway (random
   // points only), and locations of 4–8 M nodes still get the built path's fp32 evidence.
   size_t build_nodes = 8'000'000;
+  // Before building the first location of an output, the reference program's side is estimated
+  // (NumericEvaluator::estimate: one template per SSA value; elements needed plus their
+  // multiply-adds); past this many the output is evaluated numerically at once, without the
+  // seconds of building build_nodes first (0: never estimate). 64 M: eight times build_nodes, as a
+  // sum of K products builds into at least K nodes; the estimate errs low (a value read one element
+  // each counts as needed as often as its reader), so a location that builds below the cap is not
+  // taken from the built path (pairs 039, 061, 005: 6·10^8–3·10^9 estimated). The estimate also
+  // stops, and the output goes numeric, once its templates pass build_nodes / 2 nodes.
+  double numeric_estimate = 64e6;
   // A built location past this many nodes (both sides) is decided at random points only; its
   // witness is then a SampledPoint (regenerable from seed and point), not a list of every leaf.
   size_t giant_location_nodes = 4'000'000;

@@ -665,6 +665,107 @@ struct NumericEvaluator::Impl {
     }
   }
 
+  NumericEvaluator::Size estimate(const program::View& view, int64_t logical, size_t stop_nodes) {
+    const program::SsaProgram& prog = low.program();
+    auto computed = [&](program::ValueId v, int64_t j) {
+      return low.source(v, j).kind == Lowering::Source::Kind::Computed;
+    };
+    auto numel = [&](program::ValueId v) {  // the elements its producer writes (a cap on what is needed)
+      double n = 0;
+      const program::Value& val = prog.value(v);
+      if (val.producer < 0) return std::numeric_limits<double>::infinity();
+      for (const auto& w : prog.ops[size_t(val.producer)].writes)
+        if (w.after == v)
+          for (const auto& r : w.regions) {
+            double e = 1;
+            for (int64_t d : r.shape) e *= double(d);
+            n += e;
+          }
+      return n > 0 ? n : std::numeric_limits<double>::infinity();
+    };
+    struct Info {
+      int64_t element = 0;
+      double products = 0;                                  // of one element
+      std::vector<std::pair<program::ValueId, double>> reads;  // distinct computed operand elements by value
+    };
+    std::map<program::ValueId, Info> info;
+    NumericEvaluator::Size size;
+    int64_t j0 = storage_of_logical(view, logical);
+    if (!computed(view.value, j0)) return size;
+    info[view.value].element = j0;
+    std::vector<program::ValueId> work{view.value};
+    const int32_t counted = scratch->tensor("numeric:estimate");
+    int64_t slot = 0;
+    size_t template_nodes = 0;
+    while (!work.empty()) {
+      if (template_nodes > stop_nodes) {  // the templates alone are that large: so is the location
+        size.template_nodes = template_nodes;
+        size.stopped = true;
+        break;
+      }
+      program::ValueId v = work.back();
+      work.pop_back();
+      int32_t producer = prog.value(v).producer;
+      if (producer >= 0 && std::holds_alternative<bundle::LaunchOp>(prog.ops[size_t(producer)].op)) continue;
+      double products = 0;
+      Lowering::ProductsHook count = [&](const aten::Products& pr) {
+        products += double(pr.count);
+        return scratch->elem(counted, slot++, ir::Sort::Real);
+      };
+      if (scratch->num_nodes() - scratch_base > opt.scratch_nodes) fresh_scratch();
+      size_t nodes0 = scratch->num_nodes();
+      ir::Expr t = low.element_template(*scratch, v, info[v].element, count);
+      template_nodes += scratch->num_nodes() - nodes0;
+      // Its distinct operand leaves, by value (a walk over the template, explicit stack).
+      std::vector<uint8_t> visited(scratch->num_nodes() + 1, 0);
+      std::map<program::ValueId, std::pair<double, int64_t>> reads;  // count, first element
+      std::vector<ir::Expr> stack{t};
+      while (!stack.empty()) {
+        ir::Expr e = stack.back();
+        stack.pop_back();
+        if (visited[e->id]) continue;
+        visited[e->id] = 1;
+        if (e->op == ir::Op::TensorElem) {
+          auto op = low.operand(e->tensor(), e->index());
+          if (op && op->value != v && computed(op->value, op->index)) {
+            auto [it, fresh] = reads.try_emplace(op->value, 0.0, op->index);
+            it->second.first += 1;
+          }
+          continue;
+        }
+        for (ir::Expr c : e->args()) stack.push_back(c);
+      }
+      Info& in = info[v];
+      in.products = products;
+      for (const auto& [c, r] : reads) {
+        in.reads.push_back({c, r.first});
+        if (info.try_emplace(c, Info{r.second, 0, {}}).second) work.push_back(c);
+      }
+    }
+    // Elements needed of each value: a fixed point over the reads (values form a DAG; a few rounds).
+    std::map<program::ValueId, double> needed{{view.value, 1.0}};
+    for (int round = 0; round < 64; ++round) {
+      bool changed = false;
+      for (const auto& [v, in] : info) {
+        double nv = needed.count(v) ? needed[v] : 0.0;
+        if (nv == 0) continue;
+        for (const auto& [c, reads] : in.reads) {
+          double want = std::min(numel(c), std::max(reads, nv));
+          if (want > needed[c]) needed[c] = want, changed = true;
+        }
+      }
+      if (!changed) break;
+    }
+    for (const auto& [v, in] : info) {
+      double n = needed.count(v) ? needed[v] : 0.0;
+      size.elements += n;
+      size.products += n * in.products;
+    }
+    size.values = info.size();
+    size.template_nodes = template_nodes;
+    return size;
+  }
+
   std::vector<double> element(const program::View& view, int64_t logical) {
     int64_t j = storage_of_logical(view, logical);
     Lowering::Source src = low.source(view.value, j);
@@ -686,6 +787,10 @@ NumericEvaluator::~NumericEvaluator() = default;
 
 std::vector<double> NumericEvaluator::element(const program::View& view, int64_t logical) {
   return impl_->element(view, logical);
+}
+
+NumericEvaluator::Size NumericEvaluator::estimate(const program::View& view, int64_t logical, size_t stop_nodes) {
+  return impl_->estimate(view, logical, stop_nodes);
 }
 
 const NumericEvaluator::Stats& NumericEvaluator::stats() const {

@@ -64,6 +64,26 @@ class NumericEvaluator {
   // value here (an index read from tensor data, an element that reads its own old contents).
   std::vector<double> element(const program::View& view, int64_t logical);
 
+  // A cheap estimate of what the location's value depends on, from one template per SSA value (the
+  // value's first element met): how many elements of each value are needed (a template's distinct
+  // operand leaves of a value, at least as many as the reading value needs when it reads one each
+  // — an elementwise op —, at most the value's size) and each element's multiply-adds. Values a
+  // kernel writes count as one element each, their templates are not built (exec's symbolic
+  // execution of one element costs what building does). check.cpp evaluates a location whose
+  // reference estimate is far past the build cap numerically at once, without building 8 M nodes
+  // first. Templates are built in the evaluator's scratch context: the evaluation that follows
+  // reuses their statistics. Stops once the templates built add more than stop_nodes nodes (a
+  // statistic over 10^6 elements is a template of millions: the location is at least that large,
+  // and building the rest of the estimate would cost seconds). Throws what element_template throws.
+  struct Size {
+    double elements = 0;        // (value, element) pairs
+    double products = 0;        // multiply-adds of sums of products over them
+    size_t values = 0;          // SSA values reached
+    size_t template_nodes = 0;  // nodes their templates added to the scratch context
+    bool stopped = false;       // past stop_nodes: elements and products are those counted by then
+  };
+  Size estimate(const program::View& view, int64_t logical, size_t stop_nodes = SIZE_MAX);
+
   struct Stats {
     uint64_t elements = 0;        // (value, element) pairs evaluated
     uint64_t template_nodes = 0;  // nodes the templates added to scratch contexts

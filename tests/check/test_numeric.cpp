@@ -340,3 +340,68 @@ TEST(Numeric, SameProgramsNeverBug) {
   ASSERT_FALSE(r.locations.empty());
   EXPECT_NE(r.locations[0].reason.find("none differs"), std::string::npos) << r.locations[0].reason;
 }
+
+// A location's size estimated from one template per value: out0[0] of linear + training batch norm
+// + relu needs its relu and batch-norm elements (1 each) and the batch norm's column of the product
+// (6 elements of 5 multiply-adds each); the product's own location needs one element of 5.
+TEST(Numeric, EstimateCountsNeededElementsAndProducts) {
+  auto ref = linear_bn("ref", "reference", relu), cand = linear_bn("new", "candidate", sigmoid);
+  auto b = make_bundle({&ref, &cand});
+  program::Merged m = program::merge(b, {false, false});
+  ir::Context ctx;
+  check::Lowering low(ctx, b, m, true, {});
+  low.execute_all();
+  check::NumericEvaluator n(low, {.seed = 1, .points = {0}});
+  auto s = n.estimate(m.outputs[0].ref, 0);
+  EXPECT_EQ(s.elements, 8.0);
+  EXPECT_EQ(s.products, 30.0);
+  EXPECT_EQ(s.values, 3u);
+  auto y = n.estimate(m.outputs[1].ref, 0);
+  EXPECT_EQ(y.elements, 1.0);
+  EXPECT_EQ(y.products, 5.0);
+  // Then evaluated from the same scratch context: the values the estimate did not disturb.
+  check::NumericEvaluator fresh(low, {.seed = 1, .points = {0}});
+  EXPECT_EQ(n.element(m.outputs[0].ref, 0), fresh.element(m.outputs[0].ref, 0));
+}
+
+// Past Options::numeric_estimate a location is evaluated numerically without being built (the
+// build cap is never reached: build_nodes stays at its default); at 0 it is built and decided.
+TEST(Numeric, LocationEstimatedGiantGoesNumericWithoutBuilding) {
+  auto ref = linear_bn("ref", "reference", relu), cand = linear_bn("new", "candidate", sigmoid);
+  auto b = make_bundle({&ref, &cand});
+  check::Options opt;
+  opt.budget_s = 60;
+  opt.trim_prefix = false;
+  opt.seed = 3;
+  opt.numeric_estimate = 20;  // out0's locations: 8 elements + 30 multiply-adds
+  check::Report r = check::check_bundle(b, opt);
+  ASSERT_EQ(r.outcome, check::Outcome::Bug) << r.reason;
+  const check::LocationResult& l = r.locations[*r.first_differ];
+  EXPECT_NE(l.reason.find("estimated from 3 values' templates): evaluated numerically"), std::string::npos) << l.reason;
+  EXPECT_EQ(l.ref_nodes, 0u);  // not built
+  EXPECT_TRUE(l.sampled);
+  opt.numeric_estimate = 0;
+  check::Report built = check::check_bundle(b, opt);
+  ASSERT_EQ(built.outcome, check::Outcome::Bug) << built.reason;
+  const check::LocationResult& lb = built.locations[*built.first_differ];
+  EXPECT_EQ(lb.reason.find("estimated"), std::string::npos) << lb.reason;
+  EXPECT_GT(lb.ref_nodes, 0u);
+}
+
+// The estimate stops once its templates pass stop_nodes: the location is at least that large.
+TEST(Numeric, EstimateStopsPastItsNodeBudget) {
+  auto ref = linear_bn("ref", "reference", relu), cand = linear_bn("new", "candidate", sigmoid);
+  auto b = make_bundle({&ref, &cand});
+  program::Merged m = program::merge(b, {false, false});
+  ir::Context ctx;
+  check::Lowering low(ctx, b, m, true, {});
+  low.execute_all();
+  check::NumericEvaluator n(low, {.seed = 1, .points = {0}});
+  auto whole = n.estimate(m.outputs[0].ref, 0);
+  EXPECT_FALSE(whole.stopped);
+  ASSERT_GT(whole.template_nodes, 4u);
+  check::NumericEvaluator m2(low, {.seed = 1, .points = {0}});
+  auto cut = m2.estimate(m.outputs[0].ref, 0, 2);
+  EXPECT_TRUE(cut.stopped);
+  EXPECT_LT(cut.values, whole.values);
+}
