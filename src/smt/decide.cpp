@@ -575,7 +575,10 @@ Decision Solver::decide(ir::Context& ctx, Expr a, Expr b, const DecideOptions& o
       FalsifyOptions fo{.points = opt.falsify_points, .seed = opt.random_seed,
                         .bound = opt.tolerance ? opt.tolerance->bound : 10, .tolerance = opt.tolerance,
                         .confirm_rtol = opt.confirm_rtol, .confirm_atol = opt.confirm_atol,
-                        .assumptions = &opt.assumptions, .deadline = &ticker, .key_of = {}};
+                        .assumptions = &opt.assumptions, .deadline = &ticker,
+                        // by name, not by the process-wide tensor id: which points are drawn must not
+                        // depend on how many tensors were registered before (other locations, workers)
+                        .key_of = [&ctx](int32_t t) { return name_key(ctx.tensor_name(t)); }};
       auto w = falsify(a, b, fo);
       if (!w || (!w->exceeds_tolerance && opt.tolerance)) return false;
       ++stats_.differ_sampled;

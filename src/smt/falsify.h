@@ -34,9 +34,10 @@ struct FalsifyOptions {
 double point_bound(unsigned p, double bound);
 inline bool point_nonnegative(unsigned p) { return p % 2 == 1; }
 // The value falsify gives leaf (key, index) at point p: a pure function of its arguments, so that a
-// point is regenerable from (seed, p) alone. falsify keys an element by its tensor id; the numeric
-// evaluation of giant locations (check/numeric.h) by name_key() of the tensor's name, which does not
-// depend on the order tensors were registered in (python/dirigo/replay.py draws the same values).
+// point is regenerable from (seed, p) alone. falsify keys an element by its tensor id unless told
+// otherwise; decide and the numeric evaluation of giant locations (check/numeric.h) key it by
+// name_key() of the tensor's name, which does not depend on the order tensors were registered in
+// (python/dirigo/replay.py draws the same values).
 ir::Value draw(uint64_t seed, unsigned p, uint64_t key, int64_t index, ir::Sort sort, double bound);
 // draw() for many leaves of one point: the point's base hash, bound and sign computed once.
 class PointSampler {

@@ -8,6 +8,7 @@
 #include "ir/eval.h"
 #include "ir/print.h"
 #include "smt/decide.h"
+#include "smt/falsify.h"
 
 using namespace dirigo;
 using ir::Expr;
@@ -654,4 +655,30 @@ TEST(DecideDeadline, NoTimeLeftIsTimeoutNamingTheStage) {
   // with time, the same query is decided
   opt.timeout_ms = 10000;
   EXPECT_EQ(solver.decide(ctx, ctx.add(x, y), ctx.mul(x, y), opt).verdict, Verdict::Differ);
+}
+
+// Random points are drawn by the tensors' names: which points decide a location must not depend on
+// how many tensors the process registered before (dev pair 069 lost its BUG when a session's new
+// code registered a few more). The sampled witness holds the value draw() gives the name's key.
+TEST_F(DecideTest, SampledWitnessesAreDrawnByTensorName) {
+  std::string name = "decide:keyed_by_name";
+  for (int i = 0; i < 37; ++i) ctx.tensor(name + std::to_string(i));  // shift the ids a test run would see
+  int32_t t = ctx.tensor(name);
+  Expr x = ctx.elem(t, 5);
+  smt::DecideOptions o;
+  o.use_cache = false;
+  o.tolerance = smt::Tolerance{};
+  smt::Decision d = solver.decide(ctx, ctx.call(ir::Fn::Tanh, x), ctx.add(ctx.call(ir::Fn::Tanh, x), ctx.real_const(1)), o);
+  ASSERT_EQ(d.verdict, smt::Verdict::Differ);
+  ASSERT_EQ(d.stage, smt::Stage::Sampling);
+  ASSERT_TRUE(d.witness);
+  const smt::LeafValue* leaf = nullptr;
+  for (const auto& l : d.witness->leaves)
+    if (l.kind == smt::LeafValue::Kind::Elem && l.tensor == t && l.index == 5) leaf = &l;
+  ASSERT_NE(leaf, nullptr);
+  bool drawn = false;
+  for (unsigned p = 0; p < o.falsify_points; ++p)
+    drawn = drawn || smt::draw(o.random_seed, p, smt::name_key(name), 5, ir::Sort::Real, smt::point_bound(p, o.tolerance->bound)).real ==
+                         leaf->value.real;
+  EXPECT_TRUE(drawn) << leaf->value.real;
 }
