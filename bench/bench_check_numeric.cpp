@@ -124,14 +124,20 @@ J conv_program(const char* name, const char* role, int64_t N, int64_t C, int64_t
   return p;
 }
 
-// The check's way: one point in fp64 and fp32 together (check.cpp's numeric_decide).
-void BM_NumericBatchNormOverConvTranspose3d(benchmark::State& state) {
-  const int64_t N = state.range(0), C = state.range(1), D = state.range(2), H = state.range(3), k = 5;
+// Both programs of the transposed-convolution + batch-norm pair, merged.
+std::pair<bundle::Bundle, program::Merged> conv_bundle(int64_t N, int64_t C, int64_t D, int64_t H, int64_t k) {
   J m{{"format", "dirigo-bundle"}, {"version", 1}, {"modules", J::array({J{{"id", "m0"}, {"path", "ptx/m0.ptx"}}})},
       {"programs", J::array({conv_program("ref", "reference", N, C, D, H, k),
                              conv_program("new", "candidate", N, C, D, H, k)})}};
   bundle::Bundle b = bundle::parse_manifest(m.dump());
   program::Merged merged = program::merge(b, {false, false});
+  return {std::move(b), std::move(merged)};
+}
+
+// The check's way: one point in fp64 and fp32 together (check.cpp's numeric_decide).
+void BM_NumericBatchNormOverConvTranspose3d(benchmark::State& state) {
+  const int64_t N = state.range(0), C = state.range(1), D = state.range(2), H = state.range(3), k = 5;
+  auto [b, merged] = conv_bundle(N, C, D, H, k);
   check::NumericEvaluator::Stats st;
   for (auto _ : state) {
     ir::Context ctx;
@@ -153,11 +159,7 @@ BENCHMARK(BM_NumericBatchNormOverConvTranspose3d)->Args({2, 16, 4, 8})->Args({4,
 // template per SSA value, in the evaluator's scratch context; check.cpp's estimated_too_large).
 void BM_NumericEstimateConvTranspose3d(benchmark::State& state) {
   const int64_t N = state.range(0), C = state.range(1), D = state.range(2), H = state.range(3), k = 5;
-  J m{{"format", "dirigo-bundle"}, {"version", 1}, {"modules", J::array({J{{"id", "m0"}, {"path", "ptx/m0.ptx"}}})},
-      {"programs", J::array({conv_program("ref", "reference", N, C, D, H, k),
-                             conv_program("new", "candidate", N, C, D, H, k)})}};
-  bundle::Bundle b = bundle::parse_manifest(m.dump());
-  program::Merged merged = program::merge(b, {false, false});
+  auto [b, merged] = conv_bundle(N, C, D, H, k);
   check::NumericEvaluator::Size size;
   for (auto _ : state) {
     ir::Context ctx;

@@ -235,27 +235,7 @@ struct KernelNumeric::Impl {
     Tape& T = *it->second;
     exec::ThreadVars tv(low.launch_context(), launch->result->launch.block, launch->result->launch.grid);
     auto vars = tv.all();
-    std::unordered_map<ir::Expr, bool> thread_only;  // BV/Bool over thread Vars and constants only
-    std::vector<ir::Expr> post;
-    std::vector<std::pair<ir::Expr, bool>> stack{{root, false}};
-    while (!stack.empty()) {
-      auto [x, expanded] = stack.back();
-      stack.pop_back();
-      if (thread_only.count(x)) continue;
-      if (!expanded) {
-        stack.push_back({x, true});
-        for (ir::Expr a : x->args())
-          if (!thread_only.count(a)) stack.push_back({a, false});
-        continue;
-      }
-      bool t = x->sort == ir::Sort::Bool || ir::is_bv(x->sort);
-      if (x->op == ir::Op::Var) t = t && std::find(vars.begin(), vars.end(), x) != vars.end();
-      else if (x->nargs == 0) t = t && x->is_const();
-      else if (x->op == ir::Op::Load) t = false;
-      for (ir::Expr a : x->args()) t = t && thread_only.at(a);
-      thread_only.emplace(x, t);
-      post.push_back(x);
-    }
+    auto [thread_only, post] = exec::split_thread_only(root, vars);
     std::unordered_map<ir::Expr, uint32_t> slot;
     std::vector<ir::Expr> roots;
     auto slot_of = [&](ir::Expr x) -> uint32_t {

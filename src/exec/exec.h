@@ -28,6 +28,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "ir/expr.h"
@@ -179,6 +180,15 @@ ExecResult execute(ir::Context& ctx, const ptx::Module& m, const std::string& ke
                    const ExecOptions& opt = {});
 
 // ---- results for the check stage (resolve.cpp)
+
+// The nodes of `root` children first (`post`), each marked whether it is a bitvector/Boolean over
+// the thread Vars and constants only (`thread_only`): what a specialization evaluates per thread on
+// machine words (a BvProgram) instead of building. Used by the Resolver and the check's numeric path.
+struct ThreadOnlySplit {
+  std::unordered_map<ir::Expr, bool> thread_only;
+  std::vector<ir::Expr> post;
+};
+ThreadOnlySplit split_thread_only(ir::Expr root, const std::vector<ir::Expr>& thread_vars);
 
 // Replaces thread identity by a concrete thread and resolves every lazy shared-memory read
 // (recursively through epochs). Unwritten shared memory becomes Undef.

@@ -27,6 +27,31 @@ ThreadCoord coord_of_point(const uint64_t* p) {
 }
 }  // namespace
 
+ThreadOnlySplit split_thread_only(Expr root, const std::vector<Expr>& thread_vars) {
+  ThreadOnlySplit out;
+  auto& thread_only = out.thread_only;
+  std::vector<std::pair<Expr, bool>> stack{{root, false}};
+  while (!stack.empty()) {
+    auto [x, expanded] = stack.back();
+    stack.pop_back();
+    if (thread_only.count(x)) continue;
+    if (!expanded) {
+      stack.push_back({x, true});
+      for (Expr a : x->args())
+        if (!thread_only.count(a)) stack.push_back({a, false});
+      continue;
+    }
+    bool t = x->sort == Sort::Bool || ir::is_bv(x->sort);
+    if (x->op == Op::Var) t = t && std::find(thread_vars.begin(), thread_vars.end(), x) != thread_vars.end();
+    else if (x->nargs == 0) t = t && x->is_const();
+    else if (x->op == Op::Load) t = false;
+    for (Expr a : x->args()) t = t && thread_only.at(a);
+    thread_only.emplace(x, t);
+    out.post.push_back(x);
+  }
+  return out;
+}
+
 struct Resolver::Impl {
   ir::Context& ctx;
   const ExecResult& r;
@@ -67,27 +92,7 @@ struct Resolver::Impl {
     SpecPlan& P = it->second;
     if (!fresh) return P;
     auto all = tv.all();
-    std::unordered_map<Expr, bool> thread_only;  // BV/Bool over thread Vars and constants only
-    std::vector<Expr> post;
-    std::vector<std::pair<Expr, bool>> stack{{e, false}};
-    while (!stack.empty()) {
-      auto [x, expanded] = stack.back();
-      stack.pop_back();
-      if (thread_only.count(x)) continue;
-      if (!expanded) {
-        stack.push_back({x, true});
-        for (Expr a : x->args())
-          if (!thread_only.count(a)) stack.push_back({a, false});
-        continue;
-      }
-      bool t = x->sort == Sort::Bool || ir::is_bv(x->sort);
-      if (x->op == Op::Var) t = t && std::find(all.begin(), all.end(), x) != all.end();
-      else if (x->nargs == 0) t = t && x->is_const();
-      else if (x->op == Op::Load) t = false;
-      for (Expr a : x->args()) t = t && thread_only.at(a);
-      thread_only.emplace(x, t);
-      post.push_back(x);
-    }
+    auto [thread_only, post] = split_thread_only(e, all);
     std::vector<Expr> roots;
     auto mark = [&](Expr x) {
       if (thread_only.at(x) && !x->is_const() && !P.frontier.count(x)) {
