@@ -774,6 +774,10 @@ class Search {
     u.progress = false;
     u.jobs = 1;
     u.release_memory = true;  // one re-check per such location, in this process: its tables must go
+    // One location, and BUG vs SUSPECT hangs on it: more random points than a search spends on each
+    // location (the ladder's [-1, 1] points are 1 in 8, and a bug like a wrong GELU constant shows only
+    // where the prefix's result is O(1): examples/execute_bugs/gelu_constant)
+    u.decide.falsify_points = std::max(u.decide.falsify_points, 64u);
     if (opt_.budget_s > 0) u.budget_s = opt_.budget_s - since(t0_);
     Report ur;
     if (opt_.budget_s <= 0 || u.budget_s > 0.01) {
