@@ -134,17 +134,23 @@ std::pair<bundle::Bundle, program::Merged> conv_bundle(int64_t N, int64_t C, int
   return {std::move(b), std::move(merged)};
 }
 
+// The reference program's evaluator at point 0, fp64 and fp32 lanes (what check.cpp makes per point).
+struct ConvRig {
+  ir::Context ctx;
+  check::Lowering low;
+  check::NumericEvaluator ev;
+  ConvRig(const bundle::Bundle& b, const program::Merged& m)
+      : low(ctx, b, m, true, {}), ev(low, {.seed = 1, .points = {0, 0}, .precisions = {ir::Precision::F64, ir::Precision::F32}}) {}
+};
+
 // The check's way: one point in fp64 and fp32 together (check.cpp's numeric_decide).
 void BM_NumericBatchNormOverConvTranspose3d(benchmark::State& state) {
   const int64_t N = state.range(0), C = state.range(1), D = state.range(2), H = state.range(3), k = 5;
   auto [b, merged] = conv_bundle(N, C, D, H, k);
   check::NumericEvaluator::Stats st;
   for (auto _ : state) {
-    ir::Context ctx;
-    check::Lowering low(ctx, b, merged, true, {});
-    check::NumericOptions o{.seed = 1, .points = {0, 0}};
-    o.precisions = {ir::Precision::F64, ir::Precision::F32};
-    check::NumericEvaluator ev(low, o);
+    ConvRig rig(b, merged);
+    check::NumericEvaluator& ev = rig.ev;
     benchmark::DoNotOptimize(ev.element(merged.outputs[0].ref, 0)[0]);
     st = ev.stats();
   }
@@ -162,11 +168,8 @@ void BM_NumericEstimateConvTranspose3d(benchmark::State& state) {
   auto [b, merged] = conv_bundle(N, C, D, H, k);
   check::NumericEvaluator::Size size;
   for (auto _ : state) {
-    ir::Context ctx;
-    check::Lowering low(ctx, b, merged, true, {});
-    check::NumericOptions o{.seed = 1, .points = {0, 0}};
-    o.precisions = {ir::Precision::F64, ir::Precision::F32};
-    check::NumericEvaluator ev(low, o);
+    ConvRig rig(b, merged);
+    check::NumericEvaluator& ev = rig.ev;
     size = ev.estimate(merged.outputs[0].ref, 0);
   }
   state.counters["elements"] = size.elements;

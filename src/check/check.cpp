@@ -540,7 +540,6 @@ class Search {
     // One point at a time, in fp64 and in IEEE fp32 together: the difference usually shows at the
     // first point, and its fp32 evidence then comes from the same walk of the templates (a separate
     // fp32 pass cost as much again: every template and sum of products a second time).
-    auto evaluator = [&](Lowering& low, unsigned first) -> NumericEvaluator& { return numeric_evaluator(low, first); };
     lr.stage = smt::Stage::Sampling;
     lr.ref_expr = lr.cand_expr = "(not built: evaluated numerically)";
     const char* side = "reference";
@@ -550,10 +549,10 @@ class Search {
       std::vector<double> a, b;  // at the point: fp64, fp32
       for (unsigned first = 0; first < npoints && !hit; ++first) {
         side = "reference";
-        running = &evaluator(ref, first);
+        running = &numeric_evaluator(ref, first);
         a = running->element(pair.ref, lr.loc.flat);
         side = "candidate";
-        running = &evaluator(cand, first);
+        running = &numeric_evaluator(cand, first);
         b = running->element(pair.cand, lr.loc.flat);
         running = nullptr;
         // As falsify judges a point: both values finite and apart beyond the tolerance (a NaN at a
