@@ -78,7 +78,7 @@ static_assert(sizeof(Node) == 64, "Node layout: keep it one cache line");
 int64_t Node::bv_signed() const {
   unsigned w = bv_width(sort);
   uint64_t x = u;
-  if (w && w < 64 && ((x >> (w - 1)) & 1)) x |= ~mask_of(w);
+  if (w && w < 64 && ((x >> (w - 1)) & 1)) x |= ~width_mask(w);
   return static_cast<int64_t>(x);
 }
 std::string_view Node::name() const {
@@ -115,7 +115,7 @@ Expr Context::real_const_from_double(double d) {
 Expr Context::var(std::string_view name, Sort s, Bounds b) {
   Key k{Op::Var, s};
   if (is_bv(s)) {
-    uint64_t m = mask_of(bv_width(s));
+    uint64_t m = width_mask(bv_width(s));
     b.hi = std::min(b.hi, m);
     if (b.lo > b.hi) throw std::invalid_argument(fmt::format("var {}: empty bounds [{}, {}]", name, b.lo, b.hi));
     k.u = b.lo;

@@ -48,7 +48,7 @@ void Context::Impl::prepare_bounds(std::span<const Expr> terms) {
 
 // Exact unsigned interval of a product of factors, or nullopt if it may wrap.
 std::optional<std::pair<i128, i128>> Context::Impl::mono_iv(const Expr* f, uint32_t nf, unsigned w) {
-  i128 lo = 1, hi = 1, lim = static_cast<i128>(mask_of(w));
+  i128 lo = 1, hi = 1, lim = static_cast<i128>(width_mask(w));
   for (uint32_t i = 0; i < nf; ++i) {
     Bounds b = memo_bounds(f[i]);
     if (b.hi != 0 && hi > lim / static_cast<i128>(b.hi)) return std::nullopt;  // would exceed 2^w - 1
@@ -71,7 +71,7 @@ std::optional<std::pair<i128, i128>> Context::Impl::sum_iv(Expr e, bool signed_a
     Term tm = decompose(e->sort, &terms[i]);
     i128 c = sx(tm.coef->u, w), mlo, mhi;
     auto m = mono_iv(tm.f, tm.nf, w);
-    if (!m) { mlo = 0; mhi = static_cast<i128>(mask_of(w)); }
+    if (!m) { mlo = 0; mhi = static_cast<i128>(width_mask(w)); }
     else { mlo = m->first; mhi = m->second; }
     if (signed_atoms && mhi >= (static_cast<i128>(1) << (w - 1))) {
       mlo = -(static_cast<i128>(1) << (w - 1));
@@ -88,7 +88,7 @@ std::optional<std::pair<i128, i128>> Context::Impl::sum_iv(Expr e, bool signed_a
 
 Bounds Context::Impl::compute_bounds(Expr e) {
   unsigned w = bv_width(e->sort);
-  uint64_t m = mask_of(w);
+  uint64_t m = width_mask(w);
   Bounds f = full(e->sort);
   auto b = [&](unsigned i) { return memo_bounds(e->args_[i]); };
   switch (e->op) {

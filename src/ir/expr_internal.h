@@ -15,6 +15,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "ir/bits.h"
 #include "ir/expr.h"
 #include "ir/limits.h"
 
@@ -31,7 +32,6 @@ inline uint64_t fnv1a(std::string_view s) {
   for (unsigned char c : s) { h ^= c; h *= 0x100000001b3ULL; }
   return h;
 }
-inline uint64_t mask_of(unsigned w) { return w >= 64 ? ~0ULL : ((1ULL << w) - 1); }
 
 // Process-wide tensor names: ids are shared by every Context so that import()
 // and cross-worker comparisons need no remapping.
@@ -311,7 +311,7 @@ struct Context::Impl {
 
   // ---- interval analysis for bitvectors (unsigned bounds) (expr_bounds.cpp)
   detail::NodeMap<Bounds> bounds_memo;
-  static Bounds full(Sort s) { return {0, detail::mask_of(bv_width(s))}; }
+  static Bounds full(Sort s) { return {0, width_mask(bv_width(s))}; }
   bool nonneg(Expr e);
   static bool analysed(Op o);
   Bounds memo_bounds(Expr e);

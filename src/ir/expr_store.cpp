@@ -237,7 +237,7 @@ Expr Context::Impl::raw2(Op op, Sort s, Expr a, Expr b, uint8_t flags) {
 
 Expr Context::Impl::mk_bv(Sort s, uint64_t v) {
   Key k{Op::ConstBV, s};
-  k.u = v & mask_of(bv_width(s));
+  k.u = v & width_mask(bv_width(s));
   return intern(k);
 }
 

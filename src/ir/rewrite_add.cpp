@@ -159,7 +159,7 @@ Expr Context::Impl::add_n(Sort s, std::span<const Expr> xs) {
 // k*c*(x/c) + k*(x%c) -> k*x (also with x>>s and x & (2^s-1)): the index split
 // row = i / N, col = i % N recombined as row*N + col. Returns nullptr if nothing matched.
 Expr Context::Impl::recombine_divmod(Sort s, Expr c0, std::vector<Term>& terms) {
-  uint64_t m = mask_of(bv_width(s));
+  uint64_t m = width_mask(bv_width(s));
   struct Rem {
     Expr x;
     uint64_t d;

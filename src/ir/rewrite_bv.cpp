@@ -19,7 +19,7 @@ Expr Context::Impl::bitop_n(Op op, std::span<const Expr> xs) {
   check_bv(xs[0], op_name(op));
   check_sorts(xs, s, op_name(op));
   if (xs.size() == 1) return xs[0];
-  uint64_t m = mask_of(bv_width(s));
+  uint64_t m = width_mask(bv_width(s));
   uint64_t c = op == Op::BvAnd ? m : 0;
   unsigned nconst = 0;
   std::vector<Expr> atoms;
@@ -90,7 +90,7 @@ Expr Context::Impl::shift(Op op, Expr a, Expr b) {
   check_sorts(ab, a->sort, op_name(op));
   Sort s = a->sort;
   unsigned w = bv_width(s);
-  uint64_t m = mask_of(w);
+  uint64_t m = width_mask(w);
   if ((a->op == Op::Undef || b->op == Op::Undef) && apply(Rule::UndefPropagate)) return undef(s);
   if (a->op == Op::ConstBV && b->op == Op::ConstBV && apply(Rule::ConstFold)) {
     uint64_t k = b->u;
@@ -170,7 +170,7 @@ Expr Context::Impl::push_ext(Expr a, Sort to, bool sgn) {
   auto iv = sum_iv(a, sgn);
   if (!iv) return nullptr;
   i128 lo = sgn ? -(static_cast<i128>(1) << (w - 1)) : 0;
-  i128 hi = sgn ? (static_cast<i128>(1) << (w - 1)) - 1 : static_cast<i128>(mask_of(w));
+  i128 hi = sgn ? (static_cast<i128>(1) << (w - 1)) - 1 : static_cast<i128>(width_mask(w));
   if (iv->first < lo || iv->second > hi) return nullptr;
   apply(Rule::BvExtPush);
   ++ext_depth;

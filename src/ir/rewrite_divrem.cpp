@@ -57,7 +57,7 @@ std::optional<std::pair<Expr, Expr>> Context::Impl::div_split(Expr x, uint64_t d
     Term tm = decompose(s, &terms[i]);
     auto mi = mono_iv(tm.f, tm.nf, w);
     if (!mi) return std::nullopt;
-    i128 lim = static_cast<i128>(mask_of(w));
+    i128 lim = static_cast<i128>(width_mask(w));
     if (mi->second != 0 && static_cast<i128>(tm.coef->u) > (lim - hi) / mi->second) return std::nullopt;
     hi += static_cast<i128>(tm.coef->u) * mi->second;  // exact unsigned sum stays below 2^w
     if (tm.coef->u % d == 0) {
@@ -123,7 +123,7 @@ Expr Context::Impl::divrem(Op op, Expr a, Expr b) {
   Expr ab[] = {a, b};
   check_sorts(ab, a->sort, op_name(op));
   Sort s = a->sort;
-  uint64_t m = mask_of(bv_width(s));
+  uint64_t m = width_mask(bv_width(s));
   if ((a->op == Op::Undef || b->op == Op::Undef) && apply(Rule::UndefPropagate)) return undef(s);
   if (a->op == Op::ConstBV && b->op == Op::ConstBV && apply(Rule::ConstFold)) {
     switch (op) {
