@@ -19,6 +19,7 @@
 #include <fmt/format.h>
 
 #include "bundle/io.h"
+#include "bundle/print.h"
 #include "check/lower.h"
 #include "check/numeric.h"
 #include "check/search.h"
@@ -68,15 +69,13 @@ std::string_view tier_name(Tier t) {
 
 namespace {
 
-using detail::index_str;
-
 // Which stage the budget ran out in: the last location that timed out, else the stages before the
 // search when it got no time at all.
 std::string where_time_ran_out(const Report& r, double before_search_s) {
   for (size_t k = r.locations.size(); k-- > 0;) {
     const LocationResult& l = r.locations[k];
     if (l.verdict != smt::Verdict::Timeout) continue;
-    return fmt::format("; at {}[{}]: {}", r.outputs[l.loc.output].ref_name, index_str(l.loc.index),
+    return fmt::format("; at {}[{}]: {}", r.outputs[l.loc.output].ref_name, bundle::join_ints(l.loc.index),
                        l.reason.empty() ? "timeout" : l.reason);
   }
   if (r.locations.empty())
@@ -226,7 +225,7 @@ Report check_bundle(const bundle::Bundle& b, const Options& user_opt) {
         r.evidence = "fp32-evaluation";
         const auto& out = r.outputs[last.loc.output];
         return finish(Outcome::Bug, fmt::format("{}[{}] differs: reference {} vs candidate {} at the witness",
-                                                out.ref_name, index_str(last.loc.index), last.ref_value_f32,
+                                                out.ref_name, bundle::join_ints(last.loc.index), last.ref_value_f32,
                                                 last.cand_value_f32));
       }
     }
@@ -234,7 +233,7 @@ Report check_bundle(const bundle::Bundle& b, const Options& user_opt) {
       const auto& l = r.locations[*r.first_differ];
       return finish(Outcome::Suspect,
                     fmt::format("{}[{}]: the symbolic values differ, but {}", r.outputs[l.loc.output].ref_name,
-                                index_str(l.loc.index),
+                                bundle::join_ints(l.loc.index),
                                 l.reason.empty() ? "the witness does not show the difference beyond tolerance when "
                                                    "evaluated in fp32"
                                                  : l.reason));

@@ -19,6 +19,7 @@
 #include <fmt/format.h>
 
 #include "bundle/io.h"
+#include "bundle/print.h"
 #include "check/lower.h"
 #include "check/numeric.h"
 #include "check/search.h"
@@ -115,11 +116,6 @@ std::vector<double> refine_witness(ir::Expr ea, ir::Expr eb, const std::vector<i
 
 namespace dirigo::check::detail {
 
-std::string index_str(std::span<const int64_t> idx) {
-  std::string s;
-  for (size_t k = 0; k < idx.size(); ++k) s += (k ? ", " : "") + std::to_string(idx[k]);
-  return s;
-}
 
 bool beyond_tolerance(double a, double b, const smt::Tolerance& tol) {
   if (std::isnan(a) != std::isnan(b)) return true;
@@ -201,7 +197,7 @@ bool sets_trimmed_result(const LocationResult& l) {
          std::any_of(l.leaves.begin(), l.leaves.end(), [](const WitnessLeaf& w) { return w.kind == "trimmed"; });
 }
 
-std::string leaf_display(const WitnessLeaf& w) { return fmt::format("{}[{}]", w.input, index_str(w.index)); }
+std::string leaf_display(const WitnessLeaf& w) { return fmt::format("{}[{}]", w.input, bundle::join_ints(w.index)); }
 
 // A giant location's witness lists 10^6–10^7 leaves (pair 097's was 554 MB). Its values are
 // smt::draw's at (seed, point), keyed by the shared inputs' names, so the witness is that point:

@@ -30,8 +30,6 @@ namespace dirigo::check::detail {
 using Clock = std::chrono::steady_clock;
 inline double since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 
-std::string index_str(std::span<const int64_t> idx);
-
 // Witness entries (refine.cpp).
 WitnessLeaf shared_leaf(const program::Merged& m, const program::SharedInput& si);
 WitnessLeaf describe_leaf(const ir::Context& ctx, const program::Merged& m, int32_t tensor, int64_t index,
