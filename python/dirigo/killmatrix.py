@@ -20,8 +20,6 @@ import types
 
 import numpy as np
 
-from .common import extension_builders
-
 KERNELBENCH_SEEDS = range(5)
 HARDENED = ("uniform01", "large", "tiny", "positive", "ties", "outliers")
 FUZZ_CYCLE = ("randn",) + HARDENED
@@ -49,10 +47,16 @@ class _NoExtension(types.SimpleNamespace):
 
 def load_substrate(path: str) -> dict:
     """Executes a substrate file with load_inline stubbed (no compilation) and returns its globals."""
+    # killmatrix_gpu.py loads this file standalone (no package): so no dirigo.common.extension_builders here
+    import torch.utils.cpp_extension as ce
     text = open(path).read()
-    with extension_builders(lambda *a, **k: _NoExtension()):
+    saved = ce.load_inline
+    ce.load_inline = lambda *a, **k: _NoExtension()
+    try:
         ns: dict = {"__name__": "dirigo_substrate", "__file__": os.path.abspath(path)}
         exec(compile(text, path, "exec"), ns)
+    finally:
+        ce.load_inline = saved
     for need in ("Model", "get_inputs", "get_init_inputs", "dirigo_launches"):
         if need not in ns:
             raise ValueError(f"{path}: substrate defines no {need} (needed for the kill matrix)")

@@ -108,3 +108,9 @@ def test_a_function_local_cycle_is_found(tmp_path):
     assert cycle is not None and set(cycle) == {"pkg.a", "pkg.b", "pkg.c"}
     (pkg / "c.py").write_text("def h():\n    return 1\n")
     assert find_cycle(import_graph(str(pkg), "pkg")) is None
+
+
+def test_standalone_modules_import_no_dirigo_module():
+    # killmatrix_gpu.py runs by path on a GPU machine and loads killmatrix.py by path: no package there
+    graph = import_graph(PACKAGE, "dirigo", frozenset(EXTENSIONS))
+    assert graph["dirigo.killmatrix_gpu"] == set() and graph["dirigo.killmatrix"] == set()
