@@ -642,14 +642,14 @@ def _trace_program(spec, loaded, get_inputs, get_init_inputs, attempt, device) -
             rec, values = _trace_once(call, module, inputs, names, device, capture_values=attempt == "real",
                                       capture_limit=spec.get("max_data_bytes", REAL_LIMIT_BYTES),
                                       record_state=attempt == "real" and k == 0)
-            if _triton_finalize(rec, spec["name"], modules):
-                bad = next((op for op in rec.ops if op.get("unresolved")), None)
-                if bad:
-                    raise Unsupported(f"kernel {bad['kernel']} was launched {_Phase.name}: {bad['unresolved']}")
             if device == "cuda":
                 launch.finalize_launches(rec, modules)
                 from . import cublas
                 cublas.finalize_library(rec)  # cuBLAS calls of the program's own code -> library ops
+                bad = next((op for op in rec.ops if op.get("unresolved")), None)
+                if bad:
+                    raise Unsupported(f"kernel {bad['kernel']} was launched {_Phase.name}: {bad['unresolved']}")
+            if _triton_finalize(rec, spec["name"], modules):
                 bad = next((op for op in rec.ops if op.get("unresolved")), None)
                 if bad:
                     raise Unsupported(f"kernel {bad['kernel']} was launched {_Phase.name}: {bad['unresolved']}")
