@@ -430,9 +430,10 @@ def _trace_once(call, module, inputs, input_names, device, capture_values: bool,
 
 
 def _triton_setup(loaded) -> bool:
-    """Whether the program defines Triton kernels; if so, Triton's launch path records into the trace."""
+    """Whether the program uses Triton (defines kernels, or imported triton: its kernels may live in a
+    module it imports); if so, Triton's launch path records into the trace."""
     from . import triton_trace
-    if not triton_trace.uses_triton(loaded.namespace):
+    if not triton_trace.uses_triton():
         return False
     triton_trace.install()
     return True

@@ -41,13 +41,12 @@ def available() -> bool:
         return False
 
 
-def uses_triton(namespace: dict) -> bool:
-    """Whether a program's namespace holds Triton kernels (jit functions, autotuners, heuristics)."""
+def uses_triton() -> bool:
+    """Whether a loaded program may launch Triton kernels: it imported triton (its kernels may be defined
+    in a module it imports, so its own namespace is not enough). Called in the trace worker, after the
+    program is loaded; importing torch does not import triton."""
     import sys
-    if "triton" not in sys.modules:
-        return False
-    from triton.runtime.jit import KernelInterface
-    return any(isinstance(v, KernelInterface) for v in list(namespace.values()))
+    return "triton" in sys.modules
 
 
 class _CompileOnlyUtils:
@@ -144,10 +143,17 @@ def install(compile_only: bool | None = None) -> None:
         def launch(gx, gy, gz, stream, function, packed_metadata, launch_metadata, enter_hook, exit_hook, *args):
             if _REC is not None and not _QUIET:
                 _record(self, (gx, gy, gz), stream, args)
-            if launcher is not None:
+            if launcher is None:
+                return None
+            hook = _REC.launch_hook if _REC is not None else None
+            if hook is not None:  # recorded above: a driver-API interposition must not record it again
+                hook.before_op()
+            try:
                 return launcher(gx, gy, gz, stream, function, packed_metadata, launch_metadata, enter_hook,
                                 exit_hook, *args)
-            return None
+            finally:
+                if hook is not None:
+                    hook.after_op()
         return launch
 
     CompiledKernel.run = property(run)
