@@ -251,6 +251,27 @@ TEST(TritonKernel, ElementwiseSwishScaleClamp) {
   check_outputs(h, *m, "swish_scale_clamp", "out", ref, 1e-6);
 }
 
+TEST(TritonKernel, ElementwiseWithVectorizedAccesses) {
+  // pointers 16-byte aligned and n a multiple of 16: Triton loads and stores four floats at a time
+  auto m = triton_module("elementwise_v4");
+  Harness h;
+  const int n = 2048;
+  auto x = random_vec(n, 20, -3, 3);
+  h.tensor("x", DType::F32, x);
+  h.tensor("out", DType::F32, std::vector<double>(n, 0));
+  h.scalar(n);
+  h.scalar_f(2.0);
+  scratch(h);
+  h.launch.grid = {2};
+  h.launch.block = {128};
+  std::vector<double> ref(n);
+  for (int i = 0; i < n; ++i) {
+    double v = x[size_t(i)] / (1 + std::exp(-x[size_t(i)])) * 2.0;
+    ref[size_t(i)] = std::min(std::max(v, -1.0), 1.0);
+  }
+  check_outputs(h, *m, "swish_scale_clamp", "out", ref, 1e-6);
+}
+
 TEST(TritonKernel, SoftmaxWithMinusInfinityPadding) {
   auto m = triton_module("softmax");
   Harness h;
