@@ -1,7 +1,7 @@
 """dirigo: does an optimized PyTorch+CUDA program compute the same thing as its reference, for every input?"""
 from __future__ import annotations
 
-__version__ = "0.1.0"
+from .common import __version__  # noqa: F401
 
 try:  # the compiled core; absent only in a source tree that was never built
     from . import _core  # noqa: F401

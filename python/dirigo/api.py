@@ -12,8 +12,11 @@ import sys
 import tempfile
 from dataclasses import dataclass, field
 
-#: verdict name -> exit status of ``dirigo check`` (docs/cli.md)
-EXIT_CODES = {"BUG": 1, "SUSPECT": 2, "CHECKED": 0, "VERIFIED": 0, "TIMEOUT": 3, "UNSUPPORTED": 4}
+from . import _core
+
+#: verdict name -> exit status of ``dirigo check`` (docs/cli.md): the compiled core's table (check::exit_code);
+#: empty in a source tree whose core was never built
+EXIT_CODES = dict(_core.EXIT_CODES) if _core is not None else {}
 
 
 @dataclass
@@ -80,7 +83,6 @@ def check_bundle(bundle_dir: str, *, budget_s: float = 30.0, seed: int = 0, full
                  min_locations: int = 5, max_locations: int = 0, atol: float | None = None,
                  rtol: float | None = None, trim_prefix: bool = True, jobs: int = 1) -> Verdict:
     """Check an existing trace bundle (no GPU needed)."""
-    from . import _core
     if _core is None:  # pragma: no cover
         return Verdict("UNSUPPORTED", "dirigo's compiled core is not built (run scripts/build.sh)")
     text = _core.check_bundle(os.fspath(bundle_dir), budget_s, seed, full, min_locations, max_locations,
@@ -123,7 +125,6 @@ def check(ref: str, new: str, *, budget_s: float = 30.0, jobs: int = 1, seed: in
             kw["rtol"] = rtol
         res = _trace.trace(ref, new, out, device=device, timeout=timeout, **kw)
         if res.status == "crash":  # the candidate faulted on the GPU where the reference ran
-            from . import _core
             return Verdict.from_report(json.loads(_core.candidate_crash(res.message)))
         if res.status != "ok":
             return Verdict("UNSUPPORTED", res.message)
@@ -205,7 +206,6 @@ def apply_replay(v: Verdict, rp: dict) -> None:
 
 
 def _fold(v: Verdict, replay: dict | None = None, state: dict | None = None) -> None:
-    from . import _core
     rep = dict(v.report, outcome=v.outcome, reason=v.reason, evidence=v.evidence)
     if v.stage:
         rep["stage"] = v.stage

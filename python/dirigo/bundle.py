@@ -16,11 +16,11 @@ import shutil
 import tarfile
 from typing import Any
 
+from .common import DTYPE_SIZES
+
 FORMAT = "dirigo-bundle"
 VERSION = 1
 
-DTYPE_SIZES = {"float64": 8, "float32": 4, "float16": 2, "bfloat16": 2, "int64": 8, "int32": 4,
-               "int16": 2, "int8": 1, "uint8": 1, "bool": 1}
 SCALAR_TYPES = {"float", "int", "bool", "complex"}
 PTX_SCALAR_TYPES = {"u8", "u16", "u32", "u64", "s8", "s16", "s32", "s64", "f16", "bf16", "f32", "f64", "pred",
                     "b8", "b16", "b32", "b64"}
@@ -474,6 +474,22 @@ def state_bundle(path: str, ref_file: str, new_file: str, out: str | None = None
     return answer
 
 
+def state_text(ans: dict) -> str:
+    """A dirigo-state answer (the one annotate_state records) as text."""
+    lines = [f"state: {ans['verdict']}" + (f" ({ans['evidence']})" if ans.get("evidence") else ""),
+             f"  {ans['reason']}"]
+    for p in ans.get("pairs", []):
+        if p.get("equal"):
+            continue
+        lines.append(f"  {p['reference']} ~ {p['candidate']} {p['shape']}: max |diff| {p.get('max_abs_diff')}, "
+                     f"{p.get('elements_differing')} of {p['reference_stats'].get('numel')} elements differ")
+        lines.append(f"    reference samples {p['reference_stats'].get('samples')}, "
+                     f"candidate samples {p['candidate_stats'].get('samples')}")
+        if p.get("likely_cause"):
+            lines.append(f"    likely cause: {p['likely_cause']}")
+    return "\n".join(lines) + "\n"
+
+
 def _write_copy(path: str, out: str | None, manifest: dict, files: dict) -> str:
     """Write `manifest` for the bundle at `path`: in place (a directory), or as a copy at `out` (data and
     ptx files hard-linked where possible)."""
@@ -533,9 +549,8 @@ def main(argv: list[str] | None = None) -> int:
         if a.json:
             print(json.dumps(ans, indent=1))
         else:
-            from .state import to_text
             print(f"{a.out or a.bundle}: match.state written")
-            sys.stdout.write(to_text(ans))
+            sys.stdout.write(state_text(ans))
         return 0
     try:
         if a.cmd == "validate":

@@ -2,7 +2,7 @@
 
 The shim writes one JSON record per call made by the program's own code (never inside an ATen op:
 PyTorch's matmul keeps its ATen semantics). Here the device addresses in a record are bound to tensors by
-the same address-range logic as kernel launch arguments (`launch.pointer_binder`): a pointer becomes
+the same address-range logic as kernel launch arguments (`common.pointer_binder`): a pointer becomes
 `{"tensor", "byte_offset"}`, one inside no traced tensor `{"pointer": "0x…", "unbound": true}`, and a
 batched call's device pointer arrays become one argument per batch entry (`A[0]`, `A[1]`, …). The
 written operand names (`C`, `y`, `x`, `result`, `D`) become the tensor ids in `writes`.
@@ -11,6 +11,8 @@ Semantics live in C++ (src/blas); an entry point the shim records but dirigo doe
 `"modeled": false` and checking reports it UNSUPPORTED by name.
 """
 from __future__ import annotations
+
+from .common import pointer_binder
 
 MODELED = ("cublasSgemm_v2", "cublasSgemmStridedBatched", "cublasSgemmBatched", "cublasGemmEx",
            "cublasGemmStridedBatchedEx", "cublasSgeam", "cublasSgemv_v2", "cublasSger_v2", "cublasSaxpy_v2", "cublasSscal_v2",
@@ -53,7 +55,6 @@ def library_op(raw: dict, bind) -> dict:
 
 def finalize_library(rec) -> None:
     """Turn the raw cuBLAS records in rec.ops into library ops (call after launch.finalize_launches)."""
-    from .launch import pointer_binder
     if not any(op.get("kind") == "library" and "_raw" in op for op in rec.ops):
         return
     bind = pointer_binder(rec)

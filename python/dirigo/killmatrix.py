@@ -47,6 +47,7 @@ class _NoExtension(types.SimpleNamespace):
 
 def load_substrate(path: str) -> dict:
     """Executes a substrate file with load_inline stubbed (no compilation) and returns its globals."""
+    # killmatrix_gpu.py loads this file standalone (no package): so no dirigo.common.extension_builders here
     import torch.utils.cpp_extension as ce
     text = open(path).read()
     saved = ce.load_inline

@@ -18,6 +18,8 @@ import shutil
 import subprocess
 import tempfile
 
+from .common import pointer_binder
+
 SHIM_SOURCE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "shim", "launch_shim.c")
 CUBLAS_SHIM_SOURCE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "shim", "cublas_shim.c")
 
@@ -260,34 +262,6 @@ def _decode_scalar(hexbytes: str, ptx_type: str):
         return None
     v = struct.unpack(fmt, raw)[0]
     return bool(v) if ptx_type == "pred" else v
-
-
-def pointer_binder(rec):
-    """address -> {"tensor", "byte_offset"} relative to the view starting closest below it, or None."""
-    # live storage ranges, and tensors by storage id
-    ranges = []
-    for st in rec.storages.values():
-        if "data_ptr" in st:
-            ranges.append((int(st["data_ptr"], 16), st["nbytes"], st["id"]))
-    ranges.sort()
-    from .bundle import DTYPE_SIZES
-    by_storage: dict[str, list[tuple[int, str]]] = {}
-    st_ptr = {sid: ptr for ptr, _, sid in ranges}
-    for t in rec.tensors:
-        if t["storage"] in st_ptr:
-            start = st_ptr[t["storage"]] + t["offset"] * DTYPE_SIZES[t["dtype"]]
-            by_storage.setdefault(t["storage"], []).append((start, t["id"]))
-
-    def bind(ptr: int):
-        for base, nbytes, sid in ranges:
-            if base <= ptr < base + max(nbytes, 1):
-                cands = [(s, tid) for s, tid in by_storage.get(sid, []) if s <= ptr]
-                if cands:
-                    start, tid = max(cands, key=lambda c: (c[0], -int(c[1][1:])))
-                    return {"tensor": tid, "byte_offset": ptr - start}
-        return None
-
-    return bind
 
 
 def finalize_launches(rec, modules: list[dict]) -> None:

@@ -18,6 +18,8 @@ import types
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
+from .common import extension_builders
+
 INIT_SEED = 42
 
 
@@ -160,11 +162,8 @@ def intercept_extensions(records: list[ExtensionRecord], allow_cuda: bool):
         _note_library(rec, module, kwargs)
         return _ExtensionProxy(module, name)
 
-    ce.load_inline, ce.load = load_inline, load
-    try:
+    with extension_builders(load_inline, load):
         yield
-    finally:
-        ce.load_inline, ce.load = orig_inline, orig_load
 
 
 def _note_library(rec: ExtensionRecord, module, kwargs) -> None:

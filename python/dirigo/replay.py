@@ -27,7 +27,9 @@ import sys
 import time
 import traceback
 
+from . import load, trace
 from .childio import answer_channel
+from .common import json_float, torch_dtype
 
 FORMAT, VERSION = "dirigo-witness", 1
 RESULT_FORMAT = "dirigo-replay"
@@ -42,10 +44,6 @@ def _float(v):
     if isinstance(v, str):
         return {"nan": math.nan, "inf": math.inf, "-inf": -math.inf}[v]
     return float(v)
-
-
-def _json_float(v: float):
-    return v if math.isfinite(v) else ("nan" if math.isnan(v) else ("inf" if v > 0 else "-inf"))
 
 
 def resolve_program(path: str) -> str:
@@ -83,13 +81,12 @@ def validate(w: dict) -> None:
 # ---------------------------------------------------------------------------------------------------------
 # Programs
 
-class _Programs:
+class Programs:
     """Both programs built the way the tracer builds them (load.py): parameters under init_seed, inputs
     from the reference's get_inputs() under the input seed, on `device`."""
 
     def __init__(self, ref: str, new: str, device: str, init_seed: int, input_seed: int | None):
         import torch
-        from . import load
         allow_cuda = device == "cuda"
         try:
             self.ref_loaded = load.load_file(ref, allow_cuda=allow_cuda)
@@ -241,7 +238,7 @@ def _decode(arg: dict, env: dict, where: str):
         if "string" in a:
             return a["string"]
         if "dtype" in a:
-            return _dtype_map()[a["dtype"]]
+            return torch_dtype(a["dtype"])
         if "layout" in a:
             return getattr(torch, a["layout"])
         if "device" in a:
@@ -266,26 +263,18 @@ def _decode(arg: dict, env: dict, where: str):
     return root
 
 
-def _dtype_map() -> dict:
-    import torch
-    return {"float64": torch.float64, "float32": torch.float32, "float16": torch.float16,
-            "bfloat16": torch.bfloat16, "int64": torch.int64, "int32": torch.int32, "int16": torch.int16,
-            "int8": torch.int8, "uint8": torch.uint8, "bool": torch.bool}
-
-
-def _record_reference(progs: _Programs):
+def _record_reference(progs: Programs):
     """The reference's op list as the tracer records it (same Recorder, same input registration order),
     so op indices and tensor ids are the ones in the witness."""
-    from . import trace
     args = [x.clone() if hasattr(x, "clone") else x for x in progs.inputs]
     # device "cpu": no launch hook (a reference is pure PyTorch; its ops are recorded the same way)
     with contextlib.redirect_stdout(sys.stderr):
-        rec, _ = trace._trace_once(progs.ref_call, progs.ref_module, args, progs.input_names, "cpu",
-                                   capture_values=False)
+        rec, _ = trace.trace_once(progs.ref_call, progs.ref_module, args, progs.input_names, "cpu",
+                                  capture_values=False)
     return rec
 
 
-def carry_back(progs: _Programs, trimmed: list[dict], bound: float, steps: int = 300, seed: int = 0,
+def carry_back(progs: Programs, trimmed: list[dict], bound: float, steps: int = 300, seed: int = 0,
                fixed: list[tuple] | None = None) -> dict:
     """Change the floating-point inputs/parameters/buffers the prefix reads so that the prefix results
     at the trimmed leaves approach their witness values; writes the result into progs (reference
@@ -459,7 +448,7 @@ def sampled_values(sampled: dict, name: str, n: int):
     return (unit if nonnegative else unit * 2 - 1) * bound
 
 
-def _set_sampled(progs: "_Programs", witness: dict, ref_state: dict, fixed: list) -> None:
+def _set_sampled(progs: "Programs", witness: dict, ref_state: dict, fixed: list) -> None:
     """Every shared input regenerated from a sampled witness's (seed, point)."""
     import torch
     sampled = witness["sampled"]
@@ -518,7 +507,7 @@ def _failure(e: BaseException, programs: tuple = ()) -> dict:
     return {"status": "error", "message": f"{type(e).__name__}: {e}{where}"}
 
 
-def _replay_on(progs: _Programs, witness: dict, steps: int) -> dict:
+def _replay_on(progs: Programs, witness: dict, steps: int) -> dict:
     """Replay one witness on loaded programs (left changed: the caller restores them)."""
     import torch
     res = {}
@@ -590,9 +579,9 @@ def _replay_on(progs: _Programs, witness: dict, steps: int) -> dict:
     diff = abs(a - b) if math.isfinite(a) and math.isfinite(b) else math.inf
     whole = (ro.double() - no.double()).abs()
     res.update(status="replayed", evidence=f"replay-{'gpu' if progs.device == 'cuda' else 'cpu'}",
-               reference=_json_float(a), candidate=_json_float(b), difference=_json_float(diff),
+               reference=json_float(a), candidate=json_float(b), difference=json_float(diff),
                allowed=_allowed(a, atol, rtol), exceeds=_exceeds(a, b, atol, rtol),
-               output_max_difference=_json_float(float(whole.nan_to_num(math.inf).max()) if whole.numel() else 0.0))
+               output_max_difference=json_float(float(whole.nan_to_num(math.inf).max()) if whole.numel() else 0.0))
     sym = witness.get("symbolic") or {}
     if "reference" in sym and witness.get("leaves_complete") and not trimmed:
         res["symbolic_reference"] = sym["reference"]
@@ -627,7 +616,7 @@ def replay_many(witnesses: list, ref: str | None = None, new: str | None = None,
         progs, failure = None, None
         try:
             with contextlib.redirect_stdout(sys.stderr):  # programs print; stdout carries the result
-                progs = _Programs(*key[:3], key[3], key[4])
+                progs = Programs(*key[:3], key[3], key[4])
             if len(members) > 1:
                 progs.snapshot()
         except BaseException as e:  # noqa: BLE001 - user code

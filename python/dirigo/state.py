@@ -45,11 +45,13 @@ import time
 import traceback
 import types
 
+from . import load, match as match_mod, replay
+from .bundle import state_text as to_text
 from .childio import answer_channel
+from .common import chunks, digest, dtype_name, extension_builders, flat_values, json_float, stats
 
 FORMAT, VERSION = "dirigo-state", 1
 EXIT = {"BUG": 1, "SUSPECT": 2, "NONE": 0, "UNKNOWN": 4}
-SAMPLES = 4  # values shown per parameter
 
 
 class StateError(RuntimeError):
@@ -57,13 +59,8 @@ class StateError(RuntimeError):
 
 
 def _g(v, spec: str = ".6g") -> str:
-    """A number of an answer (possibly "nan"/"inf" strings, see _jf) for a sentence."""
+    """A number of an answer (possibly "nan"/"inf" strings, see json_float) for a sentence."""
     return format(v, spec) if isinstance(v, (int, float)) else str(v)
-
-
-def _jf(v: float):
-    v = float(v)
-    return v if math.isfinite(v) else ("nan" if math.isnan(v) else ("inf" if v > 0 else "-inf"))
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -90,22 +87,15 @@ class _UnbuiltExtension(types.ModuleType):
 @contextlib.contextmanager
 def _stub_extensions(built: list):
     """torch.utils.cpp_extension.load_inline / load return an _UnbuiltExtension (no compiler runs)."""
-    import torch.utils.cpp_extension as ce
-    orig = ce.load_inline, ce.load
-
     def stub(name, *args, **kwargs):
         built.append(name)
         return _UnbuiltExtension(name)
-    ce.load_inline, ce.load = stub, stub
-    try:
+    with extension_builders(stub, stub):
         yield
-    finally:
-        ce.load_inline, ce.load = orig
 
 
 def _exec_stubbed(path: str) -> tuple[dict, list]:
     """Execute a program file with extension builds stubbed; (namespace, extension names)."""
-    from . import load
     with open(path) as fh:
         text = fh.read()
     name = "dirigo_state_" + re.sub(r"\W", "_", os.path.splitext(os.path.basename(path))[0])
@@ -123,7 +113,6 @@ def construct_pair(ref: str, new: str, init_seed: int):
     """Both modules as KernelBench builds them (seed before get_init_inputs and before each construction),
     on the CPU with extensions stubbed. Returns (ref module, candidate module, stubbed extension names)."""
     import torch
-    from . import load
     if new.endswith(".cu"):
         raise StateError("an AI CUDA Engineer .cu candidate takes its parameters from the functional form: "
                          "its state is the reference's by construction")
@@ -158,51 +147,6 @@ def named_state(module) -> dict:
 
 # ---------------------------------------------------------------------------------------------------------
 # Describing values
-
-CHUNK = 1 << 24  # elements per step: a 32768 x 32768 weight (4 GiB) is never copied whole
-
-
-def _chunks(x):
-    for i in range(0, x.numel(), CHUNK):
-        yield i, x[i:i + CHUNK]
-
-
-def _flat(t):
-    import torch
-    x = t.detach().reshape(-1)
-    return x.to(torch.uint8) if x.dtype == torch.bool else x
-
-
-def digest(t) -> str:
-    """sha256 of the tensor's elements in row-major order (the bytes of a bundle data file), chunk by chunk."""
-    import hashlib
-    import torch
-    h = hashlib.sha256()
-    for _, c in _chunks(_flat(t).contiguous()):
-        h.update(c.cpu().contiguous().view(torch.uint8).numpy().tobytes())
-    return h.hexdigest()
-
-
-def stats(t) -> dict:
-    """numel, mean, std, min, max, max |v| and the first few values (float64 arithmetic, chunk by chunk, on
-    the tensor's own device: a GPU parameter is not copied out)."""
-    import torch
-    x = _flat(t)
-    n = x.numel()
-    if n == 0:
-        return {"numel": 0}
-    total, sq, lo, hi, amax = 0.0, 0.0, math.inf, -math.inf, 0.0
-    for _, c in _chunks(x):  # one pass: sum and sum of squares (a description, not a reduction to trust)
-        c = c.to(torch.float64)
-        total, sq = total + float(c.sum()), sq + float((c * c).sum())
-        lo, hi = min(lo, float(c.min())), max(hi, float(c.max()))
-        amax = max(amax, float(c.abs().max()))
-    mean = total / n
-    var = max(sq / n - mean * mean, 0.0) if math.isfinite(sq) else sq
-    return {"numel": n, "mean": _jf(mean), "std": _jf(math.sqrt(var) if math.isfinite(var) else var),
-            "min": _jf(lo), "max": _jf(hi), "absmax": _jf(amax),
-            "samples": [_jf(v) for v in x[:SAMPLES].to(torch.float64).tolist()]}
-
 
 def _shape_of(s: dict) -> tuple[str, float]:
     """(kind, scale) of a value distribution: zeros, ones, constant, uniform (scale = bound),
@@ -276,7 +220,6 @@ def likely_cause(rs: dict, cs: dict) -> str:
 
 def _bundle_pairs(bundle: str) -> list[tuple[str, str]] | None:
     """(reference name, candidate name) of every matched parameter/buffer pair of the bundle's `match`."""
-    from . import match as match_mod
     with open(os.path.join(bundle, "manifest.json")) as fh:
         manifest = json.load(fh)
     if not manifest.get("match"):
@@ -294,7 +237,6 @@ def _bundle_pairs(bundle: str) -> list[tuple[str, str]] | None:
 
 def _module_prog(name: str, role: str, state: dict) -> dict:
     """A manifest-like program of a module's state alone, for dirigo.match."""
-    from .trace import dtype_name
     tensors, inputs = [], []
     for i, (n, t) in enumerate(state.items()):
         tensors.append({"id": f"t{i}", "shape": list(t.shape), "dtype": dtype_name(t.dtype)})
@@ -307,7 +249,6 @@ def _module_prog(name: str, role: str, state: dict) -> dict:
 def recorded_equal(bundle: str) -> int | None:
     """The number of matched parameter/buffer pairs when the bundle recorded equal values (sha256 at trace
     time, on the modules as constructed) for every one of them, else None: then nothing needs constructing."""
-    from . import match as match_mod
     try:
         with open(os.path.join(bundle, "manifest.json")) as fh:
             manifest = json.load(fh)
@@ -329,7 +270,6 @@ def recorded_equal(bundle: str) -> int | None:
 def pair_names(ref_state: dict, cand_state: dict, bundle: str | None) -> tuple[list, str]:
     """Matched (reference, candidate) state names: the bundle's pairing when it has one, else dirigo.match's
     rule applied to the constructed modules."""
-    from . import match as match_mod
     if bundle:
         pairs = _bundle_pairs(bundle)
         if pairs is not None:
@@ -342,7 +282,7 @@ def pair_names(ref_state: dict, cand_state: dict, bundle: str | None) -> tuple[l
 def compare_pair(a, b) -> dict:
     """Values of one matched pair: equal or how they differ (chunk by chunk: no float64 copy of the whole)."""
     import torch
-    ra, cb = _flat(a), _flat(b)
+    ra, cb = flat_values(a), flat_values(b)
     rec = {"shape": list(a.shape), "candidate_shape": list(b.shape), "dtype": str(a.dtype).replace("torch.", ""),
            "reference_stats": stats(a), "candidate_stats": stats(b),
            "reference_sha256": digest(a), "candidate_sha256": digest(b)}
@@ -350,8 +290,8 @@ def compare_pair(a, b) -> dict:
         rec.update(equal=False, note="different numbers of elements")
         return rec
     worst, at, differing = -1.0, 0, 0
-    for i, c in _chunks(ra):
-        other = cb[i:i + CHUNK]
+    for i, c in chunks(ra):
+        other = cb[i:i + len(c)]
         if c.dtype == other.dtype and torch.equal(c, other):  # the usual case, without float64 copies
             continue
         d = (c.to(torch.float64) - other.to(torch.float64)).abs()
@@ -362,8 +302,8 @@ def compare_pair(a, b) -> dict:
             worst, at = float(d[k]), i + k
     rec["equal"] = differing == 0
     if differing:
-        rec.update(max_abs_diff=_jf(worst), elements_differing=differing, first_max_at=at,
-                   values_at_max=[_jf(ra[at]), _jf(cb[at])],
+        rec.update(max_abs_diff=json_float(worst), elements_differing=differing, first_max_at=at,
+                   values_at_max=[json_float(ra[at]), json_float(cb[at])],
                    likely_cause=likely_cause(rec["reference_stats"], rec["candidate_stats"]))
     return rec
 
@@ -412,8 +352,8 @@ def compare_outputs(ref_outs: list, cand_outs: list, atol: float, rtol: float, s
         if d.numel() and float(d.max()) >= best["max_difference"]:
             k = int(d.argmax())
             where = list(idx[k]) if idx is not None else [int(v) for v in torch.unravel_index(torch.tensor(k), r.shape)]
-            best.update(max_difference=_jf(d[k]), output=i, index=where, reference=_jf(r_sel[k]),
-                        candidate=_jf(c_sel[k]), allowed=_jf(allowed[k]))
+            best.update(max_difference=json_float(d[k]), output=i, index=where, reference=json_float(r_sel[k]),
+                        candidate=json_float(c_sel[k]), allowed=json_float(allowed[k]))
         best["exceeds"] = best["exceeds"] or bool(over.any())
     return best
 
@@ -432,9 +372,8 @@ def observe_real(ref: str, new: str, device: str, init_seed: int, atol: float, r
     models are built once and run trial after trial, as KernelBench does); stops at the first trial with an
     element beyond tolerance."""
     import torch
-    from . import load, replay
     try:
-        progs = replay._Programs(ref, new, device, init_seed, None)
+        progs = replay.Programs(ref, new, device, init_seed, None)
     except replay.ReplayError as e:
         raise StateError(str(e)) from None
     get_inputs, _ = load.reference_io(progs.ref_loaded)
@@ -465,7 +404,6 @@ def observe_transport(ref: str, cand_state: dict, pairs: list, init_seed: int, a
                       rtol: float, report: dict | None) -> dict:
     """The reference on the CPU with its own state and with the candidate's values in the paired parameters."""
     import torch
-    from . import load
     ref_loaded, _ = _exec_stubbed(ref)
     get_inputs, get_init_inputs = load.reference_io(ref_loaded)
     input_seed = load.kernelbench_trial_seeds(init_seed, 1)[0]
@@ -499,7 +437,6 @@ def observe_transport(ref: str, cand_state: dict, pairs: list, init_seed: int, a
 # The analysis
 
 def _has_cuda_code(path: str) -> bool:
-    from . import load
     with open(path, errors="replace") as fh:
         return path.endswith(".cu") or load.source_needs_cuda(fh.read())
 
@@ -544,7 +481,6 @@ def analyze(ref: str, new: str, *, bundle: str | None = None, report: dict | Non
     """The dirigo-state answer for two program files (never raises for user-code failures). `observe`: also
     run both real programs when their state is equal (where the candidate can run: a GPU, or a candidate
     without CUDA code) and report what KernelBench's own check would see, with evidence `observed-gpu/cpu`."""
-    from . import load
     t0 = time.monotonic()
     init_seed = load.INIT_SEED if init_seed is None else init_seed
     atol, rtol = _tolerance(bundle, atol, rtol)
@@ -647,21 +583,6 @@ def analyze(ref: str, new: str, *, bundle: str | None = None, report: dict | Non
                           f"program's own state ({obs['evidence']}: max difference "
                           f"{_g(obs.get('max_difference', 0))}): the difference does not reach the output")
     return ans
-
-
-def to_text(ans: dict) -> str:
-    lines = [f"state: {ans['verdict']}" + (f" ({ans['evidence']})" if ans.get("evidence") else ""),
-             f"  {ans['reason']}"]
-    for p in ans.get("pairs", []):
-        if p.get("equal"):
-            continue
-        lines.append(f"  {p['reference']} ~ {p['candidate']} {p['shape']}: max |diff| {p.get('max_abs_diff')}, "
-                     f"{p.get('elements_differing')} of {p['reference_stats'].get('numel')} elements differ")
-        lines.append(f"    reference samples {p['reference_stats'].get('samples')}, "
-                     f"candidate samples {p['candidate_stats'].get('samples')}")
-        if p.get("likely_cause"):
-            lines.append(f"    likely cause: {p['likely_cause']}")
-    return "\n".join(lines) + "\n"
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -15,7 +15,6 @@ import argparse
 import contextlib
 import hashlib
 import json
-import math
 import os
 import re
 import signal
@@ -29,6 +28,7 @@ from typing import Any
 
 from . import bundle as bundle_mod
 from . import match as match_mod
+from .common import Unsupported, __version__, digest, dtype_name, json_float, stats
 
 DEFAULT_TOLERANCE = 1e-2  # KernelBench v0: torch.allclose(atol=1e-2, rtol=1e-2)
 DEFAULT_TIMEOUT_S = 120.0
@@ -43,38 +43,12 @@ CONST_DATA_LIMIT = 1 << 20
 EXIT_OK, EXIT_USAGE, EXIT_UNSUPPORTED, EXIT_PROGRAM_ERROR, EXIT_CANDIDATE_CRASH = 0, 1, 2, 3, 5
 
 
-class Unsupported(Exception):
-    """The program is outside what dirigo can trace; the message says why."""
-
-
 class DataDependent(Unsupported):
     """Fake tensors met an operation whose result depends on tensor values."""
 
 
 # ---------------------------------------------------------------------------------------------------------
 # Encoding values
-
-_DTYPE_NAMES = None
-
-
-def dtype_name(dtype) -> str:
-    global _DTYPE_NAMES
-    import torch
-    if _DTYPE_NAMES is None:
-        _DTYPE_NAMES = {torch.float64: "float64", torch.float32: "float32", torch.float16: "float16",
-                        torch.bfloat16: "bfloat16", torch.int64: "int64", torch.int32: "int32",
-                        torch.int16: "int16", torch.int8: "int8", torch.uint8: "uint8", torch.bool: "bool"}
-    name = _DTYPE_NAMES.get(dtype)
-    if name is None:
-        raise Unsupported(f"dtype {str(dtype).replace('torch.', '')} is not in the bundle format")
-    return name
-
-
-def _float_scalar(v: float):
-    if math.isfinite(v):
-        return v
-    return "nan" if math.isnan(v) else ("inf" if v > 0 else "-inf")
-
 
 def _short(enum_value) -> str:
     return str(enum_value).replace("torch.", "")
@@ -194,9 +168,9 @@ class Recorder:
             elif isinstance(v, (int, torch.SymInt)):
                 slot.update(scalar=int(v), type="int")
             elif isinstance(v, (float, torch.SymFloat)):
-                slot.update(scalar=_float_scalar(float(v)), type="float")
+                slot.update(scalar=json_float(float(v)), type="float")
             elif isinstance(v, complex):
-                slot.update(scalar=[_float_scalar(v.real), _float_scalar(v.imag)], type="complex")
+                slot.update(scalar=[json_float(v.real), json_float(v.imag)], type="complex")
             elif isinstance(v, str):
                 slot["string"] = v
             elif isinstance(v, torch.dtype):
@@ -358,18 +332,17 @@ def _constant_bytes(t) -> bytes | str:
 
 def _record_state(rec: Recorder) -> None:
     """Every parameter and buffer as constructed, whatever its size: sha256 of its bytes and a few statistics
-    and sample values (`stats`, dirigo.state.stats), so a bundle says whether the two programs' matched
+    and sample values (dirigo.common.stats), so a bundle says whether the two programs' matched
     parameters hold the same values (docs/bundle-format.md) without carrying them."""
-    from . import state as state_mod
     for inp in rec.inputs:
         if inp["kind"] == "input":
             continue
         t = _lookup(rec, inp["tensor"])
-        inp["sha256"] = state_mod.digest(t)
-        inp["stats"] = state_mod.stats(t)
+        inp["sha256"] = digest(t)
+        inp["stats"] = stats(t)
 
 
-def _trace_once(call, module, inputs, input_names, device, capture_values: bool,
+def trace_once(call, module, inputs, input_names, device, capture_values: bool,
                 capture_limit: int = REAL_LIMIT_BYTES, record_state: bool = False):
     """One traced forward. With capture_values, input/parameter bytes are taken before the call (forward
     may update buffers in place, e.g. BatchNorm running statistics); with record_state (real tensors), every
@@ -640,9 +613,9 @@ def _trace_program(spec, loaded, get_inputs, get_init_inputs, attempt, device) -
             if device == "cuda":
                 inputs = [x.cuda() if isinstance(x, torch.Tensor) else x for x in inputs]
             names = load.forward_arg_names(module, len(inputs))
-            rec, values = _trace_once(call, module, inputs, names, device, capture_values=attempt == "real",
-                                      capture_limit=spec.get("max_data_bytes", REAL_LIMIT_BYTES),
-                                      record_state=attempt == "real" and k == 0)
+            rec, values = trace_once(call, module, inputs, names, device, capture_values=attempt == "real",
+                                     capture_limit=spec.get("max_data_bytes", REAL_LIMIT_BYTES),
+                                     record_state=attempt == "real" and k == 0)
             if device == "cuda":
                 launch.finalize_launches(rec, modules)
                 from . import cublas
@@ -891,7 +864,6 @@ def _trace(ref, new, out, *, device, timeout, mode, atol, rtol, seeds, init_seed
 
 
 def _created_by(results: dict) -> dict:
-    from . import __version__
     info = {"tool": f"dirigo {__version__}", "python": sys.version.split()[0]}
     info.update(results["ref"].get("runtime", {}))  # torch version and device, as the worker saw them
     return info

@@ -1,5 +1,5 @@
 // dirigo._core: the check stage on a bundle directory (check_bundle), and the verdict rules the CLI applies
-// after it (fold_answers, candidate_crash), all returning the JSON report.
+// after it (fold_answers, candidate_crash), all returning the JSON report; the CLI's exit codes (EXIT_CODES).
 #include <nanobind/stl/string.h>
 
 #include "check/check.h"
@@ -37,6 +37,14 @@ static dirigo::py::RegisterBinder reg([](nb::module_& m) {
         nb::arg("state") = "",
         "The report (JSON text) with a dirigo-replay and/or dirigo-state answer (JSON text, '' for none) folded "
         "in by the CLI's verdict rules (docs/check.md).");
+  // verdict name -> exit status of `dirigo check` (check::exit_code, docs/cli.md): the one table, for
+  // dirigo.api.EXIT_CODES. Outcome's values run from Bug to Unsupported.
+  nb::dict codes;
+  for (int o = 0; o <= static_cast<int>(dirigo::check::Outcome::Unsupported); ++o) {
+    auto outcome = static_cast<dirigo::check::Outcome>(o);
+    codes[nb::str(std::string(dirigo::check::outcome_name(outcome)).c_str())] = dirigo::check::exit_code(outcome);
+  }
+  m.attr("EXIT_CODES") = codes;
   m.def(
       "candidate_crash", [](const std::string& message) { return to_json(dirigo::check::candidate_crash(message)); },
       nb::arg("message"), "The report (JSON text) of a candidate that faulted on the GPU where the reference ran.");

@@ -6,13 +6,14 @@
 #include <fmt/format.h>
 
 namespace dirigo::bundle {
-namespace {
 
-std::string join_ints(const std::vector<int64_t>& v) {
+std::string join_ints(std::span<const int64_t> v) {
   std::string s;
   for (size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + std::to_string(v[i]);
   return s;
 }
+
+namespace {
 
 std::string describe_float(double f) {  // 1.0 stays "1.0" so floats and ints read apart
   std::string v = fmt::format("{}", f);

@@ -2,13 +2,16 @@
 // error messages and logs). Not a serialization: use io.h for that.
 #pragma once
 
+#include <cstdint>
 #include <map>
+#include <span>
 #include <string>
 
 #include "bundle/bundle.h"
 
 namespace dirigo::bundle {
 
+std::string join_ints(std::span<const int64_t> v);  // "4, 256": a shape, strides or an index
 std::string describe_arg(const Arg& a);        // t3, 1.5, [1, None], float32, "mean", t5+16, 0x7f00(unbound)
 std::string describe_tensor(const Tensor& t);  // t0: float32[4, 256] strides [256, 1] @ s0+0 (contiguous)
 std::string describe_op(const Op& op);         // aten::add_.Tensor(t2, t4, alpha=1.5) -> t2 mutates t2

@@ -209,7 +209,7 @@ void apply_replay(Report& r, Replay replay);
 // move the reference's output, not observed on the candidate) makes CHECKED/VERIFIED/TIMEOUT a SUSPECT;
 // the rest are notes. The function check's own verdict stays in `function_outcome`.
 void apply_state(Report& r, StateFinding state);
-// Witness refinement (paper §4.6; check.cpp): leaf values (same order as `leaves`, within ±tol.bound),
+// Witness refinement (paper §4.6; refine.cpp): leaf values (same order as `leaves`, within ±tol.bound),
 // starting from `start`, where ea and eb differ beyond the tolerance in fp64 — with `also_f32` in IEEE
 // fp32 too, with fp32 values close to fp64's — or `start` when none is found within budget_ms.
 std::vector<double> refine_witness(ir::Expr ea, ir::Expr eb, const std::vector<ir::Expr>& leaves,

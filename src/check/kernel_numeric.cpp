@@ -10,6 +10,7 @@
 
 #include "exec/deadline.h"
 #include "exec/sat.h"
+#include "ir/bits.h"
 #include "ir/eval.h"
 #include "ir/print.h"
 
@@ -35,14 +36,9 @@ ir::Value from_number(double d, ir::Sort s) {
   return v;
 }
 
-uint64_t mask_of(ir::Sort s) {
-  unsigned w = ir::bv_width(s);
-  return w >= 64 ? ~uint64_t(0) : (uint64_t(1) << w) - 1;
-}
-
 int64_t signed_of(uint64_t bits, ir::Sort s) {
   unsigned w = ir::bv_width(s);
-  if (w < 64 && (bits >> (w - 1) & 1)) bits |= ~mask_of(s);
+  if (w < 64 && (bits >> (w - 1) & 1)) bits |= ~ir::width_mask(ir::bv_width(s));
   return int64_t(bits);
 }
 
@@ -285,7 +281,7 @@ struct KernelNumeric::Impl {
     const double* v = fetch(*x.read, index, sort);
     for (size_t p = 0; p < lanes; ++p) {
       ir::Value x = from_number(v[p], sort);
-      out[p] = {sort == ir::Sort::Real && f32[p] ? double(float(x.real)) : x.real, ir::is_bv(sort) ? x.bits & mask_of(sort) : x.bits, x.undef};
+      out[p] = {sort == ir::Sort::Real && f32[p] ? double(float(x.real)) : x.real, ir::is_bv(sort) ? x.bits & ir::width_mask(ir::bv_width(sort)) : x.bits, x.undef};
     }
   }
 
@@ -297,7 +293,7 @@ struct KernelNumeric::Impl {
     if (x.op == ir::Op::TensorElem) return read_leaf(x, int64_t(x.aux), out);
     if (x.op == ir::Op::Load) {  // the index is thread-only: the same in every lane (signed as BV64)
       const Slot& i = arg(0, 0);
-      return read_leaf(x, x.arg0 == ir::Sort::BV64 ? int64_t(i.b) : int64_t(i.b & mask_of(x.arg0)), out);
+      return read_leaf(x, x.arg0 == ir::Sort::BV64 ? int64_t(i.b) : int64_t(i.b & ir::width_mask(ir::bv_width(x.arg0))), out);
     }
     // n-ary sums, products and min/max: argument by argument over all lanes (one slot row each), in
     // the argument order ir::Evaluator uses.
@@ -478,7 +474,7 @@ struct KernelNumeric::Impl {
         throw std::runtime_error("shared cell read as a float of another width");
       }
     } else if (value->op == ir::Op::ConstBV && ir::is_bv(sort)) {
-      d = double(value->bv_value() & mask_of(sort));
+      d = double(value->bv_value() & ir::width_mask(ir::bv_width(sort)));
     } else {
       throw std::runtime_error("shared cell stored with one type and read with another");
     }
@@ -496,7 +492,7 @@ struct KernelNumeric::Impl {
         default: break;
       }
     } else {
-      uint64_t a = uint64_t(v), b = uint64_t(x), m = mask_of(sort);
+      uint64_t a = uint64_t(v), b = uint64_t(x), m = ir::width_mask(ir::bv_width(sort));
       bool less = sw.is_signed ? signed_of(b, sort) < signed_of(a, sort) : b < a;
       switch (sw.op) {
         case exec::WriteOp::Add: return double((a + b) & m);

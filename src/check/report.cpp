@@ -5,16 +5,12 @@
 
 #include <nlohmann/json.hpp>
 
+#include "bundle/print.h"
 #include "check/check.h"
 
 namespace dirigo::check {
 
 namespace {
-std::string index_str(const std::vector<int64_t>& idx) {
-  std::string s;
-  for (size_t k = 0; k < idx.size(); ++k) s += (k ? ", " : "") + std::to_string(idx[k]);
-  return s;
-}
 std::string evidence_sentence(const Report& r) {
   if (r.evidence == "fp32-evaluation")
     return "fp32-evaluation (both symbolic values evaluated in IEEE fp32 at the witness; no replay on the real programs)";
@@ -77,7 +73,7 @@ std::string to_text(const Report& r, bool verbose) {
   if (r.first_differ && r.stage != "state" && r.stage != "observe") {
     const auto& l = r.locations[*r.first_differ];
     const auto& out = r.outputs[l.loc.output];
-    s += fmt::format("  location  {}[{}]  (found by {} search, {} of {} checked)\n", out.ref_name, index_str(l.loc.index),
+    s += fmt::format("  location  {}[{}]  (found by {} search, {} of {} checked)\n", out.ref_name, bundle::join_ints(l.loc.index),
                      tier_name(l.loc.tier), *r.first_differ + 1, r.checked);
     s += fmt::format("  reference = {}\n  candidate = {}\n", l.ref_expr, l.cand_expr);
     s += fmt::format("  witness ({} input element(s) matter; largest shown, the rest 0):\n", l.leaves.size());
@@ -106,7 +102,7 @@ std::string to_text(const Report& r, bool verbose) {
     s += fmt::format("  the remaining locations would take about {:.0f} s more\n", r.projected_full_seconds);
   if (verbose)
     for (const auto& l : r.locations) {
-      s += fmt::format("    [{}] {} {} {:.2f} ms\n", index_str(l.loc.index), tier_name(l.loc.tier),
+      s += fmt::format("    [{}] {} {} {:.2f} ms\n", bundle::join_ints(l.loc.index), tier_name(l.loc.tier),
                        smt::verdict_name(l.verdict), l.ms);
       if (l.verdict != smt::Verdict::Differ && !l.ref_expr.empty())  // undecided: both sides, abbreviated
         s += fmt::format("      {}\n      reference = {}\n      candidate = {}\n", l.reason, l.ref_expr, l.cand_expr);

@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "exec/machine.h"
+#include "ir/bits.h"
 #include "ir/eval.h"
 
 namespace dirigo::exec {
@@ -91,7 +92,7 @@ void Machine::exec_alu(Bundle& b, const ptx::Instruction& in) {
         for (size_t i = 0; i < src.elements.size(); ++i) {
           Expr e = read_raw(b, src.elements[i], Type::None);
           if (e->op != Op::ConstBV) unsupported(in, "packing non-constant registers");
-          bits |= (e->bv_value() & ((part >= 64 ? 0 : (uint64_t(1) << part)) - 1)) << (part * i);
+          bits |= (e->bv_value() & ir::width_mask(part)) << (part * i);
         }
         return write(b, dst, ctx_.bv_const(sort_of(ty), bits));
       }
@@ -201,7 +202,7 @@ void Machine::exec_int(Bundle& b, const ptx::Instruction& in, Type ty) {
       [[fallthrough]];
     case Opcode::Clz: case Opcode::Brev: case Opcode::Bfind: {
       uint64_t x = konst(arg(1, ty), "bit counting");
-      uint64_t m = w >= 64 ? ~uint64_t(0) : (uint64_t(1) << w) - 1;
+      uint64_t m = ir::width_mask(w);
       x &= m;
       uint64_t v = 0;
       if (in.op == Opcode::Popc) v = std::popcount(x);
@@ -225,7 +226,7 @@ void Machine::exec_int(Bundle& b, const ptx::Instruction& in, Type ty) {
       uint64_t pos = konst(read(b, ops.at(3), Type::U32), "bfi position") & 0xff;
       uint64_t len = konst(read(b, ops.at(4), Type::U32), "bfi length") & 0xff;
       if (pos + len > w) len = w > pos ? w - pos : 0;
-      uint64_t field = (len >= 64 ? ~uint64_t(0) : (uint64_t(1) << len) - 1) << pos;
+      uint64_t field = ir::width_mask(len) << pos;
       r = ctx_.bv_or(ctx_.bv_and(arg(2, ty), c(~field)), ctx_.bv_and(ctx_.bv_shl(arg(1, ty), c(pos)), c(field)));
       break;
     }

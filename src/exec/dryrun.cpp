@@ -13,6 +13,7 @@
 #include <optional>
 
 #include "exec/machine.h"
+#include "ir/bits.h"
 
 namespace dirigo::exec {
 
@@ -122,7 +123,7 @@ void Machine::decode_dry_run() {
 namespace {
 // `a op b` of a Native instruction on width-bit words (as unsigned values); nullopt: not decided here
 std::optional<uint64_t> native_value(Opcode op, ptx::CmpOp cmp, unsigned width, bool is_signed, uint64_t a, uint64_t b) {
-  const uint64_t mask = width == 64 ? ~0ull : (uint64_t(1) << width) - 1;
+  const uint64_t mask = ir::width_mask(width);
   auto sgn = [&](uint64_t v) { return width == 64 ? int64_t(v) : int64_t(int32_t(uint32_t(v))); };
   using C = ptx::CmpOp;
   switch (op) {

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "exec/sat.h"
+#include "ir/bits.h"
 
 namespace dirigo::exec {
 
@@ -14,8 +15,6 @@ using ir::Op;
 using u128 = unsigned __int128;
 
 namespace {
-
-uint64_t umax_of(unsigned w) { return w >= 64 ? UINT64_MAX : (uint64_t(1) << w) - 1; }
 
 int var_index(const ThreadVars& tv, Expr v) {
   auto all = tv.all();
@@ -43,12 +42,12 @@ struct LinForm {
 bool never_wraps(const LinForm& f, unsigned w, const std::unordered_map<Expr, Bounds>& r) {
   u128 hi = f.k;
   for (auto& [a, c] : f.terms) hi += u128(c) * r.at(a).hi;
-  return hi <= umax_of(w);
+  return hi <= ir::width_mask(w);
 }
 
 LinForm linearize(Expr root, const std::unordered_map<Expr, Bounds>& r) {
   const unsigned w = ir::bv_width(root->sort);
-  const uint64_t mask = umax_of(w);
+  const uint64_t mask = ir::width_mask(w);
   LinForm f;
   std::vector<std::pair<Expr, uint64_t>> stack{{root, 1}};
   while (!stack.empty()) {
@@ -93,7 +92,7 @@ LinForm linearize(Expr root, const std::unordered_map<Expr, Bounds>& r) {
 // when pass 0 meets a monotone pair, or when the pair may wrap.
 std::optional<Bounds> pair_range(LinForm& f, Expr a, uint64_t c, uint64_t k2, int pass,
                                  const std::unordered_map<Expr, Bounds>& r, unsigned w) {
-  const uint64_t mask = umax_of(w);
+  const uint64_t mask = ir::width_mask(w);
   const unsigned wa = ir::bv_width(a->sort);
   LinForm A = linearize(a, r);
   if (A.terms.empty() || !never_wraps(A, wa, r)) return std::nullopt;  // then a's value is the combination
@@ -122,7 +121,7 @@ std::optional<Bounds> pair_range(LinForm& f, Expr a, uint64_t c, uint64_t k2, in
 
 std::optional<Bounds> quotient_pairs(Expr sum, const std::unordered_map<Expr, Bounds>& r) {
   const unsigned w = ir::bv_width(sum->sort);
-  const uint64_t mask = umax_of(w);
+  const uint64_t mask = ir::width_mask(w);
   LinForm f = linearize(sum, r);
   std::vector<Bounds> pairs;
   for (int pass = 0; pass < 2; ++pass) for (size_t i = 0; i < f.terms.size(); ++i) {
@@ -134,7 +133,7 @@ std::optional<Bounds> quotient_pairs(Expr sum, const std::unordered_map<Expr, Bo
       // a & ~(2^s - 1) is 2^s * (a >> s): nvcc's `i - (i & -32)` is i mod 32
       Expr m = d->arg(0)->op == Op::ConstBV ? d->arg(0) : d->arg(1);
       Expr a = d->arg(0)->op == Op::ConstBV ? d->arg(1) : d->arg(0);
-      const uint64_t low = ~m->bv_value() & umax_of(wa);  // must be 2^s - 1, s >= 1
+      const uint64_t low = ~m->bv_value() & ir::width_mask(wa);  // must be 2^s - 1, s >= 1
       if (low == 0 || (low & (low + 1)) != 0) continue;
       c = low + 1;
       const uint64_t k2c = (k2 * c) & mask;  // k2 * (a & ~low) = (k2 * c) * (a / c)
@@ -148,7 +147,7 @@ std::optional<Bounds> quotient_pairs(Expr sum, const std::unordered_map<Expr, Bo
     Expr a = d->arg(0);
     if (d->op == Op::BvLShr && d->arg(1)->bv_value() < wa) c = uint64_t(1) << d->arg(1)->bv_value();
     else if (d->op == Op::BvUDiv) c = d->arg(1)->bv_value();
-    else if (d->op == Op::BvSDiv && r.at(a).hi <= umax_of(wa) / 2 && d->arg(1)->bv_value() <= umax_of(wa) / 2)
+    else if (d->op == Op::BvSDiv && r.at(a).hi <= ir::width_mask(wa) / 2 && d->arg(1)->bv_value() <= ir::width_mask(wa) / 2)
       c = d->arg(1)->bv_value();  // both non-negative: the unsigned quotient
     if (c < 2) continue;
     if (auto g = pair_range(f, a, c, k2, pass, r, w)) {
@@ -283,7 +282,7 @@ bool guards_from(const Facts& f, Guards& g) {
   std::vector<std::pair<Expr, Bounds>> shifted;
   for (auto& [s, b] : g) {
     if (s->op != Op::BvAdd || s->nargs != 2 || s->arg(0)->op != Op::ConstBV) continue;
-    const uint64_t mask = umax_of(ir::bv_width(s->sort)), k = s->arg(0)->bv_value();
+    const uint64_t mask = ir::width_mask(ir::bv_width(s->sort)), k = s->arg(0)->bv_value();
     const uint64_t lo = (b.lo - k) & mask, hi = (b.hi - k) & mask;
     if (lo <= hi && hi - lo == b.hi - b.lo) shifted.push_back({s->arg(1), {lo, hi}});
   }
@@ -359,10 +358,10 @@ std::optional<Bounds> range_in(Expr root, const ThreadVars& tv, const ThreadBox&
       continue;
     }
     const unsigned w = ir::bv_width(e->sort);
-    const Bounds full{0, umax_of(w)};
+    const Bounds full{0, ir::width_mask(w)};
     auto arg = [&](unsigned i) { return r.at(e->arg(i)); };
     auto signed_nonneg = [&](unsigned i) {  // operand i is non-negative as a signed value
-      return arg(i).hi <= umax_of(ir::bv_width(e->arg(i)->sort)) / 2;
+      return arg(i).hi <= ir::width_mask(ir::bv_width(e->arg(i)->sort)) / 2;
     };
     Bounds out = full;
     switch (e->op) {
@@ -376,7 +375,7 @@ std::optional<Bounds> range_in(Expr root, const ThreadVars& tv, const ThreadBox&
         u128 lo = 0, hi = 0;
         for (unsigned i = 0; i < e->nargs; ++i) lo += arg(i).lo, hi += arg(i).hi;
         // both ends wrapped the same number of times (`0xffffffff + x` with x >= 1): no gap between
-        if (w < 64 && (lo >> w) == (hi >> w)) out = {uint64_t(lo) & umax_of(w), uint64_t(hi) & umax_of(w)};
+        if (w < 64 && (lo >> w) == (hi >> w)) out = {uint64_t(lo) & ir::width_mask(w), uint64_t(hi) & ir::width_mask(w)};
         else if (w == 64 && (lo >> 64) == (hi >> 64)) out = {uint64_t(lo), uint64_t(hi)};
         if (auto q = quotient_pairs(e, r)) out = {std::max(out.lo, q->lo), std::min(out.hi, q->hi)};
         break;
@@ -387,7 +386,7 @@ std::optional<Bounds> range_in(Expr root, const ThreadVars& tv, const ThreadBox&
         for (unsigned i = 0; i < e->nargs && fits; ++i) {
           lo *= arg(i).lo;
           hi *= arg(i).hi;
-          fits = hi <= umax_of(w);
+          fits = hi <= ir::width_mask(w);
         }
         if (fits) out = {uint64_t(lo), uint64_t(hi)};
         break;
@@ -395,7 +394,7 @@ std::optional<Bounds> range_in(Expr root, const ThreadVars& tv, const ThreadBox&
       case Op::BvShl:
         if (e->arg(1)->op == Op::ConstBV && e->arg(1)->bv_value() < w) {
           unsigned s = unsigned(e->arg(1)->bv_value());
-          if ((u128(arg(0).hi) << s) <= umax_of(w)) out = {arg(0).lo << s, arg(0).hi << s};
+          if ((u128(arg(0).hi) << s) <= ir::width_mask(w)) out = {arg(0).lo << s, arg(0).hi << s};
         }
         break;
       case Op::BvLShr:
@@ -432,7 +431,7 @@ std::optional<Bounds> range_in(Expr root, const ThreadVars& tv, const ThreadBox&
         uint64_t p = 1;
         while (p <= m && p != 0) p <<= 1;
         out = {0, p == 0 ? UINT64_MAX : p - 1};
-        out.hi = std::min(out.hi, umax_of(w));
+        out.hi = std::min(out.hi, ir::width_mask(w));
         break;
       }
       case Op::BvUMin: case Op::BvUMax: {
@@ -458,7 +457,7 @@ std::optional<Bounds> range_in(Expr root, const ThreadVars& tv, const ThreadBox&
       }
       case Op::ZExt: out = arg(0); break;
       case Op::SExt: if (signed_nonneg(0)) out = arg(0); break;
-      case Op::Trunc: if (arg(0).hi <= umax_of(w)) out = arg(0); break;
+      case Op::Trunc: if (arg(0).hi <= ir::width_mask(w)) out = arg(0); break;
       case Op::Ite: {
         std::optional<Bounds> arms[2] = {arg(1), arg(2)};
         if (ite_depth < kMaxIteDepth)
@@ -505,14 +504,14 @@ std::optional<Bounds> RangeCache::range(Expr e, Expr pred) {
       std::vector<Expr> rest(e->args().begin() + 1, e->args().end());
       Expr r_e = rest.size() == 1 ? rest[0] : ctx_.bv_add(rest);
       auto r = range(r_e, pred);
-      if (!r || u128(r->hi) + c > umax_of(w)) return enumerate(e, pred);
+      if (!r || u128(r->hi) + c > ir::width_mask(w)) return enumerate(e, pred);
       return Bounds{r->lo + c, r->hi + c};
     }
   }
   if (e->op == Op::BvMul && e->nargs == 2 && e->arg(0)->op == Op::ConstBV) {
     uint64_t c = e->arg(0)->bv_value();
     auto r = range(e->arg(1), pred);
-    if (!r || u128(r->hi) * c > umax_of(w)) return enumerate(e, pred);
+    if (!r || u128(r->hi) * c > ir::width_mask(w)) return enumerate(e, pred);
     return Bounds{r->lo * c, r->hi * c};
   }
   if (e->op == Op::ZExt) return range(e->arg(0), pred);
@@ -626,7 +625,7 @@ std::optional<Bounds> RangeCache::split_sum(Expr sum, Expr pred) {
     groups.push_back(std::move(g));
   }
   if (groups.size() < 2) return std::nullopt;  // one group: nothing gained over enumerating it whole
-  const uint64_t umask = umax_of(w);
+  const uint64_t umask = ir::width_mask(w);
   c &= umask;
   const uint64_t sign = uint64_t(1) << (w - 1);
   __int128 ulo = 0, uhi = 0, slo = 0, shi = 0;

@@ -12,6 +12,7 @@
 #include "exec/exec.h"
 #include "exec/inffold.h"
 #include "exec/sat.h"
+#include "ir/bits.h"
 
 namespace dirigo::exec {
 
@@ -215,7 +216,7 @@ struct Resolver::Impl {
     }
     if (v->op == Op::ConstBV && ir::is_bv(s)) {
       unsigned w = ir::bv_width(s);
-      return ctx.bv_const(s, w >= 64 ? v->bv_value() : v->bv_value() & ((uint64_t(1) << w) - 1));
+      return ctx.bv_const(s, v->bv_value() & ir::width_mask(w));
     }
     throw std::runtime_error("shared cell stored with one type and read with another");
   }

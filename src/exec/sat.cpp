@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "exec/interval.h"
+#include "ir/bits.h"
 #include "ir/walk.h"
 
 namespace dirigo::exec {
@@ -17,7 +18,6 @@ using ir::Expr;
 using ir::Op;
 
 namespace {
-uint64_t mask_of(unsigned w) { return w >= 64 ? ~uint64_t(0) : ((uint64_t(1) << w) - 1); }
 int64_t sext_of(uint64_t v, unsigned w) {
   if (w >= 64) return int64_t(v);
   uint64_t m = uint64_t(1) << (w - 1);
@@ -80,7 +80,7 @@ void BvProgram::eval(const uint64_t* point, uint64_t* out) {
   for (size_t i = 0; i < code_.size(); ++i) {
     const Ins& in = code_[i];
     const uint32_t* a = argbuf_.data() + in.args_at;
-    uint64_t m = mask_of(in.width);
+    uint64_t m = ir::width_mask(in.width);
     uint64_t v = 0;
     switch (in.op) {
       case Op::Var: v = point[in.a]; break;
@@ -159,7 +159,7 @@ std::optional<AtomBound> bound_of_atom(Expr a, bool neg) {
   const bool const_right = y->op == Op::ConstBV;
   if (const_right == (x->op == Op::ConstBV)) return std::nullopt;
   Expr s = const_right ? x : y;
-  const uint64_t c = (const_right ? y : x)->bv_value(), top = mask_of(ir::bv_width(s->sort));
+  const uint64_t c = (const_right ? y : x)->bv_value(), top = ir::width_mask(ir::bv_width(s->sort));
   const AtomBound empty{s, 1, 0};
   if (a->op == Op::Eq) return neg ? std::nullopt : std::optional<AtomBound>(AtomBound{s, c, c});
   // as an upper bound `s <= u` or a lower bound `l <= s`; negation swaps the side and strictness

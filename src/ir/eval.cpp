@@ -11,7 +11,6 @@
 #include "ir/expr_internal.h"
 
 namespace dirigo::ir {
-using detail::mask_of;
 
 double apply_fn(Fn f, double x, double y) {
   constexpr double kSqrt2 = 1.41421356237309504880;
@@ -130,7 +129,7 @@ struct Evaluator::Impl {
   }
   Value normalize(Value v, Sort s) {
     v.sort = s;
-    if (is_bv(s)) v.bits &= mask_of(bv_width(s));
+    if (is_bv(s)) v.bits &= width_mask(bv_width(s));
     if (s == Sort::Bool) v.bits = v.bits != 0;
     if (s == Sort::Real) v.real = rnd(v.real);
     return v;
@@ -142,11 +141,11 @@ struct Evaluator::Impl {
     bool undef = false;
     for (const Value* v : a) undef |= v->undef;
     unsigned w = bv_width(x->sort);
-    uint64_t m = mask_of(w);
+    uint64_t m = width_mask(w);
     auto sgn = [](const Value& v) {
       unsigned ww = bv_width(v.sort);
       uint64_t b = v.bits;
-      if (ww < 64 && ((b >> (ww - 1)) & 1)) b |= ~mask_of(ww);
+      if (ww < 64 && ((b >> (ww - 1)) & 1)) b |= ~width_mask(ww);
       return static_cast<int64_t>(b);
     };
     switch (x->op) {

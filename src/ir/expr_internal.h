@@ -2,6 +2,11 @@
 #pragma once
 
 #include <array>
+#include <cstdlib>
+#include <memory>
+#include <optional>
+#include <span>
+#include <unordered_set>
 #include <deque>
 #include <mutex>
 #include <shared_mutex>
@@ -10,7 +15,9 @@
 #include <unordered_map>
 #include <vector>
 
+#include "ir/bits.h"
 #include "ir/expr.h"
+#include "ir/limits.h"
 
 namespace dirigo::ir::detail {
 
@@ -25,7 +32,6 @@ inline uint64_t fnv1a(std::string_view s) {
   for (unsigned char c : s) { h ^= c; h *= 0x100000001b3ULL; }
   return h;
 }
-inline uint64_t mask_of(unsigned w) { return w >= 64 ? ~0ULL : ((1ULL << w) - 1); }
 
 // Process-wide tensor names: ids are shared by every Context so that import()
 // and cross-worker comparisons need no remapping.
@@ -136,4 +142,236 @@ class NodeSet {
   NodeMap<bool> map_;
 };
 
+using i128 = __int128;
+inline constexpr unsigned kNumRules = static_cast<unsigned>(Rule::Count_);
+inline bool is_pow2(uint64_t x) { return x && !(x & (x - 1)); }
+inline unsigned log2u(uint64_t x) { return 63 - __builtin_clzll(x); }
+inline i128 sx(uint64_t v, unsigned w) {  // signed value of a w-bit pattern
+  if (w < 64 && ((v >> (w - 1)) & 1)) return static_cast<i128>(v) - (static_cast<i128>(1) << w);
+  if (w == 64) return static_cast<i128>(static_cast<int64_t>(v));
+  return v;
+}
+
+// Owner of a malloc'ed buffer (the arena's blocks and the unique table, expr_store.cpp alloc_buf).
+struct FreeDeleter {
+  void operator()(void* p) const { std::free(p); }
+};
+template <class T>
+using Buf = std::unique_ptr<T[], FreeDeleter>;
+
 }  // namespace dirigo::ir::detail
+
+namespace dirigo::ir {
+
+// The state of a Context and its smart constructors. The node store and hash-consing are in
+// expr_store.cpp, each family of rewrites in its own rewrite_*.cpp, the bitvector interval analysis in
+// expr_bounds.cpp; expr.cpp is the public Context API over them.
+//
+// Canonical forms (the invariants every constructor below maintains):
+//  * Add/BvAdd: [c0 if != 0] then terms sorted by monomial (structural hash,
+//    then structural tie-break); a term is a monomial m or Mul(c, m...) with a
+//    constant coefficient c != 0, 1 first. Like monomials are combined.
+//  * Mul/BvMul: [c if != 1] then atoms sorted (repeats allowed: x*x); no atom
+//    is a Mul; an Add atom only when distributing would exceed kDistributeLimit.
+//  * Min/Max/And/Or/BvAnd/...: flattened, sorted, deduplicated, constants folded first.
+// Undefined values are poison: an op with a direct Undef operand is Undef, and
+// rules that would drop an Undef-dependent operand (x*0, x-x) do not fire.
+struct Context::Impl {
+  Context& C;
+  explicit Impl(Context& c) : C(c) {
+    enabled.fill(true);
+    hits.fill(0);
+    table = empty_table(1024);
+    table_size = 1024;
+  }
+
+  // ---- arena (expr_store.cpp, like the unique table, constants and the canonical order)
+  std::vector<detail::Buf<std::byte>> blocks;
+  std::byte* cur = nullptr;
+  size_t left = 0, bytes = 0;
+  std::deque<mpq_class> rats;
+  std::deque<std::string> names;
+
+  void* alloc(size_t n);
+
+  // ---- unique table (open addressing, linear probing)
+  // Slots keep the hash next to the pointer so that probing past other
+  // entries never touches their nodes (one cache miss per lookup).
+  struct Slot {
+    uint64_t hash;
+    Expr node;
+  };
+  detail::Buf<Slot> table;
+  size_t table_size = 0;
+  size_t count = 0;
+  // What the node budget counts (Limits::max_nodes, Context::node_units): every node, plus half
+  // the operands of a wide one. A sum of 16k terms rebuilt once per element (x - mean over a
+  // warp's partial sum) creates few nodes but sorts and copies millions of terms.
+  size_t units = 0;
+  static detail::Buf<Slot> empty_table(size_t n);
+  uint32_t next_id = 0;
+
+  static bool same(Expr n, const detail::Key& k, uint64_t h);
+  void grow();
+  // Precomputed hash/attrs/size for nodes derived from a neighbour in O(1) (add_one).
+  struct Pre {
+    uint64_t hash;
+    uint8_t attrs;
+    uint64_t size;
+  };
+  // ---- limits (Context::set_limits)
+  Limits limits;
+  uint32_t since_clock = 0;
+  void over_limit();
+  Expr intern(const detail::Key& k, const Pre* pre = nullptr);
+  Expr raw(Op op, Sort s, std::span<const Expr> args, uint8_t flags = 0, uint64_t u = 0);
+  Expr raw1(Op op, Sort s, Expr a, uint8_t flags = 0, uint64_t u = 0);
+  Expr raw2(Op op, Sort s, Expr a, Expr b, uint8_t flags = 0);
+
+  // ---- rules
+  std::array<bool, detail::kNumRules> enabled;
+  std::array<uint64_t, detail::kNumRules> hits;
+  bool on(Rule r) const { return enabled[static_cast<unsigned>(r)]; }
+  bool apply(Rule r) {  // call only once the rule's condition holds
+    if (!on(r)) return false;
+    ++hits[static_cast<unsigned>(r)];
+    return true;
+  }
+
+  // ---- constants
+  std::array<Expr, 6> zero_{}, one_{};
+  Expr mk_bv(Sort s, uint64_t v);
+  Expr mk_real(const mpq_class& q);
+  Expr mk_bool(bool b);
+  Expr zero(Sort s);
+  Expr one(Sort s);
+  Expr ones(Sort s) { return mk_bv(s, ~0ULL); }
+  bool is_zero(Expr c) { return c == zero(c->sort); }
+  bool is_one(Expr c) { return c == one(c->sort); }
+  Expr cadd(Expr a, Expr b);
+  Expr cmul(Expr a, Expr b);
+  Expr undef(Sort s) { return raw(Op::Undef, s, {}); }
+
+  // ---- canonical order
+  int local_cmp(Expr x, Expr y) const;
+  int compare(Expr a, Expr b) const;
+  bool less(Expr a, Expr b) const;
+  // Sort a vector that is usually already sorted or two sorted runs (flattening one
+  // canonical n-ary node plus a few operands): O(n) in those cases.
+  template <class T, class Less>
+  static bool sort_runs(std::vector<T>& v, Less lt) {
+    size_t breaks = 0, first = 0;
+    for (size_t i = 1; i < v.size() && breaks < 2; ++i)
+      if (lt(v[i], v[i - 1]) && breaks++ == 0) first = i;
+    if (breaks == 0) return false;
+    if (breaks == 1) std::inplace_merge(v.begin(), v.begin() + first, v.end(), lt);
+    else std::sort(v.begin(), v.end(), lt);
+    return true;
+  }
+
+  // ---- terms of sums: coef * monomial (monomial = product of f[0..nf))
+  struct Term {
+    Expr coef;
+    const Expr* f;
+    uint32_t nf;
+    uint64_t key;  // hash of the monomial node (as if built)
+    Expr orig;     // the node this term came from, valid while coef == orig_coef
+    Expr orig_coef;
+  };
+  Term decompose(Sort s, const Expr* slot);
+  static bool same_mono(const Term& a, const Term& b);
+  static bool mono_has_undef(const Term& t);
+  Expr mono_node(Sort s, const Term& t);
+  bool term_less(Sort s, const Term& a, const Term& b);
+  Expr term_node(Sort s, const Term& t);
+
+  void check_sorts(std::span<const Expr> xs, Sort s, std::string_view what);
+  void check_bv(Expr a, std::string_view what);
+
+  // ---- sums (rewrite_add.cpp)
+  Expr add_n(Sort s, std::span<const Expr> xs);
+  Expr recombine_divmod(Sort s, Expr c0, std::vector<Term>& terms);
+  static bool scaled_big_sum(Expr x, Op addop);
+  Expr add_one(Sort s, Expr sum, Expr t);
+  static mpq_class sum_lead(Expr sum);
+  static bool uniform_sum(Expr sum, const mpq_class& lead);
+  Expr scale_sum(Sort s, Expr sum, Expr c);
+
+  // ---- products (rewrite_mul.cpp)
+  static constexpr uint64_t kDistributeSizeBudget = 2048;
+  int distribute_depth = 0;
+  Expr mul_n(Sort s, std::span<const Expr> xs);
+  Expr neg(Expr a);
+
+  // ---- min / max (real and bitvector), n-ary (rewrite_minmax.cpp)
+  static bool is_min(Op o) { return o == Op::Min || o == Op::BvSMin || o == Op::BvUMin; }
+  int const_cmp(Op op, Expr a, Expr b);  // a <=> b in the order op uses
+  static bool float_limit(bool mn, Expr c);
+  Expr minmax_n(Op op, Sort s, std::span<const Expr> xs);
+
+  // ---- interval analysis for bitvectors (unsigned bounds) (expr_bounds.cpp)
+  detail::NodeMap<Bounds> bounds_memo;
+  static Bounds full(Sort s) { return {0, width_mask(bv_width(s))}; }
+  bool nonneg(Expr e);
+  static bool analysed(Op o);
+  Bounds memo_bounds(Expr e);
+  void prepare_bounds(std::span<const Expr> terms);
+  std::optional<std::pair<detail::i128, detail::i128>> mono_iv(const Expr* f, uint32_t nf, unsigned w);
+  std::optional<std::pair<detail::i128, detail::i128>> sum_iv(Expr e, bool signed_atoms);
+  Bounds compute_bounds(Expr e);
+  Bounds bounds(Expr e);
+
+  // ---- bitvector arithmetic
+  Expr bv_add(std::span<const Expr> xs) { return add_n(xs.empty() ? Sort::BV32 : xs[0]->sort, xs); }
+  Expr bv_mul(std::span<const Expr> xs) { return mul_n(xs.empty() ? Sort::BV32 : xs[0]->sort, xs); }
+  // bit operations and shifts (rewrite_bv.cpp)
+  Expr bitop_n(Op op, std::span<const Expr> xs);
+  Expr shift(Op op, Expr a, Expr b);
+  Expr bv_not(Expr a);
+  // division, remainder, high half of products (rewrite_divrem.cpp)
+  Expr drop_multiples(Expr x, uint64_t d);
+  std::optional<std::pair<Expr, Expr>> div_split(Expr x, uint64_t d);
+  Expr udiv_const(Expr x, uint64_t d, bool as_shift);
+  Expr urem_const(Expr x, uint64_t d);
+  static uint64_t fold_udiv(uint64_t a, uint64_t b, uint64_t m) { return b == 0 ? m : a / b; }
+  static uint64_t fold_urem(uint64_t a, uint64_t b) { return b == 0 ? a : a % b; }
+  static uint64_t fold_sdiv(Expr a, Expr b, uint64_t m);
+  static uint64_t fold_srem(Expr a, Expr b);
+  Expr divrem(Op op, Expr a, Expr b);
+  Expr mulhi(Expr a, Expr b, bool sgn);
+
+  // ---- width changes (rewrite_bv.cpp)
+  int ext_depth = 0;
+  Expr ext(Expr a, Sort to, bool sgn);
+  Expr push_ext(Expr a, Sort to, bool sgn);
+  Expr trunc(Expr a, Sort to, bool deep = true);
+
+  // ---- booleans and comparisons (rewrite_bool_cmp.cpp)
+  Expr not_(Expr a);
+  Expr andor(Op op, std::span<const Expr> xs);
+  Expr const_diff(Expr a, Expr b);
+  Expr cmp_op(Op op, Expr a, Expr b);
+
+  // ---- if-then-else (rewrite_ite.cpp)
+  Expr ite(Expr c, Expr t, Expr e);
+  Expr clamp_minmax(Expr a, Expr b, Expr t, Expr e);
+  Expr leaky_max(Expr a, Expr b, Expr t, Expr e);
+
+  // ---- reals: functions and conversions; tensor loads (rewrite_call.cpp)
+  Expr call(Fn f, std::span<const Expr> args);
+  static std::optional<mpq_class> exact_fn(Fn f, const mpq_class& q);
+  Expr abs(Expr a);
+  Expr bv_to_real(Expr a, bool sgn);
+  Expr real_to_bv(Expr a, Sort to, bool sgn, RoundMode rm);
+  Expr load(int32_t tensor, Expr idx, Sort s);
+  Expr elem(int32_t tensor, int64_t index, Sort s);
+
+  // ---- generic rebuild (substitute, cut points) (expr_store.cpp)
+  Expr rebuild(Expr like, std::span<const Expr> a);
+
+  // ---- variables
+  std::unordered_set<std::string> var_names;
+  std::unordered_map<std::string, uint64_t> fresh_counter;
+};
+
+}  // namespace dirigo::ir

@@ -13,11 +13,6 @@ namespace dirigo::program {
 namespace {
 using namespace dirigo::bundle;
 
-std::string join_ints(const std::vector<int64_t>& v) {
-  std::string s;
-  for (size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + std::to_string(v[i]);
-  return s;
-}
 
 std::string describe_view(const View& v) {
   return fmt::format("{}: {}[{}]", v.tensor, dtype_name(v.dtype), join_ints(v.shape));

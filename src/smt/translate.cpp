@@ -1,3 +1,4 @@
+#include "ir/bits.h"
 #include "smt/translate.h"
 
 #include <cmath>
@@ -113,7 +114,7 @@ z3::expr Translator::translate_node(Expr e, std::span<const z3::expr> a) {
       z3::expr v = z_.constant(fmt::format("%{}", e->name()).c_str(), sort_of(e->sort));
       if (ir::is_bv(e->sort)) {
         unsigned w = ir::bv_width(e->sort);
-        uint64_t max = w == 64 ? UINT64_MAX : ((uint64_t{1} << w) - 1);
+        uint64_t max = ir::width_mask(w);
         ir::Bounds b = e->bounds();
         if (b.lo > 0) pending_.push_back(z3::uge(v, z_.bv_val(b.lo, w)));
         if (b.hi < max) pending_.push_back(z3::ule(v, z_.bv_val(b.hi, w)));

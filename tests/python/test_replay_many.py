@@ -59,13 +59,13 @@ def test_witnesses_of_one_pair_share_one_load_and_do_not_see_each_other(monkeypa
     b = witness(SUM / "ref.py", SUM / "new.py", [1], [x_leaf([1, 1], -3.0)], [6])
     alone = [rp.replay(w, device="cpu") for w in (a, b)]
     loads = []
-    real_init = rp._Programs.__init__
+    real_init = rp.Programs.__init__
 
     def counting_init(self, *args, **kw):
         loads.append(args[:2])
         real_init(self, *args, **kw)
 
-    monkeypatch.setattr(rp._Programs, "__init__", counting_init)
+    monkeypatch.setattr(rp.Programs, "__init__", counting_init)
     both = rp.replay_many([a, b], device="cpu")
     assert len(loads) == 1
     for got, want in zip(both, alone):
@@ -104,7 +104,7 @@ def test_programs_are_grouped_by_pair_and_a_failed_load_answers_for_its_group_on
 
 def test_snapshot_restores_inputs_parameters_and_buffers():
     import torch
-    progs = rp._Programs(str(SUM / "ref.py"), str(SUM / "new.py"), "cpu", 42, None)
+    progs = rp.Programs(str(SUM / "ref.py"), str(SUM / "new.py"), "cpu", 42, None)
     progs.ref_module.register_buffer("counter", torch.zeros(3))
     before = progs.inputs[0].clone()
     progs.snapshot()

@@ -245,7 +245,8 @@ def test_bundle_state_annotates_the_manifest(tmp_path):
 def test_chunked_digest_stats_and_comparison_agree_with_whole_tensor_arithmetic(monkeypatch):
     import hashlib
     from dirigo.trace import _tensor_bytes
-    monkeypatch.setattr(state, "CHUNK", 7)  # several chunks, the last one short
+    from dirigo import common
+    monkeypatch.setattr(common, "CHUNK", 7)  # several chunks, the last one short
     torch.manual_seed(1)
     a = torch.randn(5, 9)
     b = a.clone()

@@ -418,6 +418,6 @@ def test_launch_hook_is_attached_for_the_forward_only(monkeypatch):
     monkeypatch.setattr(launch, "LaunchHook", FakeHook)
     monkeypatch.setattr(torch.cuda, "synchronize", lambda: None)
     m = Model()
-    rec, _ = trace._trace_once(m, m, [torch.randn(4, 3)], ["x"], "cuda", capture_values=False, record_state=True)
+    rec, _ = trace.trace_once(m, m, [torch.randn(4, 3)], ["x"], "cuda", capture_values=False, record_state=True)
     assert events == ["attach after 2 parameter statistics", "forward", "detach"]
     assert len(rec.outputs) == 1

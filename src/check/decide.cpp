@@ -1,0 +1,314 @@
+// The decision at one location (class Search, check/search_internal.h): lower both sides, decide
+// symbolically (canonical forms, falsification, Z3), numerically for giant locations, or estimate
+// a location too large.
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <condition_variable>
+#include <cstdio>
+#include <limits>
+#include <map>
+#include <mutex>
+#include <random>
+#include <thread>
+#include <unordered_map>
+#include <unordered_set>
+
+#include <fmt/format.h>
+
+#include "bundle/io.h"
+#include "check/lower.h"
+#include "check/numeric.h"
+#include "check/search.h"
+#include "check/search_internal.h"
+#include "ir/eval.h"
+#include "ir/limits.h"
+#include "ir/print.h"
+#include "program/merge.h"
+#include "smt/falsify.h"
+
+namespace dirigo::check::detail {
+
+Slot Search::evaluate(ir::Context& ctx, Lowering& ref, Lowering& cand, smt::Solver& solver, const Location& loc, size_t seq) {
+  Slot slot;
+  LocationResult& lr = slot.lr;
+  lr.loc = loc;
+  auto tl = Clock::now();
+  const auto& pair = m_.outputs[loc.output];
+  ir::Expr ea = nullptr, eb = nullptr;
+  const char* building = "reference";
+  // The check's deadline and the location's node budget also bind inside the canonicalizer's loops.
+  struct LimitGuard {  // only while this location is built and decided
+    ir::Context& ctx;
+    ir::Limits saved = ir::limits(ctx);
+    ~LimitGuard() { ir::set_limits(ctx, saved); }
+  };
+  std::optional<LimitGuard> limited;
+  limited.emplace(ctx);
+  size_t nodes0 = ctx.node_units();
+  // Building may take a share of what is left of the budget; past it (or past build_nodes) the
+  // location is evaluated numerically with the rest.
+  auto build_end = std::min(budget_end(), tl + std::chrono::duration_cast<Clock::duration>(
+                                                   (budget_end() - tl) * opt_.build_share));
+  ir::set_limits(ctx, {nodes0 + std::min(opt_.max_location_nodes, opt_.build_nodes), build_end});
+  std::string too_large;  // set: decided numerically instead of building
+  {
+    std::lock_guard lock(mu_);
+    if (numeric_outputs_.count(loc.output))
+      too_large = fmt::format("an earlier location of this output passed {} nodes", opt_.build_nodes);
+  }
+  if (too_large.empty()) too_large = estimated_too_large(ref, loc);
+  try {
+    if (too_large.empty()) {
+      ea = ref.element(pair.ref, loc.flat);
+      building = "candidate";
+      eb = cand.element(pair.cand, loc.flat);
+    }
+  } catch (const ir::LimitExceeded& x) {
+    bool too_many = ctx.node_units() >= nodes0 + opt_.build_nodes;
+    if ((!too_many && ctx.node_units() >= nodes0 + opt_.max_location_nodes) || Clock::now() >= budget_end()) {
+      lr.verdict = smt::Verdict::Timeout;
+      lr.reason = fmt::format("building the {} program's expression for this location: {}", building, x.what());
+      return slot;
+    }
+    too_large = too_many ? fmt::format("building the {} program's expression passed {} nodes", building,
+                                       opt_.build_nodes)
+                         : fmt::format("building the {} program's expression took {:.0f}% of the budget left "
+                                       "({} nodes by then)", building, opt_.build_share * 100,
+                                       ctx.node_units() - nodes0);
+    if (too_many) {  // the size is the output's; a slow build may be this location's alone
+      std::lock_guard lock(mu_);
+      numeric_outputs_.insert(loc.output);
+    }
+  } catch (const WriteRace& w) {
+    slot.kind = Slot::Kind::Race;
+    slot.message = w.what();
+    return slot;
+  } catch (const Unsupported& u) {
+    slot.kind = Slot::Kind::Unsupported;
+    slot.message = u.what();
+    return slot;
+  } catch (const OutOfTime&) {  // undecided: the budget ended while expanding this location
+    lr.verdict = smt::Verdict::Timeout;
+    lr.reason = "the budget ran out while building the location's expressions (back-projection)";
+    lr.ms = std::chrono::duration<double, std::milli>(Clock::now() - tl).count();
+    return slot;
+  }
+  if (!too_large.empty()) {
+    ir::set_limits(ctx, {ctx.node_units() + opt_.max_location_nodes, budget_end()});
+    numeric_decide(ref, cand, slot, too_large);
+    if (lr.confirmed_f32 && opt_.trim_prefix && sets_trimmed_result(lr)) confirm_over_program_inputs(lr);
+    lr.ms = std::chrono::duration<double, std::milli>(Clock::now() - tl).count();
+    return slot;
+  }
+  lr.ref_nodes = ir::dag_size(ea);
+  lr.cand_nodes = ir::dag_size(eb);
+  std::optional<PairKey> key;
+  if (opt_.full && opt_.dedup && ea != eb) {
+    key = renamed_pair_key(ea, eb);
+    std::lock_guard lock(mu_);
+    if (auto it = decided_.find(*key); it != decided_.end()) {
+      lr.verdict = it->second.verdict;
+      lr.stage = it->second.stage;
+      lr.reason = it->second.reason;
+      lr.deduplicated = true;
+      ++dedup_hits_;
+      lr.ms = std::chrono::duration<double, std::milli>(Clock::now() - tl).count();
+      return slot;
+    }
+  }
+  // The decision never outlasts the check's budget (its own timeout may be longer).
+  smt::DecideOptions dopt = dopt_;
+  double left_ms = opt_.budget_s * 1000 - std::chrono::duration<double, std::milli>(Clock::now() - t0_).count();
+  if (opt_.budget_s > 0) {
+    if (left_ms < 1) {
+      lr.verdict = smt::Verdict::Timeout;
+      lr.reason = "the budget ran out before the decision (building the location's expressions took the rest)";
+      lr.ms = std::chrono::duration<double, std::milli>(Clock::now() - tl).count();
+      return slot;
+    }
+    dopt.timeout_ms = std::min<unsigned>(dopt.timeout_ms, unsigned(left_ms) + 1);
+  }
+  smt::Decision d;
+  std::optional<unsigned> sampled_point;  // the giant path's ladder point that showed the difference
+  if (lr.ref_nodes + lr.cand_nodes > opt_.giant_location_nodes) {
+    // Normalizing, bounding or sending tens of millions of nodes to Z3 does not finish within a
+    // budget; random points do (a linear evaluation each). A difference found there is the usual
+    // sampling witness (fp32 evaluation below); none found leaves the location undecided.
+    d.verdict = smt::Verdict::Unknown;
+    d.stage = smt::Stage::Sampling;
+    d.reason = fmt::format("expressions of {} + {} nodes: only random-point falsification is tried, and "
+                           "{} points showed no difference beyond the tolerance",
+                           lr.ref_nodes, lr.cand_nodes, dopt.falsify_points);
+    // One point per call, so that the check's deadline is looked at between points (an evaluation
+    // of the location takes seconds); the same ladder of bounds and signs as decide's own stage.
+    auto deadline = budget_end();
+    for (unsigned p = 0; p < dopt.falsify_points; ++p) {
+      if (Clock::now() > deadline) {
+        d.verdict = smt::Verdict::Timeout;
+        d.reason = fmt::format("random-point falsification of a {}-node location ran past the budget after {} "
+                               "point(s)", lr.ref_nodes + lr.cand_nodes, p);
+        break;
+      }
+      smt::FalsifyOptions fo{.points = 1, .first_point = p, .seed = dopt.random_seed,
+                             .bound = ladder_bound(dopt),
+                             .tolerance = dopt.tolerance, .confirm_rtol = dopt.confirm_rtol,
+                             .confirm_atol = dopt.confirm_atol, .assumptions = &dopt.assumptions,
+                             .key_of = [&ctx](int32_t t) { return smt::name_key(ctx.tensor_name(t)); }};
+      if (auto w = smt::falsify(ea, eb, fo); w && (w->exceeds_tolerance || !dopt.tolerance)) {
+        d.verdict = smt::Verdict::Differ;
+        d.reason.clear();
+        d.witness = std::move(*w);
+        sampled_point = p;
+        break;
+      }
+    }
+  } else {
+    d = solver.decide(ctx, ea, eb, dopt);
+  }
+  limited.reset();
+  lr.verdict = d.verdict;
+  lr.stage = d.stage;
+  lr.reason = d.reason;
+  if (key && d.verdict != smt::Verdict::Differ) {
+    std::lock_guard lock(mu_);
+    decided_.try_emplace(*key, Decided{d.verdict, d.stage, d.reason});
+  }
+  if (d.verdict != smt::Verdict::Equal) {  // a difference or what stayed undecided (10^6 equal locations are not)
+    ir::PrintOptions popt{.max_nodes = 40};
+    lr.ref_expr = ir::to_string(ctx, ea, popt);
+    lr.cand_expr = ir::to_string(ctx, eb, popt);
+  }
+  if (d.verdict == smt::Verdict::Differ && d.witness) witness_values(ctx, ea, eb, *d.witness, lr, seq);
+  if (sampled_point && d.witness &&
+      std::none_of(d.witness->leaves.begin(), d.witness->leaves.end(),
+                   [](const smt::LeafValue& l) { return l.kind == smt::LeafValue::Kind::Var; }))
+    as_sampled_point(lr, *sampled_point, ladder_bound(dopt));
+  if (lr.confirmed_f32 && opt_.trim_prefix && sets_trimmed_result(lr)) confirm_over_program_inputs(lr);
+  lr.ms = std::chrono::duration<double, std::milli>(Clock::now() - tl).count();
+  return slot;
+}
+
+// A location too large to build, decided at the falsify ladder's points by evaluating both programs
+// numerically (check/numeric.h): a point beyond the tolerance is a Sampling witness regenerable
+// from (seed, point); none leaves the location undecided. Evaluators live as long as the search, so
+// that neighbouring locations reuse the statistics they share.
+void Search::numeric_decide(Lowering& ref, Lowering& cand, Slot& slot, const std::string& why) {
+  LocationResult& lr = slot.lr;
+  const auto& pair = m_.outputs[lr.loc.output];
+  unsigned npoints = std::max(1u, dopt_.falsify_points);
+  double bound = ladder_bound(dopt_);
+  // One point at a time, in fp64 and in IEEE fp32 together: the difference usually shows at the
+  // first point, and its fp32 evidence then comes from the same walk of the templates (a separate
+  // fp32 pass cost as much again: every template and sum of products a second time).
+  lr.stage = smt::Stage::Sampling;
+  lr.ref_expr = lr.cand_expr = "(not built: evaluated numerically)";
+  const char* side = "reference";
+  NumericEvaluator* running = nullptr;  // the f64 evaluator at work: its progress when the budget ends
+  try {
+    std::optional<unsigned> hit;
+    std::vector<double> a, b;  // at the point: fp64, fp32
+    for (unsigned first = 0; first < npoints && !hit; ++first) {
+      side = "reference";
+      running = &numeric_evaluator(ref, first);
+      a = running->element(pair.ref, lr.loc.flat);
+      side = "candidate";
+      running = &numeric_evaluator(cand, first);
+      b = running->element(pair.cand, lr.loc.flat);
+      running = nullptr;
+      // As falsify judges a point: both values finite and apart beyond the tolerance (a NaN at a
+      // point whose variance went negative is no evidence).
+      if (std::isfinite(a[0]) && std::isfinite(b[0]) && beyond_tolerance(a[0], b[0], tol_)) hit = first;
+    }
+    if (!hit) {
+      lr.verdict = smt::Verdict::Unknown;
+      lr.reason = fmt::format("{}: evaluated numerically at {} random points, none differs beyond the tolerance",
+                              why, npoints);
+      return;
+    }
+    lr.verdict = smt::Verdict::Differ;
+    lr.ref_value = a[0];
+    lr.cand_value = b[0];
+    lr.exceeds_tolerance = true;
+    lr.sampled = LocationResult::SampledPoint{dopt_.random_seed, *hit, bound, {}};
+    for (const auto& si : m_.inputs)
+      if (si.origin == program::SharedInput::Origin::Trimmed) lr.sampled->trimmed.push_back(si.name);
+    lr.reason = fmt::format("{}: evaluated numerically at random point {} of seed {}", why, *hit, dopt_.random_seed);
+    double fa = a[1], fb = b[1];
+    lr.ref_value_f32 = fa;
+    lr.cand_value_f32 = fb;
+    lr.confirmed_f32 = std::isfinite(fa) && std::isfinite(fb) && beyond_tolerance(fa, fb, tol_);
+  } catch (const WriteRace& w) {
+    slot.kind = Slot::Kind::Race;
+    slot.message = w.what();
+  } catch (const Unsupported& u) {  // the numeric path only: the location stays undecided
+    lr.verdict = smt::Verdict::Unknown;
+    lr.reason = fmt::format("{}; evaluating the {} program numerically: {}", why, side, u.what());
+  } catch (const OutOfTime&) {  // (the fp32 evidence comes with the fp64 values: nothing runs after a hit)
+    lr.verdict = smt::Verdict::Timeout;
+    lr.reason = fmt::format("{}; the budget ran out evaluating the {} program numerically", why, side);
+    if (running) {
+      const auto& st = running->stats();
+      lr.reason += fmt::format(" ({} elements, {:.3g} multiply-adds per point by then)", st.elements,
+                               double(st.products));
+    }
+  } catch (const ir::LimitExceeded& x) {  // the location's node budget or the deadline in the worker's context
+    lr.verdict = smt::Verdict::Timeout;
+    lr.reason = fmt::format("{}; evaluating the {} program numerically: {}", why, side, x.what());
+  } catch (const std::runtime_error& x) {  // e.g. exec's "launch too large to enumerate": undecided
+    lr.verdict = smt::Verdict::Unknown;
+    lr.reason = fmt::format("{}; evaluating the {} program numerically: {}", why, side, x.what());
+  }
+}
+
+// The evaluator of `low`'s program at ladder point `first` (fp64 and fp32 lanes), made on first use.
+NumericEvaluator& Search::numeric_evaluator(Lowering& low, unsigned first) {
+  std::lock_guard lock(mu_);
+  auto& e = numeric_[{&low, first}];
+  if (!e) {
+    NumericOptions o;
+    o.seed = dopt_.random_seed;
+    o.points = {first, first};
+    o.precisions = {ir::Precision::F64, ir::Precision::F32};
+    o.bound = ladder_bound(dopt_);
+    o.deadline = budget_end();
+    auto& shared = numeric_products_[first];
+    if (!shared) shared = make_products_cache();
+    o.products_cache = shared;
+    e = std::make_unique<NumericEvaluator>(low, o);
+  }
+  return *e;
+}
+
+// Non-empty (the reason) when the first location of an output is estimated far past the build cap
+// (Options::numeric_estimate): the output is then evaluated numerically without building. The
+// estimate's templates are built by the evaluator of the first point, which goes on from them.
+std::string Search::estimated_too_large(Lowering& ref, const Location& loc) {
+  if (opt_.numeric_estimate <= 0) return {};
+  {
+    std::lock_guard lock(mu_);
+    if (!estimated_outputs_.insert(loc.output).second) return {};
+  }
+  NumericEvaluator::Size size;
+  try {
+    size = numeric_evaluator(ref, 0).estimate(m_.outputs[loc.output].ref, loc.flat, opt_.build_nodes / 2);
+  } catch (const std::exception&) {  // no estimate (UNSUPPORTED in a template, ...): build as before
+    return {};
+  }
+  if (!size.stopped && size.elements + size.products <= opt_.numeric_estimate) return {};
+  {
+    std::lock_guard lock(mu_);
+    numeric_outputs_.insert(loc.output);
+  }
+  if (size.stopped)
+    return fmt::format("the reference program's templates for this location passed {} nodes (half the build cap) "
+                       "after {} values",
+                       size.template_nodes, size.values);
+  return fmt::format("the reference program's location needs about {:.3g} multiply-adds over {:.3g} elements "
+                     "(estimated from {} values' templates)",
+                     size.products, size.elements, size.values);
+}
+
+}  // namespace dirigo::check::detail

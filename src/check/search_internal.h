@@ -1,0 +1,126 @@
+// Internals of check_bundle shared by its sources (not part of the public API): the location search
+// (class Search: scheduling in search_pool.cpp, the per-location decision in decide.cpp, witness
+// refinement in refine.cpp) and the helpers they share. The search order is check/search.h; folding
+// the search's slots into the verdict is check.cpp.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <span>
+#include <string>
+#include <unordered_map>
+#include <unordered_set>
+#include <vector>
+
+#include "check/check.h"
+#include "check/lower.h"
+#include "check/numeric.h"
+#include "check/search.h"
+#include "ir/eval.h"
+#include "program/merge.h"
+#include "smt/falsify.h"
+
+namespace dirigo::check::detail {
+
+using Clock = std::chrono::steady_clock;
+inline double since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+
+// Witness entries (refine.cpp).
+WitnessLeaf shared_leaf(const program::Merged& m, const program::SharedInput& si);
+WitnessLeaf describe_leaf(const ir::Context& ctx, const program::Merged& m, int32_t tensor, int64_t index,
+                          double value);
+bool sets_trimmed_result(const LocationResult& l);
+std::string leaf_display(const WitnessLeaf& w);
+bool beyond_tolerance(double a, double b, const smt::Tolerance& tol);
+
+// The outcome of one location, in search order.
+struct Slot {
+  enum class Kind : uint8_t { Done, Race, Unsupported } kind = Kind::Done;
+  LocationResult lr;
+  std::string message;  // Race / Unsupported
+};
+
+// The location search: `jobs` workers take locations from one deterministic order; each has its
+// own ir::Context, lowerings and (thread-local) Z3 solver, except a single worker, which uses the
+// caller's. Results go into slots by position in the order, so the verdict does not depend on
+// the number of workers: after a location that ends the search (BUG, race, UNSUPPORTED) no
+// later location is handed out, and every earlier one is finished.
+class Search {
+ public:
+  Search(const bundle::Bundle& b, const program::Merged& m, const Options& opt, const smt::Tolerance& tol,
+         const smt::DecideOptions& dopt, const Report& r, LocationOrder& order, ir::Context& ctx, Lowering& ref,
+         Lowering& cand)
+      : b_(b), m_(m), opt_(opt), tol_(tol), dopt_(dopt), report_(r), order_(order), ctx_(ctx), ref_(ref),
+        cand_(cand), jobs_(std::max<size_t>(1, opt.jobs)) {}
+
+  // The slots in search order, up to the last one handed out (moved out, not copied: 10^6 of them).
+  std::vector<std::optional<Slot>> run();
+
+  uint64_t solver_calls() const { return solver_calls_; }
+  size_t deduplicated() const { return dedup_hits_; }
+  size_t jobs() const { return jobs_; }
+
+ private:
+  // scheduling: handing out locations, the workers, the progress line (search_pool.cpp)
+  std::optional<std::pair<size_t, Location>> take();
+  void worker(size_t);
+  void progress_line();
+  Clock::time_point budget_end() const;
+  struct StopWorker {};  // a worker whose own Execute ran out of time: it takes no location
+
+  // the decision at one location: symbolic, numeric, estimated too large (decide.cpp)
+  Slot evaluate(ir::Context& ctx, Lowering& ref, Lowering& cand, smt::Solver& solver, const Location& loc, size_t seq);
+  void numeric_decide(Lowering& ref, Lowering& cand, Slot& slot, const std::string& why);
+
+  NumericEvaluator& numeric_evaluator(Lowering& low, unsigned first);
+  std::string estimated_too_large(Lowering& ref, const Location& loc);
+
+  // The first rung of the random points' ladder (falsify's and the numeric path's alike).
+  static double ladder_bound(const smt::DecideOptions& dopt) { return dopt.tolerance ? dopt.tolerance->bound : 10.0; }
+
+  // witnesses: sampled points, refined values, the re-check over program inputs (refine.cpp)
+  void as_sampled_point(LocationResult& lr, unsigned point, double bound);
+  void witness_values(ir::Context& ctx, ir::Expr ea, ir::Expr eb, const smt::Witness& w, LocationResult& lr, size_t seq);
+  void evaluate_witness(ir::Context& ctx, ir::Expr ea, ir::Expr eb, const smt::Witness& w, const ir::Env& wenv,
+                        const std::vector<ir::Expr>& leaves, const std::vector<double>& values, LocationResult& lr);
+  void confirm_over_program_inputs(LocationResult& lr);
+
+  struct Decided {
+    smt::Verdict verdict;
+    smt::Stage stage;
+    std::string reason;
+  };
+
+  const bundle::Bundle& b_;
+  const program::Merged& m_;
+  const Options& opt_;
+  const smt::Tolerance& tol_;
+  const smt::DecideOptions& dopt_;
+  const Report& report_;
+  LocationOrder& order_;
+  ir::Context& ctx_;
+  Lowering &ref_, &cand_;
+  size_t jobs_;
+  Clock::time_point t0_;
+  std::mutex mu_;
+  std::mutex recheck_mu_;
+  std::condition_variable done_cv_;
+  std::vector<std::optional<Slot>> slots_;
+  size_t handed_ = 0, finished_ = 0, active_ = 0;
+  bool stop_ = false, printed_ = false;
+  std::exception_ptr error_;
+  uint64_t solver_calls_ = 0;
+  std::atomic<size_t> dedup_hits_{0};
+  std::unordered_map<PairKey, Decided, PairKeyHash> decided_;
+  std::unordered_set<size_t> numeric_outputs_;  // outputs whose locations are evaluated numerically
+  std::unordered_set<size_t> estimated_outputs_;  // outputs whose first location was estimated
+  std::map<std::pair<const Lowering*, unsigned>, std::unique_ptr<NumericEvaluator>> numeric_;  // by first point
+  std::map<unsigned, std::shared_ptr<ProductsCache>> numeric_products_;  // by first point, both programs'
+};
+
+}  // namespace dirigo::check::detail
