@@ -23,6 +23,7 @@
 #include "ir/eval.h"
 #include "ir/limits.h"
 #include "ir/print.h"
+#include "ir/summary.h"
 #include "program/merge.h"
 #include "smt/falsify.h"
 
@@ -518,6 +519,7 @@ class Search {
       lr.ref_expr = ir::to_string(ctx, ea, popt);
       lr.cand_expr = ir::to_string(ctx, eb, popt);
     }
+    if (d.verdict == smt::Verdict::Differ) summarize_values(ctx, ea, eb, lr);
     if (d.verdict == smt::Verdict::Differ && d.witness) witness_values(ctx, ea, eb, *d.witness, lr, seq);
     if (sampled_point && d.witness &&
         std::none_of(d.witness->leaves.begin(), d.witness->leaves.end(),
@@ -665,6 +667,20 @@ class Search {
     lr.sampled = LocationResult::SampledPoint{dopt_.random_seed, point, bound, std::move(trimmed)};
     lr.leaves.clear();
     lr.leaves.shrink_to_fit();
+  }
+
+  // Both values as people read them (ir/summary.h), leaves named as the witness names them.
+  void summarize_values(const ir::Context& ctx, ir::Expr ea, ir::Expr eb, LocationResult& lr) const {
+    ir::SummaryOptions so;
+    so.leaf = [&](int32_t t, int64_t i) -> std::optional<ir::LeafName> {
+      WitnessLeaf w = describe_leaf(ctx, m_, t, i, 0);
+      return ir::LeafName{w.input, w.index};
+    };
+    ir::PairSummary ps = ir::summarize_pair(ctx, ea, eb, so);
+    lr.shared_expr = std::move(ps.shared);
+    lr.ref_part = std::move(ps.ref);
+    lr.cand_part = std::move(ps.cand);
+    lr.parts_note = std::move(ps.note);
   }
 
   // The witness's leaves, refined beyond tolerance when the solver's values are not, and both
@@ -898,6 +914,7 @@ Report check_bundle(const bundle::Bundle& b, const Options& user_opt) {
   };
   try {
     program::Merged m = program::merge(b, {opt.trim_prefix, false});
+    r.stage_seconds.emplace_back("merge", since(t0));
     r.prefix_trimmed = m.prefix;
     if (!m.prefix_stop.empty()) r.notes.push_back("prefix trimming stopped: " + m.prefix_stop);
     if (!m.unmatched.empty())
@@ -944,6 +961,7 @@ Report check_bundle(const bundle::Bundle& b, const Options& user_opt) {
         for (const auto& u : L.result->undecided) r.notes.push_back("undecided safety check: " + u);
     }
     r.lower_seconds = since(t0);
+    r.stage_seconds.emplace_back("execute", r.lower_seconds - r.stage_seconds.back().second);
     // a violation found before Execute stopped is still a violation, with its threads as evidence
     if (!r.findings.empty()) {
       if (stopped) r.notes.push_back("Execute then stopped: " + *stopped);
@@ -978,6 +996,7 @@ Report check_bundle(const bundle::Bundle& b, const Options& user_opt) {
     auto search0 = Clock::now();
     std::vector<std::optional<Slot>> slots = search.run();
     r.search_seconds = since(search0);
+    r.stage_seconds.emplace_back("search", r.search_seconds);
     r.solver_calls = search.solver_calls();
     r.deduplicated = search.deduplicated();
     r.jobs = search.jobs();
@@ -1042,8 +1061,12 @@ Report check_bundle(const bundle::Bundle& b, const Options& user_opt) {
 
 Report check_path(const std::string& dir, const Options& opt) {
   try {
+    auto t0 = Clock::now();
     bundle::Bundle b = bundle::read_bundle(dir);
-    return check_bundle(b, opt);
+    double read_s = since(t0);
+    Report r = check_bundle(b, opt);
+    r.stage_seconds.insert(r.stage_seconds.begin(), {"read", read_s});
+    return r;
   } catch (const std::exception& e) {
     Report r;
     r.outcome = Outcome::Unsupported;
