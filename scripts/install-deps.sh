@@ -22,7 +22,7 @@ PIP=(python3 -m pip install -q --disable-pip-version-check)
 "${PIP[@]}" "numpy" "nanobind>=2.4" "scikit-build-core>=0.10" "cmake>=3.26" "ninja"
 [ "$MODE" = "--demo" ] && exit 0
 # torch==2.13.0 resolves to the CPU build; a bare `torch` would pull the multi-GB CUDA build.
-"${PIP[@]}" "torch==2.13.0" "pytest" "matplotlib"
+"${PIP[@]}" "torch==2.13.0" "pytest" "matplotlib" "pillow"
 # einops: the KernelBench level-3 Mamba2 references import it (scripts/op-census.py traces them)
 "${PIP[@]}" "einops==0.8.2"
 # NVRTC for `dirigo mutate` (loaded with dlopen; matches the CUDA 13.0 toolkit's nvcc)

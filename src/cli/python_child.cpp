@@ -79,4 +79,18 @@ int run_python(const std::string& module, const std::vector<std::string>& args, 
   }
 }
 
+int exec_python(const std::string& module, const std::vector<std::string>& args) {
+  std::string py = python_interpreter();
+  std::vector<std::string> argv = {py, "-m", module};
+  argv.insert(argv.end(), args.begin(), args.end());
+  std::string path = python_package_root();
+  if (const char* old = std::getenv("PYTHONPATH"); old && *old) path += (path.empty() ? "" : ":") + std::string(old);
+  if (!path.empty()) setenv("PYTHONPATH", path.c_str(), 1);
+  std::vector<char*> cargv;
+  for (auto& a : argv) cargv.push_back(a.data());
+  cargv.push_back(nullptr);
+  execvp(py.c_str(), cargv.data());
+  return 70;
+}
+
 }  // namespace dirigo::cli

@@ -22,4 +22,9 @@ std::string python_interpreter();
 int run_python(const std::string& module, const std::vector<std::string>& args, const std::string& stdout_file = "",
                double timeout_s = 0);
 
+// Replaces this process with `<interpreter> -m <module> ARGS...` (python_package_root() first on
+// PYTHONPATH): for a subcommand that is all Python, so that signals (Ctrl-C), stdout and the exit status
+// are the module's own. Returns only when the interpreter cannot be started (then 70).
+int exec_python(const std::string& module, const std::vector<std::string>& args);
+
 }  // namespace dirigo::cli
