@@ -332,6 +332,11 @@ def popen(module: str, argv: list[str], *, stdout_path: str | None, env: dict | 
         with contextlib.suppress(WorkerGone):
             return w.spawn(module, argv, stdout=stdout_path, stderr=stderr_path if not merge_stderr else None,
                            env=env)
+    if plain_env is None:  # this package first on the child's path, as in the worker
+        plain_env = dict(os.environ)
+        pkg_root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+        plain_env["PYTHONPATH"] = pkg_root + (os.pathsep + plain_env["PYTHONPATH"] if plain_env.get("PYTHONPATH") else "")
+    plain_env = {**plain_env, **(env or {})}
     out = open(stdout_path, "wb") if stdout_path else subprocess.DEVNULL
     err = subprocess.STDOUT if merge_stderr else (open(stderr_path, "wb") if stderr_path else subprocess.DEVNULL)
     try:

@@ -80,7 +80,7 @@ h2{font-size:16px;margin:22px 0 8px;border-bottom:1px solid #ddd}
 code,.expr{font:13px/1.5 ui-monospace,monospace} .expr{white-space:pre-wrap;word-break:break-word;background:#f6f6f6;padding:6px 8px;margin:4px 0}
 mark{background:#ffd54d;padding:0 1px}
 table{border-collapse:collapse} td,th{padding:2px 10px 2px 0;text-align:left;vertical-align:top}
-.legend span{display:inline-block;width:11px;height:11px;margin:0 4px 0 12px;vertical-align:-1px}
+.legend span{display:inline-block;width:11px;height:11px;margin:0 4px 0 12px;vertical-align:-1px;opacity:.75}
 .bar{display:inline-block;height:12px;background:#4a7bd0;vertical-align:-1px}
 canvas{border:1px solid #bbb;image-rendering:pixelated;margin-top:6px}
 )";
@@ -115,8 +115,8 @@ std::string to_html(const Report& r) {
   for (size_t o = 0; o < r.outputs.size(); ++o) {
     const OutputInfo& out = r.outputs[o];
     Picture p = picture(r, o);
-    int64_t px = std::clamp<int64_t>(640 / std::max<int64_t>(p.cols, 1), 1, 24);
-    if (p.rows * px > 640) px = std::max<int64_t>(1, 640 / std::max<int64_t>(p.rows, 1));
+    int64_t px = std::clamp<int64_t>(960 / std::max<int64_t>(p.cols, 1), 1, 24);
+    if (p.rows * px > 720) px = std::max<int64_t>(1, 720 / std::max<int64_t>(p.rows, 1));
     std::string shape;
     for (size_t k = 0; k < out.shape.size(); ++k) shape += (k ? "×" : "") + std::to_string(out.shape[k]);
     h += fmt::format("<p><code>{}</code> (candidate <code>{}</code>), shape {}: {} location(s); {} proven equal, {} "
