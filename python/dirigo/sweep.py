@@ -349,7 +349,16 @@ class _RayExecutor:
                 old = os.environ.get("PYTHONPATH", "")
                 if pkg_root not in old.split(os.pathsep):
                     os.environ["PYTHONPATH"] = pkg_root + (os.pathsep + old if old else "")
-                ray.init(num_cpus=num_cpus, num_gpus=num_gpus, **kw)
+                for attempt in range(3):  # Ray waits 30 s for its raylet: a loaded machine can take longer
+                    try:
+                        ray.init(num_cpus=num_cpus, num_gpus=num_gpus, **kw)
+                        break
+                    except Exception as e:  # noqa: BLE001 - Ray raises a bare Exception for this
+                        if "timed out during startup" not in str(e) or attempt == 2:
+                            raise
+                        with contextlib.suppress(Exception):
+                            ray.shutdown()
+                        time.sleep(2)
         gpu = opts.gpu_share if opts.device == "cuda" else 0
         self.trace = ray.remote(num_cpus=1, num_gpus=gpu, max_retries=0)(trace_pair)
         self.check = ray.remote(num_cpus=1, num_gpus=0, max_retries=0)(check_pair)
