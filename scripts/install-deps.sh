@@ -27,5 +27,8 @@ PIP=(python3 -m pip install -q --disable-pip-version-check)
 "${PIP[@]}" "einops==0.8.2"
 # NVRTC for `dirigo mutate` (loaded with dlopen; matches the CUDA 13.0 toolkit's nvcc)
 "${PIP[@]}" "nvidia-cuda-nvrtc==13.0.88"
+# Triton: compiles our Triton examples to PTX on the CPU (no GPU needed; docs/triton.md). --no-deps: its
+# wheel declares no torch pin, and the GPU machine runs the same 3.6.0 beside torch 2.11+cu130.
+"${PIP[@]}" --no-deps "triton==3.6.0"
 # `dirigo sweep`: dataset sweeps as Ray tasks (python/dirigo/sweep.py)
 "${PIP[@]}" "ray==2.60.0"

@@ -401,7 +401,7 @@ def _trace_once(call, module, inputs, input_names, device, capture_values: bool,
         from . import launch
         hook = launch.LaunchHook.attach(rec)
     try:
-        with torch.no_grad(), rec.mode():
+        with torch.no_grad(), rec.mode(), _triton_recording(rec):
             result = call(*inputs)
         if device == "cuda":
             torch.cuda.synchronize()
@@ -420,13 +420,42 @@ def _trace_once(call, module, inputs, input_names, device, capture_values: bool,
             else:
                 inp["data_missing"] = value
             rec.inputs.append(inp)
-    if capture_values:
+    if capture_values and not _triton_compiled_only(rec):  # kernels not run: the outputs hold no result
         for o in rec.outputs:
             values[o["name"]] = _tensor_bytes(_lookup(rec, o["tensor"]))
         for inp in rec.inputs:
             if inp["name"] in values and "sha256" not in inp:  # _record_state hashed the same bytes already
                 inp["sha256"] = hashlib.sha256(values[inp["name"]]).hexdigest()
     return rec, values
+
+
+def _triton_setup(loaded) -> bool:
+    """Whether the program uses Triton (defines kernels, or imported triton: its kernels may live in a
+    module it imports); if so, Triton's launch path records into the trace."""
+    from . import triton_trace
+    if not triton_trace.uses_triton():
+        return False
+    triton_trace.install()
+    return True
+
+
+def _triton_recording(rec):
+    import sys
+    if "dirigo.triton_trace" not in sys.modules:
+        return contextlib.nullcontext()
+    return sys.modules["dirigo.triton_trace"].recording(rec)
+
+
+def _triton_compiled_only(rec) -> bool:
+    import sys
+    tt = sys.modules.get("dirigo.triton_trace")
+    return tt is not None and tt.compile_only() and any("_triton" in op for op in rec.ops)
+
+
+def _triton_finalize(rec, name: str, modules: list) -> bool:
+    import sys
+    tt = sys.modules.get("dirigo.triton_trace")
+    return tt is not None and tt.finalize(rec, name, modules)
 
 
 def _lookup(rec: Recorder, tid: str):
@@ -503,8 +532,9 @@ def run_worker(spec: dict) -> dict:
     mode = spec["mode"]
     attempts = ["fake", "real"] if mode == "auto" and device == "cpu" else (
         ["real"] if mode == "auto" else [mode])
-    if mode == "auto" and loaded.extensions:
-        attempts = ["real"]  # extension code may read data_ptr(): fake tensors have none
+    uses_triton = _triton_setup(loaded)
+    if mode == "auto" and (loaded.extensions or uses_triton):
+        attempts = ["real"]  # extension code and Triton's launcher read data_ptr(): fake tensors have none
     elif attempts == ["fake", "real"]:
         size = _meta_size(spec, loaded, get_inputs, get_init_inputs)
         if size is not None and size <= spec["real_limit_bytes"] // 4:
@@ -620,6 +650,10 @@ def _trace_program(spec, loaded, get_inputs, get_init_inputs, attempt, device) -
                 bad = next((op for op in rec.ops if op.get("unresolved")), None)
                 if bad:
                     raise Unsupported(f"kernel {bad['kernel']} was launched {_Phase.name}: {bad['unresolved']}")
+            if _triton_finalize(rec, spec["name"], modules):
+                bad = next((op for op in rec.ops if op.get("unresolved")), None)
+                if bad:
+                    raise Unsupported(f"kernel {bad['kernel']} was launched {_Phase.name}: {bad['unresolved']}")
             prog = rec.program(spec["name"], spec["role"], os.path.basename(spec["file"]))
             data = {}
             if k == 0 and values and spec.get("data_dir"):
@@ -641,6 +675,9 @@ def _trace_program(spec, loaded, get_inputs, get_init_inputs, attempt, device) -
         params.append({"name": inp["name"], "kind": inp["kind"], "shape": meta["shape"], "dtype": meta["dtype"],
                        "sha256": inp.get("sha256")})
     launches = sum(1 for op in first["ops"] if op["kind"] == "launch")
+    if any(op.get("triton", {}).get("compiled_only") for op in first["ops"] if op["kind"] == "launch"):
+        init_note = "; ".join(filter(None, [init_note, "Triton kernels compiled for sm_90 and not run (no GPU): "
+                                                       "the outputs' values are not recorded"]))
     return {"status": "ok", "program": first, "inputs_info": params, "data": traces[0][2], "note": init_note,
             "extensions": [e.to_json() for e in loaded.extensions], "modules": modules, "launches": launches,
             "kind": loaded.kind}

@@ -546,6 +546,11 @@ LaunchInfo& Lowering::launch(size_t op_index) {
     } else if (const auto* s = std::get_if<bundle::Scalar>(&a)) {
       launch.params.push_back(bundle::is_float_scalar(s->type) ? exec::ParamBinding::float_arg(s->f)
                                                                : exec::ParamBinding::int_arg(s->i));
+    } else if (const auto* p = std::get_if<bundle::PointerArg>(&a); p && p->address == 0) {
+      // A null pointer (Triton's global/profile scratch when the kernel needs none) is a plain integer
+      // to Execute: a kernel that never dereferences it runs; an access through it is UNSUPPORTED there
+      // ("address not derived from a tensor parameter").
+      launch.params.push_back(exec::ParamBinding::int_arg(0));
     } else if (std::holds_alternative<bundle::PointerArg>(a)) {
       throw Unsupported(fmt::format("kernel {} argument {} is a pointer into no traced tensor", l.kernel, i));
     } else {

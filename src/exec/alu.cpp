@@ -371,6 +371,52 @@ bool Machine::accumulate(Bundle& b, const ptx::Instruction& in, Type ty) {
   return true;
 }
 
+// IEEE arithmetic with an infinite operand, for the cases whose result is exact whatever the finite
+// operand (tensor data and its functions are finite reals in the model): Triton's masked lanes load
+// -inf (a softmax's `other`), subtract the row max, scale by log2(e) and exponentiate to 0. What
+// would need the finite operand's sign, or gives NaN (inf - inf, 0 * inf), stays UNSUPPORTED.
+Expr Machine::inf_arith(const ptx::Instruction& in, const std::vector<Expr>& xs) {
+  auto sign_of_inf = [&](Expr x) { return x == pinf_ ? 1 : x == ninf_ ? -1 : 0; };
+  auto inf_of = [&](int s) { return s > 0 ? pinf_ : ninf_; };
+  auto refuse = [&]() -> Expr { unsupported(in, "arithmetic on an infinite value"); };
+  auto const_sign = [&](Expr x) -> int {  // sign of a constant finite operand, 2 when not constant
+    if (x->op != Op::ConstReal) return 2;
+    return sgn(x->rational());
+  };
+  auto sum = [&](Expr a, int sa, Expr c, int sc) -> Expr {  // a + c
+    if (sa && sc && sa != sc) return refuse();
+    return sa ? inf_of(sa) : sc ? inf_of(sc) : ctx_.add(a, c);
+  };
+  auto prod = [&](Expr a, Expr c) -> Expr {
+    int sa = sign_of_inf(a), sc = sign_of_inf(c);
+    if (!sa && !sc) return ctx_.mul(a, c);
+    int ka = sa ? sa : const_sign(a), kc = sc ? sc : const_sign(c);
+    if (ka == 2 || kc == 2 || ka == 0 || kc == 0) return refuse();
+    return inf_of(ka * kc);
+  };
+  switch (in.op) {
+    case Opcode::Add: return sum(xs.at(0), sign_of_inf(xs[0]), xs.at(1), sign_of_inf(xs[1]));
+    case Opcode::Sub: return sum(xs.at(0), sign_of_inf(xs[0]), ctx_.neg(xs.at(1)), -sign_of_inf(xs[1]));
+    case Opcode::Mul: return prod(xs.at(0), xs.at(1));
+    case Opcode::Fma: case Opcode::Mad: {
+      Expr p = prod(xs.at(0), xs.at(1));
+      return sum(p, sign_of_inf(p), xs.at(2), sign_of_inf(xs[2]));
+    }
+    case Opcode::Neg: return inf_of(-sign_of_inf(xs.at(0)));
+    case Opcode::Abs: return pinf_;
+    case Opcode::Ex2: return sign_of_inf(xs.at(0)) < 0 ? ctx_.real_const(0) : pinf_;
+    case Opcode::Rcp: return ctx_.real_const(0);
+    case Opcode::Div: {
+      int sa = sign_of_inf(xs.at(0)), sc = sign_of_inf(xs.at(1));
+      if (!sa) return ctx_.real_const(0);  // finite / inf
+      int kc = sc ? 2 : const_sign(xs[1]);
+      if (kc == 2 || kc == 0) return refuse();
+      return inf_of(sa * kc);
+    }
+    default: return refuse();
+  }
+}
+
 void Machine::exec_float(Bundle& b, const ptx::Instruction& in, Type ty) {
   if (accumulate(b, in, ty)) return;
   const auto& ops = in.operands;
@@ -392,6 +438,20 @@ void Machine::exec_float(Bundle& b, const ptx::Instruction& in, Type ty) {
     if (xs.empty()) return is_max ? ninf : pinf;
     return is_max ? ctx_.max(xs) : ctx_.min(xs);
   };
+  if (!is_minmax) {
+    std::vector<Expr> xs;
+    bool any_inf = false;
+    for (size_t i = 1; i < ops.size(); ++i) {
+      xs.push_back(read(b, ops[i], ty));
+      any_inf = any_inf || xs.back() == ninf || xs.back() == pinf;
+    }
+    if (any_inf) {
+      Expr r = inf_arith(in, xs);
+      if (in.mod.sat) r = r == pinf ? ctx_.real_const(1) : r == ninf ? ctx_.real_const(0) : r;
+      write(b, ops[0], r);
+      return;
+    }
+  }
   Expr r;
   switch (in.op) {
     case Opcode::Add: r = ctx_.add(arg(1), arg(2)); break;

@@ -1,11 +1,14 @@
 #include "exec/exec.h"
 
+#include <algorithm>
+#include <optional>
 #include <sstream>
 
 #include <fmt/format.h>
 
 #include "exec/machine.h"
 #include "ir/print.h"
+#include "ptx/matrix.h"
 
 namespace dirigo::exec {
 
@@ -55,6 +58,13 @@ void guarded(const ptx::Module& m, const std::string& kernel, std::optional<std:
   if (!f || !f->is_entry || !f->has_body) {
     unsupported = "no kernel named " + kernel;
     return;
+  }
+  std::optional<ptx::Function> lowered;  // stmatrix/ldmatrix as shuffles and shared accesses
+  if (std::any_of(f->body.begin(), f->body.end(), [](const ptx::Instruction& in) {
+        return in.op == ptx::Opcode::Stmatrix || in.op == ptx::Opcode::Ldmatrix;
+      })) {
+    lowered = *f;
+    if (ptx::lower_matrix_moves(*lowered)) f = &*lowered;
   }
   try {
     fn(*f);

@@ -539,7 +539,7 @@ bool Machine::step(size_t bi) {
       return false;
     }
     if (c->op == Op::ConstBool) {
-      if (!c->bool_value()) { ++b->pc; return true; }
+      if (!c->bool_value()) { retype_skipped_load(*b, in); ++b->pc; return true; }
     } else if (b->conv) {
       own_guard = c;
     } else if (is_thread_pred(c)) {
@@ -566,7 +566,7 @@ bool Machine::step(size_t bi) {
       }
       if (size_t(s) >= b->regs.size()) b->regs.resize(slot_types_.size(), nullptr);
       b->regs[s] = ctx_.bool_const(sy ? !in.guard->negated : in.guard->negated);
-      if (!sy) { ++b->pc; return true; }
+      if (!sy) { retype_skipped_load(*b, in); ++b->pc; return true; }
     } else {
       if (in.op == Opcode::Bra) return begin_ifconv(*b, in, c, false);
       data_guard = c;

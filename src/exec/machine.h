@@ -161,6 +161,11 @@ class Machine {
   // arms, each naming at most one tensor; empty when the register names at most one.
   std::vector<std::pair<ir::Expr, ir::Expr>> pointer_arms(Bundle& b, const ptx::Instruction& in, const ptx::Operand& o);
   void exec_mem_at(Bundle& b, const ptx::Instruction& in, const Addr& a, ir::Expr guard);
+  // A guarded global load that does not run for the bundle's threads: destination registers that
+  // hold an integer constant (Triton's `mov.u32 %r, other; @%p ld.global.b32 {%r}`) take it as the
+  // float the load would have given, when the tensor holds floats (the same bits)
+  void retype_skipped_load(Bundle& b, const ptx::Instruction& in);
+  ir::Expr inf_arith(const ptx::Instruction& in, const std::vector<ir::Expr>& xs);
   ir::Expr load(Bundle& b, const ptx::Instruction& in, const Addr& a, unsigned bytes, ptx::Type ty, unsigned k);
   void store(Bundle& b, const ptx::Instruction& in, const Addr& a, unsigned bytes, ptx::Type ty, ir::Expr v, unsigned k,
              ir::Expr data_guard);

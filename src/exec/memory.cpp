@@ -343,7 +343,10 @@ Expr Machine::load(Bundle& b, const ptx::Instruction& in, const Addr& a, unsigne
         return ctx_.bv_add(v, ctx_.bv_const(Sort::BV64, p.byte_offset));
       }
       if (ptx::is_float(ty)) return p.scalar_is_float ? ctx_.real_const_from_double(p.real) : ctx_.real_const(int64_t(p.bits));
-      return ctx_.bv_const(sort_of(ty), p.scalar_is_float ? uint64_t(int64_t(p.real)) : p.bits);
+      // a float parameter read as untyped bits (Triton: `ld.param.b32 %r, [p]` then `mul.f32 .., %r`) holds
+      // the float: registers keep the sort of what was stored, and integer work on it is refused later
+      if (p.scalar_is_float) return ctx_.real_const_from_double(p.real);
+      return ctx_.bv_const(sort_of(ty), p.bits);
     }
     case Space::Local: {
       auto cell_value = [&](uint64_t addr) {
@@ -537,6 +540,36 @@ void Machine::exec_mem(Bundle& b, const ptx::Instruction& in, Expr guard) {
   }
 }
 
+void Machine::retype_skipped_load(Bundle& b, const ptx::Instruction& in) {
+  if (in.op != Opcode::Ld || in.mod.types.empty() || in.operands.size() < 2) return;
+  unsigned bits = ptx::type_bits(in.mod.types.back());
+  const Operand& data_op = in.operands[0];
+  std::vector<Operand> elems = data_op.kind == Operand::Kind::Vector ? data_op.elements : std::vector<Operand>{data_op};
+  auto holds_int_const = [&](const Operand& e) {
+    if (e.kind != Operand::Kind::Register || !slots_.count(e.name)) return false;
+    size_t s = size_t(slot(e.name));
+    return s < b.regs.size() && b.regs[s] && b.regs[s]->op == Op::ConstBV && ir::bv_width(b.regs[s]->sort) == bits;
+  };
+  if (std::none_of(elems.begin(), elems.end(), holds_int_const)) return;
+  std::optional<Addr> a;
+  try {
+    if (pointer_arms(b, in, in.operands[1]).empty()) a = address(b, in, in.operands[1]);
+  } catch (const Unsupported&) {  // an address the load would refuse: leave the registers as they are
+    return;
+  }
+  if (!a || a->space != Space::Global || a->param < 0) return;
+  const auto& p = launch_.params[size_t(a->param)];
+  if (!dtype_is_float(p.dtype) || dtype_bytes(p.dtype) * 8 != bits) return;
+  for (const auto& e : elems) {
+    if (!holds_int_const(e)) continue;
+    Expr& r = b.regs[size_t(slot(e.name))];
+    try {
+      r = as_real(r);
+    } catch (const Unsupported&) {  // a NaN fill stays bits (as_real refuses NaN patterns)
+    }
+  }
+}
+
 void Machine::exec_mem_at(Bundle& b, const ptx::Instruction& in, const Addr& a, Expr guard) {
   bool is_store = in.op == Opcode::St;
   Type ty = in.mod.types.back();
@@ -552,7 +585,12 @@ void Machine::exec_mem_at(Bundle& b, const ptx::Instruction& in, const Addr& a, 
     } else {
       if (elems[k].kind == Operand::Kind::Sink) continue;
       Expr v = load(b, in, a, bytes, ty, k);
-      if (guard) v = merge_register(b, elems[k], guard, v, read_raw(b, elems[k], ty));
+      if (guard) {
+        Expr old = read_raw(b, elems[k], ty);
+        // Triton's masked load: the `other` value moved in as integer bits, the load gives a float
+        if (v->sort == Sort::Real && old->op == Op::ConstBV && ir::bv_width(old->sort) == bytes * 8) old = as_real(old);
+        v = merge_register(b, elems[k], guard, v, old);
+      }
       write(b, elems[k], v);
     }
   }

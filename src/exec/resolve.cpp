@@ -10,6 +10,7 @@
 
 #include "exec/deadline.h"
 #include "exec/exec.h"
+#include "exec/inffold.h"
 #include "exec/sat.h"
 
 namespace dirigo::exec {
@@ -112,7 +113,22 @@ struct Resolver::Impl {
     return P;
   }
 
+  // an infinity (Execute's "-inf"/"+inf" Vars) among a value's leaves: folded after specialization
+  std::unordered_map<Expr, bool> mentions_inf;
+  bool has_inf(Expr e) {
+    auto [it, fresh] = mentions_inf.emplace(e, false);
+    if (fresh)
+      for (Expr l : ir::leaves(e))
+        if (l->op == Op::Var && l->sort == Sort::Real && (l->name() == "-inf" || l->name() == "+inf")) it->second = true;
+    return it->second;
+  }
+
   Expr specialize(Expr e, const ThreadCoord& t) {
+    Expr s = specialize_plain(e, t);
+    return has_inf(e) ? fold_infinities(ctx, s) : s;
+  }
+
+  Expr specialize_plain(Expr e, const ThreadCoord& t) {
     auto p = point_of(t);
     deadline.check("in the write inversion (Resolver::specialize)");
     SpecPlan& P = spec_plan(e);
