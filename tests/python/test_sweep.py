@@ -15,7 +15,8 @@ from dirigo import sweep
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 GOLDEN = ROOT / "tests" / "golden" / "torch"
 # Small pure-PyTorch pairs of our own, with what each must give.
-PAIRS = {"sum_wrong_dim": "BUG", "relu_as_clamp": "CHECKED", "min_sum_swapped": "BUG", "tanh_via_sigmoid": "CHECKED"}
+PAIRS = {"sum_wrong_dim": "BUG", "relu_as_clamp": "EQUAL", "min_sum_swapped": "BUG", "tanh_via_sigmoid": "EQUAL"}
+EQUAL = ("CHECKED", "VERIFIED")
 
 
 def write_jsonl(path, names):
@@ -133,7 +134,8 @@ def test_sweep_on_local_ray_resumes_after_a_kill(tmp_path):
     rows = [json.loads(x) for x in out.read_text().splitlines()]
     ids = [r["id"] for r in rows]
     assert sorted(ids) == sorted(PAIRS), ids  # every pair once: the finished ones were not run again
-    assert {r["id"]: r["outcome"] for r in rows} == PAIRS
+    for r in rows:
+        assert r["outcome"] in (EQUAL if PAIRS[r["id"]] == "EQUAL" else (PAIRS[r["id"]],)), r
     assert f"{len(PAIRS)} pair(s), {done_before} from an earlier run" in q.stdout, q.stdout
     assert "ETA" in q.stderr
     bug = next(r for r in rows if r["id"] == "sum_wrong_dim")
