@@ -5,8 +5,10 @@ anything the user programs do, always returns a :class:`Verdict`, and is determi
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import signal
 import subprocess
 import sys
 import tempfile
@@ -94,7 +96,7 @@ def check_bundle(bundle_dir: str, *, budget_s: float = 30.0, seed: int = 0, full
 def check(ref: str, new: str, *, budget_s: float = 30.0, jobs: int = 1, seed: int = 0, full: bool = False,
           device: str | None = None, timeout: float = 300.0, keep_bundle: str | None = None,
           atol: float | None = None, rtol: float | None = None, replay: bool = True, state: bool = True,
-          observe: bool | None = None) -> Verdict:
+          observe: bool | None = None, warm: bool = True) -> Verdict:
     """Trace REF and NEW (on the GPU when one is present, else the CPU) and check them. A differing
     location's witness is replayed on the real programs (``replay=False``: keep the fp32 evidence).
     The state stage (``state=False``: skip it) compares the parameters both programs are constructed
@@ -104,7 +106,19 @@ def check(ref: str, new: str, *, budget_s: float = 30.0, jobs: int = 1, seed: in
     "Observe").
 
     ``jobs`` location workers (threads) search in parallel; the verdict does not depend on it.
+
+    ``warm`` (default): the children that trace, replay and compare state are forks of one process-wide
+    worker that imported torch once (dirigo.worker), so repeated calls do not pay that import each time;
+    the first call starts it. ``warm=False`` or DIRIGO_WARM=0: a new interpreter per child.
     """
+    from . import worker
+    with worker.warm(warm):
+        return _check(ref, new, budget_s=budget_s, jobs=jobs, seed=seed, full=full, device=device, timeout=timeout,
+                      keep_bundle=keep_bundle, atol=atol, rtol=rtol, replay=replay, state=state, observe=observe)
+
+
+def _check(ref, new, *, budget_s, jobs, seed, full, device, timeout, keep_bundle, atol, rtol, replay, state,
+           observe) -> Verdict:
     from . import trace as _trace
     if device is None:
         try:
@@ -126,8 +140,10 @@ def check(ref: str, new: str, *, budget_s: float = 30.0, jobs: int = 1, seed: in
         res = _trace.trace(ref, new, out, device=device, timeout=timeout, **kw)
         if res.status == "crash":  # the candidate faulted on the GPU where the reference ran
             return Verdict.from_report(json.loads(_core.candidate_crash(res.message)))
-        if res.status != "ok":
-            return Verdict("UNSUPPORTED", res.message)
+        if res.status != "ok":  # report["trace"]: "error" (a program failed), "unsupported" (dirigo cannot model it)
+            return Verdict("UNSUPPORTED", res.message, stage="trace",
+                           report={"outcome": "UNSUPPORTED", "reason": res.message,
+                                   "trace": {"status": res.status, "message": res.message}})
         v = check_bundle(out, budget_s=budget_s, seed=seed, full=full, atol=atol, rtol=rtol, jobs=jobs)
         if replay and v.outcome in ("BUG", "SUSPECT") and not v.findings and v.witness:
             w = dict(v.witness, ref=os.path.abspath(ref), new=os.path.abspath(new))
@@ -156,17 +172,30 @@ def replay_witness(witness: dict, *, device: str | None = None, timeout: float =
 def _child_answer(cmd: list, timeout: float, who: str, failed) -> dict:
     """The JSON answer a dirigo child process (it runs user code) prints on stdout, with this package
     importable; failed(message) when it runs past `timeout` or prints no JSON."""
+    from . import worker
     env = dict(os.environ)
     pkg = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     env["PYTHONPATH"] = pkg + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+    assert cmd[1] == "-m", cmd
+    with tempfile.TemporaryDirectory(prefix="dirigo-child-") as d:
+        out_path, err_path = os.path.join(d, "stdout"), os.path.join(d, "stderr")
+        p = worker.popen(cmd[2], cmd[3:], stdout_path=out_path, stderr_path=err_path, merge_stderr=False,
+                         plain_env=env)
+        try:
+            p.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(p.pid, signal.SIGKILL)  # its own session: what it started goes too
+            p.wait()
+            return failed(f"{who} did not finish within {timeout:.0f} s")
+        with open(out_path, errors="replace") as fh:
+            stdout = fh.read()
+        with open(err_path, errors="replace") as fh:
+            stderr = fh.read()
     try:
-        p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env)
-    except subprocess.TimeoutExpired:
-        return failed(f"{who} did not finish within {timeout:.0f} s")
-    try:
-        return json.loads(p.stdout)
+        return json.loads(stdout)
     except json.JSONDecodeError:
-        return failed(f"{who} did not answer (exit status {p.returncode}): {p.stderr[-500:]}")
+        return failed(f"{who} did not answer (exit status {p.returncode}): {stderr[-500:]}")
 
 
 def state_answer(ref: str, new: str, *, bundle: str | None = None, report: dict | None = None,

@@ -733,9 +733,15 @@ def _spawn(spec: dict, workdir: str) -> tuple[subprocess.Popen, str]:
         env.setdefault("CUDA_VISIBLE_DEVICES", "")
     elif spec.get("shim"):
         env["LD_PRELOAD"] = spec["shim"] + (":" + env["LD_PRELOAD"] if env.get("LD_PRELOAD") else "")
-    log = open(os.path.join(workdir, f"{spec['name']}.log"), "wb")
-    proc = subprocess.Popen([sys.executable, "-m", "dirigo.trace", "--worker", spec_path], stdout=log,
-                            stderr=subprocess.STDOUT, env=env, start_new_session=True)
+    log_path = os.path.join(workdir, f"{spec['name']}.log")
+    if spec["device"] == "cpu":  # a fork of the warm worker when the caller holds one (dirigo.worker)
+        from . import worker
+        extra = {} if "CUDA_VISIBLE_DEVICES" in os.environ else {"CUDA_VISIBLE_DEVICES": ""}
+        return worker.popen("dirigo.trace", ["--worker", spec_path], stdout_path=log_path, env=extra,
+                            plain_env=env), spec["result"]
+    with open(log_path, "wb") as log:
+        proc = subprocess.Popen([sys.executable, "-m", "dirigo.trace", "--worker", spec_path], stdout=log,
+                                stderr=subprocess.STDOUT, env=env, start_new_session=True)
     return proc, spec["result"]
 
 

@@ -118,6 +118,7 @@ Report check_bundle(const bundle::Bundle& b, const Options& user_opt) {
   };
   try {
     program::Merged m = program::merge(b, {opt.trim_prefix, false});
+    r.stage_seconds.emplace_back("merge", since(t0));
     r.prefix_trimmed = m.prefix;
     if (!m.prefix_stop.empty()) r.notes.push_back("prefix trimming stopped: " + m.prefix_stop);
     if (!m.unmatched.empty())
@@ -164,6 +165,7 @@ Report check_bundle(const bundle::Bundle& b, const Options& user_opt) {
         for (const auto& u : L.result->undecided) r.notes.push_back("undecided safety check: " + u);
     }
     r.lower_seconds = since(t0);
+    r.stage_seconds.emplace_back("execute", r.lower_seconds - r.stage_seconds.back().second);
     // a violation found before Execute stopped is still a violation, with its threads as evidence
     if (!r.findings.empty()) {
       if (stopped) r.notes.push_back("Execute then stopped: " + *stopped);
@@ -198,6 +200,7 @@ Report check_bundle(const bundle::Bundle& b, const Options& user_opt) {
     auto search0 = Clock::now();
     std::vector<std::optional<Slot>> slots = search.run();
     r.search_seconds = since(search0);
+    r.stage_seconds.emplace_back("search", r.search_seconds);
     r.solver_calls = search.solver_calls();
     r.deduplicated = search.deduplicated();
     r.jobs = search.jobs();
@@ -262,8 +265,12 @@ Report check_bundle(const bundle::Bundle& b, const Options& user_opt) {
 
 Report check_path(const std::string& dir, const Options& opt) {
   try {
+    auto t0 = Clock::now();
     bundle::Bundle b = bundle::read_bundle(dir);
-    return check_bundle(b, opt);
+    double read_s = since(t0);
+    Report r = check_bundle(b, opt);
+    r.stage_seconds.insert(r.stage_seconds.begin(), {"read", read_s});
+    return r;
   } catch (const std::exception& e) {
     Report r;
     r.outcome = Outcome::Unsupported;

@@ -131,6 +131,9 @@ struct LocationResult {
   smt::Stage stage = smt::Stage::Error;
   std::string reason;            // Unknown/Timeout/unsupported detail
   std::string ref_expr, cand_expr;  // abbreviated symbolic values
+  // Differ: both values summarized for people (ir/summary.h): the context they share with □ where
+  // they differ (empty: they differ at the top), each side's differing part, and how the parts relate.
+  std::string shared_expr, ref_part, cand_part, parts_note;
   uint64_t ref_nodes = 0, cand_nodes = 0;
   std::vector<LeafShown> witness;   // Differ: the leaves of both expressions, at most a few dozen shown
   std::vector<WitnessLeaf> leaves;  // Differ: every tensor-element leaf of both expressions
@@ -177,6 +180,9 @@ struct Report {
   size_t kernels = 0;
   std::vector<std::string> notes;        // modelling notes (e.g. what prefix trimming stopped at)
   double seconds = 0, lower_seconds = 0, search_seconds = 0;
+  // Wall seconds per stage in the order run ("read", "merge", "execute", "search"; the CLI adds
+  // "trace", "replay", "state"), for the HTML report.
+  std::vector<std::pair<std::string, double>> stage_seconds;
   uint64_t solver_calls = 0;
   size_t deduplicated = 0;               // locations decided by an identical earlier query (--full)
   size_t jobs = 1;

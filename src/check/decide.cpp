@@ -23,6 +23,8 @@
 #include "check/numeric.h"
 #include "check/search.h"
 #include "check/search_internal.h"
+
+#include "ir/summary.h"
 #include "ir/eval.h"
 #include "ir/limits.h"
 #include "ir/print.h"
@@ -181,6 +183,7 @@ Slot Search::evaluate(ir::Context& ctx, Lowering& ref, Lowering& cand, smt::Solv
     lr.ref_expr = ir::to_string(ctx, ea, popt);
     lr.cand_expr = ir::to_string(ctx, eb, popt);
   }
+  if (d.verdict == smt::Verdict::Differ) summarize_values(ctx, ea, eb, lr);
   if (d.verdict == smt::Verdict::Differ && d.witness) witness_values(ctx, ea, eb, *d.witness, lr, seq);
   if (sampled_point && d.witness &&
       std::none_of(d.witness->leaves.begin(), d.witness->leaves.end(),
@@ -309,6 +312,20 @@ std::string Search::estimated_too_large(Lowering& ref, const Location& loc) {
   return fmt::format("the reference program's location needs about {:.3g} multiply-adds over {:.3g} elements "
                      "(estimated from {} values' templates)",
                      size.products, size.elements, size.values);
+}
+
+// Both values as people read them (ir/summary.h), leaves named as the witness names them.
+void Search::summarize_values(const ir::Context& ctx, ir::Expr ea, ir::Expr eb, LocationResult& lr) const {
+  ir::SummaryOptions so;
+  so.leaf = [&](int32_t t, int64_t i) -> std::optional<ir::LeafName> {
+    WitnessLeaf w = describe_leaf(ctx, m_, t, i, 0);
+    return ir::LeafName{w.input, w.index};
+  };
+  ir::PairSummary ps = ir::summarize_pair(ctx, ea, eb, so);
+  lr.shared_expr = std::move(ps.shared);
+  lr.ref_part = std::move(ps.ref);
+  lr.cand_part = std::move(ps.cand);
+  lr.parts_note = std::move(ps.note);
 }
 
 }  // namespace dirigo::check::detail

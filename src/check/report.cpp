@@ -1,14 +1,65 @@
 // Human and JSON renderings of a check Report, and the verdict rules applied to a report held as JSON.
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <map>
 #include <optional>
 
 #include <nlohmann/json.hpp>
 
 #include "bundle/print.h"
 #include "check/check.h"
+#include "check/present.h"
 
 namespace dirigo::check {
+
+namespace {
+std::vector<std::string> tokens(const std::string& s) {
+  std::vector<std::string> t;
+  for (size_t i = 0; i < s.size();) {
+    auto word = [](unsigned char c) { return std::isalnum(c) || c == '_' || c == '.'; };
+    size_t j = i + 1;
+    if (word(static_cast<unsigned char>(s[i]))) {
+      while (j < s.size() && word(static_cast<unsigned char>(s[j]))) ++j;
+    } else {
+      while (j < s.size() && (static_cast<unsigned char>(s[j]) & 0xC0) == 0x80) ++j;  // one UTF-8 code point
+    }
+    t.push_back(s.substr(i, j - i));
+    i = j;
+  }
+  return t;
+}
+}  // namespace
+
+std::pair<std::string, std::string> mark_differences(const std::string& a, const std::string& b, std::string_view open,
+                                                     std::string_view close, std::string (*escape)(std::string_view)) {
+  auto ta = tokens(a), tb = tokens(b);
+  auto esc = [&](const std::string& x) { return escape ? escape(x) : x; };
+  if (ta.size() * tb.size() > 4'000'000) return {esc(a), esc(b)};  // too long to compare: unmarked
+  // lcs[i][j]: of ta[i..] and tb[j..]
+  std::vector<std::vector<uint32_t>> lcs(ta.size() + 1, std::vector<uint32_t>(tb.size() + 1, 0));
+  for (size_t i = ta.size(); i-- > 0;)
+    for (size_t j = tb.size(); j-- > 0;)
+      lcs[i][j] = ta[i] == tb[j] ? lcs[i + 1][j + 1] + 1 : std::max(lcs[i + 1][j], lcs[i][j + 1]);
+  std::vector<bool> ka(ta.size(), false), kb(tb.size(), false);  // kept: in the common subsequence
+  for (size_t i = 0, j = 0; i < ta.size() && j < tb.size();) {
+    if (ta[i] == tb[j]) ka[i++] = kb[j++] = true;
+    else if (lcs[i + 1][j] >= lcs[i][j + 1]) ++i;
+    else ++j;
+  }
+  auto render = [&](const std::vector<std::string>& t, const std::vector<bool>& kept) {
+    std::string out;
+    for (size_t i = 0; i < t.size(); ++i) {
+      if (!kept[i] && (i == 0 || kept[i - 1])) out += open;
+      out += esc(t[i]);
+      if (!kept[i] && (i + 1 == t.size() || kept[i + 1])) out += close;
+    }
+    return out;
+  };
+  return {render(ta, ka), render(tb, kb)};
+}
 
 namespace {
 std::string evidence_sentence(const Report& r) {
@@ -50,6 +101,85 @@ std::string state_text(const Report& r) {
   }
   return s + evidence;
 }
+
+// The two symbolic values: the shared context once, with □ where they differ, then each side's part.
+std::string values_text(const LocationResult& l) {
+  if (l.ref_part.empty()) return fmt::format("  reference = {}\n  candidate = {}\n", l.ref_expr, l.cand_expr);
+  std::string s;
+  auto [ref, cand] = mark_differences(l.ref_part, l.cand_part, "«", "»");
+  if (!l.shared_expr.empty()) {
+    s += fmt::format("  both        = {}\n", l.shared_expr);
+    s += fmt::format("  reference □ = {}\n", ref);
+    s += fmt::format("  candidate □ = {}\n", cand);
+  } else {
+    s += fmt::format("  reference = {}\n  candidate = {}\n", ref, cand);
+  }
+  if (!l.parts_note.empty()) s += fmt::format("  they differ in: {}\n", l.parts_note);
+  return s;
+}
+
+// The witness by input: its role, how many of its elements matter, its largest values.
+std::string witness_text(const LocationResult& l) {
+  if (l.leaves.empty()) {  // a sampled point: every input regenerable from (seed, point)
+    std::string s = l.sampled ? fmt::format("  witness: random point {} of seed {} (every input drawn; --witness-out "
+                                            "regenerates them); the largest values:\n", l.sampled->point, l.sampled->seed)
+                              : std::string("  witness:\n");
+    std::vector<std::pair<std::string, std::vector<std::string>>> by_input;
+    for (const auto& w : l.witness) {
+      auto cut = w.name.find('[');
+      std::string name = w.name.substr(0, cut), index = cut == std::string::npos ? "" : w.name.substr(cut);
+      auto it = std::find_if(by_input.begin(), by_input.end(), [&](auto& e) { return e.first == name; });
+      if (it == by_input.end()) it = by_input.insert(by_input.end(), {name, {}});
+      it->second.push_back(fmt::format("{} = {:.6g}", index, w.value));
+    }
+    for (size_t k = 0; k < by_input.size() && k < 6; ++k) {
+      auto& vs = by_input[k].second;
+      if (vs.size() > 3) vs.resize(3), vs.push_back("…");
+      s += fmt::format("    {}: {}\n", by_input[k].first, fmt::join(vs, ", "));
+    }
+    return s;
+  }
+  struct Input {
+    std::string name, role;
+    std::vector<const WitnessLeaf*> leaves;  // nonzero ones, largest first
+    size_t total = 0;
+    double peak = 0;
+  };
+  std::vector<Input> inputs;
+  std::map<std::string, size_t> at;
+  for (const auto& w : l.leaves) {
+    auto [it, fresh] = at.try_emplace(w.input, inputs.size());
+    if (fresh) {
+      std::string role = w.kind;
+      if (w.kind == "trimmed") role = fmt::format("result of {} in the shared prefix", w.aten.empty() ? "an op" : w.aten);
+      else if (w.kind == "external") role = "read by the " + (w.program.empty() ? std::string("one") : w.program) + " program only";
+      inputs.push_back({w.input, role, {}, 0, 0});
+    }
+    Input& in = inputs[it->second];
+    ++in.total;
+    if (w.value != 0) in.leaves.push_back(&w);
+  }
+  for (auto& in : inputs) {
+    std::stable_sort(in.leaves.begin(), in.leaves.end(),
+                     [](auto* a, auto* b) { return std::fabs(a->value) > std::fabs(b->value); });
+    in.peak = in.leaves.empty() ? 0 : std::fabs(in.leaves[0]->value);
+  }
+  std::stable_sort(inputs.begin(), inputs.end(), [](const Input& a, const Input& b) { return a.peak > b.peak; });
+  std::string s = fmt::format("  witness: {} input element(s) matter, in {} input(s); every other element 0\n",
+                              l.leaves.size(), inputs.size());
+  constexpr size_t kInputs = 6, kValues = 3;
+  for (size_t k = 0; k < inputs.size() && k < kInputs; ++k) {
+    const Input& in = inputs[k];
+    std::vector<std::string> vs;
+    for (size_t v = 0; v < in.leaves.size() && v < kValues; ++v)
+      vs.push_back(fmt::format("[{}] = {:.6g}", bundle::join_ints(in.leaves[v]->index), in.leaves[v]->value));
+    if (in.leaves.size() > kValues) vs.push_back("…");
+    s += fmt::format("    {} ({}, {} element{}): {}\n", in.name, in.role, in.total, in.total == 1 ? "" : "s",
+                     vs.empty() ? std::string("all 0") : fmt::format("{}", fmt::join(vs, ", ")));
+  }
+  if (inputs.size() > kInputs) s += fmt::format("    … and {} more input(s) (--json or --witness-out lists them all)\n", inputs.size() - kInputs);
+  return s;
+}
 }  // namespace
 
 std::string to_text(const Report& r, bool verbose) {
@@ -75,9 +205,8 @@ std::string to_text(const Report& r, bool verbose) {
     const auto& out = r.outputs[l.loc.output];
     s += fmt::format("  location  {}[{}]  (found by {} search, {} of {} checked)\n", out.ref_name, bundle::join_ints(l.loc.index),
                      tier_name(l.loc.tier), *r.first_differ + 1, r.checked);
-    s += fmt::format("  reference = {}\n  candidate = {}\n", l.ref_expr, l.cand_expr);
-    s += fmt::format("  witness ({} input element(s) matter; largest shown, the rest 0):\n", l.leaves.size());
-    for (const auto& w : l.witness) s += fmt::format("    {} = {}\n", w.name, w.value);
+    s += values_text(l);
+    s += witness_text(l);
     s += fmt::format("  at the witness: reference {} vs candidate {} (fp64), {} vs {} (fp32)\n", l.ref_value, l.cand_value,
                      l.ref_value_f32, l.cand_value_f32);
     if (r.replay && r.replay->status == "replayed") {
@@ -145,6 +274,9 @@ std::string to_json(const Report& r) {
   j["seconds"] = r.seconds;
   j["lower_seconds"] = r.lower_seconds;
   j["search_seconds"] = r.search_seconds;
+  json stages = json::array();
+  for (const auto& [name, sec] : r.stage_seconds) stages.push_back({{"stage", name}, {"seconds", sec}});
+  j["stage_seconds"] = stages;
   j["solver_calls"] = r.solver_calls;
   j["deduplicated"] = r.deduplicated;
   j["jobs"] = r.jobs;
@@ -173,6 +305,9 @@ std::string to_json(const Report& r) {
       x["reference"] = l.ref_expr;
       x["candidate"] = l.cand_expr;
     }
+    if (!l.ref_part.empty())  // the values for people: see values_text
+      x["summary"] = {{"shared", l.shared_expr}, {"reference", l.ref_part}, {"candidate", l.cand_part},
+                      {"note", l.parts_note}};
     if (l.verdict == smt::Verdict::Differ) {
       json w = json::object();
       for (const auto& v : l.witness) w[v.name] = v.value;

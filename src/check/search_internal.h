@@ -85,6 +85,7 @@ class Search {
 
   // witnesses: sampled points, refined values, the re-check over program inputs (refine.cpp)
   void as_sampled_point(LocationResult& lr, unsigned point, double bound);
+  void summarize_values(const ir::Context& ctx, ir::Expr ea, ir::Expr eb, LocationResult& lr) const;
   void witness_values(ir::Context& ctx, ir::Expr ea, ir::Expr eb, const smt::Witness& w, LocationResult& lr, size_t seq);
   void evaluate_witness(ir::Context& ctx, ir::Expr ea, ir::Expr eb, const smt::Witness& w, const ir::Env& wenv,
                         const std::vector<ir::Expr>& leaves, const std::vector<double>& values, LocationResult& lr);

@@ -6,6 +6,7 @@
 
 #include <fcntl.h>
 
+#include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -16,6 +17,7 @@
 #include <nlohmann/json.hpp>
 
 #include "check/check.h"
+#include "check/present.h"
 #include "cli/command.h"
 #include "cli/python_child.h"
 
@@ -25,7 +27,7 @@ using dirigo::cli::run_python;
 
 struct CheckArgs {
   std::vector<std::string> inputs;  // BUNDLE, or REF.py NEW.py
-  std::string device, keep, witness_out, replay_device, ref_file, new_file;
+  std::string device, keep, witness_out, replay_device, ref_file, new_file, html;
   bool no_replay = false, no_dedup = false, no_state = false, observe = false, no_observe = false;
   double trace_timeout = 300;
   double budget = 30;
@@ -34,6 +36,9 @@ struct CheckArgs {
   size_t min_locations = 5, max_locations = 0, jobs = 1, build_nodes = 0, giant_nodes = 0;
   double atol = -1, rtol = -1;
 };
+
+using Clock = std::chrono::steady_clock;
+double since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 
 std::string default_device() { return std::filesystem::exists("/dev/nvidia0") ? "cuda" : "cpu"; }
 
@@ -153,6 +158,9 @@ dirigo::cli::Register reg({"check", "check a trace bundle: BUG / SUSPECT / CHECK
                "inputs and report a difference beyond tolerance (default on a GPU; docs/check.md \"Observe\")");
   sub.add_flag("--no-observe", a->no_observe, "do not run the real programs' outputs against each other");
   sub.add_flag("-v,--verbose", a->verbose, "list every location checked");
+  sub.add_option("--html", a->html, "also write a one-page HTML report here: a picture of the output's locations "
+                                    "(proven equal / differs / undecided / not reached), both values, the witness, "
+                                    "the time of each stage");
   return [a]() {
     dirigo::check::Options opt;
     opt.budget_s = a->budget;
@@ -171,6 +179,7 @@ dirigo::cli::Register reg({"check", "check a trace bundle: BUG / SUSPECT / CHECK
       opt.tolerance = dirigo::smt::Tolerance{a->atol >= 0 ? a->atol : 1e-2, a->rtol >= 0 ? a->rtol : 1e-2};
     std::string bundle = a->inputs[0];
     std::filesystem::path tmp;
+    double trace_s = -1;
     if (a->inputs.size() == 2) {
       if (a->keep.empty()) {
         char templ[] = "/tmp/dirigo-XXXXXX";
@@ -181,7 +190,9 @@ dirigo::cli::Register reg({"check", "check a trace bundle: BUG / SUSPECT / CHECK
         bundle = a->keep;
       }
       std::string message;
+      auto t_trace = Clock::now();
       int rc = trace_programs(a->inputs[0], a->inputs[1], bundle, a->device, a->trace_timeout, message);
+      trace_s = since(t_trace);
       if (rc == 5) {
         if (!tmp.empty()) std::filesystem::remove_all(tmp);
         auto report = dirigo::check::candidate_crash(message);
@@ -195,6 +206,7 @@ dirigo::cli::Register reg({"check", "check a trace bundle: BUG / SUSPECT / CHECK
       }
     }
     auto report = dirigo::check::check_path(bundle, opt);
+    if (trace_s >= 0) report.stage_seconds.insert(report.stage_seconds.begin(), {"trace", trace_s});
     dirigo::check::WitnessSource src;
     if (a->inputs.size() == 2) {
       src.ref = std::filesystem::absolute(a->inputs[0]).string();
@@ -212,7 +224,9 @@ dirigo::cli::Register reg({"check", "check a trace bundle: BUG / SUSPECT / CHECK
         char templ[] = "/tmp/dirigo-XXXXXX";
         if (mkdtemp(templ)) dir = templ;
       }
+      auto t_replay = Clock::now();
       if (!dir.empty()) replay_witness(report, dir, witness, a->replay_device);
+      report.stage_seconds.emplace_back("replay", since(t_replay));
       if (dir != tmp) std::filesystem::remove_all(dir);
     }
     if (!a->no_state && (src.ref.empty() || src.cand.empty()) && std::filesystem::is_directory(bundle))
@@ -220,13 +234,20 @@ dirigo::cli::Register reg({"check", "check a trace bundle: BUG / SUSPECT / CHECK
     if (!a->no_state && !src.ref.empty() && !src.cand.empty()) {
       char templ[] = "/tmp/dirigo-XXXXXX";
       if (mkdtemp(templ)) {
+        auto t_state = Clock::now();
         compare_state(report, templ, std::filesystem::absolute(bundle).string(), src.ref, src.cand, a->replay_device,
                       a->no_observe ? 0 : a->observe ? 1 : -1);
+        report.stage_seconds.emplace_back("state", since(t_state));
         std::filesystem::remove_all(templ);
       }
     }
     if (!tmp.empty()) std::filesystem::remove_all(tmp);
     if (!a->witness_out.empty() && !witness.empty()) std::ofstream(a->witness_out) << witness << "\n";
+    if (!a->html.empty()) {
+      std::ofstream html(a->html);
+      html << dirigo::check::to_html(report);
+      if (!html) std::cerr << "dirigo check: cannot write " << a->html << "\n";
+    }
     std::cout << (a->json ? dirigo::check::to_json(report) + "\n" : dirigo::check::to_text(report, a->verbose));
     return dirigo::check::exit_code(report.outcome);
   };

@@ -6,6 +6,7 @@
 #include <iostream>
 
 #include "cli/command.h"
+#include "cli/python_child.h"
 
 namespace dirigo::cli {
 std::vector<Command>& commands() {
@@ -17,7 +18,11 @@ std::vector<Command>& commands() {
 int main(int argc, char** argv) {
   using namespace dirigo::cli;
   CLI::App app{"dirigo: equivalence checking of PyTorch+CUDA programs, one output location at a time"};
-  app.set_version_flag("--version", "dirigo 0.1.0");
+  // The second line says where the Python children (tracer, replay, state stage) come from.
+  std::string root = python_package_root();
+  app.set_version_flag("--version", std::string("dirigo " DIRIGO_VERSION "\npython package: ") +
+                                        (root.empty() ? "the interpreter's installed dirigo" : root + "/dirigo") +
+                                        " (interpreter: " + python_interpreter() + ")");
   app.require_subcommand(1);
   auto& cmds = commands();
   std::sort(cmds.begin(), cmds.end(), [](const Command& a, const Command& b) { return a.name < b.name; });
