@@ -554,8 +554,21 @@ def listing(db: str) -> list[tuple[str, str]]:
     return out
 
 
-def pack(db: str, work: str, out: str) -> dict:
-    """carry/: a copy of the store and every file its substrates need (relative paths kept), as .tar.gz."""
+def _kit_libs(binary: str) -> list[str]:
+    """The shared libraries the dirigo binary needs beyond glibc and libstdc++ (the GPU host has no Z3)."""
+    out = []
+    for line in subprocess.run(["ldd", binary], capture_output=True, text=True).stdout.splitlines():
+        parts = line.split("=>")
+        if len(parts) == 2 and parts[1].strip().startswith("/"):
+            path = parts[1].split("(")[0].strip()
+            if any(k in os.path.basename(path) for k in ("libz3", "libgmp", "libfmt", "libsqlite3")):
+                out.append(path)
+    return out
+
+
+def pack(db: str, work: str, out: str, kit: str | None = None) -> dict:
+    """carry/: a copy of the store and every file its substrates need (relative paths kept), as .tar.gz;
+    with `kit` (a dirigo binary) also carry/kit/bin/dirigo.real and the libraries it needs."""
     import tarfile
     con = connect(db)
     files = set()
@@ -581,6 +594,10 @@ def pack(db: str, work: str, out: str) -> dict:
             for f in sorted(files):
                 if os.path.exists(f):
                     tar.add(f, arcname="carry/" + os.path.relpath(f))
+            if kit:
+                tar.add(kit, arcname="carry/kit/bin/dirigo.real")
+                for lib in _kit_libs(kit):
+                    tar.add(os.path.realpath(lib), arcname="carry/kit/lib/" + os.path.basename(lib))
     return {"files": len(files), "bytes": os.path.getsize(out)}
 
 
@@ -595,9 +612,19 @@ class tempfile_dir:
 
 
 def unpack_gpu(db: str, res_dir: str) -> dict:
-    """What scripts/gpu/mutation.sh brought back: bundles into place (then attached), rows into the store."""
+    """What scripts/gpu/mutation.sh brought back: the GPU host's store when it compiled mutants there (it
+    replaces DB, which is kept as DB.before-gpu), bundles into place (then attached), rows into the store."""
+    counts = {"bundles": 0, "store": "kept"}
+    gpu_db = os.path.join(res_dir, "km.sqlite")
+    if os.path.exists(gpu_db):
+        if os.path.exists(db):
+            shutil.copyfile(db, db + ".before-gpu")
+        for ext in ("-wal", "-shm"):
+            if os.path.exists(db + ext):
+                os.remove(db + ext)
+        shutil.copyfile(gpu_db, db)
+        counts["store"] = "from the GPU host"
     con = connect(db)
-    counts = {"bundles": 0}
     names = dict(listing(db))
     bdir = os.path.join(res_dir, "bundles")
     for name in sorted(os.listdir(bdir)) if os.path.isdir(bdir) else []:
@@ -636,6 +663,7 @@ def main(argv: list[str] | None = None) -> int:
     pk.add_argument("db")
     pk.add_argument("work")
     pk.add_argument("out")
+    pk.add_argument("--kit", help="also carry this dirigo binary and its libraries (mutants compiled on the GPU host)")
     ug = sp.add_parser("unpack-gpu")
     ug.add_argument("db")
     ug.add_argument("res")
@@ -673,7 +701,7 @@ def main(argv: list[str] | None = None) -> int:
             print(name, d)
         return 0
     if a.cmd == "pack":
-        print(pack(a.db, a.work, a.out))
+        print(pack(a.db, a.work, a.out, a.kit))
         return 0
     if a.cmd == "unpack-gpu":
         print(unpack_gpu(a.db, a.res))
