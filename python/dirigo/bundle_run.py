@@ -176,10 +176,10 @@ class CudaLauncher:
                     v = int(v) % (1 << (8 * np.dtype(self._SCALAR[ty]).itemsize))
                 vals.append(np.array([v], dtype=self._SCALAR[ty]))
         argv = np.array([v.ctypes.data for v in vals], dtype=np.uint64)
-        stream = torch.cuda.current_stream().cuda_stream
+        stream = self.cu.CUstream(torch.cuda.current_stream().cuda_stream)
         self._ck(self.cu.cuLaunchKernel(fn, grid[0], grid[1], grid[2], block[0], block[1], block[2], int(shared),
                                         stream, argv.ctypes.data, 0))
-        self._ck(self.cu.cuStreamSynchronize(stream))
+        self._ck(self.cu.cuStreamSynchronize(stream))  # a fault surfaces here, before the next ATen op
         return []
 
     def close(self):
