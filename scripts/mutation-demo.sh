@@ -19,7 +19,7 @@ t0=$(date +%s)
 python3 -m dirigo.bundle_km prep "$DB" "$WORK" "$WORK"/substrates/*
 python3 -m dirigo.bundle_km run "$DB" "$WORK" --device cpu --inputs "$INPUTS"
 t1=$(date +%s)
-python3 -m dirigo.bundle_km search "$DB" "$WORK" --device cpu --tol 1e-2
+python3 -m dirigo.bundle_km search "$DB" "$WORK" --device cpu --tol 1e-2 --witness-budget ${WITNESS_BUDGET:-5}
 t2=$(date +%s)
 "$DIRIGO_BIN" score --store "$DB" --work "$WORK" --protocol dirigo.harness:kernelbench_check -q
 t3=$(date +%s)

@@ -347,8 +347,38 @@ def run_one(sub: Substrate, prog: dict, case: dict, launcher, device: str) -> di
     return row
 
 
-def make_case(sub: Substrate, distribution: str, seed: int, device: str) -> dict:
+def apply_witness(sub: Substrate, ref_model, new_model, inputs: list, leaves: list[dict]) -> None:
+    """Writes a dirigo witness's leaves (docs/check.md "Witness") into a draw: forward arguments by the
+    reference's input names (in order), parameters and buffers by name in both models. Raises
+    ValueError for a leaf replay would have to carry back (trimmed, external)."""
+    import torch
+    ref_prog = next((p for p in sub.program.manifest["programs"] if p.get("role") == "reference"),
+                    sub.program.manifest["programs"][0])
+    arg_names = [i["name"] for i in ref_prog["inputs"] if i.get("kind", "input") == "input"]
+    with torch.no_grad():
+        for leaf in leaves:
+            kind, idx, value = leaf["kind"], tuple(int(i) for i in leaf["index"]), float(leaf["value"])
+            if kind == "input":
+                if leaf["input"] not in arg_names:
+                    raise ValueError(f"witness input {leaf['input']} is not a forward argument")
+                inputs[arg_names.index(leaf["input"])][idx] = value
+            elif kind in ("parameter", "buffer"):
+                for model, name in ((ref_model, leaf["input"]), (new_model, leaf.get("candidate_input", leaf["input"]))):
+                    if leaf.get("program") in ("reference", "candidate") and \
+                            (model is ref_model) != (leaf["program"] == "reference"):
+                        continue
+                    state = dict(model.named_parameters())
+                    state.update(dict(model.named_buffers()))
+                    if name in state:
+                        state[name][idx] = value
+            else:
+                raise ValueError(f"a {kind} witness leaf (replay would carry it back)")
+
+
+def make_case(sub: Substrate, distribution: str, seed: int, device: str, witness: list | None = None) -> dict:
     ref_model, new_model, inputs = sub.draw(distribution, seed)
+    if witness:
+        apply_witness(sub, ref_model, new_model, inputs, witness)
     ref64, ref32 = references(ref_model, inputs, device)
     import torch
 
@@ -693,6 +723,8 @@ def main(argv: list[str] | None = None) -> int:
     s.add_argument("--deadline", type=float, default=0)
     s.add_argument("--max-ms", type=float, default=3000)
     s.add_argument("--dirigo")
+    s.add_argument("--witness-budget", type=float, default=0,
+                   help="seconds of dirigo check per remaining survivor for its own witness (0: off)")
     a = ap.parse_args(argv)
     if a.cmd == "prep":
         return prep(a.db, a.work, a.dirs, a.dirigo, a.origin, a.jobs, not a.no_compile)
@@ -722,7 +754,8 @@ def main(argv: list[str] | None = None) -> int:
         print(import_rows(a.db, a.jsonl))
         return 0
     from . import witness_inputs as wi
-    print(wi.search(a.db, a.work, a.device, a.only, a.tol, a.per_mutant, a.deadline, a.max_ms, a.dirigo))
+    print(wi.search(a.db, a.work, a.device, a.only, a.tol, a.per_mutant, a.deadline, a.max_ms, a.dirigo,
+                    a.witness_budget))
     return 0
 
 

@@ -17,7 +17,10 @@ The search (`python -m dirigo.bundle_km search`): for each substrate, mutants no
 input of the store at --tol are survivors; candidates are drawn from SEARCH_PLAN in order (seeds 1000+);
 a candidate counts only if the correct substrate passes it at --tol (the validity gate), then every
 survivor runs on it; killed survivors leave the list. Each candidate becomes an input row of family
-`search` (name `search/<distribution>/<seed>`), its runs rows as for the pool.
+`search` (name `search/<distribution>/<seed>`), its runs rows as for the pool. With a witness budget,
+each remaining survivor's bundle (the substrate's with the mutant's PTX) goes to `dirigo check`; a BUG
+witness whose leaves are program inputs is written into the kernelbench_randn/0 draw (input
+`search/dirigo/m<ordinal>`, leaves in spec_json) and gated and run like the others.
 """
 from __future__ import annotations
 
@@ -110,8 +113,61 @@ def survivors(con, sid: int, tol: float, source: str) -> list[int]:
     return out
 
 
+def mutant_bundle(sub, prog: dict, out_dir: str) -> str:
+    """The substrate's bundle with the mutant's PTX for its module (and a host mutant's launches)."""
+    import hashlib
+    import shutil
+    shutil.copytree(sub.bundle, out_dir)
+    man = json.load(open(os.path.join(out_dir, "manifest.json")))
+    ptx = open(prog["ptx"]).read()
+    for m in man.get("modules", []):
+        if m["id"] == sub.module:
+            with open(os.path.join(out_dir, m["path"]), "w") as f:
+                f.write(ptx)
+            m["sha256"] = hashlib.sha256(ptx.encode()).hexdigest()
+    for p in man["programs"]:
+        if p["name"] == sub.program.prog["name"]:
+            k = 0
+            for op in p["ops"]:
+                if op["kind"] == "launch":
+                    for key, v in ((prog["overrides"] or {}).get(k) or {}).items():
+                        op[key] = v
+                    k += 1
+    with open(os.path.join(out_dir, "manifest.json"), "w") as f:
+        json.dump(man, f)
+    return out_dir
+
+
+def dirigo_witness(sub, prog: dict, dirigo: str, budget: float = 5, timeout: float = 120) -> tuple[list | None, str]:
+    """(leaves, why): `dirigo check` on the mutant's bundle; its witness's leaves when it says BUG with a
+    witness replay needs nothing carried back for, else None and the reason."""
+    import subprocess
+    import tempfile
+    with tempfile.TemporaryDirectory(prefix="dirigo-wit-") as d:
+        b = mutant_bundle(sub, prog, os.path.join(d, "bundle"))
+        w = os.path.join(d, "w.json")
+        try:
+            p = subprocess.run([dirigo, "check", b, "--json", "--budget", str(budget), "--witness-out", w],
+                               capture_output=True, text=True, timeout=timeout)
+        except subprocess.TimeoutExpired:
+            return None, "dirigo check timed out"
+        try:
+            verdict = json.loads(p.stdout).get("verdict") or json.loads(p.stdout).get("outcome")
+        except ValueError:
+            verdict = None
+        if not os.path.exists(w):
+            return None, f"no witness (dirigo check: {verdict or p.returncode})"
+        wit = json.load(open(w))
+    leaves = wit.get("leaves") or []
+    if not wit.get("leaves_complete", True):
+        return None, "witness leaves incomplete"
+    if any(l["kind"] not in ("input", "parameter", "buffer") for l in leaves):
+        return None, "witness needs carrying back (trimmed or external leaves)"
+    return leaves, f"dirigo check: {verdict}"
+
+
 def search(db: str, work: str, device: str = "cpu", only: str = "", tol: float = 1e-2, per_mutant: int = 0,
-           deadline: float = 0, max_ms: float = 3000, dirigo: str | None = None) -> dict:
+           deadline: float = 0, max_ms: float = 3000, dirigo: str | None = None, witness_budget: float = 0) -> dict:
     from . import bundle_km as bk
     from . import bundle_run as br
     source = "gpu" if device == "cuda" else "cpu"
@@ -157,6 +213,40 @@ def search(db: str, work: str, device: str = "cpu", only: str = "", tol: float =
                     else:
                         still.append(mid)
                 alive = still
+            if witness_budget > 0:  # dirigo's own witness for each remaining survivor it calls BUG
+                for mid in list(alive):
+                    if t_end and time.monotonic() > t_end:
+                        break
+                    leaves, why = dirigo_witness(sub, progs[mid], dirigo or br._dirigo_binary(), witness_budget)
+                    totals["dirigo_checked"] = totals.get("dirigo_checked", 0) + 1
+                    if leaves is None:
+                        continue
+                    ordinal = con.execute("SELECT ordinal FROM mutants WHERE id = ?", (mid,)).fetchone()[0]
+                    name = f"search/dirigo/m{ordinal:04d}"
+                    with con:
+                        con.execute("INSERT OR REPLACE INTO inputs(substrate_id, name, problem, distribution, seed, "
+                                    "family, spec_json) VALUES(?,?,?,?,?,?,?)",
+                                    (sid, name, sub.name, "dirigo_witness", 0, "search",
+                                     json.dumps({"replay": True, "base": "kernelbench_randn/0", "witness": leaves})))
+                    input_id = con.execute("SELECT id FROM inputs WHERE substrate_id = ? AND name = ?", (sid, name)).fetchone()[0]
+                    totals["dirigo_witnesses"] = totals.get("dirigo_witnesses", 0) + 1
+                    try:
+                        case = bk.make_case(sub, "kernelbench_randn", 0, device, witness=leaves)
+                    except (ValueError, IndexError, RuntimeError) as e:
+                        print(f"{sub.name} m{ordinal:04d}: witness not applicable: {e}", flush=True)
+                        continue
+                    r = bk.run_one(sub, progs[None], case, launcher, device)
+                    with con:
+                        bk._insert_run(con, sid, None, input_id, source, r)
+                    if r["status"] != "ok" or r["t_eq"] > tol:
+                        totals["invalid"] += 1
+                        continue
+                    m = bk.run_one(sub, progs[mid], case, launcher, device)
+                    with con:
+                        bk._insert_run(con, sid, mid, input_id, source, m)
+                    if m["status"] == "ok" and (m["t_eq"] > tol or (m["nonfinite_mismatch"] or 0) > 0):
+                        killed_here += 1
+                        alive.remove(mid)
             totals["killed"] += killed_here
             print(f"{sub.name}: search killed {killed_here}, {len(alive)} survive", flush=True)
     finally:

@@ -236,3 +236,29 @@ def test_jsonl_rows_resume_and_import(store, tmp_path):
     assert counts["unknown"] == 0 and counts["imported"] == len([j for j in got if not j.get("start")])
     assert c2.execute("SELECT status FROM runs WHERE mutant_id IS NULL AND input_id = (SELECT id FROM inputs WHERE "
                       "name = 'kernelbench_randn/3')").fetchone()[0] == "timeout"
+
+
+def test_dirigo_witness_is_a_valid_killing_input(store):
+    """dirigo check on a mutant's bundle (the substrate's with the mutant's PTX): its BUG witness,
+    written into the kernelbench_randn/0 draw, passes the gate and kills the mutant."""
+    con = sqlite3.connect(store["db"])
+    sid = con.execute("SELECT substrate_id FROM substrate_bundle").fetchone()[0]
+    mid = con.execute("SELECT r.mutant_id FROM runs r JOIN mutants m ON m.id = r.mutant_id WHERE r.substrate_id = ? AND "
+                      "r.status = 'ok' AND r.t_eq > 0.1 AND m.family = 'arithmetic' ORDER BY m.ordinal LIMIT 1",
+                      (sid,)).fetchone()[0]
+    sub = bk.Substrate(con, sid)
+    progs = {p["mutant_id"]: p for p in bk.programs_of(con, sub, store["work"])}
+    leaves, why = wi.dirigo_witness(sub, progs[mid], str(DIRIGO), budget=10)
+    assert leaves, why
+    assert all(l["kind"] in ("input", "parameter", "buffer") for l in leaves)
+    case = bk.make_case(sub, "kernelbench_randn", 0, "cpu", witness=leaves)
+    launcher = br.CpuLauncher(str(DIRIGO), MAX_MS)
+    try:
+        s = bk.run_one(sub, progs[None], case, launcher, "cpu")
+        m = bk.run_one(sub, progs[mid], case, launcher, "cpu")
+    finally:
+        launcher.close()
+    assert s["status"] == "ok" and s["t_eq"] <= 1e-2
+    assert m["status"] == "ok" and m["t_eq"] > 1e-2
+    with pytest.raises(ValueError):
+        bk.apply_witness(sub, None, None, [], [{"kind": "trimmed", "index": [0], "value": 1.0, "input": "t"}])
