@@ -225,7 +225,7 @@ Report check_bundle(const bundle::Bundle& b, const Options& user_opt) {
       if (last.verdict != smt::Verdict::Differ) continue;
       if (!r.first_differ || last.confirmed_f32) r.first_differ = r.locations.size() - 1;
       if (last.confirmed_f32) {
-        r.evidence = "fp32-evaluation";
+        r.evidence = last.evidence.empty() ? "fp32-evaluation" : last.evidence;
         const auto& out = r.outputs[last.loc.output];
         return finish(Outcome::Bug, fmt::format("{}[{}] differs: reference {} vs candidate {} at the witness",
                                                 out.ref_name, bundle::join_ints(last.loc.index), last.ref_value_f32,

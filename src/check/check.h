@@ -64,6 +64,17 @@ struct Options {
   // ... or when building it took this share of the budget left (1: never; a lower share turned
   // correct pairs whose slow locations were decided equal into TIMEOUT: 007, 046 of the corpus)
   double build_share = 1.0;
+  // The falsification tier: the first this-many locations of the search order are evaluated
+  // numerically (check/numeric.h) at every input distribution of smt::kDistributionPoint's ladder,
+  // in fp64 and IEEE fp32, before any expression is built; a difference beyond the tolerance in both
+  // is a BUG at once (evidence "numeric-falsification"), anything else goes on to the proof. 0: off.
+  size_t falsify_locations = 4;
+  // ... within this share of the budget (all its locations together); past it the tier ends.
+  double falsify_share = 0.3;
+  // A falsified location is still built, up to this many nodes, and decided: its report then names
+  // both symbolic values and every leaf (evidence fp32-evaluation when the proof's witness is
+  // confirmed too); past it the tier's numeric BUG stands as it is.
+  size_t falsified_build_nodes = 1'000'000;
   // false: the caller exits right after the check (the CLI), so the lowering's memo, the order and
   // the expression nodes are left to the OS instead of freed one by one (seconds for 10^6 locations)
   bool release_memory = true;
@@ -152,6 +163,9 @@ struct LocationResult {
     std::vector<std::string> trimmed;  // shared inputs that are results of the trimmed prefix (drawn too)
   };
   std::optional<SampledPoint> sampled;
+  // What backs the difference when it is not "fp32-evaluation" (both symbolic or numeric values in
+  // fp32 at the witness): "numeric-falsification" for the falsification tier's.
+  std::string evidence;
   double ms = 0;
 };
 

@@ -65,6 +65,10 @@ namespace {
 std::string evidence_sentence(const Report& r) {
   if (r.evidence == "fp32-evaluation")
     return "fp32-evaluation (both symbolic values evaluated in IEEE fp32 at the witness; no replay on the real programs)";
+  if (r.evidence == "numeric-falsification")
+    return "numeric-falsification (both programs evaluated numerically, in fp64 and in IEEE fp32, at inputs drawn from "
+           "one of the falsification tier's distributions, before any expression was built; no replay on the real "
+           "programs)";
   if (r.evidence == "replay-gpu") return "replay-gpu (both real programs run on a GPU at the witness)";
   if (r.evidence == "replay-cpu") return "replay-cpu (both real programs run on the CPU at the witness)";
   if (r.evidence == "state-replay-gpu" || r.evidence == "state-replay-cpu")

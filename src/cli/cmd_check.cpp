@@ -33,7 +33,7 @@ struct CheckArgs {
   double budget = 30;
   uint64_t seed = 0;
   bool full = false, json = false, verbose = false, no_trim = false;
-  size_t min_locations = 5, max_locations = 0, jobs = 1, build_nodes = 0, giant_nodes = 0;
+  size_t min_locations = 5, max_locations = 0, jobs = 1, build_nodes = 0, giant_nodes = 0, falsify = 4;
   double atol = -1, rtol = -1;
 };
 
@@ -138,6 +138,9 @@ dirigo::cli::Register reg({"check", "check a trace bundle: BUG / SUSPECT / CHECK
   sub.add_option("--build-nodes", a->build_nodes,
                  "evaluate a location numerically at random points once building it passes this many nodes "
                  "(default 8000000; docs/check.md)");
+  sub.add_option("--falsify-locations", a->falsify,
+                 "evaluate this many first locations numerically at several input distributions before building "
+                 "them (the falsification tier, default 4; 0: off; docs/check.md)");
   sub.add_option("--giant-nodes", a->giant_nodes,
                  "decide a built location of more nodes than this at random points only, its witness a (seed, "
                  "point) record (default 4000000; docs/check.md)");
@@ -170,6 +173,7 @@ dirigo::cli::Register reg({"check", "check a trace bundle: BUG / SUSPECT / CHECK
     opt.max_locations = a->max_locations;
     if (a->build_nodes) opt.build_nodes = a->build_nodes;
     if (a->giant_nodes) opt.giant_location_nodes = a->giant_nodes;
+    opt.falsify_locations = a->falsify;
     opt.jobs = std::max<size_t>(1, a->jobs);
     opt.dedup = !a->no_dedup;
     opt.release_memory = false;  // the process exits after the report: freeing 10^6-entry tables took seconds
