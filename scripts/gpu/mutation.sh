@@ -37,6 +37,8 @@ trap finish EXIT
   date -u; nvidia-smi -L 2>&1 | head -2; nproc; ldd --version 2>&1 | head -1
   python3 -c 'import torch, numpy, cuda.bindings; print(torch.__version__, torch.cuda.is_available(), numpy.__version__)' 2>&1
 } >> "$LOG" 2>&1
+# the replay itself, once: our traced LayerNorm through the driver API against its traced output
+timeout 120 python3 -m dirigo.bundle_run examples/execute_bugs/layernorm_correct/bundle --device cuda >> "$LOG" 2>&1
 if ! tar xzf .cache/mutation/gpu_carry.tar.gz -C "$W" >> "$LOG" 2>&1; then
   echo "no .cache/mutation/gpu_carry.tar.gz" >> "$LOG"; exit 0
 fi
