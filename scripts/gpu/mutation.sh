@@ -83,7 +83,7 @@ echo "phase 1 after $(( $(date +%s) - START ))s: $(ls "$R/bundles" | wc -l) bund
 # 2. the kill matrix: one runner per substrate (8 at a time); a runner that exits after a CUDA error
 #    (exit 3: the context is lost) or hangs (no new row for HANG seconds) is restarted and resumes
 run_one() {
-  n=$1; rows=$R/rows/$n.jsonl; HANG=${HANG:-20}; d=$(grep "^$n " "$W/names.txt" | cut -d' ' -f2)
+  n=$1; rows=$R/rows/$n.jsonl; HANG=${HANG:-30}; d=$(grep "^$n " "$W/names.txt" | cut -d' ' -f2)
   [ -f "$d/bundle/manifest.json" ] && [ -f "$WORK/mutants/$n/original.ptx" ] || return 0
   for attempt in $(seq 1 40); do
     t=$(( START + LIMIT - 15 - $(date +%s) )); [ $t -lt 10 ] && return 0
