@@ -3,7 +3,8 @@
 # CPU"): three of our GPU-traced examples (examples/execute_bugs/{layernorm,softmax,center_rows}_correct:
 # ref.py, new.py, bundle/) as substrates; mutants by `dirigo mutate` (NVRTC); every program launched by
 # replaying the bundle through the concrete interpreter on the first INPUTS inputs of the pool (5
-# KernelBench draws + 6 hardened; fuzz left out to save CPU); the kill-witness search on the survivors;
+# KernelBench draws + 6 hardened; fuzz left out to save CPU); the kill-witness search on the survivors
+# (the first SEARCH candidates of the plan, then dirigo's own witness at WITNESS_BUDGET s per survivor);
 # KernelBench's own check run as a harness on every mutant; scores and suites.
 # Usage from the repo root: bash scripts/mutation-demo.sh   (DB, WORK, INPUTS, JOBS may be set)
 set -eu
@@ -19,7 +20,8 @@ t0=$(date +%s)
 python3 -m dirigo.bundle_km prep "$DB" "$WORK" "$WORK"/substrates/*
 python3 -m dirigo.bundle_km run "$DB" "$WORK" --device cpu --inputs "$INPUTS"
 t1=$(date +%s)
-python3 -m dirigo.bundle_km search "$DB" "$WORK" --device cpu --tol 1e-2 --witness-budget ${WITNESS_BUDGET:-5}
+python3 -m dirigo.bundle_km search "$DB" "$WORK" --device cpu --tol 1e-2 --per-mutant ${SEARCH:-8} \
+  --witness-budget ${WITNESS_BUDGET:-2}
 t2=$(date +%s)
 "$DIRIGO_BIN" score --store "$DB" --work "$WORK" --protocol dirigo.harness:kernelbench_check -q
 t3=$(date +%s)

@@ -37,6 +37,8 @@ trap finish EXIT
   date -u; nvidia-smi -L 2>&1 | head -2; nproc; ldd --version 2>&1 | head -1
   python3 -c 'import torch, numpy, cuda.bindings; print(torch.__version__, torch.cuda.is_available(), numpy.__version__)' 2>&1
 } >> "$LOG" 2>&1
+# the replay itself, once: our traced LayerNorm through the driver API against its traced output
+timeout 120 python3 -m dirigo.bundle_run examples/execute_bugs/layernorm_correct/bundle --device cuda >> "$LOG" 2>&1
 if ! tar xzf .cache/mutation/gpu_carry.tar.gz -C "$W" >> "$LOG" 2>&1; then
   echo "no .cache/mutation/gpu_carry.tar.gz" >> "$LOG"; exit 0
 fi
@@ -81,7 +83,7 @@ echo "phase 1 after $(( $(date +%s) - START ))s: $(ls "$R/bundles" | wc -l) bund
 # 2. the kill matrix: one runner per substrate (8 at a time); a runner that exits after a CUDA error
 #    (exit 3: the context is lost) or hangs (no new row for HANG seconds) is restarted and resumes
 run_one() {
-  n=$1; rows=$R/rows/$n.jsonl; HANG=${HANG:-20}; d=$(grep "^$n " "$W/names.txt" | cut -d' ' -f2)
+  n=$1; rows=$R/rows/$n.jsonl; HANG=${HANG:-30}; d=$(grep "^$n " "$W/names.txt" | cut -d' ' -f2)
   [ -f "$d/bundle/manifest.json" ] && [ -f "$WORK/mutants/$n/original.ptx" ] || return 0
   for attempt in $(seq 1 40); do
     t=$(( START + LIMIT - 15 - $(date +%s) )); [ $t -lt 10 ] && return 0
