@@ -146,7 +146,9 @@ TEST(Check, InternalErrorIsErrorExit70) {
   EXPECT_EQ(check::outcome_name(r.outcome), "ERROR");
   EXPECT_NE(r.reason.find("internal error: fault injected"), std::string::npos) << r.reason;
   EXPECT_NE(r.reason.find("please report with the bundle"), std::string::npos) << r.reason;
-  EXPECT_NE(check::to_json(r).find("\"exit_code\":70"), std::string::npos);
+  auto j = nlohmann::json::parse(check::to_json(r));
+  EXPECT_EQ(j["exit_code"], 70);
+  EXPECT_EQ(j["outcome"], "ERROR");
 }
 
 // Every location equal is VERIFIED only when Execute decided every safety check.
