@@ -593,8 +593,8 @@ def history_probe(spec, loaded, ref_loaded, get_inputs, get_init_inputs, device,
             torch.cuda.synchronize()
         return out
 
-    def snapshot(out):  # values now (a later call may overwrite memory the output shares)
-        return [t.detach().clone() for t in _tensors_of(out)]
+    def snapshot(out):  # values now (a later call may overwrite memory the output shares), on the CPU
+        return [t.detach().clone().cpu() for t in _tensors_of(out)]
 
     def mutated(before, after) -> list[str]:
         return [f"#{i} of forward" for i, (b, a) in enumerate(zip(before, after)) if isinstance(b, torch.Tensor)
@@ -640,6 +640,18 @@ def history_probe(spec, loaded, ref_loaded, get_inputs, get_init_inputs, device,
         cand_b3 = snapshot(run(cand_call3, b_in3, seed=1))
     except BaseException:  # noqa: BLE001 - the probe is extra evidence; the trace already ran these programs
         return None
+
+    try:
+        return _history_verdict(ref_a, ref_b, ref_b_first, cand_a, cand_b1, cand_b2, cand_b3, same_object, touched,
+                                seed_a, seed_b, atol, rtol, value_dependent)
+    except Exception:  # noqa: BLE001 - outputs the comparison cannot pair (dtypes, devices): no evidence
+        return None
+
+
+def _history_verdict(ref_a, ref_b, ref_b_first, cand_a, cand_b1, cand_b2, cand_b3, same_object, touched, seed_a,
+                     seed_b, atol, rtol, value_dependent) -> dict | None:
+    """history_probe's rules on the snapshots (CPU tensors) of its runs."""
+    import torch
 
     def fail(kind: str, sentence: str) -> dict:
         return {"kind": "call-history", "type": kind, "message": sentence, "where": "", "phase": "across calls"}
@@ -734,6 +746,10 @@ def run_worker(spec: dict) -> dict:
     if device == "cuda" and not allow_cuda:
         return {"status": "unsupported", "message": "--device cuda but this machine has no usable GPU "
                                                     "(torch.cuda.is_available() is False)"}
+    def loaded_mark():  # the parent tells a hang from a slow extension build by this file
+        with contextlib.suppress(OSError), open(spec["result"] + ".loaded", "w"):
+            pass
+
     try:
         _Phase.name = f"while loading {os.path.basename(spec['file'])}"
         if spec["ref_file"] == spec["file"]:
@@ -752,6 +768,7 @@ def run_worker(spec: dict) -> dict:
         return {"status": "error", "message": str(e)}
     except BaseException as e:  # noqa: BLE001 - user code (run plainly: nothing of dirigo's is in the way)
         return _program_failed(e, user_files, traced=False)
+    loaded_mark()
 
     mode = spec["mode"]
     attempts = ["fake", "real"] if mode == "auto" and device == "cpu" else (
@@ -1035,6 +1052,11 @@ def _wait(proc: subprocess.Popen, result_path: str, deadline: float, timeout: fl
         with contextlib.suppress(ProcessLookupError):
             os.killpg(proc.pid, signal.SIGKILL)  # the worker's own process group (start_new_session)
         proc.wait()
+        if not os.path.exists(result_path) and not os.path.exists(result_path + ".loaded"):
+            # still loading: building its extensions (nvcc) may be what took the time, not the program
+            return {"status": "unsupported", "message": f"UNSUPPORTED: environment: the program did not finish "
+                                                        f"loading (building its extensions) within {timeout:g} s "
+                                                        f"(killed); a longer --timeout may let it"}
         if not os.path.exists(result_path):
             return {"status": "failed", "message": f"the program did not finish within {timeout:g} s (killed)",
                     "failure": {"kind": "timeout", "type": "", "message": f"killed after {timeout:g} s",
