@@ -24,7 +24,7 @@ one() {  # SET NEW: traces NEW against the reference its second line names
   [ "$left" -lt 30 ] && { echo "$set/$k: skipped (no time left)" >>"$LOG"; return; }
   local d=$W/verdicts/$set/$k t0=$(date +%s); mkdir -p "$d"
   TORCH_EXTENSIONS_DIR=$W/ext/$set-$k timeout "$left" python3 -m dirigo.trace "$ref" "$new" --out "$d/bundle" \
-    --device cuda --timeout 150 --json >"$d/trace.json" 2>"$d/trace.err"
+    --device cuda --timeout 360 --json >"$d/trace.json" 2>"$d/trace.err"
   echo "$set/$k: exit $? after $(( $(date +%s) - t0 ))s; expected: $(head -1 "$new" | cut -c3-)" >>"$LOG"
 }
 export -f one; export W LOG LIMIT START
