@@ -91,7 +91,8 @@ class Programs:
         try:
             self.ref_loaded = load.load_file(ref, allow_cuda=allow_cuda)
             self.new_loaded = load.load_file(new, allow_cuda=allow_cuda,
-                                             functional_file=ref if new.endswith(".cu") else None)
+                                             functional_file=ref if new.endswith(".cu") else None,
+                                             reference=self.ref_loaded)
         except load.NeedsGPU as e:
             raise ReplayError(f"cannot replay here: {e}") from None
         get_inputs, get_init_inputs = load.reference_io(self.ref_loaded)

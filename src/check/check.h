@@ -12,6 +12,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <utility>
 #include <string>
 #include <vector>
 
@@ -21,9 +22,10 @@
 
 namespace dirigo::check {
 
-enum class Outcome : uint8_t { Bug, Suspect, Checked, Verified, Timeout, Unsupported };
-std::string_view outcome_name(Outcome o);  // "BUG", "SUSPECT", ...
-int exit_code(Outcome o);                  // 1 BUG, 2 SUSPECT, 0 CHECKED/VERIFIED, 3 TIMEOUT, 4 UNSUPPORTED
+// Error: dirigo itself failed (an exception its model does not name); never said of the programs.
+enum class Outcome : uint8_t { Bug, Suspect, Checked, Verified, Timeout, Unsupported, Error };
+std::string_view outcome_name(Outcome o);  // "BUG", "SUSPECT", ..., "ERROR"
+int exit_code(Outcome o);                  // 1 BUG, 2 SUSPECT, 0 CHECKED/VERIFIED, 3 TIMEOUT, 4 UNSUPPORTED, 70 ERROR
 
 struct Options {
   double budget_s = 30;          // wall-clock budget for the location search
@@ -153,6 +155,7 @@ struct LocationResult {
   bool confirmed_f32 = false;    // the fp32 values differ beyond the tolerance
   bool exceeds_tolerance = false;
   bool deduplicated = false;     // --full: decided by an earlier query identical up to leaf renaming
+  std::vector<std::string> approximations;  // Equal: the approximation axioms it rests on (empty: exact)
   // Decided by numeric evaluation of a location too large to build (check/numeric.h): the falsify
   // ladder point whose inputs show the difference. Every input is regenerable from it (smt::draw keyed
   // by smt::name_key of "in:<shared input>"), so `leaves` stays empty.
@@ -189,6 +192,11 @@ struct Report {
   size_t locations_omitted = 0;          // equal locations checked but not listed
   std::optional<size_t> first_differ;    // index into locations
   size_t checked = 0, equal = 0;
+  // How the equal locations were proven: exactly over the reals; within the tolerance for every input
+  // element in [-bound, bound]; modulo approximation equivalences (named in `approximations`).
+  size_t equal_exact = 0, equal_within_tolerance = 0, equal_modulo_approximation = 0;
+  std::vector<std::string> approximations;
+  std::vector<std::string> undecided_safety;  // Execute safety checks neither proven nor refuted
   int64_t total_locations = 0;
   size_t prefix_trimmed = 0;
   size_t kernels = 0;
@@ -239,6 +247,18 @@ std::vector<double> refine_witness(ir::Expr ea, ir::Expr eb, const std::vector<i
 // reference ran on the same inputs: a BUG observed on the real program (evidence crash-gpu, stage
 // trace), without a bundle.
 Report candidate_crash(const std::string& message);
+// The candidate failed where the reference ran (stage trace): evidence "exception" (it raised, also when
+// run without the tracer), "timeout" (killed past the trace timeout), "crash" (its process died) or
+// "crash-gpu"; `message` names the exception's type, message and the candidate's file:line.
+Report candidate_failure(const std::string& message, const std::string& evidence);
+// Tracing gave no bundle and nothing is the candidate's fault (the reference failed, the environment lacks
+// something, or dirigo cannot trace it): UNSUPPORTED, stage trace, `message` says which.
+Report trace_unsupported(const std::string& message);
+// The verdict when every location was proven equal: VERIFIED only with every Execute safety check decided,
+// else CHECKED with the reason.
+std::pair<Outcome, std::string> all_equal_outcome(const Report& r);
+// The report of dirigo's own failure (Outcome::Error, exit 70) with `what` in its reason.
+Report internal_error(const std::string& what);
 // apply_replay and apply_state on a report in its JSON form (to_json's; the Python API and the corpus
 // evaluation hold reports that way), so that the verdict rules exist once: each answer is folded when
 // not empty, and the fields the rules touch are written back. Malformed report JSON throws.
@@ -246,11 +266,16 @@ std::string fold_answers(const std::string& report_json, const std::string& repl
                          const std::string& state_json);
 
 // Checks the reference against the candidate of a bundle. Never throws: anything it cannot
-// model is Outcome::Unsupported with a reason naming what was missing.
+// model is Outcome::Unsupported with a reason naming what was missing; any other exception is
+// Outcome::Error ("internal error: ..., please report with the bundle").
 Report check_bundle(const bundle::Bundle& b, const Options& opt = {});
 // Reads the bundle directory first (errors -> UNSUPPORTED "bundle: ...").
 Report check_path(const std::string& bundle_dir, const Options& opt = {});
 
+// What VERIFIED/CHECKED rest on: "exact" (every equal location over the reals for every input),
+// "within tolerance for |inputs| <= B" (some only by a tolerance bound over leaves in [-B, B]), or
+// "modulo A, B" (some only by approximation axioms); both qualifiers when both apply.
+std::string proof_kind(const Report& r);
 std::string to_text(const Report& r, bool verbose = false);
 std::string to_json(const Report& r);
 

@@ -144,6 +144,7 @@ Slot Search::evaluate(ir::Context& ctx, Lowering& ref, Lowering& cand, smt::Solv
       lr.verdict = it->second.verdict;
       lr.stage = it->second.stage;
       lr.reason = it->second.reason;
+      lr.approximations = it->second.approximations;
       lr.deduplicated = true;
       ++dedup_hits_;
       lr.ms = std::chrono::duration<double, std::milli>(Clock::now() - tl).count();
@@ -204,9 +205,10 @@ Slot Search::evaluate(ir::Context& ctx, Lowering& ref, Lowering& cand, smt::Solv
   lr.verdict = d.verdict;
   lr.stage = d.stage;
   lr.reason = d.reason;
+  if (d.verdict == smt::Verdict::Equal) lr.approximations = d.approximations;
   if (key && d.verdict != smt::Verdict::Differ) {
     std::lock_guard lock(mu_);
-    decided_.try_emplace(*key, Decided{d.verdict, d.stage, d.reason});
+    decided_.try_emplace(*key, Decided{d.verdict, d.stage, d.reason, lr.approximations});
   }
   if (d.verdict != smt::Verdict::Equal) {  // a difference or what stayed undecided (10^6 equal locations are not)
     ir::PrintOptions popt{.max_nodes = 40};

@@ -107,6 +107,7 @@ class Search {
     smt::Verdict verdict;
     smt::Stage stage;
     std::string reason;
+    std::vector<std::string> approximations;
   };
 
   const bundle::Bundle& b_;

@@ -43,17 +43,20 @@ double since(Clock::time_point t0) { return std::chrono::duration<double>(Clock:
 std::string default_device() { return std::filesystem::exists("/dev/nvidia0") ? "cuda" : "cpu"; }
 
 // `python3 -m dirigo.trace REF NEW --out DIR --device D`: 0 bundle written, 2 UNSUPPORTED, 3 the
-// program failed, 5 the candidate faulted on the GPU where the reference ran, 1 usage. `message`: the
-// tracer's sentence.
+// reference failed (or the candidate only under the tracer), 5 the candidate failed where the reference ran
+// (`evidence` says how), 70 the tracer itself failed, 1 usage. `message`: the tracer's sentence.
 int trace_programs(const std::string& ref, const std::string& cand, const std::string& out, std::string device,
-                   double timeout, std::string& message) {
+                   double timeout, std::string& message, std::string& evidence) {
   if (device.empty()) device = default_device();
   std::string answer = out + ".trace.json";
   int rc = run_python("dirigo.trace", {ref, cand, "--out", out, "--device", device, "--timeout",
                                        std::to_string(int(timeout)), "--json"}, answer);
   std::ifstream in(answer);
   auto j = nlohmann::json::parse(in, nullptr, false);
-  if (!j.is_discarded() && j.is_object()) message = j.value("message", "");
+  if (!j.is_discarded() && j.is_object()) {
+    message = j.value("message", "");
+    evidence = j.value("evidence", "");
+  }
   std::filesystem::remove(answer);
   if (rc != 0 && !message.empty()) std::cerr << "dirigo check: " << message << "\n";
   return rc;
@@ -119,6 +122,8 @@ void recorded_state(dirigo::check::Report& report, const std::string& bundle) {
   report.notes.push_back("state: from the bundle's match.state (python3 -m dirigo.bundle state), not recomputed");
 }
 
+int run_check(CheckArgs& args);
+
 dirigo::cli::Register reg({"check", "check a trace bundle: BUG / SUSPECT / CHECKED / VERIFIED / TIMEOUT / UNSUPPORTED",
                            [](CLI::App& sub) {
   auto a = std::make_shared<CheckArgs>();
@@ -165,6 +170,19 @@ dirigo::cli::Register reg({"check", "check a trace bundle: BUG / SUSPECT / CHECK
                                     "(proven equal / differs / undecided / not reached), both values, the witness, "
                                     "the time of each stage");
   return [a]() {
+    try {
+      return run_check(*a);
+    } catch (const std::exception& e) {  // dirigo failing, not the programs: exit 70, and --json stays JSON
+      auto report = dirigo::check::internal_error(e.what());
+      std::cout << (a->json ? dirigo::check::to_json(report) + "\n" : dirigo::check::to_text(report, false));
+      return dirigo::check::exit_code(report.outcome);
+    }
+  };
+}});
+
+int run_check(CheckArgs& args) {
+  auto a = &args;
+  {
     dirigo::check::Options opt;
     opt.budget_s = a->budget;
     opt.seed = a->seed;
@@ -187,26 +205,30 @@ dirigo::cli::Register reg({"check", "check a trace bundle: BUG / SUSPECT / CHECK
     if (a->inputs.size() == 2) {
       if (a->keep.empty()) {
         char templ[] = "/tmp/dirigo-XXXXXX";
-        if (!mkdtemp(templ)) { std::cerr << "dirigo check: cannot create a temporary directory\n"; return 70; }
+        if (!mkdtemp(templ)) throw std::runtime_error("cannot create a temporary directory in /tmp");
         tmp = templ;
         bundle = (tmp / "bundle").string();
       } else {
         bundle = a->keep;
       }
-      std::string message;
+      std::string message, evidence;
       auto t_trace = Clock::now();
-      int rc = trace_programs(a->inputs[0], a->inputs[1], bundle, a->device, a->trace_timeout, message);
+      int rc = trace_programs(a->inputs[0], a->inputs[1], bundle, a->device, a->trace_timeout, message, evidence);
       trace_s = since(t_trace);
-      if (rc == 5) {
-        if (!tmp.empty()) std::filesystem::remove_all(tmp);
-        auto report = dirigo::check::candidate_crash(message);
-        std::cout << (a->json ? dirigo::check::to_json(report) + "\n" : dirigo::check::to_text(report, false));
-        return dirigo::check::exit_code(report.outcome);
-      }
       if (rc != 0) {
         if (!tmp.empty()) std::filesystem::remove_all(tmp);
-        std::cout << "UNSUPPORTED\n  tracing failed (see the message above; exit status " << rc << ")\n";
-        return rc == 3 || rc == 2 ? 4 : 70;
+        dirigo::check::Report report;
+        if (rc == 5)
+          report = dirigo::check::candidate_failure(message, evidence.empty() ? "crash-gpu" : evidence);
+        else if (rc == 2 || rc == 3)
+          report = dirigo::check::trace_unsupported(
+              message.empty() ? fmt::format("UNSUPPORTED: tracing failed (exit status {})", rc) : message);
+        else
+          report = dirigo::check::internal_error(
+              message.empty() ? fmt::format("the tracer exited with status {}", rc) : message);
+        report.stage_seconds.emplace_back("trace", trace_s);
+        std::cout << (a->json ? dirigo::check::to_json(report) + "\n" : dirigo::check::to_text(report, false));
+        return dirigo::check::exit_code(report.outcome);
       }
     }
     auto report = dirigo::check::check_path(bundle, opt);
@@ -233,9 +255,10 @@ dirigo::cli::Register reg({"check", "check a trace bundle: BUG / SUSPECT / CHECK
       report.stage_seconds.emplace_back("replay", since(t_replay));
       if (dir != tmp) std::filesystem::remove_all(dir);
     }
-    if (!a->no_state && (src.ref.empty() || src.cand.empty()) && std::filesystem::is_directory(bundle))
+    bool failed = report.outcome == dirigo::check::Outcome::Error;  // nothing to fold into dirigo's own failure
+    if (!failed && !a->no_state && (src.ref.empty() || src.cand.empty()) && std::filesystem::is_directory(bundle))
       recorded_state(report, bundle);
-    if (!a->no_state && !src.ref.empty() && !src.cand.empty()) {
+    if (!failed && !a->no_state && !src.ref.empty() && !src.cand.empty()) {
       char templ[] = "/tmp/dirigo-XXXXXX";
       if (mkdtemp(templ)) {
         auto t_state = Clock::now();
@@ -254,7 +277,7 @@ dirigo::cli::Register reg({"check", "check a trace bundle: BUG / SUSPECT / CHECK
     }
     std::cout << (a->json ? dirigo::check::to_json(report) + "\n" : dirigo::check::to_text(report, a->verbose));
     return dirigo::check::exit_code(report.outcome);
-  };
-}});
+  }
+}
 
 }  // namespace

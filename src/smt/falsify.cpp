@@ -139,7 +139,7 @@ std::optional<Witness> falsify(ir::Expr a, ir::Expr b, const FalsifyOptions& opt
     for (auto& [k, l] : vars) w.leaves.push_back(std::move(l));
     if (opt.tolerance && w.a.sort == ir::Sort::Real)
       w.exceeds_tolerance =
-          std::fabs(w.a.real - w.b.real) > opt.tolerance->atol + opt.tolerance->rtol * std::fabs(w.b.real);
+          std::fabs(w.a.real - w.b.real) > opt.tolerance->atol + opt.tolerance->rtol * std::fabs(w.a.real);
     if (!opt.tolerance || w.exceeds_tolerance) return w;
     if (!below_tolerance) below_tolerance = std::move(w);
   }

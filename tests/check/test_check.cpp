@@ -136,3 +136,49 @@ TEST(Report, OmittedEqualLocationsAreCounted) {
   check::Report none;
   EXPECT_FALSE(nlohmann::json::parse(check::to_json(none)).contains("locations_omitted"));
 }
+
+// Any exception the model does not name is dirigo's own failure: ERROR (exit 70), never UNSUPPORTED.
+TEST(Check, InternalErrorIsErrorExit70) {
+  setenv("DIRIGO_INJECT_FAULT", "check", 1);
+  auto r = check::check_path(example("bundle-fixed"));
+  unsetenv("DIRIGO_INJECT_FAULT");
+  EXPECT_EQ(r.outcome, check::Outcome::Error);
+  EXPECT_EQ(check::exit_code(r.outcome), 70);
+  EXPECT_EQ(check::outcome_name(r.outcome), "ERROR");
+  EXPECT_NE(r.reason.find("internal error: fault injected"), std::string::npos) << r.reason;
+  EXPECT_NE(r.reason.find("please report with the bundle"), std::string::npos) << r.reason;
+  auto j = nlohmann::json::parse(check::to_json(r));
+  EXPECT_EQ(j["exit_code"], 70);
+  EXPECT_EQ(j["outcome"], "ERROR");
+}
+
+// Every location equal is VERIFIED only when Execute decided every safety check.
+TEST(Check, UndecidedSafetyCheckBlocksVerified) {
+  check::Report r;
+  EXPECT_EQ(check::all_equal_outcome(r).first, check::Outcome::Verified);
+  r.undecided_safety = {"out-of-bounds read in k at PTX line 12: ... (too many threads to decide)"};
+  auto [o, why] = check::all_equal_outcome(r);
+  EXPECT_EQ(o, check::Outcome::Checked);
+  EXPECT_NE(why.find("1 Execute safety check(s) undecided"), std::string::npos) << why;
+  EXPECT_NE(why.find("not VERIFIED"), std::string::npos) << why;
+}
+
+// What an equality rests on is said: exact, a tolerance bound over a box, approximation axioms.
+TEST(Check, ProofKindNamesToleranceAndApproximations) {
+  check::Report r;
+  r.equal_exact = 3;
+  EXPECT_EQ(check::proof_kind(r), "exact");
+  r.equal_within_tolerance = 1;
+  EXPECT_EQ(check::proof_kind(r), "within tolerance for |inputs| <= 10");
+  r.equal_modulo_approximation = 2;
+  r.approximations = {"GeluErfForm", "SnapConstants"};
+  EXPECT_EQ(check::proof_kind(r), "within tolerance for |inputs| <= 10, modulo GeluErfForm, SnapConstants");
+  r.outcome = check::Outcome::Verified;
+  r.total_locations = 6;
+  r.equal = 6;
+  EXPECT_EQ(check::to_text(r).rfind("VERIFIED within tolerance for |inputs| <= 10, modulo GeluErfForm, SnapConstants: "
+                                    "all 6 locations equal: 3 exactly, 1 within atol 0.01",
+                                    0),
+            0u)
+      << check::to_text(r);
+}
