@@ -144,7 +144,7 @@ dirigo::cli::Register reg({"check", "check a trace bundle: BUG / SUSPECT / CHECK
                  "seconds allowed for the witness replay and for the state stage, each (they run the programs' "
                  "own code; default: what is left of --budget, at least 90)");
   sub.add_option("--keep-bundle", a->keep, "write the traced bundle here instead of a temporary directory");
-  sub.add_option("--budget", a->budget, "seconds for the location search (default 30)");
+  sub.add_option("--budget", a->budget, "seconds for the whole check: merge, Execute and the location search (default 30)");
   sub.add_option("--seed", a->seed, "seed of the random part of the search order");
   sub.add_option("--jobs,-j", a->jobs, "location workers (threads); the verdict is the same for any number");
   sub.add_option("--min-locations", a->min_locations, "locations needed before anything but BUG is reported");
