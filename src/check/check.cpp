@@ -121,7 +121,12 @@ const char* modelled_limit(const std::exception& e) {
 using namespace detail;
 
 Report check_bundle(const bundle::Bundle& b, const Options& user_opt) {
-  Options opt = user_opt;  // Execute's own time limit never outlasts the check's budget
+  Options opt = user_opt;
+  if (opt.deadline) {  // the caller's end binds as a budget from now (a past end leaves a token budget)
+    double left = std::chrono::duration<double>(*opt.deadline - Clock::now()).count();
+    opt.budget_s = std::max(1e-9, opt.budget_s > 0 ? std::min(opt.budget_s, left) : left);
+  }
+  // Execute's own time limit never outlasts the check's budget
   if (double budget_ms = opt.budget_s * 1000; budget_ms > 0 && (opt.exec.max_ms == 0 || opt.exec.max_ms > budget_ms))
     opt.exec.max_ms = budget_ms;
   if (opt.budget_s > 0)  // shared by every launch of both programs

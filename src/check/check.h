@@ -10,6 +10,7 @@
 // witness that does not survive that is SUSPECT.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <optional>
 #include <utility>
@@ -28,7 +29,10 @@ std::string_view outcome_name(Outcome o);  // "BUG", "SUSPECT", ..., "ERROR"
 int exit_code(Outcome o);                  // 1 BUG, 2 SUSPECT, 0 CHECKED/VERIFIED, 3 TIMEOUT, 4 UNSUPPORTED, 70 ERROR
 
 struct Options {
-  double budget_s = 30;          // wall-clock budget for the location search
+  double budget_s = 30;          // wall-clock budget for the whole check (0: none)
+  // An absolute end as well, the earlier of the two wins: a nested check (the re-check of a location
+  // over program inputs) is given its caller's end, so that it can never outlast the outer budget.
+  std::optional<std::chrono::steady_clock::time_point> deadline;
   size_t min_locations = 5;      // fewer than this and no BUG -> TIMEOUT
   size_t max_locations = 0;      // 0 = no limit besides the budget
   bool full = false;             // every output location (VERIFIED when all are equal)
@@ -239,10 +243,17 @@ void apply_replay(Report& r, Replay replay);
 void apply_state(Report& r, StateFinding state);
 // Witness refinement (paper §4.6; refine.cpp): leaf values (same order as `leaves`, within ±tol.bound),
 // starting from `start`, where ea and eb differ beyond the tolerance in fp64 — with `also_f32` in IEEE
-// fp32 too, with fp32 values close to fp64's — or `start` when none is found within budget_ms.
+// fp32 too, with fp32 values close to fp64's — or `start` when none is found within `work` node
+// evaluations (each point costs both expressions' DAG sizes, twice with also_f32). The work, not the
+// clock, ends it, so the same seed gives the same witness on a busy machine; `deadline` is only the
+// outer cap (the check's budget).
+constexpr uint64_t kRefineWork = 10'000'000;  // ~0.2 s of evaluation on the build machine, idle
 std::vector<double> refine_witness(ir::Expr ea, ir::Expr eb, const std::vector<ir::Expr>& leaves,
                                    std::vector<double> start, const smt::Tolerance& tol, uint64_t seed,
-                                   double budget_ms, bool also_f32 = false);
+                                   uint64_t work, bool also_f32 = false,
+                                   std::chrono::steady_clock::time_point deadline =
+                                       std::chrono::steady_clock::time_point::max(),
+                                   uint64_t nodes = 0);  // both DAG sizes when the caller knows them (0: counted here)
 // The candidate faulted on the GPU (an illegal or misaligned address, a device-side assert) while the
 // reference ran on the same inputs: a BUG observed on the real program (evidence crash-gpu, stage
 // trace), without a bundle.

@@ -63,12 +63,24 @@ int trace_programs(const std::string& ref, const std::string& cand, const std::s
 }
 
 // The replay and the state stage run user code (constructors, extension builds, forwards), which may
-// hang: past --child-timeout they are killed and the verdict keeps what the check found.
-double child_timeout_s = 300;  // the Python API's default
+// hang: past their limit they are killed and the verdict keeps what the check found. The limit is
+// --child-timeout when given, else what is left of --budget, but at least kChildFloorS: a CPU replay
+// of a level-2 program ran 120 s past a 20 s budget under the old fixed 300 s, and the state stage with
+// the observation took up to 67 s on an H200 (docs/check.md "The budget").
+double child_timeout_s = -1;  // < 0: from the budget
+constexpr double kChildFloorS = 90;
+Clock::time_point check_start = Clock::now();
+double check_budget_s = 30;
+
+double child_limit_s() {
+  if (child_timeout_s >= 0) return child_timeout_s;
+  double left = check_budget_s > 0 ? check_budget_s - since(check_start) : 300;
+  return std::max(kChildFloorS, left);
+}
 
 // Why a child gave no answer, for the report.
-std::string no_answer(const char* who, int rc) {
-  return rc == 124 ? fmt::format("{} did not finish within {:g} s (killed)", who, child_timeout_s)
+std::string no_answer(const char* who, int rc, double limit_s) {
+  return rc == 124 ? fmt::format("{} did not finish within {:g} s (killed)", who, limit_s)
                    : fmt::format("{} did not answer (exit status {})", who, rc);
 }
 
@@ -80,11 +92,12 @@ void replay_witness(dirigo::check::Report& report, const std::filesystem::path& 
   auto wfile = (dir / "witness.json").string(), answer = (dir / "replay.json").string();
   { std::ofstream(wfile) << witness; }
   std::cerr << "dirigo check: replaying the witness on the real programs (" << device << ")\n";
-  int rc = run_python("dirigo.replay", {wfile, "--json", "--device", device}, answer, child_timeout_s);
+  double limit = child_limit_s();
+  int rc = run_python("dirigo.replay", {wfile, "--json", "--device", device}, answer, limit);
   std::ifstream in(answer);
   std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   dirigo::check::Replay rp = dirigo::check::parse_replay(text);
-  if (rp.status == "error" && text.empty()) rp.message = no_answer("the replayer", rc);
+  if (rp.status == "error" && text.empty()) rp.message = no_answer("the replayer", rc, limit);
   dirigo::check::apply_replay(report, std::move(rp));
 }
 
@@ -103,11 +116,12 @@ void compare_state(dirigo::check::Report& report, const std::filesystem::path& d
             << (run_both ? " and their outputs on KernelBench's trial inputs" : "") << " (" << device << ")\n";
   std::vector<std::string> args{ref, cand, "--bundle", bundle, "--report", rfile, "--json", "--device", device};
   if (run_both) args.push_back("--observe");
-  int rc = run_python("dirigo.state", args, answer, child_timeout_s);
+  double limit = child_limit_s();
+  int rc = run_python("dirigo.state", args, answer, limit);
   std::ifstream in(answer);
   std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   dirigo::check::StateFinding st = dirigo::check::parse_state(text);
-  if (st.verdict == "error" && text.empty()) st.reason = no_answer("the state stage", rc);
+  if (st.verdict == "error" && text.empty()) st.reason = no_answer("the state stage", rc, limit);
   dirigo::check::apply_state(report, std::move(st));
 }
 
@@ -132,10 +146,10 @@ dirigo::cli::Register reg({"check", "check a trace bundle: BUG / SUSPECT / CHECK
   sub.add_option("--device", a->device, "tracing device for REF.py NEW.py: cpu or cuda (default: cuda when a GPU is present)");
   sub.add_option("--trace-timeout", a->trace_timeout, "seconds allowed for tracing each program (default 300)");
   sub.add_option("--child-timeout", child_timeout_s,
-                 "seconds allowed for the witness replay and for the state stage, each (default 300): they run "
-                 "the programs' own code");
+                 "seconds allowed for the witness replay and for the state stage, each (they run the programs' "
+                 "own code; default: what is left of --budget, at least 90)");
   sub.add_option("--keep-bundle", a->keep, "write the traced bundle here instead of a temporary directory");
-  sub.add_option("--budget", a->budget, "seconds for the location search (default 30)");
+  sub.add_option("--budget", a->budget, "seconds for the whole check: merge, Execute and the location search (default 30)");
   sub.add_option("--seed", a->seed, "seed of the random part of the search order");
   sub.add_option("--jobs,-j", a->jobs, "location workers (threads); the verdict is the same for any number");
   sub.add_option("--min-locations", a->min_locations, "locations needed before anything but BUG is reported");
@@ -231,6 +245,8 @@ int run_check(CheckArgs& args) {
         return dirigo::check::exit_code(report.outcome);
       }
     }
+    check_start = Clock::now();
+    check_budget_s = a->budget;
     auto report = dirigo::check::check_path(bundle, opt);
     if (trace_s >= 0) report.stage_seconds.insert(report.stage_seconds.begin(), {"trace", trace_s});
     dirigo::check::WitnessSource src;

@@ -2,6 +2,7 @@
 // broken input. Expected verdicts: see examples/running_example/{buggy,fixed}.py.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 
@@ -81,6 +82,22 @@ TEST(Check, NoBudgetIsTimeoutNamingTheStage) {
     EXPECT_EQ(r.outcome, check::Outcome::Timeout) << bundle << ": " << r.reason;
     EXPECT_NE(r.reason.find("the budget ran out"), std::string::npos) << r.reason;
     EXPECT_EQ(r.reason.find("UNSUPPORTED"), std::string::npos) << r.reason;
+  }
+}
+
+// A caller's absolute end binds as a budget would (the nested re-check over program inputs gets its
+// caller's end this way): past it, a check asked for an hour still stops at once, as TIMEOUT.
+TEST(Check, CallersDeadlineBindsOverALongerBudget) {
+  for (const char* bundle : {"bundle-buggy", "bundle-fixed"}) {
+    check::Options opt;
+    opt.budget_s = 3600;
+    opt.deadline = std::chrono::steady_clock::now() - std::chrono::seconds(1);
+    auto t0 = std::chrono::steady_clock::now();
+    auto r = check::check_path(example(bundle), opt);
+    double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    EXPECT_EQ(r.outcome, check::Outcome::Timeout) << bundle << ": " << r.reason;
+    EXPECT_NE(r.reason.find("the budget ran out"), std::string::npos) << r.reason;
+    EXPECT_LT(s, 10) << bundle;
   }
 }
 
