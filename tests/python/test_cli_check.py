@@ -101,3 +101,32 @@ def test_state_stage_that_hangs_is_killed_at_the_child_timeout(tmp_path):
     rep = json.loads(p.stdout)
     assert rep["outcome"] == "BUG"  # the function check's finding stands
     assert "did not finish within 3 s" in rep["state"]["reason"], rep["state"]
+
+
+def test_verdict_and_witness_are_the_same_under_a_cpu_hog():
+    # The same seed gives the same verdict, location and witness whether or not the machine is busy:
+    # the limits inside a location are counted in work (Z3 rlimit, node and step counts, refinement
+    # points), wall clock is only the outer budget (60 s here, far from binding). A stage of a location
+    # cut by a clock instead would give another witness, or none, under the hog.
+    import sys
+    import time
+    bundle = ROOT / "examples" / "running_example" / "bundle-buggy"
+    args = (bundle, "--json", "--seed", "3", "--budget", "60", "--no-state")
+
+    def answer():
+        rep = json.loads(run(*args).stdout)
+        first = rep["locations"][rep["first_differ"]] if rep.get("first_differ") is not None else {}
+        return rep["outcome"], first.get("index"), sorted(first.get("witness", {}).items())
+
+    quiet = answer()
+    hogs = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(2 * (os.cpu_count() or 2))]
+    try:
+        time.sleep(0.5)
+        busy = answer()
+    finally:
+        for h in hogs:
+            h.kill()
+        for h in hogs:
+            h.wait()
+    assert quiet[0] == "BUG" and quiet[2], quiet
+    assert busy == quiet
