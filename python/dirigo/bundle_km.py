@@ -417,6 +417,10 @@ class DbSink:
         return {(m, i) for m, i in self.con.execute("SELECT mutant_id, input_id FROM runs WHERE substrate_id = ? AND "
                                                     "source = ?", (sid, self.source)).fetchall()}
 
+    def failed(self, sid):
+        return {m for (m,) in self.con.execute("SELECT DISTINCT mutant_id FROM runs WHERE substrate_id = ? AND source = ? "
+                                               "AND status IN ('crash', 'timeout')", (sid, self.source))}
+
     def start(self, sid, prog, input_id):
         pass
 
@@ -432,7 +436,7 @@ class JsonlSink:
 
     def __init__(self, con, source, path):
         self.con, self.source, self.path = con, source, path
-        self.rows, self.dangling = set(), []
+        self.rows, self.dangling, self.bad = set(), [], set()
         open_start = {}
         if os.path.exists(path):
             for line in open(path):
@@ -446,6 +450,8 @@ class JsonlSink:
                 else:
                     open_start.pop(key, None)
                     self.rows.add(key)
+                    if j.get("status") in ("crash", "timeout"):
+                        self.bad.add((j["substrate"], j["ordinal"]))
         self.dangling = list(open_start.values())
         self.f = open(path, "a")
         self.names: dict = {}
@@ -473,8 +479,14 @@ class JsonlSink:
             self._write(dict(j, start=False, status="timeout", t_eq=None, t_eq32=None, max_abs=None,
                              nonfinite_mismatch=None, ms=None, detail="hung: the process was killed"))
             out.add(ids(j["ordinal"], j["input"]))
+            self.bad.add((path, j["ordinal"]))
             self.dangling.remove(j)
         return out
+
+    def failed(self, sid):
+        path, ords, _ = self._names(sid)
+        by_ord = {v: k for k, v in ords.items()}
+        return {None if o is None else by_ord.get(o) for (p, o) in self.bad if p == path}
 
     def _write(self, j):
         self.f.write(json.dumps(j) + "\n")
@@ -540,7 +552,10 @@ def run(db: str, work: str, device: str = "cpu", only: str = "", limit: int = 0,
             if max_inputs:
                 inputs = inputs[:max_inputs]
             done = sink.done(sid) if resume else set()
+            failed = sink.failed(sid) if resume else set()
             progs = programs_of(con, sub, work)
+            for p in progs:  # a crash or timeout quarantines a program: its later inputs are not run
+                p["failed"] = "crash" if p["mutant_id"] in failed else None
             if limit:
                 progs = progs[:limit + 1]
             for input_id, name, dist, seed in inputs:
@@ -553,14 +568,15 @@ def run(db: str, work: str, device: str = "cpu", only: str = "", limit: int = 0,
                 for p in todo:
                     if t_end and time.monotonic() > t_end:
                         break
-                    if p.get("timed_out"):  # a loop that no longer ends does so again: not run
-                        r = {"status": "timeout", "t_eq": None, "t_eq32": None, "max_abs": None,
-                             "nonfinite_mismatch": None, "ms": 0, "detail": "not run: timed out on an earlier input"}
+                    if p.get("failed"):  # a loop that no longer ends does so again; a fault quarantines
+                        r = {"status": p["failed"], "t_eq": None, "t_eq32": None, "max_abs": None,
+                             "nonfinite_mismatch": None, "ms": 0,
+                             "detail": "not run: crashed or timed out on an earlier input"}
                         sink.put(sid, p, input_id, r)
                         continue
                     sink.start(sid, p, input_id)
                     r = run_one(sub, p, case, launcher, device)
-                    p["timed_out"] = r["status"] == "timeout"
+                    p["failed"] = r["status"] if r["status"] in ("timeout", "crash") else None
                     sink.put(sid, p, input_id, r)
                     key = ("substrate " if p["mutant_id"] is None else "mutant ") + r["status"]
                     counts[key] = counts.get(key, 0) + 1
