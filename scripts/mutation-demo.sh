@@ -20,7 +20,7 @@ t0=$(date +%s)
 python3 -m dirigo.bundle_km prep "$DB" "$WORK" "$WORK"/substrates/*
 python3 -m dirigo.bundle_km run "$DB" "$WORK" --device cpu --inputs "$INPUTS"
 t1=$(date +%s)
-python3 -m dirigo.bundle_km search "$DB" "$WORK" --device cpu --tol 1e-2 --per-mutant ${SEARCH:-8} \
+python3 -m dirigo.witness_inputs search "$DB" "$WORK" --device cpu --tol 1e-2 --per-mutant ${SEARCH:-8} \
   --witness-budget ${WITNESS_BUDGET:-2}
 t2=$(date +%s)
 "$DIRIGO_BIN" score --store "$DB" --work "$WORK" --protocol dirigo.harness:kernelbench_check -q

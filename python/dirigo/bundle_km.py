@@ -16,7 +16,7 @@ docs/mutation.md "Kill-matrix store").
     python -m dirigo.bundle_km list DB                       # name and directory of every substrate
     python -m dirigo.bundle_km pack DB WORK OUT.tar.gz       # what scripts/gpu/mutation.sh needs (carry/)
     python -m dirigo.bundle_km unpack-gpu DB RESULT_DIR      # its bundles into place, its rows into DB
-    python -m dirigo.bundle_km search DB WORK [--device cpu|cuda] [--tol 1e-2] [--per-mutant N]  # witness search
+    python -m dirigo.witness_inputs search DB WORK ...       # the kill-witness search (witness_inputs.py)
 """
 from __future__ import annotations
 
@@ -93,7 +93,7 @@ class Substrate:
         """(reference model, candidate model, inputs) as KernelBench builds them under `seed`, with the
         floating-point inputs replaced for a distribution other than kernelbench_randn."""
         import torch
-        from . import witness_inputs as wi
+        from .distributions import distribute
         torch.manual_seed(seed)
         inputs = list(self.ref_ns["get_inputs"]())
         init = list(self.ref_ns["get_init_inputs"]())
@@ -102,7 +102,7 @@ class Substrate:
         torch.manual_seed(seed)
         new = self.new_ns["ModelNew"](*init).eval()
         gen = torch.Generator().manual_seed(seed)
-        inputs = [wi.distribute(t, distribution, gen) if isinstance(t, torch.Tensor) and t.is_floating_point() else t
+        inputs = [distribute(t, distribution, gen) if isinstance(t, torch.Tensor) and t.is_floating_point() else t
                   for t in inputs]
         return ref, new, inputs
 
@@ -417,6 +417,10 @@ class DbSink:
         return {(m, i) for m, i in self.con.execute("SELECT mutant_id, input_id FROM runs WHERE substrate_id = ? AND "
                                                     "source = ?", (sid, self.source)).fetchall()}
 
+    def failed(self, sid):
+        return {m for (m,) in self.con.execute("SELECT DISTINCT mutant_id FROM runs WHERE substrate_id = ? AND source = ? "
+                                               "AND status IN ('crash', 'timeout')", (sid, self.source))}
+
     def start(self, sid, prog, input_id):
         pass
 
@@ -432,7 +436,7 @@ class JsonlSink:
 
     def __init__(self, con, source, path):
         self.con, self.source, self.path = con, source, path
-        self.rows, self.dangling = set(), []
+        self.rows, self.dangling, self.bad = set(), [], set()
         open_start = {}
         if os.path.exists(path):
             for line in open(path):
@@ -446,6 +450,8 @@ class JsonlSink:
                 else:
                     open_start.pop(key, None)
                     self.rows.add(key)
+                    if j.get("status") in ("crash", "timeout"):
+                        self.bad.add((j["substrate"], j["ordinal"]))
         self.dangling = list(open_start.values())
         self.f = open(path, "a")
         self.names: dict = {}
@@ -473,8 +479,14 @@ class JsonlSink:
             self._write(dict(j, start=False, status="timeout", t_eq=None, t_eq32=None, max_abs=None,
                              nonfinite_mismatch=None, ms=None, detail="hung: the process was killed"))
             out.add(ids(j["ordinal"], j["input"]))
+            self.bad.add((path, j["ordinal"]))
             self.dangling.remove(j)
         return out
+
+    def failed(self, sid):
+        path, ords, _ = self._names(sid)
+        by_ord = {v: k for k, v in ords.items()}
+        return {None if o is None else by_ord.get(o) for (p, o) in self.bad if p == path}
 
     def _write(self, j):
         self.f.write(json.dumps(j) + "\n")
@@ -540,7 +552,10 @@ def run(db: str, work: str, device: str = "cpu", only: str = "", limit: int = 0,
             if max_inputs:
                 inputs = inputs[:max_inputs]
             done = sink.done(sid) if resume else set()
+            failed = sink.failed(sid) if resume else set()
             progs = programs_of(con, sub, work)
+            for p in progs:  # a crash or timeout quarantines a program: its later inputs are not run
+                p["failed"] = "crash" if p["mutant_id"] in failed else None
             if limit:
                 progs = progs[:limit + 1]
             for input_id, name, dist, seed in inputs:
@@ -553,14 +568,15 @@ def run(db: str, work: str, device: str = "cpu", only: str = "", limit: int = 0,
                 for p in todo:
                     if t_end and time.monotonic() > t_end:
                         break
-                    if p.get("timed_out"):  # a loop that no longer ends does so again: not run
-                        r = {"status": "timeout", "t_eq": None, "t_eq32": None, "max_abs": None,
-                             "nonfinite_mismatch": None, "ms": 0, "detail": "not run: timed out on an earlier input"}
+                    if p.get("failed"):  # a loop that no longer ends does so again; a fault quarantines
+                        r = {"status": p["failed"], "t_eq": None, "t_eq32": None, "max_abs": None,
+                             "nonfinite_mismatch": None, "ms": 0,
+                             "detail": "not run: crashed or timed out on an earlier input"}
                         sink.put(sid, p, input_id, r)
                         continue
                     sink.start(sid, p, input_id)
                     r = run_one(sub, p, case, launcher, device)
-                    p["timed_out"] = r["status"] == "timeout"
+                    p["failed"] = r["status"] if r["status"] in ("timeout", "crash") else None
                     sink.put(sid, p, input_id, r)
                     key = ("substrate " if p["mutant_id"] is None else "mutant ") + r["status"]
                     counts[key] = counts.get(key, 0) + 1
@@ -713,18 +729,6 @@ def main(argv: list[str] | None = None) -> int:
     im.add_argument("db")
     im.add_argument("jsonl")
     r.add_argument("--dirigo")
-    s = sp.add_parser("search")
-    s.add_argument("db")
-    s.add_argument("work")
-    s.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
-    s.add_argument("--only", default="")
-    s.add_argument("--tol", type=float, default=1e-2)
-    s.add_argument("--per-mutant", type=int, default=0, help="candidates per survivor (0: the whole plan)")
-    s.add_argument("--deadline", type=float, default=0)
-    s.add_argument("--max-ms", type=float, default=3000)
-    s.add_argument("--dirigo")
-    s.add_argument("--witness-budget", type=float, default=0,
-                   help="seconds of dirigo check per remaining survivor for its own witness (0: off)")
     a = ap.parse_args(argv)
     if a.cmd == "prep":
         return prep(a.db, a.work, a.dirs, a.dirigo, a.origin, a.jobs, not a.no_compile)
@@ -753,10 +757,7 @@ def main(argv: list[str] | None = None) -> int:
     if a.cmd == "import":
         print(import_rows(a.db, a.jsonl))
         return 0
-    from . import witness_inputs as wi
-    print(wi.search(a.db, a.work, a.device, a.only, a.tol, a.per_mutant, a.deadline, a.max_ms, a.dirigo,
-                    a.witness_budget))
-    return 0
+    return 64
 
 
 if __name__ == "__main__":

@@ -214,6 +214,7 @@ def run(db: str, work: str, spec: str, device: str = "cpu", only: str = "", limi
     con = bk.connect(db)
     counts: dict = {}
     for sid in bk.substrates_of(con, only):
+        here: dict = {}
         sub = bk.Substrate(con, sid)
         ref_src = open(sub.reference).read()
         done = {m for (m,) in con.execute("SELECT mutant_id FROM harness_runs WHERE protocol = ? AND substrate_id = ? "
@@ -238,7 +239,8 @@ def run(db: str, work: str, spec: str, device: str = "cpu", only: str = "", limi
                                                       None if compiled is None else int(compiled), ms, detail[:500]))
             key = ("substrate " if p["mutant_id"] is None else "mutant ") + verdict
             counts[key] = counts.get(key, 0) + 1
-        print(f"{name} on {sub.name}: {counts}", file=sys.stderr, flush=True)
+            here[key] = here.get(key, 0) + 1
+        print(f"{name} on {sub.name}: {here}", file=sys.stderr, flush=True)
     for launcher in _LAUNCHERS.values():
         launcher.close()
     _LAUNCHERS.clear()

@@ -1,19 +1,9 @@
-"""Input distributions of the kill matrix and the kill-witness search over surviving mutants.
+"""Kill-witness search over the surviving mutants of the kill matrix (docs/mutation.md).
 
-Distributions apply to the floating-point tensors of get_inputs(); parameters come from the models
-built under the same seed. The pool's (killmatrix.input_plan) and the search's:
+    python -m dirigo.witness_inputs search DB WORK [--device cpu|cuda] [--only NAME,...] [--tol 1e-2]
+                                       [--per-mutant N] [--witness-budget S] [--deadline S]
 
-  kernelbench_randn  KernelBench's own draw          randn / uniform01 / positive  scale 1
-  large / huge       randn x 100 / x 1e4              tiny                          randn x 1e-3
-  ties               integers in [-4, 4]              outliers                      1% of entries x 1000
-  uniform_pm1        uniform in [-1, 1)               negative                      -|randn|
-  sparse             90% zeros, the rest randn        constant                      one value everywhere
-  cancellation       +v, -v pairs along the last dim, plus 1e-3 noise (sums near 0)
-  offset             100 + randn (large mean, unit spread: variance by subtraction cancels)
-  ramp               increasing along the last dim, distinct (argmax/max position, sortedness)
-  ramp_down          decreasing along the last dim
-
-The search (`python -m dirigo.bundle_km search`): for each substrate, mutants not killed by any valid
+For each substrate, mutants not killed by any valid
 input of the store at --tol are survivors; candidates are drawn from SEARCH_PLAN in order (seeds 1000+);
 a candidate counts only if the correct substrate passes it at --tol (the validity gate), then every
 survivor runs on it; killed survivors leave the list. Each candidate becomes an input row of family
@@ -24,75 +14,13 @@ witness whose leaves are program inputs is written into the kernelbench_randn/0 
 """
 from __future__ import annotations
 
+import argparse
 import json
 import os
+import sys
 import time
 
-SEARCH_DISTRIBUTIONS = ("ties", "cancellation", "offset", "large", "huge", "outliers", "ramp", "ramp_down",
-                        "constant", "sparse", "negative", "uniform_pm1", "tiny", "positive", "uniform01", "randn")
-SEARCH_SEEDS = 2  # draws per distribution
-
-
-def search_plan() -> list[dict]:
-    plan = []
-    for k in range(SEARCH_SEEDS):
-        for j, d in enumerate(SEARCH_DISTRIBUTIONS):
-            seed = 1000 + 100 * k + j
-            plan.append({"name": f"search/{d}/{seed}", "distribution": d, "seed": seed, "family": "search"})
-    return plan
-
-
-def distribute(t, distribution: str, gen):
-    """A floating tensor like t drawn from `distribution` (kernelbench_randn keeps t)."""
-    import torch
-    if distribution == "kernelbench_randn":
-        return t
-    shape = t.shape
-    randn = lambda: torch.randn(shape, generator=gen)  # noqa: E731
-    if distribution == "randn":
-        v = randn()
-    elif distribution == "uniform01":
-        v = torch.rand(shape, generator=gen)
-    elif distribution == "uniform_pm1":
-        v = torch.rand(shape, generator=gen) * 2 - 1
-    elif distribution == "large":
-        v = randn() * 100
-    elif distribution == "huge":
-        v = randn() * 1e4
-    elif distribution == "tiny":
-        v = randn() * 1e-3
-    elif distribution == "positive":
-        v = randn().abs()
-    elif distribution == "negative":
-        v = -randn().abs()
-    elif distribution == "ties":
-        v = torch.randint(-4, 5, shape, generator=gen).to(torch.float32)
-    elif distribution == "outliers":
-        v = randn()
-        mask = torch.rand(shape, generator=gen) < 0.01
-        v = torch.where(mask, v * 1000, v)
-    elif distribution == "sparse":
-        v = randn() * (torch.rand(shape, generator=gen) < 0.1)
-    elif distribution == "constant":
-        v = torch.full(shape, float(torch.randn(1, generator=gen)))
-    elif distribution == "cancellation":
-        v = randn()
-        if v.dim() >= 1 and shape[-1] >= 2:
-            half = v[..., 0::2]
-            v[..., 1::2] = -half[..., : v[..., 1::2].shape[-1]]
-        v = v + 1e-3 * torch.randn(shape, generator=gen)
-    elif distribution == "offset":
-        v = 100 + randn()
-    elif distribution in ("ramp", "ramp_down"):
-        n = shape[-1] if len(shape) else 1
-        base = torch.linspace(-1, 1, n) if n > 1 else torch.zeros(1)
-        if distribution == "ramp_down":
-            base = base.flip(0)
-        v = (base.expand(shape) + 1e-3 * torch.randn(shape, generator=gen)).contiguous() if len(shape) else base[0]
-    else:
-        raise ValueError(f"unknown input distribution {distribution!r}")
-    return v.to(t.dtype)
-
+from .distributions import SEARCH_DISTRIBUTIONS, SEARCH_SEEDS, distribute, search_plan  # noqa: F401
 
 def survivors(con, sid: int, tol: float, source: str) -> list[int]:
     """Runnable unique mutants that ran on the pool, none of whose inputs valid at tol kills them (no
@@ -252,3 +180,27 @@ def search(db: str, work: str, device: str = "cpu", only: str = "", tol: float =
     finally:
         launcher.close()
     return totals
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m dirigo.witness_inputs")
+    sp = ap.add_subparsers(dest="cmd", required=True)
+    s = sp.add_parser("search")
+    s.add_argument("db")
+    s.add_argument("work")
+    s.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
+    s.add_argument("--only", default="")
+    s.add_argument("--tol", type=float, default=1e-2)
+    s.add_argument("--per-mutant", type=int, default=0, help="candidates per substrate (0: the whole plan)")
+    s.add_argument("--deadline", type=float, default=0)
+    s.add_argument("--max-ms", type=float, default=3000)
+    s.add_argument("--dirigo")
+    s.add_argument("--witness-budget", type=float, default=0,
+                   help="seconds of dirigo check per remaining survivor for its own witness (0: off)")
+    a = ap.parse_args(argv)
+    print(search(a.db, a.work, a.device, a.only, a.tol, a.per_mutant, a.deadline, a.max_ms, a.dirigo, a.witness_budget))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
