@@ -285,6 +285,7 @@ struct NumericEvaluator::Impl {
   std::vector<smt::PointSampler> samplers;  // per point
   uint64_t points_key = 0;                   // seed, bound, points and precisions, for ProductsCache keys
   std::vector<uint8_t> f32;                  // per point: evaluated in IEEE fp32
+  std::vector<size_t> same_point;            // per lane: the first lane at the same point (itself if none)
   // Sums of products handed over whole (aten::Products): their values, npoints each, read back through
   // the leaf products_tensor[k] of the template; operands they found without a value yet.
   int32_t products_tensor = -1;
@@ -309,6 +310,8 @@ struct NumericEvaluator::Impl {
   Impl(Lowering& l, NumericOptions o) : low(l), opt(std::move(o)), npoints(opt.points.size()) {
     if (npoints == 0) throw std::invalid_argument("numeric evaluation needs at least one point");
     for (unsigned p : opt.points) samplers.emplace_back(opt.seed, p, opt.bound);
+    for (size_t p = 0; p < npoints; ++p)
+      same_point.push_back(size_t(std::find(opt.points.begin(), opt.points.end(), opt.points[p]) - opt.points.begin()));
     points_key = smt::PointSampler::mix(opt.seed ^ std::hash<double>()(opt.bound));
     if (!opt.precisions.empty() && opt.precisions.size() != npoints)
       throw std::invalid_argument("numeric evaluation: one precision per point");
@@ -455,8 +458,11 @@ struct NumericEvaluator::Impl {
     }
     void draw(int64_t l, double* out) const {
       uint64_t leaf = smt::PointSampler::leaf_hash(key, l);
+      double raw[64];  // a point's draw once for its fp64 and fp32 lanes (a Normal draw costs log1p and cos)
       for (size_t p = 0; p < im.npoints; ++p) {
-        double v = im.samplers[p].real_of(leaf);
+        size_t same = p < 64 ? im.same_point[p] : p;
+        double v = same < p ? raw[same] : im.samplers[p].real_of(leaf);
+        if (p < 64) raw[p] = v;
         out[p] = im.f32[p] ? double(float(v)) : v;
       }
     }
