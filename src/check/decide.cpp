@@ -331,9 +331,9 @@ NumericEvaluator& Search::numeric_evaluator(Lowering& low, unsigned first) {
   return *e;
 }
 
-unsigned Search::numeric_point(unsigned i) {
-  constexpr unsigned kTier = 2 * smt::kDistributions;
-  return i < kTier ? smt::kDistributionPoint + i : i - kTier;
+unsigned Search::numeric_point(unsigned i) const {
+  unsigned uniform = std::max(1u, dopt_.falsify_points);
+  return i < uniform ? i : smt::kDistributionPoint + (i - uniform);
 }
 
 unsigned Search::numeric_points() const { return 2 * smt::kDistributions + std::max(1u, dopt_.falsify_points); }

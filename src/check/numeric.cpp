@@ -71,21 +71,19 @@ std::vector<std::pair<size_t, size_t>> lane_groups(const std::vector<uint8_t>& f
   return g;
 }
 
-constexpr size_t kGroupLanes = 32;  // lanes a group's accumulators hold on the stack
-
-// dot_fixed over lanes [0, n) of one precision, n <= kGroupLanes: one accumulator per lane, the
-// inner loop over the lanes (contiguous in the lane-major draws) vectorized. fp32 in index order,
-// every operation rounded, as dot_fixed's.
-template <bool F32>
-void dot_group(const double* a, int64_t sa, const double* b, int64_t sb, int64_t n, size_t lanes, double* acc) {
+// dot_fixed over W lanes of one precision, W fixed: one accumulator per lane, kept in registers,
+// the inner loop over the lanes (contiguous in the lane-major draws) vectorized. fp32 in index
+// order, every operation rounded, as dot_fixed's.
+template <bool F32, size_t W>
+void dot_group(const double* a, int64_t sa, const double* b, int64_t sb, int64_t n, double* acc) {
   using T = std::conditional_t<F32, float, double>;
-  T s[kGroupLanes];
-  for (size_t p = 0; p < lanes; ++p) s[p] = T(acc[p]);
+  T s[W];
+  for (size_t p = 0; p < W; ++p) s[p] = T(acc[p]);
   for (int64_t k = 0; k < n; ++k) {
     const double *x = a + k * sa, *y = b + k * sb;
-    for (size_t p = 0; p < lanes; ++p) s[p] += T(x[p] * y[p]);
+    for (size_t p = 0; p < W; ++p) s[p] += T(x[p] * y[p]);
   }
-  for (size_t p = 0; p < lanes; ++p) acc[p] = double(s[p]);
+  for (size_t p = 0; p < W; ++p) acc[p] = double(s[p]);
 }
 
 void dot_lanes(const double* a, int64_t sa, const double* b, int64_t sb, int64_t n, const std::vector<uint8_t>& f32,
@@ -95,15 +93,14 @@ void dot_lanes(const double* a, int64_t sa, const double* b, int64_t sb, int64_t
   if (same && lanes == 1) return dot_fixed<1>(a, sa, b, sb, n, f32[0], acc);
   if (same && lanes == 2) return dot_fixed<2>(a, sa, b, sb, n, f32[0], acc);
   for (auto [lo, hi] : lane_groups(f32)) {
-    if (hi - lo >= 3) {
-      for (size_t g = lo; g < hi; g += kGroupLanes) {
-        size_t w = std::min(kGroupLanes, hi - g);
-        if (f32[lo]) dot_group<true>(a + g, sa, b + g, sb, n, w, acc + g);
-        else dot_group<false>(a + g, sa, b + g, sb, n, w, acc + g);
-      }
-      continue;
-    }
-    for (size_t p = lo; p < hi; ++p) dot_fixed<1>(a + p, sa, b + p, sb, n, f32[p], acc + p);
+    size_t g = lo;
+    for (; g + 8 <= hi; g += 8)
+      if (f32[lo]) dot_group<true, 8>(a + g, sa, b + g, sb, n, acc + g);
+      else dot_group<false, 8>(a + g, sa, b + g, sb, n, acc + g);
+    for (; g + 4 <= hi; g += 4)
+      if (f32[lo]) dot_group<true, 4>(a + g, sa, b + g, sb, n, acc + g);
+      else dot_group<false, 4>(a + g, sa, b + g, sb, n, acc + g);
+    for (; g < hi; ++g) dot_fixed<1>(a + g, sa, b + g, sb, n, f32[g], acc + g);
   }
 }
 
@@ -117,22 +114,34 @@ struct RunOperand {
   bool innermost;  // from runs-innermost draws
 };
 
-template <bool F32>
+// W lanes from lane g, W fixed: the accumulators stay in registers across the terms.
+template <bool F32, size_t W>
 void dot_runs_group(const RunOperand& a, const RunOperand& b, const std::vector<int64_t>& ta,
                     const std::vector<int64_t>& tb, int64_t ra, int64_t rb, size_t taps, int64_t runs, size_t g,
-                    size_t lanes, double* acc) {
+                    double* acc) {
   using T = std::conditional_t<F32, float, double>;
-  T s[kGroupLanes];
-  for (size_t p = 0; p < lanes; ++p) s[p] = T(acc[g + p]);
-  for (int64_t r = 0; r < runs; ++r) {
-    const double* ar = a.base + r * ra + int64_t(g);
-    const double* br = b.base + r * rb + int64_t(g);
+  T s[W];
+  for (size_t p = 0; p < W; ++p) s[p] = T(acc[g + p]);
+  if constexpr (!F32) {
+    // fp64 has no order to keep: tap by tap, its runs one after the other (contiguous in
+    // runs-innermost draws) instead of a jump between taps per term.
     for (size_t t = 0; t < taps; ++t) {
-      const double *x = ar + ta[t], *y = br + tb[t];
-      for (size_t p = 0; p < lanes; ++p) s[p] += T(x[p] * y[p]);
+      const double* x = a.base + ta[t] + int64_t(g);
+      const double* y = b.base + tb[t] + int64_t(g);
+      for (int64_t r = 0; r < runs; ++r, x += ra, y += rb)
+        for (size_t p = 0; p < W; ++p) s[p] += x[p] * y[p];
+    }
+  } else {
+    for (int64_t r = 0; r < runs; ++r) {
+      const double* ar = a.base + r * ra + int64_t(g);
+      const double* br = b.base + r * rb + int64_t(g);
+      for (size_t t = 0; t < taps; ++t) {
+        const double *x = ar + ta[t], *y = br + tb[t];
+        for (size_t p = 0; p < W; ++p) s[p] += T(x[p] * y[p]);
+      }
     }
   }
-  for (size_t p = 0; p < lanes; ++p) acc[g + p] = double(s[p]);
+  for (size_t p = 0; p < W; ++p) acc[g + p] = double(s[p]);
 }
 
 void dot_runs_lane(const RunOperand& a, const RunOperand& b, const std::vector<int64_t>& ta,
@@ -198,15 +207,14 @@ void dot_runs(const RunOperand& a, const RunOperand& b, size_t taps, int64_t run
   // by run, tap by tap, rounded; fp64: up to reassociation).
   if (nl >= 3) {
     for (auto [lo, hi] : lane_groups(f32)) {
-      if (hi - lo < 3) {
-        for (size_t p = lo; p < hi; ++p) dot_runs_lane(a, b, ta, tb, ra, rb, taps, runs, int64_t(p), f32[p], acc);
-        continue;
-      }
-      for (size_t g = lo; g < hi; g += kGroupLanes) {
-        size_t w = std::min(kGroupLanes, hi - g);
-        if (f32[lo]) dot_runs_group<true>(a, b, ta, tb, ra, rb, taps, runs, g, w, acc);
-        else dot_runs_group<false>(a, b, ta, tb, ra, rb, taps, runs, g, w, acc);
-      }
+      size_t g = lo;
+      for (; g + 8 <= hi; g += 8)
+        if (f32[lo]) dot_runs_group<true, 8>(a, b, ta, tb, ra, rb, taps, runs, g, acc);
+        else dot_runs_group<false, 8>(a, b, ta, tb, ra, rb, taps, runs, g, acc);
+      for (; g + 4 <= hi; g += 4)
+        if (f32[lo]) dot_runs_group<true, 4>(a, b, ta, tb, ra, rb, taps, runs, g, acc);
+        else dot_runs_group<false, 4>(a, b, ta, tb, ra, rb, taps, runs, g, acc);
+      for (; g < hi; ++g) dot_runs_lane(a, b, ta, tb, ra, rb, taps, runs, int64_t(g), f32[g], acc);
     }
     return;
   }
@@ -277,6 +285,7 @@ struct NumericEvaluator::Impl {
   std::vector<smt::PointSampler> samplers;  // per point
   uint64_t points_key = 0;                   // seed, bound, points and precisions, for ProductsCache keys
   std::vector<uint8_t> f32;                  // per point: evaluated in IEEE fp32
+  std::vector<size_t> same_point;            // per lane: the first lane at the same point (itself if none)
   // Sums of products handed over whole (aten::Products): their values, npoints each, read back through
   // the leaf products_tensor[k] of the template; operands they found without a value yet.
   int32_t products_tensor = -1;
@@ -301,6 +310,8 @@ struct NumericEvaluator::Impl {
   Impl(Lowering& l, NumericOptions o) : low(l), opt(std::move(o)), npoints(opt.points.size()) {
     if (npoints == 0) throw std::invalid_argument("numeric evaluation needs at least one point");
     for (unsigned p : opt.points) samplers.emplace_back(opt.seed, p, opt.bound);
+    for (size_t p = 0; p < npoints; ++p)
+      same_point.push_back(size_t(std::find(opt.points.begin(), opt.points.end(), opt.points[p]) - opt.points.begin()));
     points_key = smt::PointSampler::mix(opt.seed ^ std::hash<double>()(opt.bound));
     if (!opt.precisions.empty() && opt.precisions.size() != npoints)
       throw std::invalid_argument("numeric evaluation: one precision per point");
@@ -447,8 +458,11 @@ struct NumericEvaluator::Impl {
     }
     void draw(int64_t l, double* out) const {
       uint64_t leaf = smt::PointSampler::leaf_hash(key, l);
+      double raw[64];  // a point's draw once for its fp64 and fp32 lanes (a Normal draw costs log1p and cos)
       for (size_t p = 0; p < im.npoints; ++p) {
-        double v = im.samplers[p].real_of(leaf);
+        size_t same = p < 64 ? im.same_point[p] : p;
+        double v = same < p ? raw[same] : im.samplers[p].real_of(leaf);
+        if (p < 64) raw[p] = v;
         out[p] = im.f32[p] ? double(float(v)) : v;
       }
     }

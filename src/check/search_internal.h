@@ -78,9 +78,10 @@ class Search {
   void numeric_decide(Lowering& ref, Lowering& cand, Slot& slot, const std::string& why);
 
   NumericEvaluator& numeric_evaluator(Lowering& low, unsigned first);
-  // The numeric path's ladder: the falsification tier's distribution points first (KernelBench's own
-  // N(0, 1) at index 0), then the falsify ladder's uniform points.
-  static unsigned numeric_point(unsigned i);
+  // The numeric path's ladder: the falsify ladder's uniform points (cheap draws: a giant location's
+  // inputs are drawn once per use when they do not fit the draw cache), then the falsification tier's
+  // distribution points.
+  unsigned numeric_point(unsigned i) const;
   unsigned numeric_points() const;
 
   // the falsification tier: a location evaluated numerically at every distribution before it is

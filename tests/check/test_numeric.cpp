@@ -201,7 +201,10 @@ TEST(Numeric, PointInBothPrecisionsEqualsSeparateEvaluations) {
 // A convolution's sums (aten::Products runs) summed from runs-innermost draws, from the logical
 // draws and term by term: the same fp32 numbers bit for bit (index order, every operation rounded),
 // fp64 up to reassociation; the bias is added inside the sum.
-void expect_products_paths_agree(const bundle::Bundle& b) {
+void expect_products_paths_agree(const bundle::Bundle& b, const std::vector<unsigned>& points = {1, 1},
+                                 const std::vector<ir::Precision>& precisions = {ir::Precision::F64,
+                                                                                 ir::Precision::F32},
+                                 bool runs = true) {
   program::Merged m = program::merge(b, {false, false});
   ir::Context ctx;
   check::Lowering low(ctx, b, m, true, {});
@@ -209,8 +212,8 @@ void expect_products_paths_agree(const bundle::Bundle& b) {
   using Path = check::NumericOptions::ProductsPath;
   std::vector<std::unique_ptr<check::NumericEvaluator>> ev;
   for (Path path : {Path::Tight, Path::Logical, Path::Generic}) {
-    check::NumericOptions o{.seed = 4, .points = {1, 1}, .bound = 10};
-    o.precisions = {ir::Precision::F64, ir::Precision::F32};
+    check::NumericOptions o{.seed = 4, .points = points, .bound = 10};
+    o.precisions = precisions;
     o.products_path = path;
     ev.push_back(std::make_unique<check::NumericEvaluator>(low, o));
   }
@@ -221,16 +224,36 @@ void expect_products_paths_agree(const bundle::Bundle& b) {
     std::vector<double> want = ev[2]->element(view, flat);
     for (size_t k = 0; k < 2; ++k) {
       std::vector<double> got = ev[k]->element(view, flat);
-      EXPECT_EQ(got[1], want[1]) << "fp32, path " << k << ", location " << flat;
-      EXPECT_NEAR(got[0], want[0], 1e-12 * (1 + std::fabs(want[0]))) << "fp64, path " << k << ", location " << flat;
+      for (size_t p = 0; p < points.size(); ++p) {
+        if (precisions[p] == ir::Precision::F32)
+          EXPECT_EQ(got[p], want[p]) << "fp32, path " << k << ", lane " << p << ", location " << flat;
+        else
+          EXPECT_NEAR(got[p], want[p], 1e-12 * (1 + std::fabs(want[p])))
+              << "fp64, path " << k << ", lane " << p << ", location " << flat;
+      }
     }
   }
   const auto &tight = ev[0]->stats(), &logical = ev[1]->stats(), &generic = ev[2]->stats();
   EXPECT_GT(tight.products, 0u);
-  EXPECT_EQ(tight.runs_innermost, tight.products);  // every convolution sum from runs-innermost draws
+  if (runs) EXPECT_EQ(tight.runs_innermost, tight.products);  // every convolution sum from runs-innermost draws
   EXPECT_EQ(logical.tight, logical.products);
   EXPECT_EQ(logical.runs_innermost, 0u);
   EXPECT_EQ(generic.tight, 0u);
+}
+
+// The falsification tier's lanes (ten points in fp64, then the same ten in fp32): summed as groups
+// of vector lanes (8, 4, then one at a time), the fp32 lanes bit for bit the term-by-term loop's.
+TEST(Numeric, ManyLanesSumAsTheTermByTermLoopDoes) {
+  std::vector<unsigned> points;
+  std::vector<ir::Precision> precisions;
+  for (ir::Precision pr : {ir::Precision::F64, ir::Precision::F32})
+    for (unsigned k = 0; k < 10; ++k) points.push_back(smt::kDistributionPoint + k), precisions.push_back(pr);
+  auto t = conv_t("ref", "reference"), tc = conv_t("new", "candidate");
+  expect_products_paths_agree(make_bundle({&t, &tc}), points, precisions);
+  auto g = conv_gn("ref", "reference"), gc = conv_gn("new", "candidate");
+  expect_products_paths_agree(make_bundle({&g, &gc}), points, precisions);
+  auto l = linear_bn("ref", "reference", relu), lc = linear_bn("new", "candidate", relu);  // affine sums
+  expect_products_paths_agree(make_bundle({&l, &lc}), points, precisions, false);
 }
 
 TEST(Numeric, ConvolutionSumsAreTheSameOnEveryProductsPath) {
