@@ -31,7 +31,8 @@ class Verdict:
     seconds: float = 0.0
     evidence: str = ""           # what backs a BUG: execute-safety | replay-gpu | replay-cpu | fp32-evaluation |
                                  # numeric-falsification | state-replay-gpu/cpu | state-proven-location | observed-gpu/cpu |
-                                 # crash-gpu | exception | timeout | crash (stage "trace": the candidate failed, the reference ran)
+                                 # launch-config | crash-gpu | exception | timeout | crash | call-history (stage "trace": the candidate
+                                 # failed or depends on call history where the reference ran)
     location: dict | None = None  # the first differing location (index, symbolic values, witness)
     findings: list = field(default_factory=list)  # Execute safety violations
     report: dict = field(default_factory=dict)    # the full JSON report
