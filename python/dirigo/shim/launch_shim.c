@@ -20,6 +20,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "shim_log.h"
+
 typedef int cudaError_t;
 typedef int CUresult;
 typedef void *cudaStream_t;
@@ -40,9 +42,6 @@ typedef cudaError_t (*get_func_fn)(CUfunction *, const void *);
 typedef CUresult (*func_name_fn)(const char **, CUfunction);
 typedef CUresult (*param_info_fn)(CUfunction, size_t, size_t *, size_t *);
 
-static pthread_mutex_t log_lock = PTHREAD_MUTEX_INITIALIZER;
-static char *log_buf;
-static size_t log_len, log_cap;
 static volatile int recording;
 static unsigned long launches_seen;
 
@@ -50,34 +49,7 @@ int dirigo_shim_version(void) { return 1; }
 void dirigo_shim_set_enabled(int on) { recording = on; }
 unsigned long dirigo_shim_launches_seen(void) { return launches_seen; }
 
-/* Copies the log into buf and clears it when it fits (returns its length); otherwise returns the
- * number of bytes needed (length + 1) and keeps it. */
-size_t dirigo_shim_drain(char *buf, size_t cap) {
-  pthread_mutex_lock(&log_lock);
-  size_t n = log_len;
-  if (buf == NULL || cap < n + 1) {
-    pthread_mutex_unlock(&log_lock);
-    return n + 1;
-  }
-  if (n) memcpy(buf, log_buf, n);
-  buf[n] = 0;
-  log_len = 0;
-  pthread_mutex_unlock(&log_lock);
-  return n;
-}
-
-static void append(const char *s, size_t n) {
-  if (log_len + n + 1 > log_cap) {
-    size_t cap = log_cap ? log_cap : 1 << 16;
-    while (cap < log_len + n + 1) cap *= 2;
-    char *nb = realloc(log_buf, cap);
-    if (!nb) return; /* out of memory: drop the record rather than crash the program */
-    log_buf = nb;
-    log_cap = cap;
-  }
-  memcpy(log_buf + log_len, s, n);
-  log_len += n;
-}
+size_t dirigo_shim_drain(char *buf, size_t cap) { return log_drain(buf, cap); }
 
 static void *find(const char *name, const char *lib) {
   void *p = dlsym(RTLD_NEXT, name);
@@ -120,26 +92,26 @@ static void record(const void *func, int is_kernel, dim3 grid, dim3 block, size_
                    name ? name : "", grid.x, grid.y, grid.z, block.x, block.y, block.z, shared,
                    (unsigned long long)(uintptr_t)stream, (unsigned long long)(uintptr_t)func);
   pthread_mutex_lock(&log_lock);
-  append(head, (size_t)n);
+  log_append_locked(head, (size_t)n);
   if (!f || !param_info) {
-    append("null}\n", 6);
+    log_append_locked("null}\n", 6);
   } else {
-    append("[", 1);
+    log_append_locked("[", 1);
     for (size_t i = 0;; ++i) {
       size_t off = 0, size = 0;
       if (param_info(f, i, &off, &size) != 0) break;
       char item[64];
       int m = snprintf(item, sizeof item, "%s[%zu,%zu,\"", i ? "," : "", off, size);
-      append(item, (size_t)m);
+      log_append_locked(item, (size_t)m);
       const unsigned char *bytes = (const unsigned char *)args[i];
       for (size_t b = 0; b < size; ++b) {
         char hx[3];
         snprintf(hx, sizeof hx, "%02x", bytes[b]);
-        append(hx, 2);
+        log_append_locked(hx, 2);
       }
-      append("\"]", 2);
+      log_append_locked("\"]", 2);
     }
-    append("]}\n", 3);
+    log_append_locked("]}\n", 3);
   }
   pthread_mutex_unlock(&log_lock);
 }
