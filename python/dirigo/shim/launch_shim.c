@@ -14,6 +14,7 @@
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <pthread.h>
+#include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -42,6 +43,9 @@ typedef cudaError_t (*get_func_fn)(CUfunction *, const void *);
 typedef CUresult (*func_name_fn)(const char **, CUfunction);
 typedef CUresult (*param_info_fn)(CUfunction, size_t, size_t *, size_t *);
 
+/* A kernel's parameters fit in 32764 bytes, so no real kernel has more entries than this. */
+#define MAX_PARAMS 32768
+
 static volatile int recording;
 static unsigned long launches_seen;
 
@@ -49,6 +53,7 @@ int dirigo_shim_version(void) { return 1; }
 void dirigo_shim_set_enabled(int on) { recording = on; }
 unsigned long dirigo_shim_launches_seen(void) { return launches_seen; }
 
+/* Copies the log into buf and clears it when it fits; otherwise returns the size needed (shim_log.h). */
 size_t dirigo_shim_drain(char *buf, size_t cap) { return log_drain(buf, cap); }
 
 static void *find(const char *name, const char *lib) {
@@ -60,6 +65,52 @@ static void *find(const char *name, const char *lib) {
     if (h) p = dlsym(h, name);
   }
   return p;
+}
+
+/* ---- a record under construction: grows as needed, so no name or parameter list can overrun it */
+typedef struct {
+  char *s;
+  size_t n, cap;
+  int failed; /* an allocation or format failed: the record is incomplete and must not be logged */
+} sbuf;
+
+static void put(sbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void put(sbuf *b, const char *fmt, ...) {
+  if (b->failed) return;
+  for (;;) {
+    va_list ap;
+    va_start(ap, fmt);
+    size_t room = b->cap - b->n;
+    int m = vsnprintf(b->s ? b->s + b->n : NULL, b->s ? room : 0, fmt, ap);
+    va_end(ap);
+    if (m < 0) {
+      b->failed = 1;
+      return;
+    }
+    if (b->s && (size_t)m < room) {
+      b->n += (size_t)m;
+      return;
+    }
+    size_t cap = b->cap ? b->cap : 1024;
+    while (cap < b->n + (size_t)m + 1) cap *= 2;
+    char *nb = realloc(b->s, cap);
+    if (!nb) {
+      b->failed = 1;
+      return;
+    }
+    b->s = nb;
+    b->cap = cap;
+  }
+}
+
+/* A C string as the inside of a JSON string: quotes, backslashes and control bytes escaped; bytes >= 0x80
+ * pass through (Python decodes the log with errors="replace"). */
+static void put_json_string(sbuf *b, const char *s) {
+  for (const unsigned char *p = (const unsigned char *)s; *p; ++p) {
+    if (*p == '"' || *p == '\\') put(b, "\\%c", *p);
+    else if (*p < 0x20) put(b, "\\u%04x", *p);
+    else put(b, "%c", *p);
+  }
 }
 
 /* `func` is a host stub (cudaLaunchKernel) or, when is_kernel, a CUkernel handle (__cudaLaunchKernel, what
@@ -85,35 +136,34 @@ static void record(const void *func, int is_kernel, dim3 grid, dim3 block, size_
     if (get_func && get_func(&f, func) == 0 && func_name) func_name(&name, f);
     param_info = func_param_info;
   }
-  char head[512];
-  int n = snprintf(head, sizeof head,
-                   "{\"kernel\":\"%s\",\"grid\":[%u,%u,%u],\"block\":[%u,%u,%u],\"shared\":%zu,"
-                   "\"stream\":\"0x%llx\",\"host_func\":\"0x%llx\",\"params\":",
-                   name ? name : "", grid.x, grid.y, grid.z, block.x, block.y, block.z, shared,
-                   (unsigned long long)(uintptr_t)stream, (unsigned long long)(uintptr_t)func);
-  pthread_mutex_lock(&log_lock);
-  log_append_locked(head, (size_t)n);
-  if (!f || !param_info) {
-    log_append_locked("null}\n", 6);
+  /* The whole record is built in a growing buffer first (kernel names of templates run to kilobytes),
+   * then appended under the lock in one piece: an allocation failure drops the record, never half of it. */
+  sbuf b = {0};
+  put(&b, "{\"kernel\":\"");
+  put_json_string(&b, name ? name : "");
+  put(&b, "\",\"grid\":[%u,%u,%u],\"block\":[%u,%u,%u],\"shared\":%zu,\"stream\":\"0x%llx\",\"host_func\":\"0x%llx\","
+      "\"params\":", grid.x, grid.y, grid.z, block.x, block.y, block.z, shared,
+      (unsigned long long)(uintptr_t)stream, (unsigned long long)(uintptr_t)func);
+  if (!f || !param_info || !args) {
+    put(&b, "null}\n");
   } else {
-    log_append_locked("[", 1);
-    for (size_t i = 0;; ++i) {
+    put(&b, "[");
+    for (size_t i = 0; i < MAX_PARAMS; ++i) {
       size_t off = 0, size = 0;
       if (param_info(f, i, &off, &size) != 0) break;
-      char item[64];
-      int m = snprintf(item, sizeof item, "%s[%zu,%zu,\"", i ? "," : "", off, size);
-      log_append_locked(item, (size_t)m);
+      put(&b, "%s[%zu,%zu,\"", i ? "," : "", off, size);
       const unsigned char *bytes = (const unsigned char *)args[i];
-      for (size_t b = 0; b < size; ++b) {
-        char hx[3];
-        snprintf(hx, sizeof hx, "%02x", bytes[b]);
-        log_append_locked(hx, 2);
-      }
-      log_append_locked("\"]", 2);
+      for (size_t k = 0; bytes && k < size; ++k) put(&b, "%02x", bytes[k]);
+      put(&b, "\"]");
     }
-    log_append_locked("]}\n", 3);
+    put(&b, "]}\n");
   }
-  pthread_mutex_unlock(&log_lock);
+  if (!b.failed && b.s) {
+    pthread_mutex_lock(&log_lock);
+    log_append_locked(b.s, b.n);
+    pthread_mutex_unlock(&log_lock);
+  }
+  free(b.s);
 }
 
 #define INTERPOSE_LAUNCH(SYM)                                                                         \
