@@ -4,7 +4,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install-deps.sh
-bash scripts/build.sh
+# the tests need no benchmarks: leave them out unless asked for
+DIRIGO_BUILD_BENCH=${DIRIGO_BUILD_BENCH:-OFF} bash scripts/build.sh
 echo "== C++ tests (ctest)"
 ctest --test-dir build --output-on-failure -j "$(nproc)" --timeout 600
 echo "== Python tests (pytest)"

@@ -59,6 +59,14 @@ def _need(obj: dict, key: str, path: str, check, what: str):
     return v
 
 
+def _new_id(obj: dict, path: str, seen, kind: str) -> str:
+    """obj's "id": a string not yet in `seen`."""
+    v = _need(obj, "id", path, _str, f"a {kind} id")
+    if v in seen:
+        raise _err(f"{path}.id", f"duplicate {kind} id {json.dumps(v)}")
+    return v
+
+
 def _str(v):
     return isinstance(v, str)
 
@@ -138,18 +146,14 @@ def _validate_program(prog: Any, path: str, modules: dict) -> None:
     sizes = {}
     for i, s in enumerate(storages):
         p = f"{path}.storages[{i}]"
-        sid = _need(s, "id", p, _str, "a storage id")
-        if sid in sizes:
-            raise _err(f"{p}.id", f"duplicate storage id {json.dumps(sid)}")
+        sid = _new_id(s, p, sizes, "storage")
         sizes[sid] = _need(s, "nbytes", p, lambda v: _is_int(v) and v >= 0, "a non-negative integer")
         _need(s, "device", p, _str, "a device string")
     tensors = _need(prog, "tensors", path, lambda v: isinstance(v, list), "a list")
     tids: dict[str, dict] = {}
     for i, t in enumerate(tensors):
         p = f"{path}.tensors[{i}]"
-        tid = _need(t, "id", p, _str, "a tensor id")
-        if tid in tids:
-            raise _err(f"{p}.id", f"duplicate tensor id {json.dumps(tid)}")
+        tid = _new_id(t, p, tids, "tensor")
         sid = _need(t, "storage", p, _str, "a storage id")
         if sid not in sizes:
             raise _err(f"{p}.storage", f"unknown storage id {json.dumps(sid)}")
@@ -257,9 +261,7 @@ def validate_manifest(manifest: Any, files: dict[str, bytes] | None = None) -> N
     modules: dict[str, dict] = {}
     for i, m in enumerate(manifest.get("modules", [])):
         p = f"modules[{i}]"
-        mid = _need(m, "id", p, _str, "a module id")
-        if mid in modules:
-            raise _err(f"{p}.id", f"duplicate module id {json.dumps(mid)}")
+        mid = _new_id(m, p, modules, "module")
         mpath = _need(m, "path", p, _str, "a path inside the bundle")
         if files is not None:
             if mpath not in files:

@@ -22,6 +22,7 @@ from .common import pointer_binder
 
 SHIM_SOURCE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "shim", "launch_shim.c")
 CUBLAS_SHIM_SOURCE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "shim", "cublas_shim.c")
+SHIM_LOG_HEADER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "shim", "shim_log.h")
 
 _PTX_PARAM_TYPES = {"u8", "u16", "u32", "u64", "s8", "s16", "s32", "s64", "f16", "bf16", "f32", "f64", "pred",
                     "b8", "b16", "b32", "b64"}
@@ -37,8 +38,11 @@ def build_shim(out_dir: str | None = None, cc: str | None = None, source: str | 
     """Compile a shim (plain C, no CUDA headers needed; default: the launch shim); cached by source hash.
     Returns the .so path."""
     source = source or SHIM_SOURCE
-    with open(source, "rb") as fh:
-        digest = hashlib.sha256(fh.read()).hexdigest()[:16]
+    h = hashlib.sha256()
+    for part in (source, SHIM_LOG_HEADER):  # the shims include shim_log.h: a change there rebuilds them
+        with open(part, "rb") as fh:
+            h.update(fh.read())
+    digest = h.hexdigest()[:16]
     stem = os.path.splitext(os.path.basename(source))[0].replace("_", "-")
     out = os.path.join(out_dir or _cache_dir(), f"libdirigo-{stem}-{digest}.so")
     if not os.path.exists(out):

@@ -363,7 +363,7 @@ struct NumericEvaluator::Impl {
     ir::set_limits(*scratch, {SIZE_MAX, opt.deadline});
     // Templates are only evaluated, never compared: sums stay as the equations write them. Flattened,
     // a batch variance's (x_i - mean) would copy the statistic's 10^5-10^6 terms into every one of
-    // its 10^5-10^6 terms (quadratic: pairs 066/087 spent their whole budget there).
+    // its 10^5-10^6 terms (quadratic: the whole budget goes there).
     for (ir::Rule r : {ir::Rule::AddFlatten, ir::Rule::MulDistributeConst, ir::Rule::MulDistributeSmall,
                       ir::Rule::MulSumContent})
       scratch->set_rule_enabled(r, false);

@@ -95,7 +95,7 @@ std::vector<double> refine_witness(ir::Expr ea, ir::Expr eb, const std::vector<i
   std::uniform_real_distribution<double> uni(-tol.bound, tol.bound);
   std::vector<double> best = std::move(start);
   double best_s = eval(best);
-  // Shrinking scales too: at +-bound a softmax over 81-term convolution sums overflows fp32 (pair 089).
+  // Shrinking scales too: at +-bound a softmax over 81-term convolution sums overflows fp32.
   static constexpr double kScales[] = {1, 0.75, 0.5, 0.25, 0.1, 0.03};
   for (int r = 0; r < 64 && best_s <= 0 && !over(); ++r) {
     std::vector<double> x(leaves.size());
@@ -202,7 +202,7 @@ bool sets_trimmed_result(const LocationResult& l) {
 
 std::string leaf_display(const WitnessLeaf& w) { return fmt::format("{}[{}]", w.input, bundle::join_ints(w.index)); }
 
-// A giant location's witness lists 10^6–10^7 leaves (pair 097's was 554 MB). Its values are
+// A giant location's witness lists 10^6–10^7 leaves (hundreds of MB as JSON). Its values are
 // smt::draw's at (seed, point), keyed by the shared inputs' names, so the witness is that point:
 // dirigo.replay regenerates every input from it. Only when every leaf is a shared input (a
 // cut variable or an external tensor has no regenerable draw) and the values are falsify's own.
@@ -247,7 +247,7 @@ void Search::witness_values(ir::Context& ctx, ir::Expr ea, ir::Expr eb, const sm
   // Beyond tolerance in fp64 only (an fp32 overflow or underflow at large inputs): look for a point
   // that shows it in both precisions, so that the evidence without a replay holds in fp32 too.
   // (Not for giant locations: one evaluation of both sides there takes seconds, and refinement
-  // evaluates its start before it looks at the clock — pair 097 ran 40 s past a 20 s budget.)
+  // evaluates its start before it looks at the clock, so it would overrun the budget by far.)
   if (lr.exceeds_tolerance && !lr.confirmed_f32 && !w.depends_on_undef && refine_work() > 0 && !giant) {
     auto again = refine_witness(ea, eb, leaves, values, tol_, opt_.seed + seq + 1, refine_work(), true, end,
                                 lr.ref_nodes + lr.cand_nodes);
@@ -272,7 +272,7 @@ void Search::evaluate_witness(ir::Context& ctx, ir::Expr ea, ir::Expr eb, const 
     return s == ir::Sort::Real ? ir::Value::of_real(v) : ir::Value::of_bv(s, uint64_t(int64_t(v)));
   };
   env.var = wenv.var;
-  // A giant location's four evaluations take seconds (pair 097 ran 3.5 s past a 20 s budget): past
+  // A giant location's four evaluations take seconds, enough to overrun the budget: past
   // the budget the witness stays unconfirmed ("fp32 evaluation failed: ...").
   if (opt_.budget_s > 0)
     env.tick = [this] {

@@ -12,13 +12,6 @@
 
 namespace dirigo::exec {
 
-using ir::Expr;
-using ir::Op;
-using ir::Sort;
-using ptx::Opcode;
-using ptx::Operand;
-using ptx::Type;
-
 namespace {
 Type main_type(const ptx::Instruction& in) {
   if (in.mod.types.empty()) return Type::None;

@@ -7,13 +7,6 @@
 
 namespace dirigo::exec {
 
-using ir::Expr;
-using ir::Op;
-using ir::Sort;
-using ptx::Opcode;
-using ptx::Operand;
-using ptx::Type;
-
 namespace {
 Dim3 block_of(uint64_t lin, const Dim3& g) {
   return {uint32_t(lin % g.x), uint32_t(lin / g.x % g.y), uint32_t(lin / (uint64_t(g.x) * g.y))};

@@ -13,13 +13,6 @@
 
 namespace dirigo::exec {
 
-using ir::Expr;
-using ir::Op;
-using ir::Sort;
-using ptx::Opcode;
-using ptx::Operand;
-using ptx::Type;
-
 namespace {
 uint64_t align_up(uint64_t x, uint64_t a) { return a ? (x + a - 1) / a * a : x; }
 

@@ -22,6 +22,14 @@
 
 namespace dirigo::exec {
 
+// The names the machine's translation units (alu, collective, machine, memory) all use.
+using ir::Expr;
+using ir::Op;
+using ir::Sort;
+using ptx::Opcode;
+using ptx::Operand;
+using ptx::Type;
+
 // Address windows for the non-global spaces (global pointers are the symbolic "&tensor" Vars).
 constexpr uint64_t kSharedBase = 0x01000000;            // shared window, fits 32-bit addresses
 constexpr uint64_t kLocalBase = 0x00007F0000000000ull;  // per-thread .local / call .param scratch

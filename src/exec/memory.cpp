@@ -1,6 +1,8 @@
 // Memory instructions: ld/st/atom/red over global (tensor-bound), shared (epoch-versioned),
 // local and param spaces, in symbolic and concrete mode.
 #include <bit>
+#include <optional>
+#include <tuple>
 
 #include <fmt/format.h>
 
@@ -9,19 +11,24 @@
 
 namespace dirigo::exec {
 
-using ir::Expr;
-using ir::Op;
-using ir::Sort;
-using ptx::Opcode;
-using ptx::Operand;
-using ptx::Type;
-
 namespace {
 double const_to_double(Expr e, bool is_signed) {
   if (e->op == Op::ConstReal) return e->rational().get_d();
   if (e->op == Op::ConstBV) return is_signed ? double(e->bv_signed()) : double(e->bv_value());
   if (e->op == Op::ConstBool) return e->bool_value();
   return NAN;
+}
+
+// The atom.cas of an atomic max/min loop writes max(expected, rest...) (or min): as one atomic
+// max/min of the rest; nullopt when the new value has another shape.
+std::optional<std::pair<WriteOp, Expr>> cas_as_minmax(ir::Context& ctx, Expr expected, Expr nw) {
+  if (nw->op != Op::Max && nw->op != Op::Min) return std::nullopt;
+  std::vector<Expr> rest;
+  bool found = false;
+  for (Expr x : nw->args()) { if (x == expected && !found) found = true; else rest.push_back(x); }
+  if (!found || rest.empty()) return std::nullopt;
+  WriteOp w = nw->op == Op::Max ? WriteOp::Max : WriteOp::Min;
+  return std::pair{w, rest.size() == 1 ? rest[0] : (w == WriteOp::Max ? ctx.max(rest) : ctx.min(rest))};
 }
 }  // namespace
 
@@ -660,13 +667,9 @@ void Machine::exec_atom(Bundle& b, const ptx::Instruction& in, Expr guard) {
     case A::Cas: {
       // the CAS loop of a float atomicMax/Min: new = max(expected, v) with expected = the loaded element
       Expr expected = read_raw(b, in.operands.at(ai + 1), ty), nw = read_raw(b, in.operands.at(ai + 2), ty);
-      if ((nw->op == Op::Max || nw->op == Op::Min) && expected->sort == Sort::Real) {
-        std::vector<Expr> rest;
-        bool found = false;
-        for (Expr x : nw->args()) { if (x == expected && !found) found = true; else rest.push_back(x); }
-        if (found && !rest.empty()) {
-          wop = nw->op == Op::Max ? WriteOp::Max : WriteOp::Min;
-          v = rest.size() == 1 ? rest[0] : (wop == WriteOp::Max ? ctx_.max(rest) : ctx_.min(rest));
+      if (expected->sort == Sort::Real) {
+        if (auto mm = cas_as_minmax(ctx_, expected, nw)) {
+          std::tie(wop, v) = *mm;
           old = expected;  // the loop's compare succeeds: it exits after one round
           break;
         }
@@ -951,13 +954,9 @@ void Machine::shared_atomic(Bundle& b, const ptx::Instruction& in, const Addr& a
       if (expected->sort != Sort::Real && (nw->op == Op::Max || nw->op == Op::Min)) {
         try { expected_f = as_real(expected); } catch (const Unsupported&) {}
       }
-      if ((nw->op == Op::Max || nw->op == Op::Min) && expected_f->sort == Sort::Real) {
-        std::vector<Expr> rest;
-        bool found = false;
-        for (Expr x : nw->args()) { if (x == expected_f && !found) found = true; else rest.push_back(x); }
-        if (found && !rest.empty()) {
-          wop = nw->op == Op::Max ? WriteOp::Max : WriteOp::Min;
-          v = rest.size() == 1 ? rest[0] : (wop == WriteOp::Max ? ctx_.max(rest) : ctx_.min(rest));
+      if (expected_f->sort == Sort::Real) {
+        if (auto mm = cas_as_minmax(ctx_, expected_f, nw)) {
+          std::tie(wop, v) = *mm;
           old = expected;  // the loop's compare succeeds: it exits after one round
           // the loop's initial plain read of the cell is part of the atomic idiom, not a race
           for (auto it = epoch_access_.rbegin(); it != epoch_access_.rend(); ++it)

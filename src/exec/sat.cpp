@@ -338,8 +338,8 @@ std::optional<std::vector<uint64_t>> ThreadSat::solve_component(Expr conj, const
     range = tightened;  // the box is the real ranges, not the reduced ones
     ThreadBox box = box_of(ids, range);
     reduce(&box);
-    // this pass runs on queries that used to be answered "satisfiable" at once: only a modest
-    // enumeration is worth it (002 spent its 20 s in 2^23-point ones and got no further)
+    // a query this large is otherwise answered "satisfiable" (conservatively) at once: only a modest
+    // enumeration is worth it (a 2^23-point one can take a whole budget and decide nothing)
     if (points() > (long double)std::min<uint64_t>(max_enum_, uint64_t(1) << 20)) range = tightened;
   }
   long double total = points();

@@ -10,19 +10,11 @@
 #include <fmt/format.h>
 
 #include "ir/expr_internal.h"
+#include "ir/print_internal.h"
 
 namespace dirigo::ir {
-using detail::NodeMap;
-using detail::NodeSet;
 
-namespace {
-
-std::string rat_str(const mpq_class& q) { return q.get_str(); }
-
-std::string bv_str(uint64_t v) { return v < 65536 ? std::to_string(v) : fmt::format("0x{:x}", v); }
-
-// Infix operator symbol for binary/n-ary ops printed as (a op b op c); empty if printed as f(args).
-std::string_view infix(Op o) {
+std::string_view infix_symbol(Op o, std::string_view times) {
   switch (o) {
     case Op::And: return " && ";
     case Op::Or: return " || ";
@@ -34,7 +26,7 @@ std::string_view infix(Op o) {
     case Op::Lt: return " < ";
     case Op::Le: return " <= ";
     case Op::BvAdd: case Op::Add: return " + ";
-    case Op::BvMul: case Op::Mul: return "*";
+    case Op::BvMul: case Op::Mul: return times;
     case Op::BvUDiv: return " /u ";
     case Op::BvSDiv: return " /s ";
     case Op::BvURem: return " %u ";
@@ -48,6 +40,15 @@ std::string_view infix(Op o) {
     default: return {};
   }
 }
+
+using detail::NodeMap;
+using detail::NodeSet;
+
+namespace {
+
+std::string rat_str(const mpq_class& q) { return q.get_str(); }
+
+std::string bv_str(uint64_t v) { return v < 65536 ? std::to_string(v) : fmt::format("0x{:x}", v); }
 
 std::string func_name(Expr x) {
   switch (x->op) {
@@ -183,7 +184,7 @@ std::string to_string(const Context& ctx, Expr e, const PrintOptions& opt) {
         }
         [[fallthrough]];
       default: {
-        std::string_view op = infix(x->op);
+        std::string_view op = infix_symbol(x->op, "*");
         if (!op.empty()) {
           s = fmt::format("{}", fmt::join(parts, op));
           if (!(x->op == Op::Mul || x->op == Op::BvMul)) s = "(" + s + ")";

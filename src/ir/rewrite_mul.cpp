@@ -104,7 +104,7 @@ Expr Context::Impl::mul_n(Sort s, std::span<const Expr> xs) {
     }
   }
   // The constant's magnitude goes into the first min/max factor, its sign stays (-2*max(x, y) is
-  // -1*max(2x, 2y)): -m/6 and max(x/6, ...) of one max m then cancel as like terms (pair 052).
+  // -1*max(2x, 2y)): -m/6 and max(x/6, ...) of one max m then cancel as like terms.
   if (s == Sort::Real && !is_one(c) && c->rational() != -1) {
     auto mm = std::find_if(atoms.begin(), atoms.end(), [](Expr a) { return a->op == Op::Min || a->op == Op::Max; });
     if (mm != atoms.end() && apply(Rule::MulDistributeMinMax)) {

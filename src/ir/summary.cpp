@@ -13,6 +13,7 @@
 
 #include "ir/expr_internal.h"
 #include "ir/print.h"
+#include "ir/print_internal.h"
 
 namespace dirigo::ir {
 
@@ -43,33 +44,6 @@ std::pair<std::string_view, std::string_view> nary_symbol(Op o) {
     case Op::BvOr: return {"|", "operands"};
     case Op::BvXor: return {"^", "operands"};
     default: return {op_name(o), "operands"};
-  }
-}
-
-std::string_view infix(Op o) {
-  switch (o) {
-    case Op::And: return " && ";
-    case Op::Or: return " || ";
-    case Op::Eq: return " == ";
-    case Op::Ult: return " <u ";
-    case Op::Ule: return " <=u ";
-    case Op::Slt: return " <s ";
-    case Op::Sle: return " <=s ";
-    case Op::Lt: return " < ";
-    case Op::Le: return " <= ";
-    case Op::BvAdd: case Op::Add: return " + ";
-    case Op::BvMul: case Op::Mul: return "·";
-    case Op::BvUDiv: return " /u ";
-    case Op::BvSDiv: return " /s ";
-    case Op::BvURem: return " %u ";
-    case Op::BvSRem: return " %s ";
-    case Op::BvShl: return " << ";
-    case Op::BvLShr: return " >>u ";
-    case Op::BvAShr: return " >>s ";
-    case Op::BvAnd: return " & ";
-    case Op::BvOr: return " | ";
-    case Op::BvXor: return " ^ ";
-    default: return {};
   }
 }
 
@@ -206,7 +180,7 @@ struct Printer {
     if (x->op == Op::Ite && parts.size() == 3)
       return {fmt::format("{} ? {} : {}", wrap(parts[0]), wrap(parts[1]), wrap(parts[2])), false};
     if (x->op == Op::Call && x->fn() == Fn::Recip && parts.size() == 1) return {"1/" + wrap(parts[0])};
-    std::string_view op = infix(x->op);
+    std::string_view op = infix_symbol(x->op, "·");
     std::vector<std::string> ps;
     if (!op.empty()) {
       for (const auto& p : parts) ps.push_back(wrap(p));

@@ -422,28 +422,23 @@ std::optional<Operand> copysign_sign_operand(const Matcher& m, const Instruction
 
 std::vector<RegionTemplate> region_templates(const Function& f) {
   std::vector<RegionTemplate> t;
+  // logf and log2f end alike: selp d, -inf, v, (s == 0), where s = selp(x * 2^23, x, x < 2^-126)
+  // scales a denormal input; the input is x
+  auto log_input = [&f](const Matcher& m, int i) -> std::optional<Operand> {
+    const auto& a = f.body[i];
+    if (a.op != Opcode::Selp || a.operands.size() != 4 || m.const_bits(a.operands[1]) != 0xFF800000) return std::nullopt;
+    const Instruction* p = m.def_instr(a.operands[3]);
+    if (!p || p->op != Opcode::Setp) return std::nullopt;
+    const Instruction* sc = m.def_instr(p->operands.at(1));
+    if (!sc || sc->op != Opcode::Selp || sc->operands.size() != 4) return std::nullopt;
+    return sc->operands[2];
+  };
   // logf: selp d, -inf, v, (s == 0) with s = selp(x * 2^23, x, x < 2^-126)
   t.push_back({"logf", ir::Fn::Log, {uint64_t(-1059760811) | kIntTag, 0x3F317218, 0x4B000000, 0xFF800000},
-               [&f](const Matcher& m, int i) -> std::optional<Operand> {
-                 const auto& a = f.body[i];
-                 if (a.op != Opcode::Selp || a.operands.size() != 4 || m.const_bits(a.operands[1]) != 0xFF800000) return std::nullopt;
-                 const Instruction* p = m.def_instr(a.operands[3]);
-                 if (!p || p->op != Opcode::Setp) return std::nullopt;
-                 const Instruction* sc = m.def_instr(p->operands.at(1));
-                 if (!sc || sc->op != Opcode::Selp || sc->operands.size() != 4) return std::nullopt;
-                 return sc->operands[2];
-               }});
+               log_input});
   // log2f: the logf shape with the sqrt(2)/2-centred reduction and a log2 polynomial
   t.push_back({"log2f", ir::Fn::Log2, {uint64_t(-1060439283) | kIntTag, kLog2e, 0x4B000000, 0xFF800000, 0xBF38AA3B},
-               [&f](const Matcher& m, int i) -> std::optional<Operand> {
-                 const auto& a = f.body[i];
-                 if (a.op != Opcode::Selp || a.operands.size() != 4 || m.const_bits(a.operands[1]) != 0xFF800000) return std::nullopt;
-                 const Instruction* p = m.def_instr(a.operands[3]);
-                 if (!p || p->op != Opcode::Setp) return std::nullopt;
-                 const Instruction* sc = m.def_instr(p->operands.at(1));
-                 if (!sc || sc->op != Opcode::Selp || sc->operands.size() != 4) return std::nullopt;
-                 return sc->operands[2];
-               }});
+               log_input});
   // log1pf: the final selp keeps -0 for x == -0; x enters through add.rz x, 1
   t.push_back({"log1pf", ir::Fn::Log1p, {uint64_t(-1061158912) | kIntTag, 0x3F317218, 0x3E800000},
                [&f](const Matcher& m, int i) -> std::optional<Operand> {

@@ -142,7 +142,7 @@ const std::vector<KnownConstant>& known_constants() {
       {3.141592653589793, mpq_class(3.141592653589793)},
       // last: plain small rationals. A kernel's 0.16666667f (hardswish's 1/6), 0.1f or 1.0000001f and
       // PyTorch's double 1/6 are one constant; left apart, Z3 finds their 10^-8 difference and the
-      // location is a SUSPECT no witness can show (pair 002)
+      // location is a SUSPECT no witness can show
       {1.0, mpq_class(1)},
   };
   return table;
@@ -294,7 +294,7 @@ std::span<const Expr> terms_of(const Expr& e);
 
 // A factor's scale: max(0, c*x) = c * max(0, x) for c > 0, and (c*x + c*y) = c * (x + y). The ir rules
 // move a product's positive constant into its first min/max factor (MulDistributeMinMax), so a GELU's
-// cubic term k*0.044715*s^3 reads s*s*max(0, k*0.044715*x) for a ReLU output s (pair 040); sums among
+// cubic term k*0.044715*s^3 reads s*s*max(0, k*0.044715*x) for a ReLU output s; sums among
 // other factors are primitive (MulSumContent), but a sum built before that holds its scale: the scale is
 // read back out of the factor either way.
 std::pair<mpq_class, Expr> unscale_factor(ir::Context& ctx, Expr f) {
@@ -500,7 +500,7 @@ Expr Normalizer::recognize_forms(Expr e) {
 }
 
 // A GELU of a long sum S stays factored: 0.5*S*(1 + tanh(u)) has 2|S| terms distributed, past
-// MulDistributeSmall's limit (dev pair 018: S sums 128 minima). Such products — a product with a
+// MulDistributeSmall's limit (e.g. S a sum of 128 minima). Such products — a product with a
 // factor of at most 4 terms one of which carries erf/tanh — are expanded over that factor so that
 // recognize_forms sees the terms it matches; nullptr when there is none.
 Expr Normalizer::expand_binomial_forms(Expr e) {

@@ -239,8 +239,8 @@ struct Solver::Impl {
   }
   // assert_all() then check() with a watchdog, the only wall-clock limit Z3 gets (apply_params sets no
   // Z3 timeout): the context is interrupted at the deadline. The assertions are under it too: Z3
-  // simplifies what it is given as it is asserted, and pair 089's assertions alone ran 40-85 s past a
-  // 20 s budget. Interrupted there, Z3 throws (a timeout: `interrupted` is set).
+  // simplifies what it is given as it is asserted, which alone can outlast the budget on large
+  // locations. Interrupted there, Z3 throws (a timeout: `interrupted` is set).
   z3::check_result check(z3::solver& s, unsigned timeout_ms, const std::function<void()>& assert_all) {
     std::mutex m;
     std::condition_variable cv;
@@ -484,7 +484,7 @@ ResultCache::Key cache_key(Expr x, Expr y, const DecideOptions& opt, bool uncut)
 
 void apply_params(z3::context& z, z3::solver& s, const DecideOptions& opt, unsigned timeout_ms) {
   // No Z3 "timeout": it arms Z3 4.8.12's thread-pool scoped_timer, which deadlocks when it expires
-  // inside a nested timer (Z3Prover/z3#5369/#5990; pair 083 hung until killed, every run). The
+  // inside a nested timer (Z3Prover/z3#5369/#5990: the process hangs until killed). The
   // watchdog in Impl::check interrupts the context at the deadline instead, the same cancel flag.
   (void)timeout_ms;
   z3::params p(z);
@@ -542,7 +542,7 @@ Decision Solver::decide(ir::Context& ctx, Expr a, Expr b, const DecideOptions& o
       // With a tolerance the normalizer's approximate axioms (snapped constants, GELU forms) hold:
       // a model the solver found for their forms (a cut left free, say) is no witness when those
       // forms agree at it and the originals differ within the tolerance — by the approximation
-      // itself (pair 002: 0.16666667f vs 1/6, a 10^-8 difference every model "confirmed")
+      // itself (0.16666667f vs 1/6: a 10^-8 difference every model would "confirm")
       Value ra = ev(na), rb = ev(nb);
       if (!ra.undef && !rb.undef && !values_differ(ra, rb, opt.confirm_rtol, opt.confirm_atol))
         return fmt::format("spurious witness (the normalized forms agree: {} / {}; the originals differ only by "
@@ -565,8 +565,8 @@ Decision Solver::decide(ir::Context& ctx, Expr a, Expr b, const DecideOptions& o
       std::tie(na, nb) = split_difference(ctx, d0);
     }
     // Random points first for large originals: evaluation is one linear pass, while
-    // normalizing a 10^5-node pooled sum can take the rest of the budget (pairs 068, 094: a
-    // dropped term found only after the budget). Small ones go to the cheap exact stages first.
+    // normalizing a 10^5-node pooled sum can take the rest of the budget before a dropped term
+    // shows. Small ones go to the cheap exact stages first.
     bool points_tried = false;
     auto sample = [&]() -> bool {
       points_tried = true;

@@ -17,10 +17,19 @@ def run(*args):
     return subprocess.run([str(DIRIGO), "check", *map(str, args)], capture_output=True, text=True, timeout=600)
 
 
-def test_two_programs_are_traced_then_checked():
-    p = run(GOLDEN / "sum_wrong_dim" / "ref.py", GOLDEN / "sum_wrong_dim" / "new.py", "--device", "cpu")
+@pytest.fixture(scope="module")
+def sum_wrong_dim(tmp_path_factory):
+    """`dirigo check REF.py NEW.py` of one BUG pair, traced once for the tests that read its bundle."""
+    bundle = tmp_path_factory.mktemp("sum_wrong_dim") / "b"
+    case = GOLDEN / "sum_wrong_dim"
+    return run(case / "ref.py", case / "new.py", "--device", "cpu", "--keep-bundle", bundle), bundle
+
+
+def test_two_programs_are_traced_then_checked(sum_wrong_dim):
+    p, bundle = sum_wrong_dim
     assert p.returncode == 1, p.stdout + p.stderr
     assert p.stdout.startswith("BUG")
+    assert (bundle / "manifest.json").exists()
 
 
 def test_equal_programs_exit_zero(tmp_path):
@@ -56,9 +65,8 @@ def test_witness_out_and_replay_evidence(tmp_path):
     assert doc["leaves"] and all(leaf["kind"] != "trimmed" for leaf in doc["leaves"])
 
 
-def test_no_replay_keeps_fp32_evidence_labelled():
-    case = GOLDEN / "sum_wrong_dim"
-    p = run(case / "ref.py", case / "new.py", "--device", "cpu", "--no-replay")
+def test_no_replay_keeps_fp32_evidence_labelled(sum_wrong_dim):
+    p = run(sum_wrong_dim[1], "--no-replay")
     assert p.returncode == 1, p.stdout + p.stderr
     assert "evidence: fp32-evaluation" in p.stdout
 

@@ -25,6 +25,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "shim_log.h"
+
 typedef int cublasStatus_t;
 typedef void *cublasHandle_t;
 typedef void *cublasLtHandle_t;
@@ -46,9 +48,6 @@ enum { LAYOUT_TYPE = 0, LAYOUT_ORDER = 1, LAYOUT_ROWS = 2, LAYOUT_COLS = 3, LAYO
        LAYOUT_STRIDED_BATCH_OFFSET = 6 };
 
 /* ---- the log */
-static pthread_mutex_t log_lock = PTHREAD_MUTEX_INITIALIZER;
-static char *log_buf;
-static size_t log_len, log_cap;
 static volatile int recording;
 static __thread int depth; /* > 0 inside a cuBLAS call (cuBLAS calls cuBLASLt internally) */
 static unsigned long calls_seen;
@@ -57,33 +56,8 @@ int dirigo_cublas_shim_version(void) { return 1; }
 void dirigo_cublas_set_enabled(int on) { recording = on; }
 unsigned long dirigo_cublas_calls_seen(void) { return calls_seen; }
 
-static void append_locked(const char *s, size_t n) {
-  if (log_len + n + 1 > log_cap) {
-    size_t cap = log_cap ? log_cap : 1 << 16;
-    while (cap < log_len + n + 1) cap *= 2;
-    char *nb = realloc(log_buf, cap);
-    if (!nb) return; /* out of memory: drop rather than crash the program */
-    log_buf = nb;
-    log_cap = cap;
-  }
-  memcpy(log_buf + log_len, s, n);
-  log_len += n;
-}
-
-/* Same contract as dirigo_shim_drain: copies and clears when it fits, else returns the size needed. */
-size_t dirigo_cublas_drain(char *buf, size_t cap) {
-  pthread_mutex_lock(&log_lock);
-  size_t n = log_len;
-  if (buf == NULL || cap < n + 1) {
-    pthread_mutex_unlock(&log_lock);
-    return n + 1;
-  }
-  if (n) memcpy(buf, log_buf, n);
-  buf[n] = 0;
-  log_len = 0;
-  pthread_mutex_unlock(&log_lock);
-  return n;
-}
+/* Same contract as dirigo_shim_drain. */
+size_t dirigo_cublas_drain(char *buf, size_t cap) { return log_drain(buf, cap); }
 
 static void *find(const char *name, const char *const *libs) {
   void *p = dlsym(RTLD_NEXT, name);
@@ -110,7 +84,7 @@ static void move_launch_records_locked(void) {
   char *tmp = malloc(need + 4096);
   if (!tmp) return;
   size_t n = launch_drain(tmp, need + 4096);
-  if (n < need + 4096) append_locked(tmp, n);
+  if (n < need + 4096) log_append_locked(tmp, n);
   free(tmp);
 }
 
@@ -236,7 +210,7 @@ static void finish(sbuf *b, const char *writes) {
   put(b, "},\"writes\":[%s]}\n", writes);
   pthread_mutex_lock(&log_lock);
   move_launch_records_locked();
-  if (b->s) append_locked(b->s, b->n);
+  if (b->s) log_append_locked(b->s, b->n);
   pthread_mutex_unlock(&log_lock);
   free(b->s);
 }

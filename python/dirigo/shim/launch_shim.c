@@ -21,6 +21,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "shim_log.h"
+
 typedef int cudaError_t;
 typedef int CUresult;
 typedef void *cudaStream_t;
@@ -44,9 +46,6 @@ typedef CUresult (*param_info_fn)(CUfunction, size_t, size_t *, size_t *);
 /* A kernel's parameters fit in 32764 bytes, so no real kernel has more entries than this. */
 #define MAX_PARAMS 32768
 
-static pthread_mutex_t log_lock = PTHREAD_MUTEX_INITIALIZER;
-static char *log_buf;
-static size_t log_len, log_cap;
 static volatile int recording;
 static unsigned long launches_seen;
 
@@ -54,34 +53,8 @@ int dirigo_shim_version(void) { return 1; }
 void dirigo_shim_set_enabled(int on) { recording = on; }
 unsigned long dirigo_shim_launches_seen(void) { return launches_seen; }
 
-/* Copies the log into buf and clears it when it fits (returns its length); otherwise returns the
- * number of bytes needed (length + 1) and keeps it. */
-size_t dirigo_shim_drain(char *buf, size_t cap) {
-  pthread_mutex_lock(&log_lock);
-  size_t n = log_len;
-  if (buf == NULL || cap < n + 1) {
-    pthread_mutex_unlock(&log_lock);
-    return n + 1;
-  }
-  if (n) memcpy(buf, log_buf, n);
-  buf[n] = 0;
-  log_len = 0;
-  pthread_mutex_unlock(&log_lock);
-  return n;
-}
-
-static void append(const char *s, size_t n) {
-  if (log_len + n + 1 > log_cap) {
-    size_t cap = log_cap ? log_cap : 1 << 16;
-    while (cap < log_len + n + 1) cap *= 2;
-    char *nb = realloc(log_buf, cap);
-    if (!nb) return; /* out of memory: drop the record rather than crash the program */
-    log_buf = nb;
-    log_cap = cap;
-  }
-  memcpy(log_buf + log_len, s, n);
-  log_len += n;
-}
+/* Copies the log into buf and clears it when it fits; otherwise returns the size needed (shim_log.h). */
+size_t dirigo_shim_drain(char *buf, size_t cap) { return log_drain(buf, cap); }
 
 static void *find(const char *name, const char *lib) {
   void *p = dlsym(RTLD_NEXT, name);
@@ -187,7 +160,7 @@ static void record(const void *func, int is_kernel, dim3 grid, dim3 block, size_
   }
   if (!b.failed && b.s) {
     pthread_mutex_lock(&log_lock);
-    append(b.s, b.n);
+    log_append_locked(b.s, b.n);
     pthread_mutex_unlock(&log_lock);
   }
   free(b.s);
