@@ -254,9 +254,10 @@ def main() -> int:
         import triton
         sec = ["## Triton launches Execute supports", "",
                "Measured with `python3 scripts/triton-coverage.py all --update-doc docs/coverage.md` "
-               f"(triton {triton.__version__}, PTX for sm_90; `dirigo execute` on each launch with its grid, block, "
-               "shared memory and scalars). The dev corpus holds no Triton program (`grep -rlE "
-               "'triton\\.jit|import triton' ../shared/corpus` finds none), so the measure is on our own kernels.", ""]
+               f"(triton {triton.__version__}; PTX for sm_90, and sm_90a in the GPU traces; `dirigo execute` on each launch "
+               "with its grid, block, shared memory and scalars). The dev corpus holds no Triton program (`grep -rlE "
+               "'triton\\.jit|import triton' ../shared/corpus` finds only KernelBench's own eval.py, which names "
+               "the backend), so the measure is on our own kernels.", ""]
         if ex_rows:
             sec += ["### The examples' bundles (examples/triton)", "",
                     table(ex_rows, lambda r: f"`{r['bundle']}` ({'GPU' if r['gpu'] else 'CPU'} trace)"), ""]

@@ -30,15 +30,15 @@ def test_equal_programs_exit_zero(tmp_path):
     assert (tmp_path / "b" / "manifest.json").exists()
 
 
-def test_a_program_that_raises_is_unsupported_not_a_crash(tmp_path):
+def test_a_candidate_that_raises_where_the_reference_runs_is_a_bug_not_a_crash(tmp_path):
     bad = tmp_path / "new.py"
     bad.write_text("import torch\nclass ModelNew(torch.nn.Module):\n"
                    "    def __init__(self, a, b):\n        super().__init__()\n"
                    "    def forward(self, x):\n        raise ValueError('boom')\n")
     p = run(GOLDEN / "relu_as_clamp" / "ref.py", bad, "--device", "cpu")
-    assert p.returncode == 4, p.stdout + p.stderr
-    assert "UNSUPPORTED" in p.stdout
-    assert "boom" in p.stdout + p.stderr
+    assert p.returncode == 1, p.stdout + p.stderr
+    assert p.stdout.startswith("BUG") and "evidence: exception" in p.stdout
+    assert "ValueError: boom in forward (new.py:6)" in p.stdout
 
 
 def test_witness_out_and_replay_evidence(tmp_path):

@@ -218,3 +218,26 @@ def test_launch_on_a_gpu_keeps_the_shim_off_around_the_launcher(monkeypatch):
         _scale_kernel[(1,)](x, y, 100, 3, BLOCK=128)
     assert hook.calls == ["off", "on", "off", "on"] and hook.depth == 0  # recording, then the launcher
     assert sum(op["kind"] == "launch" for op in rec.ops) == 1
+
+
+@pytest.mark.skipif(not DIRIGO.exists(), reason=f"{DIRIGO} not built")
+@pytest.mark.parametrize("edit, instruction", [
+    (("num_stages=1", "num_stages=3"), "cp.async.ca.shared.global"),      # Triton's default pipelining
+    ((', input_precision="ieee"', ""), "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32"),  # default tf32
+], ids=["pipelined", "tf32"])
+def test_gemm_in_triton_defaults_is_unsupported_naming_the_instruction(tmp_path, edit, instruction):
+    """The GEMM example with Triton's default num_stages or tf32 precision: `dirigo check` answers
+    UNSUPPORTED (exit 4) and names the instruction and its PTX line, never a verdict."""
+    src = (EXAMPLES / "gemm_epilogue" / "good.py").read_text()
+    assert edit[0] in src
+    cand = tmp_path / "new.py"
+    cand.write_text(src.replace(edit[0], edit[1]))
+    os.environ["TRITON_CACHE_DIR"] = str(tmp_path / "triton-cache")
+    r = trace.trace(str(EXAMPLES / "gemm_epilogue" / "ref.py"), str(cand), str(tmp_path / "b"), device="cpu",
+                    timeout=240)
+    assert r.status == "ok", r.message
+    p = subprocess.run([str(DIRIGO), "check", str(tmp_path / "b"), "--budget", "20", "--json"],
+                       capture_output=True, text=True, timeout=200)
+    rep = json.loads(p.stdout)
+    assert p.returncode == 4 and rep["outcome"] == "UNSUPPORTED", rep["reason"]
+    assert f"'{instruction}'" in rep["reason"] and "PTX line" in rep["reason"] and "gemm_bias_relu" in rep["reason"]
