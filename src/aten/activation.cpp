@@ -10,7 +10,9 @@ namespace {
 using ir::Fn;
 
 void act(Registry& r, const std::string& key, std::string_view params, std::function<Expr(Env&, Expr)> f) {
+  r.adding_pointwise = key != "prelu";  // prelu reads its slope by channel, not by broadcast
   r.add(key, params, [f](Env& e) { return f(e, e.operand("self")); });
+  r.adding_pointwise = false;
 }
 
 Expr relu(ir::Context& cx, Expr x) { return cx.max(x, cx.real_const(0)); }

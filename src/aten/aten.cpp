@@ -92,7 +92,7 @@ namespace detail {
 // ---------------------------------------------------------------- registry
 
 void Registry::add(std::string key, std::string_view params, Handler fn) {
-  OpDef d{key, {}, std::move(fn), 0, {}};
+  OpDef d{key, {}, std::move(fn), adding_pointwise, 0, {}};
   std::istringstream ss{std::string(params)};
   for (std::string p; ss >> p;) d.params.push_back(p);
   defs_[key] = std::move(d);
@@ -290,8 +290,28 @@ const TensorRef& Env::output(int k) const {
 }
 
 Expr Env::at(const TensorRef& t, std::span<const int64_t> i) const {
+  if (!sidx.empty()) {  // a pointwise op at a symbolic location: every read is at the broadcast of it
+    if (Index(i.begin(), i.end()) != broadcast_index(t, idx) || t.rank() > sidx.size()) throw NotSymbolic{};
+    size_t lead = sidx.size() - t.rank();
+    std::vector<Expr> si;
+    for (size_t k = 0; k < t.rank(); ++k) si.push_back(t.shape[k] == 1 ? bv(0) : sidx[lead + k]);
+    return sym_at(t, si);
+  }
   if (call.read) return call.read(t.tensor_id, t.flat_index(i), elem_sort(t.dtype));
   return cx.elem(t.tensor_id, t.flat_index(i), elem_sort(t.dtype));
+}
+
+Expr Env::sym_at(const TensorRef& t, std::span<const Expr> i) const {
+  ir::Sort sort = elem_sort(t.dtype);
+  if (call.read_sym) {
+    Expr r = call.read_sym(t, i, sort);
+    if (!r) throw NotSymbolic{};
+    return r;
+  }
+  if (call.read) throw NotSymbolic{};
+  Expr flat = bv(t.offset);
+  for (size_t k = 0; k < i.size(); ++k) flat = cx.bv_add(flat, cx.bv_mul(i[k], bv(t.stride(k))));
+  return cx.load(t.tensor_id, flat, sort);
 }
 
 Expr Env::to_real(Expr e, DType from) const {
@@ -463,6 +483,45 @@ Expr sum_of(const Env& e, const TensorRef& in, const std::vector<Index>& domain)
   return e.cx.add(terms);
 }
 
+std::optional<SymDomain> sym_domain(const TensorRef& in, std::span<const int64_t> dims, bool keepdim,
+                                    std::span<const int64_t> idx, ir::Context& cx) {
+  size_t rank = in.rank();
+  std::vector<bool> reduced(rank, false);
+  for (auto d : dims) reduced[d] = true;
+  SymDomain r;
+  uint32_t n = 0;  // reduced dims of more than one element: the box's dims (one-element ones are index 0)
+  for (auto d : dims) n += in.shape[size_t(d)] != 1;
+  if (n == 0) return std::nullopt;
+  size_t j = 0;
+  uint32_t q = 0;
+  for (size_t k = 0; k < rank; ++k) {
+    if (reduced[k] && in.shape[k] == 1) {
+      r.index.push_back(cx.bv_const(ir::Sort::BV64, 0));
+      if (keepdim) ++j;
+    } else if (reduced[k]) {
+      r.index.push_back(cx.bound(n - 1 - q++));  // dim q of the box: the last one is Bound(0)
+      r.box.emplace_back(0, in.shape[k]);
+      r.count *= in.shape[k];
+      if (keepdim) ++j;
+    } else {
+      if (j >= idx.size()) throw std::invalid_argument("reduction output index has the wrong rank");
+      r.index.push_back(cx.bv_const(ir::Sort::BV64, static_cast<uint64_t>(idx[j++])));
+    }
+  }
+  if (j != idx.size()) throw std::invalid_argument("reduction output index has the wrong rank");
+  return r;
+}
+
+Expr sym_reduce(const Env& e, ir::ReduceOp op, const TensorRef& in, const SymDomain& d,
+                const std::function<Expr(Expr)>& body) {
+  try {
+    Expr x = e.real_sym_at(in, d.index);
+    return e.cx.reduce_abstracted(op, d.box, body(x));
+  } catch (const Env::NotSymbolic&) {
+    return nullptr;
+  }
+}
+
 Expr arg_extreme(ir::Context& cx, std::span<const Expr> vals, std::span<const int64_t> positions, bool is_max) {
   if (vals.empty()) throw std::invalid_argument("arg_extreme over an empty set");
   // Torch returns the first position of the extreme value: the smallest position whose value
@@ -519,6 +578,33 @@ ir::Expr element(ir::Context& ctx, const OpCall& call, int output_index, std::sp
   }
   // Handlers compute floats in the reals, integer results as bitvectors and
   // predicates as Bool; the stored element has the output dtype's sort.
+  ir::Sort want = elem_sort(o.dtype);
+  if (e->sort != want) {
+    DType from = e->sort == ir::Sort::Real ? DType::Float64 : e->sort == ir::Sort::Bool ? DType::Bool : DType::Int64;
+    e = env.convert(e, from, o.dtype);
+  }
+  return e;
+}
+
+ir::Expr element_sym(ir::Context& ctx, const OpCall& call, int output_index, std::span<const ir::Expr> out_index) {
+  std::string key = canonical_name(call.name, call.overload);
+  const detail::OpDef* def = detail::lookup(key);
+  if (!def || !def->pointwise) return nullptr;
+  if (output_index != 0 || call.outputs.empty() || out_index.size() != call.outputs[0].rank()) return nullptr;
+  const TensorRef& o = call.outputs[0];
+  std::vector<int64_t> rep(o.rank(), 0);
+  for (auto s : o.shape)
+    if (s <= 0) return nullptr;
+  detail::Env env(ctx, call, *def, 0, rep);
+  env.sidx.assign(out_index.begin(), out_index.end());
+  ir::Expr e;
+  try {
+    e = def->fn(env);
+  } catch (const detail::Env::NotSymbolic&) {
+    return nullptr;
+  } catch (const std::out_of_range&) {
+    return nullptr;
+  }
   ir::Sort want = elem_sort(o.dtype);
   if (e->sort != want) {
     DType from = e->sort == ir::Sort::Real ? DType::Float64 : e->sort == ir::Sort::Bool ? DType::Bool : DType::Int64;

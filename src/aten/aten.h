@@ -34,6 +34,10 @@ std::string canonical_name(std::string_view name, std::string_view overload = ""
 // output's shape). Throws Unsupported (see above) and std::invalid_argument for
 // malformed calls (missing argument, wrong kind, index out of range).
 ir::Expr element(ir::Context& ctx, const OpCall& call, int output_index, std::span<const int64_t> out_index);
+// The value of a pointwise op's output at a symbolic multi-index (BV64 expressions, typically over
+// a reduction's Bound indices), its operands read through call.read_sym; nullptr when the op is not
+// pointwise or an operand cannot be read symbolically.
+ir::Expr element_sym(ir::Context& ctx, const OpCall& call, int output_index, std::span<const ir::Expr> out_index);
 // Same with a row-major flat index into the output's logical shape.
 ir::Expr element_flat(ir::Context& ctx, const OpCall& call, int output_index, int64_t flat_index);
 

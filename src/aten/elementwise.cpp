@@ -94,6 +94,12 @@ void compare(Registry& r, const std::string& name, std::function<Expr(ir::Contex
 }  // namespace
 
 void register_elementwise(Registry& r) {
+  // every op here reads its tensor operands at the broadcast of the location (element_sym)
+  r.adding_pointwise = true;
+  struct Reset {
+    Registry& r;
+    ~Reset() { r.adding_pointwise = false; }
+  } reset{r};
   // ---- + - * /
   add_sub(r, "add.Tensor", "self other alpha", false, false);
   add_sub(r, "add.Scalar", "self other alpha", false, false);

@@ -24,6 +24,7 @@ struct OpDef {
   std::string key;                  // canonical name
   std::vector<std::string> params;  // schema parameter names in order (kwarg-only ones last)
   Handler fn;
+  bool pointwise = false;           // reads every tensor operand only at the broadcast of the location
   int returns;                      // with `writes`: how many outputs the op returns
   std::vector<std::string> writes;  // arguments written in place but not returned (outputs returns+k)
 };
@@ -36,6 +37,8 @@ class Registry {
   // outputs returns+0, returns+1, ... (see aten::written_arguments).
   void set_writes(const std::string& key, int returns, std::string_view params);
   const OpDef* find(const std::string& key) const;
+  // Ops added while set are pointwise (element_sym evaluates them at symbolic locations).
+  bool adding_pointwise = false;
   std::vector<std::string> keys() const;
  private:
   std::unordered_map<std::string, OpDef> defs_;
@@ -62,7 +65,10 @@ class Env {
   const OpCall& call;
   const OpDef& def;
   const int out;   // which output is asked for
-  const Index idx; // its multi-index
+  const Index idx; // its multi-index (element_sym: all zeros, the location is `sidx`)
+  std::vector<Expr> sidx;  // set: the symbolic location of a pointwise op (element_sym)
+  // Thrown (and caught by the symbolic paths) when an element cannot be read symbolically.
+  struct NotSymbolic {};
 
   [[noreturn]] void unsupported(const std::string& reason) const;
   [[noreturn]] void malformed(const std::string& reason) const;  // std::invalid_argument
@@ -93,6 +99,12 @@ class Env {
   Expr at(const TensorRef& t, std::span<const int64_t> i) const;       // in the tensor's own sort
   Expr real_at(const TensorRef& t, std::span<const int64_t> i) const;  // converted to Real
   Expr num(double d) const;  // exact real constant
+  // Element of t at a symbolic multi-index (through call.read_sym); throws NotSymbolic.
+  Expr sym_at(const TensorRef& t, std::span<const Expr> i) const;
+  Expr real_sym_at(const TensorRef& t, std::span<const Expr> i) const { return to_real(sym_at(t, i), t.dtype); }
+  // Whether a reduction over n elements is emitted as one Reduce node (call.reduce_above).
+  bool reduce_symbolically(int64_t n) const { return call.reduce_above >= 0 && n > call.reduce_above; }
+  Expr bv(int64_t v) const { return cx.bv_const(ir::Sort::BV64, static_cast<uint64_t>(v)); }
   Expr to_real(Expr e, DType from) const;
   // Convert a value computed in `from` to the output dtype's sort (float->int rounds toward zero).
   Expr convert(Expr e, DType from, DType to) const;
@@ -122,6 +134,17 @@ std::vector<int64_t> reduce_dims(const Env& e, std::string_view name, int64_t ra
 std::vector<Index> reduction_domain(const TensorRef& in, std::span<const int64_t> dims, bool keepdim, std::span<const int64_t> idx);
 // Sum / mean of real elements of `in` over a reduction domain.
 Expr sum_of(const Env& e, const TensorRef& in, const std::vector<Index>& domain);
+// A reduction over dims `dims` of `in` into the location idx as one Reduce node: body(x) of each
+// element x read symbolically. nullptr when the elements cannot be read so (the caller expands).
+struct SymDomain {
+  std::vector<Expr> index;  // the input's multi-index: constants and Bound leaves
+  std::vector<std::pair<int64_t, int64_t>> box;
+  int64_t count = 1;
+};
+std::optional<SymDomain> sym_domain(const TensorRef& in, std::span<const int64_t> dims, bool keepdim,
+                                    std::span<const int64_t> idx, ir::Context& cx);
+Expr sym_reduce(const Env& e, ir::ReduceOp op, const TensorRef& in, const SymDomain& d,
+                const std::function<Expr(Expr)>& body);
 // ite chain: first index (as BV64 constant `positions[k]`) whose value is max (or min) of vals.
 Expr arg_extreme(ir::Context& cx, std::span<const Expr> vals, std::span<const int64_t> positions, bool is_max);
 // Element of t at index i except along `dim`, where the position is the runtime

@@ -22,6 +22,21 @@ Expr dot_product(const Env& e, const TensorRef& a, const TensorRef& b, int64_t K
     p.b_step = K > 1 ? b.flat_index(bi(1)) - p.b_first : 0;
     return e.call.sum_of_products(p);
   }
+  if (e.reduce_symbolically(K)) {  // one Reduce: every operand index is affine in k
+    auto affine = [&](const Index& i0, const Index& i1) {
+      std::vector<Expr> si;
+      Expr k = e.cx.bound(0);
+      for (size_t d = 0; d < i0.size(); ++d)
+        si.push_back(i0[d] == i1[d] ? e.bv(i0[d]) : e.cx.bv_add(e.bv(i0[d]), e.cx.bv_mul(e.bv(i1[d] - i0[d]), k)));
+      return si;
+    };
+    try {
+      Expr body = e.cx.mul(e.real_sym_at(a, affine(ai(0), ai(1))), e.real_sym_at(b, affine(bi(0), bi(1))));
+      std::pair<int64_t, int64_t> box[] = {{0, K}};
+      return e.cx.reduce_abstracted(ir::ReduceOp::Sum, box, body);
+    } catch (const Env::NotSymbolic&) {  // an operand computed by an op without a symbolic form: expanded
+    }
+  }
   std::vector<Expr> terms;
   terms.reserve(K);
   for (int64_t k = 0; k < K; ++k) terms.push_back(e.cx.mul(e.real_at(a, ai(k)), e.real_at(b, bi(k))));

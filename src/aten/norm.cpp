@@ -32,16 +32,50 @@ Stats stats(const Env& e, const TensorRef& x, const std::vector<Index>& domain) 
 
 // stats() over the set domain() names, looked up in the call's StatsMemo first: `kind` and `where`
 // (channel, sample, leading index...) identify the set for the input view x.
+using Box = std::vector<std::pair<int64_t, int64_t>>;
+
+// The statistics over a box of x's indices (per dim [lo, hi)) as two Reduce nodes, when the box is
+// large enough and its elements can be read symbolically.
+std::optional<Stats> sym_stats(const Env& e, const TensorRef& x, const Box& box) {
+  int64_t count = 1;
+  for (auto [lo, hi] : box) count *= hi - lo;
+  if (!e.reduce_symbolically(count)) return std::nullopt;
+  auto& cx = e.cx;
+  SymDomain d;
+  uint32_t varying = 0;
+  for (auto [lo, hi] : box) varying += hi - lo > 1;
+  uint32_t q = 0;
+  for (auto [lo, hi] : box) {
+    if (hi - lo > 1) {
+      d.index.push_back(cx.bound(varying - 1 - q++));
+      d.box.emplace_back(lo, hi);
+    } else {
+      d.index.push_back(e.bv(lo));
+    }
+  }
+  d.count = count;
+  Expr s1 = sym_reduce(e, ir::ReduceOp::Sum, x, d, [](Expr v) { return v; });
+  Expr s2 = s1 ? sym_reduce(e, ir::ReduceOp::Sum, x, d, [&](Expr v) { return square(cx, v); }) : nullptr;
+  if (!s1 || !s2) return std::nullopt;
+  Expr inv_m = inverse_count(e, size_t(count));
+  Expr mean = cx.mul(inv_m, s1);
+  return Stats{mean, cx.sub(cx.mul(inv_m, s2), square(cx, mean))};
+}
+
 template <class Domain>
 Stats memo_stats(const Env& e, const TensorRef& x, int64_t kind, const std::vector<int64_t>& where,
-                 Domain domain) {
+                 const Box& box, Domain domain0) {
+  auto domain = [&]() -> Stats {
+    if (auto s = sym_stats(e, x, box)) return *s;
+    return stats(e, x, domain0());
+  };
   aten::StatsMemo* memo = e.call.stats_memo;
-  if (!memo) return stats(e, x, domain());
+  if (!memo) return domain();
   std::vector<int64_t> key{kind, x.tensor_id, x.offset, int64_t(x.rank())};
   for (size_t d = 0; d < x.rank(); ++d) key.push_back(x.shape[d]), key.push_back(x.stride(d));
   key.insert(key.end(), where.begin(), where.end());
   if (auto it = memo->entries.find(key); it != memo->entries.end()) return {it->second.first, it->second.second};
-  Stats s = stats(e, x, domain());
+  Stats s = domain();
   memo->entries.emplace(std::move(key), std::make_pair(s.mean, s.var));
   return s;
 }
@@ -53,6 +87,15 @@ Expr normalize(const Env& e, Expr x, Expr mean, Expr var, double eps, const std:
   if (w) y = cx.mul(y, e.real_at(*w, param_index));
   if (b) y = cx.add(y, e.real_at(*b, param_index));
   return y;
+}
+
+// The box of channels [c0, c1) (dim 1), optionally of sample n only, every other dim whole.
+Box channel_box(const TensorRef& x, int64_t c0, int64_t c1, std::optional<int64_t> n) {
+  Box b;
+  for (size_t d = 0; d < x.rank(); ++d) b.emplace_back(0, x.shape[d]);
+  b[1] = {c0, c1};
+  if (n) b[0] = {*n, *n + 1};
+  return b;
 }
 
 // All input indices of channel c (dim 1), optionally restricted to sample n.
@@ -89,7 +132,7 @@ Expr batch_norm(Env& e, bool training, double eps, int returns = 3, const char* 
     Expr old = e.real_at(e.tensor(which), Index{c});
     if (!training) return old;
     int64_t count = x.numel() / x.shape[1];
-    Stats s = memo_stats(e, x, 0, {c}, [&] { return channel_domain(x, c, std::nullopt); });
+    Stats s = memo_stats(e, x, 0, {c}, channel_box(x, c, c + 1, std::nullopt), [&] { return channel_domain(x, c, std::nullopt); });
     Expr batch = s.mean;
     if (e.out == returns + 1) {
       if (count < 2) e.unsupported("unbiased running variance of one value per channel (division by zero)");
@@ -100,7 +143,7 @@ Expr batch_norm(Env& e, bool training, double eps, int returns = 3, const char* 
   }
   Expr mean, var;
   if (training) {
-    Stats s = memo_stats(e, x, 0, {c}, [&] { return channel_domain(x, c, std::nullopt); });
+    Stats s = memo_stats(e, x, 0, {c}, channel_box(x, c, c + 1, std::nullopt), [&] { return channel_domain(x, c, std::nullopt); });
     mean = s.mean;
     var = s.var;
   } else {
@@ -126,7 +169,7 @@ Expr group_norm(const Env& e, const TensorRef& x, int64_t groups, double eps, bo
   int64_t cg = C / groups;
   int64_t n = e.idx[0];
   int64_t g = stats_output ? e.idx[1] : e.idx[1] / cg;
-  Stats s = memo_stats(e, x, 1, {n, g, cg}, [&] {
+  Stats s = memo_stats(e, x, 1, {n, g, cg}, channel_box(x, g * cg, (g + 1) * cg, n), [&] {
     std::vector<Index> dom;
     for (int64_t c = g * cg; c < (g + 1) * cg; ++c) {
       auto part = channel_domain(x, c, n);
@@ -167,7 +210,10 @@ Expr layer_norm(const Env& e, const TensorRef& x, size_t normalized, double eps,
   }
   std::vector<int64_t> where{int64_t(lead)};
   where.insert(where.end(), base.begin(), base.end());
-  Stats s = memo_stats(e, x, 2, where, domain);
+  Box box;
+  for (size_t d = 0; d < x.rank(); ++d)
+    box.push_back(d < lead ? std::pair<int64_t, int64_t>{base[d], base[d] + 1} : std::pair<int64_t, int64_t>{0, x.shape[d]});
+  Stats s = memo_stats(e, x, 2, where, box, domain);
   switch (e.out) {
     case 0: return normalize(e, e.real_at(x, e.idx), s.mean, s.var, eps, e.opt_tensor("weight"), e.opt_tensor("bias"), pidx);
     case 1: return s.mean;
@@ -216,7 +262,7 @@ void register_norm(Registry& r) {
           if (!e.flag("use_input_stats")) return batch_norm(e, false, e.real("eps"));
           e.require(x.rank() >= 2, "instance norm input needs a channel dim");
           e.require_rank(x.rank());
-          Stats s = memo_stats(e, x, 3, {e.idx[0], e.idx[1]},
+          Stats s = memo_stats(e, x, 3, {e.idx[0], e.idx[1]}, channel_box(x, e.idx[1], e.idx[1] + 1, e.idx[0]),
                                [&] { return channel_domain(x, e.idx[1], e.idx[0]); });
           return normalize(e, e.real_at(x, e.idx), s.mean, s.var, e.real("eps"), e.opt_tensor("weight"),
                            e.opt_tensor("bias"), Index{e.idx[1]});

@@ -101,6 +101,13 @@ struct OpCall {
   // How an element is read: unset, T[i] is the leaf elem(tensor_id, i); set (check's back-projection),
   // the equation is built directly over the values read, with no leaf-substitution pass after it.
   std::function<ir::Expr(int32_t tensor_id, int64_t flat_index, ir::Sort sort)> read;
+  // How an element at a symbolic multi-index (BV64 expressions over a reduction's Bound indices) is
+  // read; nullptr back: not symbolically (the reduction is expanded instead). Unset with `read`
+  // unset: a Load of the view's flat index; unset with `read` set: never symbolically.
+  std::function<ir::Expr(const TensorRef& view, std::span<const ir::Expr> index, ir::Sort sort)> read_sym;
+  // Reductions over more than this many elements are emitted as one ir Reduce node (when every
+  // element can be read symbolically); smaller ones, and every one when negative, term by term.
+  int64_t reduce_above = 1024;
   // Set (check's numeric evaluation of giant locations): a sum of products of two float tensors'
   // elements (matrix products, convolutions) is handed over as flat indices instead of being built
   // term by term; the callback returns the sum as an expression (there: one leaf holding its value).

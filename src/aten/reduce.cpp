@@ -4,6 +4,7 @@
 // the first position on ties (as PyTorch does).
 #include <cmath>
 #include <limits>
+#include <optional>
 
 #include "aten/internal.h"
 
@@ -15,6 +16,7 @@ using ir::Fn;
 struct Reduction {
   const TensorRef* in;
   std::vector<Index> domain;
+  std::optional<SymDomain> sym;  // set: the domain is large enough for one Reduce node (Env::reduce_symbolically)
 };
 
 // The input indices reduced into the asked location: dims from `dim_param`
@@ -30,8 +32,38 @@ Reduction reduction(const Env& e, std::string_view dim_param, bool empty_means_a
     dims = reduce_dims(e, dim_param, rank, empty_means_all);
     keepdim = e.flag("keepdim", false);
   }
-  return {&in, reduction_domain(in, dims, keepdim, e.idx)};
+  int64_t count = 1;
+  for (auto d : dims) count *= in.shape[size_t(d)];
+  if (e.reduce_symbolically(count)) {
+    Reduction r{&in, {}, sym_domain(in, dims, keepdim, e.idx, e.cx)};
+    if (r.sym) return r;
+  }
+  return {&in, reduction_domain(in, dims, keepdim, e.idx), std::nullopt};
 }
+
+// The reduction as one Reduce node of body(x); nullptr when an element cannot be read symbolically.
+Expr sym(const Env& e, const Reduction& r, ir::ReduceOp op, const std::function<Expr(Expr)>& body = {}) {
+  if (!r.sym) return nullptr;
+  return sym_reduce(e, op, *r.in, *r.sym, body ? body : [](Expr x) { return x; });
+}
+
+// The domain listed element by element (for the paths without a Reduce form).
+Reduction expanded(const Env& e, Reduction r, std::string_view dim_param, bool empty_means_all = true) {
+  if (!r.sym) return r;
+  const TensorRef& in = *r.in;
+  int64_t rank = static_cast<int64_t>(in.rank());
+  std::vector<int64_t> dims;
+  bool keepdim = false;
+  if (dim_param.empty()) {
+    for (int64_t k = 0; k < rank; ++k) dims.push_back(k);
+  } else {
+    dims = reduce_dims(e, dim_param, rank, empty_means_all);
+    keepdim = e.flag("keepdim", false);
+  }
+  return {&in, reduction_domain(in, dims, keepdim, e.idx), std::nullopt};
+}
+
+int64_t count_of(const Reduction& r) { return r.sym ? r.sym->count : static_cast<int64_t>(r.domain.size()); }
 
 std::vector<Expr> values(const Env& e, const Reduction& r) {
   std::vector<Expr> v;
@@ -40,11 +72,19 @@ std::vector<Expr> values(const Env& e, const Reduction& r) {
   return v;
 }
 
-Expr mean_of(const Env& e, const Reduction& r) {
-  return e.cx.mul(inverse_count(e, r.domain.size()), sum_of(e, *r.in, r.domain));
+Expr sum_red(const Env& e, const Reduction& r, std::string_view dim_param) {
+  if (Expr s = sym(e, r, ir::ReduceOp::Sum)) return s;
+  Reduction x = expanded(e, r, dim_param);
+  return sum_of(e, *x.in, x.domain);
 }
 
-Expr extreme(const Env& e, const Reduction& r, bool is_max) {
+Expr mean_of(const Env& e, const Reduction& r, std::string_view dim_param) {
+  return e.cx.mul(inverse_count(e, size_t(count_of(r))), sum_red(e, r, dim_param));
+}
+
+Expr extreme(const Env& e, const Reduction& r0, bool is_max, std::string_view dim_param) {
+  if (Expr s = sym(e, r0, is_max ? ir::ReduceOp::Max : ir::ReduceOp::Min)) return s;
+  Reduction r = expanded(e, r0, dim_param);
   auto v = values(e, r);
   if (v.empty()) e.malformed("max/min over an empty set");
   return is_max ? e.cx.max(v) : e.cx.min(v);
@@ -60,8 +100,18 @@ Expr arg(const Env& e, const Reduction& r, int64_t dim, bool is_max) {
 
 // sum((x - mean)^2) / (M - correction), written as (sum(x^2) - M mean^2) / (M - correction)
 // to stay O(M) nodes (see stats() in norm.cpp).
-Expr variance(const Env& e, const Reduction& r, double correction) {
+Expr variance(const Env& e, const Reduction& r0, double correction, std::string_view dim_param) {
   auto& cx = e.cx;
+  if (r0.sym) {
+    Expr s1 = sym(e, r0, ir::ReduceOp::Sum), s2 = sym(e, r0, ir::ReduceOp::Sum, [&](Expr x) { return square(cx, x); });
+    if (s1 && s2) {
+      int64_t m = r0.sym->count;
+      Expr mean = cx.mul(inverse_count(e, size_t(m)), s1);
+      Expr ss = cx.sub(s2, cx.mul(cx.real_const(m), square(cx, mean)));
+      return cx.div(ss, e.num(std::max(0.0, static_cast<double>(m) - correction)));
+    }
+  }
+  Reduction r = expanded(e, r0, dim_param);
   auto xs = values(e, r);
   std::vector<Expr> sq;
   for (Expr x : xs) sq.push_back(square(cx, x));
@@ -113,6 +163,15 @@ Expr softmax(const Env& e, bool log) {
   // PyTorch computes is equal over the reals, and the shift would only add terms.
   std::vector<Expr> ex;
   int64_t n = in.rank() == 0 ? 1 : in.shape[dim];
+  if (in.rank() > 0 && e.reduce_symbolically(n)) {
+    std::vector<int64_t> dims{dim};
+    if (auto d = sym_domain(in, dims, true, e.idx, cx))
+      if (Expr total = sym_reduce(e, ir::ReduceOp::Sum, in, *d, [&](Expr x) { return cx.call(Fn::Exp, x); })) {
+        Expr xi = e.real_at(in, e.idx);
+        if (log) return cx.sub(xi, cx.call(Fn::Log, total));
+        return cx.div(cx.call(Fn::Exp, xi), total);
+      }
+  }
   for (int64_t k = 0; k < n; ++k) ex.push_back(cx.call(Fn::Exp, e.real_at(in, in.rank() == 0 ? e.idx : along(e.idx, dim, k))));
   Expr total = cx.add(ex);
   Expr xi = e.real_at(in, e.idx);
@@ -133,29 +192,29 @@ Expr scan(const Env& e, bool product) {
 }  // namespace
 
 void register_reduce(Registry& r) {
-  r.add("sum", "self dtype", [](Env& e) { auto red = reduction(e, ""); return sum_of(e, *red.in, red.domain); });
-  r.add("sum.dim_IntList", "self dim keepdim dtype", [](Env& e) {
-    auto red = reduction(e, "dim");
-    return sum_of(e, *red.in, red.domain);
+  r.add("sum", "self dtype", [](Env& e) { return sum_red(e, reduction(e, ""), ""); });
+  r.add("sum.dim_IntList", "self dim keepdim dtype", [](Env& e) { return sum_red(e, reduction(e, "dim"), "dim"); });
+  r.add("mean", "self dtype", [](Env& e) { return mean_of(e, reduction(e, ""), ""); });
+  r.add("mean.dim", "self dim keepdim dtype", [](Env& e) { return mean_of(e, reduction(e, "dim"), "dim"); });
+  r.add("prod", "self dtype", [](Env& e) { return e.cx.mul(values(e, expanded(e, reduction(e, ""), ""))); });
+  r.add("prod.dim_int", "self dim keepdim dtype", [](Env& e) {
+    return e.cx.mul(values(e, expanded(e, reduction(e, "dim"), "dim")));
   });
-  r.add("mean", "self dtype", [](Env& e) { return mean_of(e, reduction(e, "")); });
-  r.add("mean.dim", "self dim keepdim dtype", [](Env& e) { return mean_of(e, reduction(e, "dim")); });
-  r.add("prod", "self dtype", [](Env& e) { return e.cx.mul(values(e, reduction(e, ""))); });
-  r.add("prod.dim_int", "self dim keepdim dtype", [](Env& e) { return e.cx.mul(values(e, reduction(e, "dim"))); });
-  r.add("amax", "self dim keepdim", [](Env& e) { return extreme(e, reduction(e, "dim"), true); });
-  r.add("amin", "self dim keepdim", [](Env& e) { return extreme(e, reduction(e, "dim"), false); });
-  r.add("max", "self", [](Env& e) { return extreme(e, reduction(e, ""), true); });
-  r.add("min", "self", [](Env& e) { return extreme(e, reduction(e, ""), false); });
+  r.add("amax", "self dim keepdim", [](Env& e) { return extreme(e, reduction(e, "dim"), true, "dim"); });
+  r.add("amin", "self dim keepdim", [](Env& e) { return extreme(e, reduction(e, "dim"), false, "dim"); });
+  r.add("max", "self", [](Env& e) { return extreme(e, reduction(e, ""), true, ""); });
+  r.add("min", "self", [](Env& e) { return extreme(e, reduction(e, ""), false, ""); });
   for (bool is_max : {true, false})
     r.add(is_max ? "max.dim" : "min.dim", "self dim keepdim", [is_max](Env& e) {
       auto red = reduction(e, "dim");
-      if (e.out == 0) return extreme(e, red, is_max);
+      if (e.out == 0) return extreme(e, red, is_max, "dim");
+      red = expanded(e, red, "dim");
       return arg(e, red, wrap_dim(e.integer("dim"), red.in->rank()), is_max);
     });
   for (bool is_max : {true, false})
     r.add(is_max ? "argmax" : "argmin", "self dim keepdim", [is_max](Env& e) {
-      if (!e.given("dim")) return arg(e, reduction(e, ""), -1, is_max);
-      auto red = reduction(e, "dim");
+      if (!e.given("dim")) return arg(e, expanded(e, reduction(e, ""), ""), -1, is_max);
+      auto red = expanded(e, reduction(e, "dim"), "dim");
       return arg(e, red, wrap_dim(e.integer("dim"), red.in->rank()), is_max);
     });
   // var/std: .correction has a kwarg-only correction; the older overloads an `unbiased` flag.
@@ -163,7 +222,7 @@ void register_reduce(Registry& r) {
     std::string base = is_std ? "std" : "var";
     auto fn = [is_std](Env& e) {
       bool has_dim = e.def.key.find('.') != std::string::npos;
-      Expr v = variance(e, reduction(e, has_dim ? "dim" : ""), correction_of(e));
+      Expr v = variance(e, reduction(e, has_dim ? "dim" : ""), correction_of(e), has_dim ? "dim" : "");
       return is_std ? e.cx.call(Fn::Sqrt, v) : v;
     };
     r.add(base, "self unbiased", fn);
@@ -171,22 +230,27 @@ void register_reduce(Registry& r) {
     r.add(base + ".correction", "self dim correction keepdim", fn);
     r.add(base + "_mean.correction", "self dim correction keepdim", [is_std](Env& e) {
       auto red = reduction(e, "dim");
-      if (e.out == 1) return mean_of(e, red);
-      Expr v = variance(e, red, e.real("correction", 1.0));
+      if (e.out == 1) return mean_of(e, red, "dim");
+      Expr v = variance(e, red, e.real("correction", 1.0), "dim");
       return is_std ? e.cx.call(Fn::Sqrt, v) : v;
     });
   }
-  r.add("norm.Scalar", "self p", [](Env& e) { return vector_norm(e, reduction(e, ""), e.real("p", 2.0)); });
+  r.add("norm.Scalar", "self p", [](Env& e) { return vector_norm(e, expanded(e, reduction(e, ""), ""), e.real("p", 2.0)); });
   for (const char* k : {"norm.ScalarOpt_dim", "norm.ScalarOpt_dim_dtype"})
     r.add(k, "self p dim keepdim", [](Env& e) {
-      return vector_norm(e, reduction(e, "dim"), e.real("p", 2.0));
+      return vector_norm(e, expanded(e, reduction(e, "dim"), "dim"), e.real("p", 2.0));
     });
-  r.add("norm.ScalarOpt_dtype", "self p dtype", [](Env& e) { return vector_norm(e, reduction(e, ""), e.real("p", 2.0)); });
+  r.add("norm.ScalarOpt_dtype", "self p dtype", [](Env& e) {
+    return vector_norm(e, expanded(e, reduction(e, ""), ""), e.real("p", 2.0));
+  });
   r.add("linalg_vector_norm", "self ord dim keepdim dtype", [](Env& e) {
-    return vector_norm(e, reduction(e, "dim"), e.real("ord", 2.0));
+    return vector_norm(e, expanded(e, reduction(e, "dim"), "dim"), e.real("ord", 2.0));
   });
   r.add("logsumexp", "self dim keepdim", [](Env& e) {
-    auto v = values(e, reduction(e, "dim"));
+    auto red = reduction(e, "dim");
+    if (Expr s = sym(e, red, ir::ReduceOp::Sum, [&](Expr x) { return e.cx.call(Fn::Exp, x); }))
+      return e.cx.call(Fn::Log, s);
+    auto v = values(e, expanded(e, red, "dim"));
     for (auto& x : v) x = e.cx.call(Fn::Exp, x);
     return e.cx.call(Fn::Log, e.cx.add(v));
   });
@@ -199,7 +263,7 @@ void register_reduce(Registry& r) {
   for (bool all : {true, false}) {
     auto fn = [all](Env& e) {
       bool has_dim = e.def.key.find('.') != std::string::npos;
-      auto v = values(e, reduction(e, has_dim ? "dim" : ""));
+      auto v = values(e, expanded(e, reduction(e, has_dim ? "dim" : ""), has_dim ? "dim" : ""));
       for (auto& x : v) x = e.cx.not_(e.cx.eq(x, e.cx.real_const(0)));
       return all ? e.cx.and_(v) : e.cx.or_(v);
     };

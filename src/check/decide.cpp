@@ -24,6 +24,7 @@
 #include "check/search.h"
 #include "check/search_internal.h"
 
+#include "ir/reduce.h"
 #include "ir/summary.h"
 #include "ir/eval.h"
 #include "ir/limits.h"
@@ -32,6 +33,117 @@
 #include "smt/falsify.h"
 
 namespace dirigo::check::detail {
+
+namespace {
+
+// Closed reductions of e from the top (not those inside other reductions' bodies).
+std::vector<ir::Expr> top_reductions(ir::Expr e) {
+  std::vector<ir::Expr> out, st{e};
+  std::unordered_set<ir::Expr> seen{e};
+  while (!st.empty()) {
+    ir::Expr x = st.back();
+    st.pop_back();
+    if (x->op == ir::Op::Reduce) {
+      out.push_back(x);
+      continue;
+    }
+    for (ir::Expr c : x->args())
+      if (seen.insert(c).second) st.push_back(c);
+  }
+  return out;
+}
+
+ir::Expr replace_reductions(ir::Context& ctx, ir::Expr e, const std::unordered_map<ir::Expr, ir::Expr>& repl) {
+  std::unordered_map<ir::Expr, ir::Expr> memo;
+  std::vector<std::pair<ir::Expr, bool>> st{{e, false}};
+  while (!st.empty()) {
+    auto [x, done] = st.back();
+    st.pop_back();
+    if (memo.count(x)) continue;
+    if (auto it = repl.find(x); it != repl.end()) { memo.emplace(x, it->second); continue; }
+    if (x->nargs == 0 || x->op == ir::Op::Reduce) { memo.emplace(x, x); continue; }
+    if (!done) {
+      st.emplace_back(x, true);
+      for (ir::Expr c : x->args())
+        if (!memo.count(c)) st.emplace_back(c, false);
+      continue;
+    }
+    std::vector<ir::Expr> a;
+    bool same = true;
+    for (ir::Expr c : x->args()) {
+      a.push_back(memo.at(c));
+      same &= a.back() == c;
+    }
+    memo.emplace(x, same ? x : ctx.rebuild(x, a));
+  }
+  return memo.at(e);
+}
+
+// Reductions with more points than this stay symbolic when the two sides still differ; smaller ones
+// are expanded so that the term-by-term stages (and Z3) see their terms.
+constexpr uint64_t kExpandReductionPoints = 1u << 14;
+
+}  // namespace
+
+// Before the solver: reductions on the two sides over one box whose bodies are equal for a symbolic
+// index (one decision with the index a bounded integer and tensor reads uninterpreted functions of it)
+// are made one node; equal bodies over different boxes are named (the terms one side lacks); what
+// still differs is expanded when small. Returns what was done, for the location's reason.
+std::string Search::match_reductions(ir::Context& ctx, smt::Solver& solver, ir::Expr& ea, ir::Expr& eb) {
+  auto ra = top_reductions(ea), rb = top_reductions(eb);
+  uint64_t points = 0;
+  for (auto* v : {&ra, &rb})
+    for (ir::Expr r : *v) points += ir::reduce_count(r);
+  std::unordered_set<ir::Expr> in_a(ra.begin(), ra.end()), in_b(rb.begin(), rb.end());
+  std::unordered_map<ir::Expr, ir::Expr> repl;
+  std::vector<std::string> notes;
+  unsigned proved = 0, counter = 0;
+  smt::DecideOptions bopt = dopt_;
+  bopt.timeout_ms = std::min(bopt.timeout_ms, 2000u);
+  for (ir::Expr b : rb) {
+    if (in_a.count(b) || repl.count(b)) continue;
+    for (ir::Expr a : ra) {
+      if (in_b.count(a) || a->reduce_op() != b->reduce_op() || a->reduce_rank() != b->reduce_rank()) continue;
+      if (auto d = ir::domain_difference(a, b)) {
+        std::string pt;
+        for (auto c : d->point) pt += (pt.empty() ? "" : ", ") + std::to_string(c);
+        notes.push_back(fmt::format("the same {} over different domains: {} point(s) only in the reference's, {} only in "
+                                    "the candidate's (e.g. index ({}) of the {}'s)",
+                                    ir::reduce_op_name(a->reduce_op()), d->only_a, d->only_b, pt,
+                                    d->in_a ? "reference" : "candidate"));
+        continue;
+      }
+      if (ir::reduce_box(a) != ir::reduce_box(b)) continue;
+      std::vector<ir::Expr> at;
+      for (auto [lo, hi] : ir::reduce_box(a))
+        at.push_back(ctx.var(fmt::format("red!{}!{}", seq_reduce_index_++, counter++), ir::Sort::BV64,
+                             {uint64_t(lo), uint64_t(hi - 1)}));
+      ir::Expr oa = ir::instantiate_at(ctx, a, at), ob = ir::instantiate_at(ctx, b, at);
+      smt::Decision d = solver.decide(ctx, oa, ob, bopt);
+      if (d.verdict == smt::Verdict::Equal) {
+        repl.emplace(b, a);
+        ++proved;
+        break;
+      }
+    }
+  }
+  if (!repl.empty()) eb = replace_reductions(ctx, eb, repl);
+  std::string how;
+  if (ea == eb) {
+    how = fmt::format("reductions: decided symbolically ({} reduction(s), {} terms never expanded", ra.size() + rb.size(),
+                      points);
+    if (proved) how += fmt::format("; {} pair(s) of bodies proved equal for a symbolic index", proved);
+    how += ")";
+  } else if (points <= kExpandReductionPoints) {
+    ea = ir::expand_reductions(ctx, ea, kExpandReductionPoints);
+    eb = ir::expand_reductions(ctx, eb, kExpandReductionPoints);
+    how = fmt::format("reductions: expanded ({} terms)", points);
+  } else {
+    how = fmt::format("reductions: symbolic ({} reduction(s), {} terms)", ra.size() + rb.size(), points);
+  }
+  for (const auto& n : notes) how += "; " + n;
+  return how;
+}
 
 Slot Search::evaluate(ir::Context& ctx, Lowering& ref, Lowering& cand, smt::Solver& solver, const Location& loc, size_t seq) {
   Slot slot;
@@ -62,6 +174,29 @@ Slot Search::evaluate(ir::Context& ctx, Lowering& ref, Lowering& cand, smt::Solv
       too_large = fmt::format("an earlier location of this output passed {} nodes", opt_.build_nodes);
   }
   if (too_large.empty()) too_large = estimated_too_large(ref, loc);
+  if (!too_large.empty() && opt_.numeric_estimate > 0) {
+    // Estimated from the expanded templates: with reductions the built location may be small. One
+    // short try under a small node cap; if it fits, the output is built after all.
+    bool first;
+    {
+      std::lock_guard lock(mu_);
+      first = reduce_tried_outputs_.insert(loc.output).second;
+    }
+    if (first) {
+      ir::set_limits(ctx, {nodes0 + kReduceTrialNodes, build_end});
+      try {
+        ir::Expr ta = ref.element(pair.ref, loc.flat);
+        ir::Expr tb = cand.element(pair.cand, loc.flat);
+        if (ta && tb) {
+          too_large.clear();
+          std::lock_guard lock(mu_);
+          numeric_outputs_.erase(loc.output);
+        }
+      } catch (...) {  // too large after all (or UNSUPPORTED, ...): the numeric path as estimated
+      }
+      ir::set_limits(ctx, {nodes0 + std::min(opt_.max_location_nodes, opt_.build_nodes), build_end});
+    }
+  }
   // The falsification tier: a difference found numerically is this location's BUG unless the
   // location builds within Options::falsified_build_nodes and the proof's own witness is confirmed
   // too (its report then names both symbolic values and every leaf).
@@ -134,6 +269,19 @@ Slot Search::evaluate(ir::Context& ctx, Lowering& ref, Lowering& cand, smt::Solv
     lr.ms = std::chrono::duration<double, std::milli>(Clock::now() - tl).count();
     return slot;
   }
+  std::string reduce_how;
+  if (ea != eb && (ir::contains_reduce(ea) || ir::contains_reduce(eb))) {
+    try {
+      reduce_how = match_reductions(ctx, solver, ea, eb);
+    } catch (const ir::LimitExceeded& x) {
+      if (falsified) return as_falsified();
+      lr.verdict = smt::Verdict::Timeout;
+      lr.reason = fmt::format("matching the location's reductions: {}", x.what());
+      return slot;
+    }
+  } else if (ea == eb && ir::contains_reduce(ea)) {
+    reduce_how = "reductions: decided symbolically (the same reduction nodes on both sides)";
+  }
   lr.ref_nodes = ir::dag_size(ea);
   lr.cand_nodes = ir::dag_size(eb);
   std::optional<PairKey> key;
@@ -205,6 +353,10 @@ Slot Search::evaluate(ir::Context& ctx, Lowering& ref, Lowering& cand, smt::Solv
   lr.verdict = d.verdict;
   lr.stage = d.stage;
   lr.reason = d.reason;
+  // How reductions were handled, on the locations whose reason says why they are as they are (a
+  // difference's reason is the witness's story, told elsewhere).
+  if (!reduce_how.empty() && d.verdict != smt::Verdict::Differ)
+    lr.reason = lr.reason.empty() ? reduce_how : lr.reason + " (" + reduce_how + ")";
   if (d.verdict == smt::Verdict::Equal) lr.approximations = d.approximations;
   if (key && d.verdict != smt::Verdict::Differ) {
     std::lock_guard lock(mu_);

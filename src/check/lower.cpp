@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <map>
 
 #include <fmt/format.h>
@@ -401,30 +402,95 @@ aten::Arg convert_arg(const bundle::Arg& a, const std::string& path,
 
 }  // namespace
 
-ir::Expr Lowering::from_aten(const program::SsaOp& op, const program::Write& w, ValueId v, int64_t j) {
+// How many elements a reduction needs before it is emitted as one ir Reduce node (aten::OpCall::
+// reduce_above); DIRIGO_REDUCE_ABOVE=-1 expands every reduction term by term (the old form, for A/B).
+static int64_t reduce_above() {
+  static const int64_t v = [] {
+    const char* s = std::getenv("DIRIGO_REDUCE_ABOVE");
+    return s && *s ? std::strtoll(s, nullptr, 10) : aten::OpCall{}.reduce_above;
+  }();
+  return v;
+}
+
+aten::OpCall Lowering::make_aten_call(const program::SsaOp& op) {
   const auto& a = *op.aten();
   std::map<std::string, const program::Operand*> reads;
   for (const auto& r : op.reads) reads[r.path] = &r;
   auto tensor_of = [this](ValueId x) { return value_tensor(x); };
+  aten::OpCall call;
+  call.name = a.name;
+  call.overload = a.overload;
+  for (size_t i = 0; i < a.args.size(); ++i)
+    call.args.push_back(convert_arg(a.args[i], fmt::format("args[{}]", i), reads, tensor_of));
+  for (const auto& [k, x] : a.kwargs) call.kwargs.emplace_back(k, convert_arg(x, "kwargs." + k, reads, tensor_of));
+  for (const auto& out : op.results) call.outputs.push_back(aten_ref(out, value_tensor(out.value)));
   // The equation is built over the operands' back-projections directly (every tensor aten reads is a
   // value tensor of this program): no leaf-substitution pass, no second copy of the equation's nodes.
-  auto read = [this](int32_t t, int64_t j, ir::Sort s) -> ir::Expr {
+  call.read = [this](int32_t t, int64_t j, ir::Sort s) -> ir::Expr {
     auto it = tensor_value_.find(t);
     return it == tensor_value_.end() ? cx().elem(t, j, s) : operand_element(it->second, j, s);
   };
-  auto make_call = [&] {  // the op's arguments; outputs: its returned tensors
-    aten::OpCall call;
-    call.name = a.name;
-    call.overload = a.overload;
-    for (size_t i = 0; i < a.args.size(); ++i)
-      call.args.push_back(convert_arg(a.args[i], fmt::format("args[{}]", i), reads, tensor_of));
-    for (const auto& [k, x] : a.kwargs) call.kwargs.emplace_back(k, convert_arg(x, "kwargs." + k, reads, tensor_of));
-    for (const auto& out : op.results) call.outputs.push_back(aten_ref(out, value_tensor(out.value)));
-    call.read = read;
-    if (products_) call.sum_of_products = *products_;
-    call.stats_memo = &stats_memos_[{&cx(), template_ctx_ != nullptr}];
-    return call;
-  };
+  call.reduce_above = reduce_above();
+  // Templates (the numeric path) keep their reductions term by term.
+  if (!template_ctx_)
+    call.read_sym = [this](const aten::TensorRef& t, std::span<const ir::Expr> idx, ir::Sort s) {
+      return read_symbolic(t, idx, s);
+    };
+  if (products_) call.sum_of_products = *products_;
+  call.stats_memo = &stats_memos_[{&cx(), template_ctx_ != nullptr}];
+  return call;
+}
+
+// An element of a view at a symbolic index (a reduction's body): a shared input's element is a Load
+// of its leaf tensor, an element computed by a pointwise ATen op is that op's equation at the index
+// (aten::element_sym); anything else (kernel writes, views the producer did not write) is nullptr:
+// the reduction is expanded instead.
+ir::Expr Lowering::read_symbolic(const aten::TensorRef& t, std::span<const ir::Expr> idx, ir::Sort s) {
+  auto bv = [this](int64_t x) { return cx().bv_const(ir::Sort::BV64, uint64_t(x)); };
+  auto it = tensor_value_.find(t.tensor_id);
+  if (it == tensor_value_.end()) return nullptr;
+  ValueId v = it->second;
+  if (std::all_of(idx.begin(), idx.end(), [](ir::Expr e) { return e->op == ir::Op::ConstBV; })) {
+    std::vector<int64_t> ci;
+    for (ir::Expr e : idx) ci.push_back(int64_t(e->u));
+    return operand_element(v, t.flat_index(ci), s);
+  }
+  if (const SharedLeaf& sl = shared_leaf(v); sl.shared >= 0) {
+    if (!sl.contiguous || sl.sort != s) return nullptr;
+    ir::Expr flat = bv(t.offset - sl.view->offset);  // logical index of a contiguous input = storage - offset
+    for (size_t k = 0; k < idx.size(); ++k) flat = cx().bv_add(flat, cx().bv_mul(idx[k], bv(t.stride(k))));
+    return cx().load(sl.tensor, flat, s);
+  }
+  const program::Value& val = prog_.value(v);
+  if (val.producer < 0) return nullptr;
+  const program::SsaOp& op = prog_.ops[size_t(val.producer)];
+  if (!std::holds_alternative<bundle::AtenOp>(op.op)) return nullptr;
+  for (size_t r = 0; r < op.results.size(); ++r) {
+    const View& res = op.results[r];
+    // The view read must be the producer's result or a leading part of it (a slice from 0): then a
+    // multi-index means the same element in both.
+    if (res.value != v || res.shape.size() != t.rank() || res.offset != t.offset || res.strides.size() != t.rank())
+      continue;
+    bool same = true;
+    for (size_t k = 0; k < t.rank(); ++k)
+      same &= t.shape[k] <= res.shape[k] && (t.shape[k] == 1 || res.strides[k] == t.stride(k));
+    if (!same) continue;
+    try {
+      aten::OpCall call = make_aten_call(op);
+      ir::Expr e = aten::element_sym(cx(), call, int(r), idx);
+      return e && e->sort == s ? e : nullptr;
+    } catch (const std::exception&) {  // malformed or unsupported there: the reduction is expanded
+      return nullptr;
+    }
+  }
+  return nullptr;
+}
+
+ir::Expr Lowering::from_aten(const program::SsaOp& op, const program::Write& w, ValueId v, int64_t j) {
+  const auto& a = *op.aten();
+  std::map<std::string, const program::Operand*> reads;
+  for (const auto& r : op.reads) reads[r.path] = &r;
+  auto make_call = [&] { return make_aten_call(op); };  // the op's arguments; outputs: its returned tensors
   auto equation = [&](const aten::OpCall& call, int output, const std::vector<int64_t>& index) {
     ir::Expr e;
     try {

@@ -153,6 +153,8 @@ class Lowering {
  private:
   ir::Expr compute(program::ValueId v, int64_t j);
   ir::Expr from_aten(const program::SsaOp& op, const program::Write& w, program::ValueId v, int64_t j);
+  aten::OpCall make_aten_call(const program::SsaOp& op);
+  ir::Expr read_symbolic(const aten::TensorRef& t, std::span<const ir::Expr> idx, ir::Sort s);
   ir::Expr from_launch(size_t op_index, const program::Write& w, int64_t j);
   ir::Expr from_copy(const program::SsaOp& op, const program::Write& w, int64_t j);
   ir::Expr from_library(size_t op_index, const program::Write& w, int64_t j);  // cuBLAS calls (src/blas)

@@ -134,6 +134,10 @@ class Search {
   std::unordered_map<PairKey, Decided, PairKeyHash> decided_;
   std::unordered_set<size_t> numeric_outputs_;  // outputs whose locations are evaluated numerically
   std::unordered_set<size_t> estimated_outputs_;  // outputs whose first location was estimated
+  std::unordered_set<size_t> reduce_tried_outputs_;  // outputs estimated too large and built once under a small cap
+  static constexpr size_t kReduceTrialNodes = 200'000;
+  std::atomic<uint64_t> seq_reduce_index_{0};  // names of symbolic reduction indices (decide.cpp)
+  std::string match_reductions(ir::Context& ctx, smt::Solver& solver, ir::Expr& ea, ir::Expr& eb);
   std::map<std::pair<const Lowering*, unsigned>, std::unique_ptr<NumericEvaluator>> numeric_;  // by first point
   std::map<unsigned, std::shared_ptr<ProductsCache>> numeric_products_;  // by first point, both programs'
   // the falsification tier's evaluators (its distribution points, fp64 and fp32 lanes), by lowering and round

@@ -648,7 +648,7 @@ Expr Normalizer::rewrite_call(Expr e) {
 // -max, or log-sum-exp's): (T, sum_j exp(b_j) * r_j), so 1/S and log(S) drop the shift exactly as
 // the unshifted forms read. Every term must carry exactly one exp factor (ExpSum merged the rest).
 std::optional<std::pair<Expr, Expr>> Normalizer::exp_shift(Expr s) {
-  if (s->op != Op::Add || !opt_.on(Axiom::ExpShift)) return std::nullopt;
+  if ((s->op != Op::Add && s->op != Op::Reduce) || !opt_.on(Axiom::ExpShift)) return std::nullopt;
   auto exp_of = [](Expr term) -> Expr {
     Expr found = nullptr;
     for (Expr f : term->op == Op::Mul ? term->args() : std::span<const Expr>(&term, 1))
@@ -658,6 +658,24 @@ std::optional<std::pair<Expr, Expr>> Normalizer::exp_shift(Expr s) {
       }
     return found;
   };
+  if (s->op == Op::Reduce) {  // sum_k exp(T + b(k)) * r(k) with T independent of k: the same shift, once
+    if (s->reduce_op() != ir::ReduceOp::Sum || s->has_free_bound()) return std::nullopt;
+    Expr body = s->reduce_body();
+    Expr f = exp_of(body);
+    if (!f) return std::nullopt;
+    Expr arg = f->arg(0);
+    std::vector<Expr> common;
+    for (Expr x : terms_of(arg))
+      if (!x->is_const() && !x->has_free_bound()) common.push_back(x);
+    if (common.empty()) return std::nullopt;
+    Expr shift = ctx_.add(common);
+    std::vector<Expr> factors;
+    for (Expr g : body->op == Op::Mul ? body->args() : std::span<const Expr>(&body, 1))
+      factors.push_back(g == f ? ctx_.call(Fn::Exp, ctx_.sub(f->arg(0), shift)) : g);
+    std::vector<std::pair<int64_t, int64_t>> box;
+    for (unsigned d = 0; d < s->reduce_rank(); ++d) box.emplace_back(s->reduce_lo(d), s->reduce_hi(d));
+    return std::make_pair(shift, ctx_.reduce_abstracted(ir::ReduceOp::Sum, box, ctx_.mul(factors)));
+  }
   std::vector<Expr> common;  // summands of the first term's argument found in every other one
   for (Expr term : s->args()) {
     if (ticker_) ticker_->tick("while shifting sums of exponentials (axioms)");

@@ -1,0 +1,19 @@
+# Softmax over 16384 logits.
+import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+
+    def forward(self, x):
+        return torch.softmax(x, dim=1)
+
+
+def get_inputs():
+    return [torch.randn(32, 16384)]
+
+
+def get_init_inputs():
+    return []
