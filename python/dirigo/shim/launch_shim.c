@@ -14,6 +14,7 @@
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <pthread.h>
+#include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -39,6 +40,9 @@ typedef cudaError_t (*launch_exc_fn)(const cudaLaunchConfig_t *, const void *, v
 typedef cudaError_t (*get_func_fn)(CUfunction *, const void *);
 typedef CUresult (*func_name_fn)(const char **, CUfunction);
 typedef CUresult (*param_info_fn)(CUfunction, size_t, size_t *, size_t *);
+
+/* A kernel's parameters fit in 32764 bytes, so no real kernel has more entries than this. */
+#define MAX_PARAMS 32768
 
 static pthread_mutex_t log_lock = PTHREAD_MUTEX_INITIALIZER;
 static char *log_buf;
@@ -90,6 +94,52 @@ static void *find(const char *name, const char *lib) {
   return p;
 }
 
+/* ---- a record under construction: grows as needed, so no name or parameter list can overrun it */
+typedef struct {
+  char *s;
+  size_t n, cap;
+  int failed; /* an allocation or format failed: the record is incomplete and must not be logged */
+} sbuf;
+
+static void put(sbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void put(sbuf *b, const char *fmt, ...) {
+  if (b->failed) return;
+  for (;;) {
+    va_list ap;
+    va_start(ap, fmt);
+    size_t room = b->cap - b->n;
+    int m = vsnprintf(b->s ? b->s + b->n : NULL, b->s ? room : 0, fmt, ap);
+    va_end(ap);
+    if (m < 0) {
+      b->failed = 1;
+      return;
+    }
+    if (b->s && (size_t)m < room) {
+      b->n += (size_t)m;
+      return;
+    }
+    size_t cap = b->cap ? b->cap : 1024;
+    while (cap < b->n + (size_t)m + 1) cap *= 2;
+    char *nb = realloc(b->s, cap);
+    if (!nb) {
+      b->failed = 1;
+      return;
+    }
+    b->s = nb;
+    b->cap = cap;
+  }
+}
+
+/* A C string as the inside of a JSON string: quotes, backslashes and control bytes escaped; bytes >= 0x80
+ * pass through (Python decodes the log with errors="replace"). */
+static void put_json_string(sbuf *b, const char *s) {
+  for (const unsigned char *p = (const unsigned char *)s; *p; ++p) {
+    if (*p == '"' || *p == '\\') put(b, "\\%c", *p);
+    else if (*p < 0x20) put(b, "\\u%04x", *p);
+    else put(b, "%c", *p);
+  }
+}
+
 /* `func` is a host stub (cudaLaunchKernel) or, when is_kernel, a CUkernel handle (__cudaLaunchKernel, what
  * CUDA 13 host stubs call for <<<...>>>). Name and parameter layout come from the driver. */
 static void record(const void *func, int is_kernel, dim3 grid, dim3 block, size_t shared, cudaStream_t stream,
@@ -113,35 +163,34 @@ static void record(const void *func, int is_kernel, dim3 grid, dim3 block, size_
     if (get_func && get_func(&f, func) == 0 && func_name) func_name(&name, f);
     param_info = func_param_info;
   }
-  char head[512];
-  int n = snprintf(head, sizeof head,
-                   "{\"kernel\":\"%s\",\"grid\":[%u,%u,%u],\"block\":[%u,%u,%u],\"shared\":%zu,"
-                   "\"stream\":\"0x%llx\",\"host_func\":\"0x%llx\",\"params\":",
-                   name ? name : "", grid.x, grid.y, grid.z, block.x, block.y, block.z, shared,
-                   (unsigned long long)(uintptr_t)stream, (unsigned long long)(uintptr_t)func);
-  pthread_mutex_lock(&log_lock);
-  append(head, (size_t)n);
-  if (!f || !param_info) {
-    append("null}\n", 6);
+  /* The whole record is built in a growing buffer first (kernel names of templates run to kilobytes),
+   * then appended under the lock in one piece: an allocation failure drops the record, never half of it. */
+  sbuf b = {0};
+  put(&b, "{\"kernel\":\"");
+  put_json_string(&b, name ? name : "");
+  put(&b, "\",\"grid\":[%u,%u,%u],\"block\":[%u,%u,%u],\"shared\":%zu,\"stream\":\"0x%llx\",\"host_func\":\"0x%llx\","
+      "\"params\":", grid.x, grid.y, grid.z, block.x, block.y, block.z, shared,
+      (unsigned long long)(uintptr_t)stream, (unsigned long long)(uintptr_t)func);
+  if (!f || !param_info || !args) {
+    put(&b, "null}\n");
   } else {
-    append("[", 1);
-    for (size_t i = 0;; ++i) {
+    put(&b, "[");
+    for (size_t i = 0; i < MAX_PARAMS; ++i) {
       size_t off = 0, size = 0;
       if (param_info(f, i, &off, &size) != 0) break;
-      char item[64];
-      int m = snprintf(item, sizeof item, "%s[%zu,%zu,\"", i ? "," : "", off, size);
-      append(item, (size_t)m);
+      put(&b, "%s[%zu,%zu,\"", i ? "," : "", off, size);
       const unsigned char *bytes = (const unsigned char *)args[i];
-      for (size_t b = 0; b < size; ++b) {
-        char hx[3];
-        snprintf(hx, sizeof hx, "%02x", bytes[b]);
-        append(hx, 2);
-      }
-      append("\"]", 2);
+      for (size_t k = 0; bytes && k < size; ++k) put(&b, "%02x", bytes[k]);
+      put(&b, "\"]");
     }
-    append("]}\n", 3);
+    put(&b, "]}\n");
   }
-  pthread_mutex_unlock(&log_lock);
+  if (!b.failed && b.s) {
+    pthread_mutex_lock(&log_lock);
+    append(b.s, b.n);
+    pthread_mutex_unlock(&log_lock);
+  }
+  free(b.s);
 }
 
 #define INTERPOSE_LAUNCH(SYM)                                                                         \
