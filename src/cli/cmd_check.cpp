@@ -119,7 +119,7 @@ void recorded_state(dirigo::check::Report& report, const std::string& bundle) {
   report.notes.push_back("state: from the bundle's match.state (python3 -m dirigo.bundle state), not recomputed");
 }
 
-dirigo::cli::Register reg({"check", "check a trace bundle: BUG / SUSPECT / CHECKED / VERIFIED / TIMEOUT / UNSUPPORTED",
+dirigo::cli::Register register_check({"check", "check a trace bundle: BUG / SUSPECT / CHECKED / VERIFIED / TIMEOUT / UNSUPPORTED",
                            [](CLI::App& sub) {
   auto a = std::make_shared<CheckArgs>();
   sub.add_option("inputs", a->inputs, "a trace bundle directory (or .tar), or REF.py NEW.py to trace first")
