@@ -178,6 +178,68 @@ void BM_NumericEstimateConvTranspose3d(benchmark::State& state) {
 BENCHMARK(BM_NumericEstimateConvTranspose3d)->Args({4, 64, 8, 32})->Args({16, 64, 16, 32})
     ->Unit(benchmark::kMillisecond)->Iterations(1);
 
+// Many random points at once as vector lanes (the falsification tier's way): `lanes` points in fp64,
+// then (with f32 = 1) the same points in IEEE fp32. f64_mac_per_s: multiply-adds of sums of products
+// times fp64 lanes per CPU second (the target: 10^9 per core); lane_mac_per_s: all lanes.
+check::NumericOptions lane_options(int64_t lanes, bool f32) {
+  check::NumericOptions o{.seed = 1};
+  o.points.clear();
+  for (int k = 0; k < (f32 ? 2 : 1); ++k)
+    for (int64_t p = 0; p < lanes; ++p) {
+      o.points.push_back(unsigned(1024 + p));
+      o.precisions.push_back(k ? ir::Precision::F32 : ir::Precision::F64);
+    }
+  return o;
+}
+
+void lane_counters(benchmark::State& state, const check::NumericEvaluator::Stats& st, int64_t lanes, bool f32) {
+  state.counters["elements"] = double(st.elements);
+  state.counters["products"] = double(st.products);
+  state.counters["f64_mac_per_s"] = benchmark::Counter(double(st.products) * double(lanes), benchmark::Counter::kIsRate);
+  state.counters["lane_mac_per_s"] =
+      benchmark::Counter(double(st.products) * double(lanes * (f32 ? 2 : 1)), benchmark::Counter::kIsRate);
+}
+
+// GEMM cone: out0[0] of training batch norm over x[M,K] @ W^T needs column 0 of the product: M
+// dot products of K terms.
+void BM_NumericLanesGemm(benchmark::State& state) {
+  const int64_t M = state.range(0), K = state.range(1), lanes = state.range(2), N = 4;
+  const bool f32 = state.range(3);
+  J m{{"format", "dirigo-bundle"}, {"version", 1}, {"modules", J::array({J{{"id", "m0"}, {"path", "ptx/m0.ptx"}}})},
+      {"programs", J::array({program("ref", "reference", M, K, N), program("new", "candidate", M, K, N)})}};
+  bundle::Bundle b = bundle::parse_manifest(m.dump());
+  program::Merged merged = program::merge(b, {false, false});
+  check::NumericEvaluator::Stats st;
+  for (auto _ : state) {
+    ir::Context ctx;
+    check::Lowering low(ctx, b, merged, true, {});
+    check::NumericEvaluator ev(low, lane_options(lanes, f32));
+    benchmark::DoNotOptimize(ev.element(merged.outputs[0].ref, 0)[0]);
+    st = ev.stats();
+  }
+  lane_counters(state, st, lanes, f32);
+}
+BENCHMARK(BM_NumericLanesGemm)->Args({512, 4096, 1, 0})->Args({512, 4096, 8, 0})->Args({512, 4096, 16, 0})
+    ->Args({512, 4096, 10, 1})->Unit(benchmark::kMillisecond)->Iterations(1);
+
+// Convolution cone: the first location of training batch norm over a transposed 3-D convolution.
+void BM_NumericLanesConvTranspose3d(benchmark::State& state) {
+  const int64_t lanes = state.range(0), k = 5;
+  const bool f32 = state.range(1);
+  auto [b, merged] = conv_bundle(4, 64, 8, 16, k);
+  check::NumericEvaluator::Stats st;
+  for (auto _ : state) {
+    ir::Context ctx;
+    check::Lowering low(ctx, b, merged, true, {});
+    check::NumericEvaluator ev(low, lane_options(lanes, f32));
+    benchmark::DoNotOptimize(ev.element(merged.outputs[0].ref, 0)[0]);
+    st = ev.stats();
+  }
+  lane_counters(state, st, lanes, f32);
+}
+BENCHMARK(BM_NumericLanesConvTranspose3d)->Args({1, 0})->Args({8, 0})->Args({16, 0})->Args({10, 1})
+    ->Unit(benchmark::kMillisecond)->Iterations(1);
+
 }  // namespace
 
 BENCHMARK_MAIN();

@@ -23,14 +23,15 @@ EXIT_CODES = dict(_core.EXIT_CODES) if _core is not None else {}
 
 @dataclass
 class Verdict:
-    outcome: str                 # BUG | SUSPECT | CHECKED | VERIFIED | TIMEOUT | UNSUPPORTED
+    outcome: str                 # BUG | SUSPECT | CHECKED | VERIFIED | TIMEOUT | UNSUPPORTED | ERROR (dirigo failed)
     reason: str = ""
     checked: int = 0             # locations decided
     equal: int = 0               # ... proven equal for every input
     total_locations: int = 0
     seconds: float = 0.0
     evidence: str = ""           # what backs a BUG: execute-safety | replay-gpu | replay-cpu | fp32-evaluation |
-                                 # state-replay-gpu/cpu | state-proven-location | observed-gpu/cpu | crash-gpu
+                                 # state-replay-gpu/cpu | state-proven-location | observed-gpu/cpu | crash-gpu |
+                                 # exception | timeout | crash (stage "trace": the candidate failed, the reference ran)
     location: dict | None = None  # the first differing location (index, symbolic values, witness)
     findings: list = field(default_factory=list)  # Execute safety violations
     report: dict = field(default_factory=dict)    # the full JSON report
@@ -138,18 +139,22 @@ def _check(ref, new, *, budget_s, jobs, seed, full, device, timeout, keep_bundle
         if rtol is not None:
             kw["rtol"] = rtol
         res = _trace.trace(ref, new, out, device=device, timeout=timeout, **kw)
-        if res.status == "crash":  # the candidate faulted on the GPU where the reference ran
-            return Verdict.from_report(json.loads(_core.candidate_crash(res.message)))
-        if res.status != "ok":  # report["trace"]: "error" (a program failed), "unsupported" (dirigo cannot model it)
-            return Verdict("UNSUPPORTED", res.message, stage="trace",
-                           report={"outcome": "UNSUPPORTED", "reason": res.message,
-                                   "trace": {"status": res.status, "message": res.message}})
+        if res.status in ("crash", "failed"):  # the candidate failed (faulted, raised, hung) where the reference ran
+            v = Verdict.from_report(json.loads(_core.candidate_failure(res.message, res.evidence)))
+            v.report["trace"] = {"status": res.status, "message": res.message, "failure": res.failure}
+            return v
+        if res.status == "internal":  # the tracer itself failed: dirigo's error, not a verdict on the programs
+            rep = json.loads(_core.internal_error(res.message))
+            return Verdict.from_report(dict(rep, trace={"status": res.status, "message": res.message}))
+        if res.status != "ok":  # "error" (the reference failed), "unsupported" (environment, or not modelled)
+            rep = json.loads(_core.trace_unsupported(res.message))
+            return Verdict.from_report(dict(rep, trace={"status": res.status, "message": res.message}))
         v = check_bundle(out, budget_s=budget_s, seed=seed, full=full, atol=atol, rtol=rtol, jobs=jobs)
         if replay and v.outcome in ("BUG", "SUSPECT") and not v.findings and v.witness:
             w = dict(v.witness, ref=os.path.abspath(ref), new=os.path.abspath(new))
             v.report["witness"] = w
             apply_replay(v, replay_witness(w, device=device, timeout=timeout))
-        if state:
+        if state and v.outcome != "ERROR":
             apply_state(v, state_answer(ref, new, bundle=out, report=v.report, device=device, timeout=timeout,
                                         observe=device == "cuda" if observe is None else observe))
         return v

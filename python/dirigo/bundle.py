@@ -220,9 +220,9 @@ def _validate_program(prog: Any, path: str, modules: dict) -> None:
             if mid not in modules:
                 raise _err(f"{p}.module", f"unknown module id {json.dumps(mid)}")
             _need(op, "kernel", p, _str, "a kernel name")
-            for key in ("grid", "block"):
-                _need(op, key, p, lambda v: _int_list(v) and len(v) == 3 and all(x > 0 for x in v),
-                      "three positive integers")
+            for key in ("grid", "block"):  # a launch the GPU refuses (zero grid, 2048 threads) is still recorded
+                _need(op, key, p, lambda v: _int_list(v) and len(v) == 3 and all(0 <= x < 1 << 32 for x in v),
+                      "three integers in [0, 2^32)")
             _need(op, "shared_bytes", p, lambda v: _is_int(v) and v >= 0, "a non-negative integer")
             args = _need(op, "args", p, lambda v: isinstance(v, list), "a list")
             for j, a in enumerate(args):

@@ -204,22 +204,42 @@ def detect_kind(path: str, text: str) -> str:
                     f"(a candidate), nor functional_model (the functional form)")
 
 
-def _exec_file(path: str, records: list[ExtensionRecord], allow_cuda: bool) -> dict:
+# What a functional-template candidate defines itself (its program); everything else it leaves undefined
+# (module-level sizes, get_inputs, get_init_inputs, INIT_PARAM_NAMES, ...) the harness supplies from the task.
+_PROGRAM_NAMES = frozenset({"Model", "ModelNew", "functional_model", "extract_state_kwargs", "build_reference_model",
+                            "get_functional_inputs"})
+
+
+def harness_names(text: str, reference_ns: dict | None) -> dict:
+    """The reference's names a candidate in the functional template runs with when it leaves them undefined
+    (the harness executes it in the task's namespace): empty unless the candidate is in that layout."""
+    if not reference_ns or not re.search(r"^def\s+functional_model\s*\(", text, re.M):
+        return {}
+    return {k: v for k, v in reference_ns.items() if not k.startswith("__") and k not in _PROGRAM_NAMES}
+
+
+def _exec_file(path: str, records: list[ExtensionRecord], allow_cuda: bool,
+               reference_ns: dict | None = None) -> dict:
     with open(path) as fh:
         text = fh.read()
     name = "dirigo_user_" + re.sub(r"\W", "_", os.path.splitext(os.path.basename(path))[0])
     module = types.ModuleType(name)
     module.__file__ = os.path.abspath(path)
     sys.modules[name] = module  # dataclasses and pickling look modules up by name
+    inherited = harness_names(text, reference_ns)
+    module.__dict__.update(inherited)  # the candidate's own definitions, executed next, take precedence
     code = compile(text, os.path.abspath(path), "exec")
     with intercept_extensions(records, allow_cuda):
         exec(code, module.__dict__)
+    module.__dict__["__dirigo_inherited__"] = sorted(k for k, v in inherited.items() if module.__dict__.get(k) is v)
     return module.__dict__
 
 
-def load_file(path: str, allow_cuda: bool, functional_file: str | None = None) -> LoadedFile:
+def load_file(path: str, allow_cuda: bool, functional_file: str | None = None,
+              reference: "LoadedFile | None" = None) -> LoadedFile:
     """Execute a program file and return what it defines. A `.cu` file needs `functional_file`, the
-    functional form of its task, for its parameters and inputs."""
+    functional form of its task, for its parameters and inputs. A candidate in the functional template runs
+    with the `reference`'s names it leaves undefined (harness_names), as the harness runs it."""
     if not os.path.isfile(path):
         raise LoadError(f"{path}: no such file")
     with open(path, errors="replace") as fh:
@@ -240,7 +260,8 @@ def load_file(path: str, allow_cuda: bool, functional_file: str | None = None) -
         with intercept_extensions(records, allow_cuda):
             ns["__dirigo_cu_module__"] = ce.load(name, [os.path.abspath(path)])
         return LoadedFile(path, kind, ns, records, functional_file)
-    return LoadedFile(path, kind, _exec_file(path, records, allow_cuda), records)
+    return LoadedFile(path, kind, _exec_file(path, records, allow_cuda,
+                                             reference.namespace if reference is not None else None), records)
 
 
 def forward_arg_names(module, n: int) -> list[str]:

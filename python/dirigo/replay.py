@@ -91,7 +91,8 @@ class Programs:
         try:
             self.ref_loaded = load.load_file(ref, allow_cuda=allow_cuda)
             self.new_loaded = load.load_file(new, allow_cuda=allow_cuda,
-                                             functional_file=ref if new.endswith(".cu") else None)
+                                             functional_file=ref if new.endswith(".cu") else None,
+                                             reference=self.ref_loaded)
         except load.NeedsGPU as e:
             raise ReplayError(f"cannot replay here: {e}") from None
         get_inputs, get_init_inputs = load.reference_io(self.ref_loaded)
@@ -444,7 +445,12 @@ def sampled_values(sampled: dict, name: str, n: int):
     base = _mix(np.array([(seed * 1000003 + point) & _M64], dtype=np.uint64))[0]
     idx = np.arange(n, dtype=np.uint64)
     leaf = _mix((np.uint64(_name_key("in:" + name)) << np.uint64(40)) ^ idx)
-    unit = (_mix(base ^ leaf) >> np.uint64(11)).astype(np.float64) * 2.0 ** -53
+    h = _mix(base ^ leaf)
+    unit = (h >> np.uint64(11)).astype(np.float64) * 2.0 ** -53
+    if sampled.get("distribution", "uniform") == "normal":  # Box-Muller, as smt::PointSampler::real_from
+        u2 = (_mix(h ^ np.uint64(0x5851F42D4C957F2D)) >> np.uint64(11)).astype(np.float64) * 2.0 ** -53
+        z = np.sqrt(-2.0 * np.log1p(-unit)) * np.cos(6.283185307179586 * u2)
+        return (np.abs(z) if nonnegative else z) * bound
     return (unit if nonnegative else unit * 2 - 1) * bound
 
 

@@ -94,14 +94,16 @@ def _stub_extensions(built: list):
         yield
 
 
-def _exec_stubbed(path: str) -> tuple[dict, list]:
-    """Execute a program file with extension builds stubbed; (namespace, extension names)."""
+def _exec_stubbed(path: str, reference_ns: dict | None = None) -> tuple[dict, list]:
+    """Execute a program file with extension builds stubbed; (namespace, extension names). A functional-template
+    candidate runs with the reference's names it leaves undefined (load.harness_names)."""
     with open(path) as fh:
         text = fh.read()
     name = "dirigo_state_" + re.sub(r"\W", "_", os.path.splitext(os.path.basename(path))[0])
     module = types.ModuleType(name)
     module.__file__ = os.path.abspath(path)
     sys.modules[name] = module
+    module.__dict__.update(load.harness_names(text, reference_ns))
     built: list = []
     with _stub_extensions(built):
         exec(compile(text, os.path.abspath(path), "exec"), module.__dict__)
@@ -117,7 +119,7 @@ def construct_pair(ref: str, new: str, init_seed: int):
         raise StateError("an AI CUDA Engineer .cu candidate takes its parameters from the functional form: "
                          "its state is the reference's by construction")
     ref_loaded, _ = _exec_stubbed(ref)
-    new_loaded, stubbed = _exec_stubbed(new)
+    new_loaded, stubbed = _exec_stubbed(new, ref_loaded.namespace)
     get_inputs, get_init_inputs = load.reference_io(ref_loaded)
     mods = []
     for loaded in (ref_loaded, new_loaded):

@@ -34,7 +34,7 @@ import tempfile
 import time
 from dataclasses import dataclass
 
-OUTCOMES = ("BUG", "SUSPECT", "CHECKED", "VERIFIED", "TIMEOUT", "UNSUPPORTED")
+OUTCOMES = ("BUG", "SUSPECT", "CHECKED", "VERIFIED", "TIMEOUT", "UNSUPPORTED", "ERROR")
 
 
 # ------------------------------------------------------------------------------------------ the pairs
@@ -180,7 +180,7 @@ def trace_pair(prog: dict, opts: dict) -> dict:
         kw = {k: opts[k] for k in ("atol", "rtol") if opts.get(k) is not None}
         r = trace.trace(ref, new, os.path.join(d, "bundle"), device=opts["device"], timeout=opts["trace_timeout"],
                         write_data=opts["device"] == "cpu", **kw)
-        out = {"status": r.status, "message": r.message, "seconds": time.monotonic() - t0}
+        out = {"status": r.status, "message": r.message, "evidence": r.evidence, "seconds": time.monotonic() - t0}
         if r.status == "ok":
             buf = io.BytesIO()
             with tarfile.open(fileobj=buf, mode="w") as tar:
@@ -194,8 +194,8 @@ def check_pair(traced: dict, opts: dict) -> dict:
     from . import _core, api
     t0 = time.monotonic()
     if traced["status"] != "ok":
-        if traced["status"] == "crash":
-            rep = json.loads(_core.candidate_crash(traced["message"]))
+        if traced["status"] in ("crash", "failed"):
+            rep = json.loads(_core.candidate_failure(traced["message"], traced.get("evidence") or "crash-gpu"))
         else:
             rep = {"outcome": "UNSUPPORTED", "reason": traced["message"], "stage": "trace",
                    "trace": {"status": traced["status"], "message": traced["message"]}}

@@ -39,8 +39,10 @@ REAL_LIMIT_BYTES = 256 << 20  # auto mode re-traces on real tensors below this m
 # ("data_missing"); check then refuses the program instead of guessing.
 CONST_DATA_LIMIT = 1 << 20
 
-# exit codes of the CLI
+# exit codes of the CLI: 3 the reference failed (or the candidate only under the tracer); 5 the candidate
+# failed where the reference ran (a BUG; "evidence" says how); 70 the tracer itself failed
 EXIT_OK, EXIT_USAGE, EXIT_UNSUPPORTED, EXIT_PROGRAM_ERROR, EXIT_CANDIDATE_CRASH = 0, 1, 2, 3, 5
+EXIT_INTERNAL = 70
 
 
 class DataDependent(Unsupported):
@@ -459,6 +461,260 @@ def device_fault(exc: BaseException) -> bool:
     return bool(_DEVICE_FAULTS.search(f"{type(exc).__name__}: {exc}"))
 
 
+def _failure(exc: BaseException, user_files: list[str]) -> dict:
+    """What a program's exception was: type, first line of the message, the innermost user file:line, phase."""
+    tb = traceback.extract_tb(exc.__traceback__)
+    user = [f for f in tb if os.path.abspath(f.filename) in user_files]
+    msg = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+    return {"kind": "exception", "type": type(exc).__name__, "message": msg[:300], "phase": _Phase.name,
+            "where": f"{os.path.basename(user[-1].filename)}:{user[-1].lineno}" if user else ""}
+
+
+def environment_problem(exc: BaseException) -> str | None:
+    """Why an exception is the machine's, not the program's (a module not installed, memory, a toolchain that
+    cannot build the extension), or None. Such a failure is UNSUPPORTED, never a BUG of the candidate."""
+    import subprocess as sp
+    name = type(exc).__name__
+    text = f"{name}: {exc}"
+    if isinstance(exc, ModuleNotFoundError):
+        return f"module {exc.name!r} is not installed here"
+    if isinstance(exc, MemoryError) or name == "OutOfMemoryError" or "CUDA out of memory" in text:
+        return "out of memory"
+    if isinstance(exc, sp.CalledProcessError) or "Error building extension" in text or "Ninja is required" in text \
+            or (isinstance(exc, FileNotFoundError) and re.search(r"nvcc|ninja|c\+\+|g\+\+|\bcc\b", text)):
+        return "the extension did not build (its code or this machine's toolchain: dirigo does not tell them apart)"
+    if re.search(r"no CUDA GPUs are available|Found no NVIDIA driver|CUDA driver version is insufficient", text):
+        return "no usable GPU"
+    return None
+
+
+def _plain_run(spec, loaded, get_inputs, get_init_inputs, device) -> BaseException | None:
+    """Construct and run the program as KernelBench does, without the tracer (real tensors, no dispatch mode):
+    the exception it raises, or None when it runs. An exception seen under the tracer counts as the
+    program's only when it reproduces here."""
+    import torch
+    from . import load
+    try:
+        _Phase.name = "in get_init_inputs"
+        torch.manual_seed(spec["init_seed"])
+        init_inputs = list(get_init_inputs())
+        if device == "cuda":
+            init_inputs = [x.cuda() if isinstance(x, torch.Tensor) else x for x in init_inputs]
+        _Phase.name = "in __init__"
+        with torch.no_grad():
+            module, call = load.build_model(loaded, init_inputs, spec["init_seed"])
+        if device == "cuda" and isinstance(module, torch.nn.Module):
+            module = module.cuda()
+        for seed in spec["seeds"]:
+            _Phase.name = "in get_inputs"
+            torch.manual_seed(seed)
+            inputs = list(get_inputs())
+            if device == "cuda":
+                inputs = [x.cuda() if isinstance(x, torch.Tensor) else x for x in inputs]
+            _Phase.name = "in forward"
+            with torch.no_grad():
+                call(*inputs)
+            if device == "cuda":
+                torch.cuda.synchronize()
+    except BaseException as e:  # noqa: BLE001 - user code
+        return e
+    return None
+
+
+def _tensors_of(x) -> list:
+    import torch
+    if isinstance(x, torch.Tensor):
+        return [x]
+    if isinstance(x, (list, tuple)):
+        return [t for v in x for t in _tensors_of(v)]
+    if isinstance(x, dict):
+        return [t for v in x.values() for t in _tensors_of(v)]
+    return []
+
+
+def _max_diff(ref: list, cand: list, atol: float, rtol: float) -> tuple[float, bool]:
+    """(max |ref - cand|, whether some element exceeds atol + rtol*|ref|) over outputs paired by position; a
+    shape or count mismatch exceeds."""
+    import torch
+    if len(ref) != len(cand):
+        return float("inf"), True
+    worst, exceeds = 0.0, False
+    for r, c in zip(ref, cand):
+        if r.shape != c.shape:
+            return float("inf"), True
+        r64, c64 = r.detach().double().cpu(), c.detach().double().cpu()
+        d = (r64 - c64).abs()
+        bad = ~(d <= atol + rtol * r64.abs())  # NaN on one side only counts as exceeding
+        bad &= ~(torch.isnan(r64) & torch.isnan(c64))
+        exceeds = exceeds or bool(bad.any())
+        finite = d[torch.isfinite(d)]
+        if finite.numel():
+            worst = max(worst, float(finite.max()))
+    return worst, exceeds
+
+
+def history_probe(spec, loaded, ref_loaded, get_inputs, get_init_inputs, device, atol=DEFAULT_TOLERANCE,
+                  rtol=DEFAULT_TOLERANCE, value_dependent: str = "") -> dict | None:
+    """Whether the candidate's result depends on what ran before it (the reward hacks of item "call history"):
+    runs the real programs in this process, on inputs A and B of the two trace seeds,
+
+      history 1: reference(A) discarded, candidate(A), then candidate(B) on the same module (a second call)
+      history 2: a new candidate module, reference(B) discarded just before, candidate(B) (KernelBench's order)
+
+    and compares both candidate(B) against reference(B); inputs are compared before and after each call.
+    A BUG (the failure record) when the candidate mutates an input the reference leaves alone, or when its
+    output on B differs between the two histories and one of them exceeds the tolerance against the
+    reference; None otherwise (or when the probe cannot run: then the symbolic check decides). With
+    `value_dependent` (the trace saw the candidate's op sequence change with the input values), a fresh
+    candidate that disagrees with the reference on A or B is a BUG with that seed as the witness."""
+    import torch
+    from . import load
+
+    def inputs_for(seed):
+        torch.manual_seed(seed)
+        xs = list(get_inputs())
+        return [x.cuda() if device == "cuda" and isinstance(x, torch.Tensor) else x for x in xs]
+
+    def build(lf):
+        torch.manual_seed(spec["init_seed"])
+        init = list(get_init_inputs())
+        init = [x.cuda() if device == "cuda" and isinstance(x, torch.Tensor) else x for x in init]
+        with torch.no_grad():
+            m, c = load.build_model(lf, init, spec["init_seed"])
+        if device == "cuda" and isinstance(m, torch.nn.Module):
+            m = m.cuda()
+        return c
+
+    def run(call, xs, seed=0):
+        torch.manual_seed(seed)  # random ops draw the same numbers in every history
+        with torch.no_grad():
+            out = call(*xs)
+        if device == "cuda":
+            torch.cuda.synchronize()
+        return out
+
+    def snapshot(out):  # values now (a later call may overwrite memory the output shares), on the CPU
+        return [t.detach().clone().cpu() for t in _tensors_of(out)]
+
+    def mutated(before, after) -> list[str]:
+        return [f"#{i} of forward" for i, (b, a) in enumerate(zip(before, after)) if isinstance(b, torch.Tensor)
+                and (b.shape != a.shape or not torch.equal(torch.nan_to_num(b), torch.nan_to_num(a)))]
+
+    seed_a, seed_b = spec["seeds"][0], spec["seeds"][1] if len(spec["seeds"]) > 1 else spec["seeds"][0] + 1
+    try:
+        _Phase.name = "in the call-history probe"
+        ref_call = build(ref_loaded)
+        a = inputs_for(seed_a)
+        a_clone = [x.clone() if isinstance(x, torch.Tensor) else x for x in a]
+        ref_a_out = run(ref_call, a_clone)
+        ref_mutates = mutated([x.clone() if isinstance(x, torch.Tensor) else x for x in a], a_clone)
+        ref_a = snapshot(ref_a_out)
+        del ref_a_out
+        b = inputs_for(seed_b)
+        ref_b = snapshot(run(ref_call, [x.clone() if isinstance(x, torch.Tensor) else x for x in b], seed=1))
+        # the reference as a first call: a reference with its own history (BatchNorm's running statistics in
+        # training mode) is compared call for call
+        ref_b_first = snapshot(run(build(ref_loaded), [x.clone() if isinstance(x, torch.Tensor) else x for x in b],
+                                   seed=1))
+
+        cand_call = build(loaded)                        # history 1
+        a_in = [x.clone() if isinstance(x, torch.Tensor) else x for x in a]
+        out_a = run(cand_call, a_in)
+        touched = [n for n in mutated(a, a_in) if n not in ref_mutates]
+        cand_a = snapshot(out_a)
+        b_in = [x.clone() if isinstance(x, torch.Tensor) else x for x in b]
+        out_b1 = run(cand_call, b_in, seed=1)
+        same_object = any(x is y for x in _tensors_of(out_a) for y in _tensors_of(out_b1))
+        cand_b1 = snapshot(out_b1)
+        del out_a, out_b1
+
+        cand_call2 = build(loaded)                       # history 2
+        discard = run(ref_call, [x.clone() if isinstance(x, torch.Tensor) else x for x in b])
+        del discard
+        cand_b2 = snapshot(run(cand_call2, [x.clone() if isinstance(x, torch.Tensor) else x for x in b], seed=1))
+
+        cand_call3 = build(loaded)                       # history 3: freed memory holds NaN
+        b_in3 = [x.clone() if isinstance(x, torch.Tensor) else x for x in b]
+        poison = [torch.full_like(t, float("nan")) for t in ref_b if t.is_floating_point() for _ in range(4)]
+        del poison  # blocks of the outputs' sizes, back in the allocator's free lists
+        cand_b3 = snapshot(run(cand_call3, b_in3, seed=1))
+    except BaseException:  # noqa: BLE001 - the probe is extra evidence; the trace already ran these programs
+        return None
+
+    try:
+        return _history_verdict(ref_a, ref_b, ref_b_first, cand_a, cand_b1, cand_b2, cand_b3, same_object, touched,
+                                seed_a, seed_b, atol, rtol, value_dependent)
+    except Exception:  # noqa: BLE001 - outputs the comparison cannot pair (dtypes, devices): no evidence
+        return None
+
+
+def _history_verdict(ref_a, ref_b, ref_b_first, cand_a, cand_b1, cand_b2, cand_b3, same_object, touched, seed_a,
+                     seed_b, atol, rtol, value_dependent) -> dict | None:
+    """history_probe's rules on the snapshots (CPU tensors) of its runs."""
+    import torch
+
+    def fail(kind: str, sentence: str) -> dict:
+        return {"kind": "call-history", "type": kind, "message": sentence, "where": "", "phase": "across calls"}
+
+    d1, x1 = _max_diff(ref_b, cand_b1, atol, rtol)          # both second calls
+    d2, x2 = _max_diff(ref_b_first, cand_b2, atol, rtol)    # both first calls
+    d12, x12 = _max_diff(cand_b1, cand_b2, atol, rtol)
+    _, ref_history = _max_diff(ref_b, ref_b_first, atol, rtol)
+    x12 = x12 and not ref_history  # the candidate's history dependence, where the reference has none
+    stale = [i for i, (r, c) in enumerate(zip(ref_b_first, cand_b3)) if r.shape == c.shape and c.is_floating_point()
+             and bool((torch.isnan(c) & ~torch.isnan(r.to(c.dtype))).any())]
+    _, x3 = _max_diff(ref_b_first, cand_b3, atol, rtol)
+    _, x23 = _max_diff(cand_b2, cand_b3, atol, rtol)
+    if stale and x3 and x23:  # NaN only where freed memory held it: not the function's own NaN
+        return fail("stale-memory", f"the candidate returns memory it never wrote (e.g. torch.empty): output(s) "
+                                    f"{', '.join(map(str, stale))} hold the NaN left in freed memory before the call "
+                                    f"where the reference has numbers (input seed {seed_b})" + (
+                                        "; right after the reference ran, the same memory shows the reference's "
+                                        "result instead" if not x2 else ""))
+    if touched:
+        return fail("mutates-input", f"the candidate changes its input(s) {', '.join(touched)} in place (the "
+                                     f"reference leaves them as they were): a caller that reuses them sees other "
+                                     f"values")
+    da, _ = _max_diff(cand_a, cand_b1, 0.0, 0.0)
+    _, ref_moves = _max_diff(ref_a, ref_b, atol, rtol)
+    if x1 and (same_object or (da == 0.0 and ref_moves)):  # bit-identical on new inputs, where the reference moves
+        return fail("caches-output", f"the candidate returns the same output for two different inputs (seeds "
+                                     f"{seed_a} and {seed_b}{': the very same tensor object' if same_object else ''})"
+                                     f" where the reference's differ: it caches across calls; max |reference - "
+                                     f"candidate| on the second is {d1:.4g} (atol {atol:g}, rtol {rtol:g})")
+    if x12 and (x1 or x2):  # history dependence that makes it wrong
+        if same_object or da == 0.0:
+            kind, what = "caches-output", ("returns its first call's output again on new inputs (it caches across "
+                                           "calls" + (": the very same tensor object)" if same_object else ")"))
+        else:
+            kind, what = "carries-state", ("computes a call from state an earlier call or program left behind (a "
+                                           "cache keyed on shapes or identities, memory it never writes)")
+        return fail(kind, f"the candidate {what}: on the same input B (seed {seed_b}), max |reference - candidate| "
+                          f"is {d1:.4g} as a second call after input A and {d2:.4g} as a first call right after the "
+                          f"reference (atol {atol:g}, rtol {rtol:g}); the two candidate results differ by {d12:.4g}")
+    if value_dependent:
+        for seed, ref_o, cand_o in ((seed_a, ref_a, cand_a), (seed_b, ref_b, cand_b2)):
+            d, x = _max_diff(ref_o, cand_o, atol, rtol)
+            if x:
+                return fail("value-dependent", f"the candidate's op sequence depends on the input values "
+                                               f"({value_dependent}), and on the input of seed {seed} both real "
+                                               f"programs disagree: max |reference - candidate| {d:.4g} (atol "
+                                               f"{atol:g}, rtol {rtol:g})")
+    return None
+
+
+def _program_failed(exc: BaseException, user_files: list[str], traced: bool) -> dict:
+    """The worker's answer for a program that raised: "unsupported" for an environment problem, else
+    "failed" with the structured failure (traced: seen under the tracer and reproduced plainly)."""
+    env = environment_problem(exc)
+    if env:
+        return {"status": "unsupported", "environment": True,
+                "message": f"UNSUPPORTED: environment: {env} ({_format_exception(exc, user_files)})"}
+    f = _failure(exc, user_files)
+    f["reproduced_without_tracer"] = traced
+    return {"status": "failed", "message": _format_exception(exc, user_files), "failure": f}
+
+
 def _fake_mode():
     from torch._subclasses.fake_tensor import FakeTensorMode
     return FakeTensorMode(allow_non_fake_inputs=True)
@@ -490,17 +746,29 @@ def run_worker(spec: dict) -> dict:
     if device == "cuda" and not allow_cuda:
         return {"status": "unsupported", "message": "--device cuda but this machine has no usable GPU "
                                                     "(torch.cuda.is_available() is False)"}
+    def loaded_mark():  # the parent tells a hang from a slow extension build by this file
+        with contextlib.suppress(OSError), open(spec["result"] + ".loaded", "w"):
+            pass
+
     try:
         _Phase.name = f"while loading {os.path.basename(spec['file'])}"
-        loaded = load.load_file(spec["file"], allow_cuda=allow_cuda, functional_file=spec.get("functional_file"))
-        ref_loaded = loaded if spec["ref_file"] == spec["file"] else load.load_file(spec["ref_file"], allow_cuda)
+        if spec["ref_file"] == spec["file"]:
+            ref_loaded = loaded = load.load_file(spec["file"], allow_cuda=allow_cuda,
+                                                 functional_file=spec.get("functional_file"))
+        else:
+            _Phase.name = f"while loading the reference {os.path.basename(spec['ref_file'])}"
+            ref_loaded = load.load_file(spec["ref_file"], allow_cuda)
+            _Phase.name = f"while loading {os.path.basename(spec['file'])}"
+            loaded = load.load_file(spec["file"], allow_cuda=allow_cuda, functional_file=spec.get("functional_file"),
+                                    reference=ref_loaded)
         get_inputs, get_init_inputs = load.reference_io(ref_loaded)
     except load.NeedsGPU as e:
         return {"status": "unsupported", "message": str(e), "needs_gpu": True}
     except load.LoadError as e:
         return {"status": "error", "message": str(e)}
-    except BaseException as e:  # noqa: BLE001 - user code
-        return {"status": "error", "message": _format_exception(e, user_files)}
+    except BaseException as e:  # noqa: BLE001 - user code (run plainly: nothing of dirigo's is in the way)
+        return _program_failed(e, user_files, traced=False)
+    loaded_mark()
 
     mode = spec["mode"]
     attempts = ["fake", "real"] if mode == "auto" and device == "cpu" else (
@@ -538,7 +806,23 @@ def run_worker(spec: dict) -> dict:
                     fake_note = msg
                     continue
                 return {"status": "unsupported", "message": msg}
-            return {"status": "error", "message": _format_exception(e, user_files)}
+            seen = _format_exception(e, user_files)
+            plain = _plain_run(spec, loaded, get_inputs, get_init_inputs, device)
+            if plain is None:  # only under the tracer: dirigo's doing (or fake tensors'), not the program's
+                return {"status": "error", "message": f"{seen}, but not when run without the tracer (dirigo could "
+                                                      f"not trace it)", "tracer_only": True}
+            if device == "cuda" and device_fault(plain):
+                return {"status": "crash", "message": _format_exception(plain, user_files)}
+            return _program_failed(plain, user_files, traced=True)
+        probe = spec["role"] == "candidate" and spec["file"] != spec["ref_file"] and (
+            (out["status"] == "ok" and attempt == "real") or
+            (out["status"] == "unsupported" and "op sequence depends" in out.get("message", "")))
+        if probe:  # a result that depends on call history is a BUG, whatever the trace saw
+            f = history_probe(spec, loaded, ref_loaded, get_inputs, get_init_inputs, device,
+                              value_dependent=out.get("message", "").split(": ", 1)[-1]
+                              if out["status"] != "ok" else "")
+            if f is not None:
+                return {"status": "failed", "message": f["message"], "failure": f}
         if out["status"] != "ok":
             return out
         if attempt == "fake" and "real" in attempts:
@@ -551,6 +835,10 @@ def run_worker(spec: dict) -> dict:
         out["mode"] = attempt
         if fake_note:
             out["note"] = fake_note
+        inherited = loaded.namespace.get("__dirigo_inherited__")
+        if inherited and spec["file"] != spec["ref_file"]:
+            out["note"] = "; ".join(filter(None, [out.get("note"), "names the candidate leaves undefined, taken from "
+                                                  "the reference as the harness runs it: " + ", ".join(inherited)]))
         return out
     return fake_result  # pragma: no cover - loop always returns
 
@@ -687,7 +975,7 @@ def worker_main(spec_path: str) -> int:
             result["runtime"] = {"torch": torch.__version__, "device": torch.cuda.get_device_name()
                                  if spec["device"] == "cuda" else "cpu"}
     except BaseException as e:  # noqa: BLE001 - last resort: report, do not crash
-        result = {"status": "error", "message": f"internal tracer error: {type(e).__name__}: {e}",
+        result = {"status": "internal", "message": f"internal tracer error: {type(e).__name__}: {e}",
                   "traceback": traceback.format_exc()}
     tmp = spec["result"] + ".tmp"
     with open(tmp, "w") as fh:
@@ -703,11 +991,22 @@ def worker_main(spec_path: str) -> int:
 
 @dataclass
 class TraceResult:
-    status: str  # "ok" | "unsupported" | "error" | "crash" (the candidate faulted on the GPU; the reference ran)
+    # "ok" | "unsupported" | "error" (the reference failed, or the candidate only under the tracer) | "failed"
+    # (the candidate raised, timed out or died where the reference ran) | "crash" (the candidate faulted on the
+    # GPU; the reference ran) | "internal" (the tracer itself failed)
+    status: str
     message: str
     out: str | None = None
     programs: dict = field(default_factory=dict)  # name -> worker result (without data)
     seconds: float | None = None  # wall time of the whole trace (both workers run at once)
+    failure: dict | None = None  # "failed"/"crash": kind, exception type, message, candidate file:line, phase
+
+    @property
+    def evidence(self) -> str:
+        """What backs the candidate's BUG: exception | timeout | crash | crash-gpu ("" when none)."""
+        if self.status == "crash":
+            return "crash-gpu"
+        return (self.failure or {}).get("kind", "") if self.status == "failed" else ""
 
     @property
     def compile_seconds(self) -> float:
@@ -717,8 +1016,8 @@ class TraceResult:
 
     @property
     def exit_code(self) -> int:
-        return {"ok": EXIT_OK, "unsupported": EXIT_UNSUPPORTED, "crash": EXIT_CANDIDATE_CRASH}.get(
-            self.status, EXIT_PROGRAM_ERROR)
+        return {"ok": EXIT_OK, "unsupported": EXIT_UNSUPPORTED, "crash": EXIT_CANDIDATE_CRASH,
+                "failed": EXIT_CANDIDATE_CRASH, "internal": EXIT_INTERNAL}.get(self.status, EXIT_PROGRAM_ERROR)
 
 
 def _spawn(spec: dict, workdir: str) -> tuple[subprocess.Popen, str]:
@@ -753,8 +1052,15 @@ def _wait(proc: subprocess.Popen, result_path: str, deadline: float, timeout: fl
         with contextlib.suppress(ProcessLookupError):
             os.killpg(proc.pid, signal.SIGKILL)  # the worker's own process group (start_new_session)
         proc.wait()
+        if not os.path.exists(result_path) and not os.path.exists(result_path + ".loaded"):
+            # still loading: building its extensions (nvcc) may be what took the time, not the program
+            return {"status": "unsupported", "message": f"UNSUPPORTED: environment: the program did not finish "
+                                                        f"loading (building its extensions) within {timeout:g} s "
+                                                        f"(killed); a longer --timeout may let it"}
         if not os.path.exists(result_path):
-            return {"status": "error", "message": f"the program timed out after {timeout:g} s"}
+            return {"status": "failed", "message": f"the program did not finish within {timeout:g} s (killed)",
+                    "failure": {"kind": "timeout", "type": "", "message": f"killed after {timeout:g} s",
+                                "where": "", "phase": ""}}
         with open(result_path) as fh:  # finished, then lingered: the result stands
             return json.load(fh)
     if proc.returncode != 0 or not os.path.exists(result_path):
@@ -766,7 +1072,8 @@ def _wait(proc: subprocess.Popen, result_path: str, deadline: float, timeout: fl
             with open(os.path.join(workdir, f"{name}.log"), "rb") as fh:
                 lines = [ln for ln in fh.read().decode("utf-8", "replace").splitlines() if ln.strip()]
                 tail = f" (last output: {lines[-1][:200]})" if lines else ""
-        return {"status": "error", "message": f"the program {how} while being traced{tail}"}
+        return {"status": "failed", "message": f"the program {how} while being traced{tail}",
+                "failure": {"kind": "crash", "type": "", "message": how, "where": "", "phase": ""}}
     with open(result_path) as fh:
         return json.load(fh)
 
@@ -824,16 +1131,23 @@ def _trace(ref, new, out, *, device, timeout, mode, atol, rtol, seeds, init_seed
         if r["status"] != "ok":
             who = f"{'reference' if s['name'] == 'ref' else 'candidate'} {os.path.basename(s['file'])}"
             msg = r["message"]
-            if r["status"] == "crash":
-                if s["name"] == "new":  # the reference ran: the fault is the candidate's (a BUG, exit 5)
-                    return TraceResult("crash", f"{who}: {msg} on the GPU, where the reference ran",
-                                       programs=results)
+            if r["status"] == "internal":
+                return TraceResult("internal", f"{who}: {msg}", programs=results)
+            if r["status"] in ("crash", "failed"):
+                if s["name"] == "new":  # the reference ran: the failure is the candidate's (a BUG, exit 5)
+                    f = r.get("failure") or {}
+                    where = f" at {f['where']}" if f.get("where") and f["where"] not in msg else ""
+                    gpu = " on the GPU, where the reference ran" if r["status"] == "crash" else ""
+                    return TraceResult(r["status"], f"{who}: {msg}{gpu}{where}", programs=results,
+                                       failure=r.get("failure"))
                 r = dict(r, status="error")
             if r["status"] == "unsupported":
                 msg = "UNSUPPORTED: " + who + ": " + msg[len("UNSUPPORTED: "):] if msg.startswith(
                     "UNSUPPORTED: ") else f"UNSUPPORTED: {who}: {msg}"
+            elif s["name"] == "ref":
+                msg = f"UNSUPPORTED: the reference failed, so there is nothing to compare against: {who}: {msg}"
             else:
-                msg = f"{who}: {msg}"
+                msg = f"UNSUPPORTED: {who}: {msg}"
             return TraceResult(r["status"], msg, programs=results)
     manifest = {"format": bundle_mod.FORMAT, "version": bundle_mod.VERSION,
                 "created_by": _created_by(results), "modules": [], "programs": [],
@@ -901,7 +1215,7 @@ def main(argv: list[str] | None = None) -> int:
               seeds=a.input_seeds, init_seed=a.seed, functional=a.functional, write_data=not a.no_data)
     if a.json:
         print(json.dumps({"status": r.status, "message": r.message, "out": r.out, "seconds": r.seconds,
-                          "compile_seconds": r.compile_seconds}))
+                          "compile_seconds": r.compile_seconds, "evidence": r.evidence, "failure": r.failure}))
     else:
         print(("ERROR: " if r.status == "error" else "") + r.message)
     return r.exit_code

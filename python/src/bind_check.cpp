@@ -38,9 +38,9 @@ static dirigo::py::RegisterBinder reg([](nb::module_& m) {
         "The report (JSON text) with a dirigo-replay and/or dirigo-state answer (JSON text, '' for none) folded "
         "in by the CLI's verdict rules (docs/check.md).");
   // verdict name -> exit status of `dirigo check` (check::exit_code, docs/cli.md): the one table, for
-  // dirigo.api.EXIT_CODES. Outcome's values run from Bug to Unsupported.
+  // dirigo.api.EXIT_CODES. Outcome's values run from Bug to Error.
   nb::dict codes;
-  for (int o = 0; o <= static_cast<int>(dirigo::check::Outcome::Unsupported); ++o) {
+  for (int o = 0; o <= static_cast<int>(dirigo::check::Outcome::Error); ++o) {
     auto outcome = static_cast<dirigo::check::Outcome>(o);
     codes[nb::str(std::string(dirigo::check::outcome_name(outcome)).c_str())] = dirigo::check::exit_code(outcome);
   }
@@ -48,4 +48,18 @@ static dirigo::py::RegisterBinder reg([](nb::module_& m) {
   m.def(
       "candidate_crash", [](const std::string& message) { return to_json(dirigo::check::candidate_crash(message)); },
       nb::arg("message"), "The report (JSON text) of a candidate that faulted on the GPU where the reference ran.");
+  m.def(
+      "candidate_failure",
+      [](const std::string& message, const std::string& evidence) {
+        return to_json(dirigo::check::candidate_failure(message, evidence));
+      },
+      nb::arg("message"), nb::arg("evidence"),
+      "The report (JSON text) of a candidate that failed where the reference ran: evidence exception / timeout / "
+      "crash / crash-gpu.");
+  m.def(
+      "internal_error", [](const std::string& what) { return to_json(dirigo::check::internal_error(what)); },
+      nb::arg("what"), "The report (JSON text) of dirigo's own failure (ERROR, exit 70).");
+  m.def(
+      "trace_unsupported", [](const std::string& message) { return to_json(dirigo::check::trace_unsupported(message)); },
+      nb::arg("message"), "The report (JSON text) of a trace that gave no bundle through no fault of the candidate.");
 });

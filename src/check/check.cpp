@@ -8,6 +8,7 @@
 #include <cmath>
 #include <condition_variable>
 #include <cstdio>
+#include <cstdlib>
 #include <limits>
 #include <map>
 #include <mutex>
@@ -18,8 +19,11 @@
 
 #include <fmt/format.h>
 
+#include "aten/aten.h"
+#include "blas/blas.h"
 #include "bundle/io.h"
 #include "bundle/print.h"
+#include "check/launch_limits.h"
 #include "check/lower.h"
 #include "check/numeric.h"
 #include "check/search.h"
@@ -28,6 +32,7 @@
 #include "ir/limits.h"
 #include "ir/print.h"
 #include "program/merge.h"
+#include "ptx/ast.h"
 #include "smt/falsify.h"
 
 namespace dirigo::check {
@@ -40,6 +45,7 @@ std::string_view outcome_name(Outcome o) {
     case Outcome::Verified: return "VERIFIED";
     case Outcome::Timeout: return "TIMEOUT";
     case Outcome::Unsupported: return "UNSUPPORTED";
+    case Outcome::Error: return "ERROR";
   }
   return "?";
 }
@@ -52,6 +58,7 @@ int exit_code(Outcome o) {
     case Outcome::Verified: return 0;
     case Outcome::Timeout: return 3;
     case Outcome::Unsupported: return 4;
+    case Outcome::Error: return 70;
   }
   return 70;
 }
@@ -98,12 +105,28 @@ struct Kept {
   }
 };
 
+// The prefix of an UNSUPPORTED reason for an exception that names a limit of dirigo's model; null for
+// any other exception (an internal error).
+const char* modelled_limit(const std::exception& e) {
+  if (dynamic_cast<const aten::Unsupported*>(&e)) return "aten: ";
+  if (dynamic_cast<const blas::Unsupported*>(&e)) return "library call: ";
+  if (dynamic_cast<const ptx::ParseError*>(&e)) return "PTX: ";
+  if (dynamic_cast<const bundle::BundleError*>(&e)) return "bundle: ";
+  if (dynamic_cast<const ir::LimitExceeded*>(&e)) return "";
+  return nullptr;
+}
+
 }  // namespace
 
 using namespace detail;
 
 Report check_bundle(const bundle::Bundle& b, const Options& user_opt) {
-  Options opt = user_opt;  // Execute's own time limit never outlasts the check's budget
+  Options opt = user_opt;
+  if (opt.deadline) {  // the caller's end binds as a budget from now (a past end leaves a token budget)
+    double left = std::chrono::duration<double>(*opt.deadline - Clock::now()).count();
+    opt.budget_s = std::max(1e-9, opt.budget_s > 0 ? std::min(opt.budget_s, left) : left);
+  }
+  // Execute's own time limit never outlasts the check's budget
   if (double budget_ms = opt.budget_s * 1000; budget_ms > 0 && (opt.exec.max_ms == 0 || opt.exec.max_ms > budget_ms))
     opt.exec.max_ms = budget_ms;
   if (opt.budget_s > 0)  // shared by every launch of both programs
@@ -117,6 +140,18 @@ Report check_bundle(const bundle::Bundle& b, const Options& user_opt) {
     return r;
   };
   try {
+    // Fault injection for the tests of the internal-error path (exit 70): nothing else reaches it on purpose.
+    if (const char* f = std::getenv("DIRIGO_INJECT_FAULT"); f && std::string_view(f) == "check")
+      throw std::logic_error("fault injected by DIRIGO_INJECT_FAULT=check");
+    for (const auto& p : b.programs) {  // a launch that cannot run: its outputs are whatever memory held
+      if (p.role == bundle::Role::Other) continue;
+      if (auto why = impossible_launch(p)) {
+        if (p.role == bundle::Role::Reference)
+          return finish(Outcome::Unsupported, "UNSUPPORTED: the reference makes a launch no GPU runs: " + *why);
+        r.evidence = "launch-config";
+        return finish(Outcome::Bug, "the candidate makes a launch no GPU runs: " + *why);
+      }
+    }
     program::Merged m = program::merge(b, {opt.trim_prefix, false});
     r.stage_seconds.emplace_back("merge", since(t0));
     r.prefix_trimmed = m.prefix;
@@ -162,7 +197,10 @@ Report check_bundle(const bundle::Bundle& b, const Options& user_opt) {
     for (const auto* low : {&ref, &cand}) {
       for (auto& f : low->findings()) r.findings.push_back(f);
       for (const auto& L : low->launches())  // safety checks Execute could neither prove nor refute
-        for (const auto& u : L.result->undecided) r.notes.push_back("undecided safety check: " + u);
+        for (const auto& u : L.result->undecided) {
+          r.notes.push_back("undecided safety check: " + u);
+          r.undecided_safety.push_back(u);
+        }
     }
     r.lower_seconds = since(t0);
     r.stage_seconds.emplace_back("execute", r.lower_seconds - r.stage_seconds.back().second);
@@ -215,6 +253,12 @@ Report check_bundle(const bundle::Bundle& b, const Options& user_opt) {
       if (slot.kind == Slot::Kind::Unsupported) return finish(Outcome::Unsupported, slot.message);
       ++r.checked;
       if (slot.lr.verdict == smt::Verdict::Equal) {
+        if (slot.lr.stage == smt::Stage::Tolerance) ++r.equal_within_tolerance;
+        else if (!slot.lr.approximations.empty()) ++r.equal_modulo_approximation;
+        else ++r.equal_exact;
+        for (const auto& a : slot.lr.approximations)
+          if (std::find(r.approximations.begin(), r.approximations.end(), a) == r.approximations.end())
+            r.approximations.push_back(a);
         // a fast program decides 10^6 locations in a budget: count equal ones past kListedEqual
         if (++r.equal > kListedEqual) ++r.locations_omitted;
         else r.locations.push_back(std::move(slot.lr));
@@ -225,7 +269,7 @@ Report check_bundle(const bundle::Bundle& b, const Options& user_opt) {
       if (last.verdict != smt::Verdict::Differ) continue;
       if (!r.first_differ || last.confirmed_f32) r.first_differ = r.locations.size() - 1;
       if (last.confirmed_f32) {
-        r.evidence = "fp32-evaluation";
+        r.evidence = last.evidence.empty() ? "fp32-evaluation" : last.evidence;
         const auto& out = r.outputs[last.loc.output];
         return finish(Outcome::Bug, fmt::format("{}[{}] differs: reference {} vs candidate {} at the witness",
                                                 out.ref_name, bundle::join_ints(last.loc.index), last.ref_value_f32,
@@ -248,7 +292,10 @@ Report check_bundle(const bundle::Bundle& b, const Options& user_opt) {
     }
     // every location proven equal is VERIFIED however few there are; otherwise at least
     // min_locations must be decided before anything but BUG is said
-    if (int64_t(r.equal) == r.total_locations) return finish(Outcome::Verified, "");
+    if (int64_t(r.equal) == r.total_locations) {
+      auto [o, why] = all_equal_outcome(r);
+      return finish(o, why);
+    }
     if (r.checked < opt.min_locations || (undecided && r.equal < opt.min_locations))
       return finish(Outcome::Timeout, fmt::format("{} locations decided equal, {} undecided within {:.1f} s (at least {} needed){}",
                                                   r.equal, undecided, opt.budget_s, opt.min_locations,
@@ -258,9 +305,34 @@ Report check_bundle(const bundle::Bundle& b, const Options& user_opt) {
     return finish(Outcome::Unsupported, std::string("UNSUPPORTED: merge: ") + e.what());
   } catch (const Unsupported& u) {
     return finish(Outcome::Unsupported, u.what());
+  } catch (const exec::TimeLimit& t) {
+    return finish(Outcome::Timeout, t.what());
   } catch (const std::exception& e) {
-    return finish(Outcome::Unsupported, std::string("UNSUPPORTED: ") + e.what());
+    // What the model names (an op or PTX it lacks, a bundle it cannot read, a size past its limits) is
+    // UNSUPPORTED; any other exception is dirigo failing, not a property of the programs.
+    if (const char* why = modelled_limit(e)) return finish(Outcome::Unsupported, fmt::format("UNSUPPORTED: {}{}", why, e.what()));
+    Report err = internal_error(e.what());
+    err.notes = std::move(r.notes);
+    err.seconds = since(t0);
+    return err;
+  } catch (...) {
+    return internal_error("an exception that is not a std::exception");
   }
+}
+
+std::pair<Outcome, std::string> all_equal_outcome(const Report& r) {
+  // an undecided safety check (a possible race or out-of-bounds access) could change what is written
+  if (r.undecided_safety.empty()) return {Outcome::Verified, ""};
+  return {Outcome::Checked, fmt::format("every location equal, but {} Execute safety check(s) undecided (first: {}): "
+                                        "not VERIFIED",
+                                        r.undecided_safety.size(), r.undecided_safety.front())};
+}
+
+Report internal_error(const std::string& what) {
+  Report r;
+  r.outcome = Outcome::Error;
+  r.reason = fmt::format("internal error: {}, please report with the bundle", what);
+  return r;
 }
 
 Report check_path(const std::string& dir, const Options& opt) {

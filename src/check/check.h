@@ -10,8 +10,10 @@
 // witness that does not survive that is SUSPECT.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <optional>
+#include <utility>
 #include <string>
 #include <vector>
 
@@ -21,12 +23,16 @@
 
 namespace dirigo::check {
 
-enum class Outcome : uint8_t { Bug, Suspect, Checked, Verified, Timeout, Unsupported };
-std::string_view outcome_name(Outcome o);  // "BUG", "SUSPECT", ...
-int exit_code(Outcome o);                  // 1 BUG, 2 SUSPECT, 0 CHECKED/VERIFIED, 3 TIMEOUT, 4 UNSUPPORTED
+// Error: dirigo itself failed (an exception its model does not name); never said of the programs.
+enum class Outcome : uint8_t { Bug, Suspect, Checked, Verified, Timeout, Unsupported, Error };
+std::string_view outcome_name(Outcome o);  // "BUG", "SUSPECT", ..., "ERROR"
+int exit_code(Outcome o);                  // 1 BUG, 2 SUSPECT, 0 CHECKED/VERIFIED, 3 TIMEOUT, 4 UNSUPPORTED, 70 ERROR
 
 struct Options {
-  double budget_s = 30;          // wall-clock budget for the location search
+  double budget_s = 30;          // wall-clock budget for the whole check (0: none)
+  // An absolute end as well, the earlier of the two wins: a nested check (the re-check of a location
+  // over program inputs) is given its caller's end, so that it can never outlast the outer budget.
+  std::optional<std::chrono::steady_clock::time_point> deadline;
   size_t min_locations = 5;      // fewer than this and no BUG -> TIMEOUT
   size_t max_locations = 0;      // 0 = no limit besides the budget
   bool full = false;             // every output location (VERIFIED when all are equal)
@@ -64,6 +70,17 @@ struct Options {
   // ... or when building it took this share of the budget left (1: never; a lower share turned
   // correct pairs whose slow locations were decided equal into TIMEOUT: 007, 046 of the corpus)
   double build_share = 1.0;
+  // The falsification tier: the first this-many locations of the search order are evaluated
+  // numerically (check/numeric.h) at every input distribution of smt::kDistributionPoint's ladder,
+  // in fp64 and IEEE fp32, before any expression is built; a difference beyond the tolerance in both
+  // is a BUG at once (evidence "numeric-falsification"), anything else goes on to the proof. 0: off.
+  size_t falsify_locations = 4;
+  // ... within this share of the budget (all its locations together); past it the tier ends.
+  double falsify_share = 0.3;
+  // A falsified location is still built, up to this many nodes, and decided: its report then names
+  // both symbolic values and every leaf (evidence fp32-evaluation when the proof's witness is
+  // confirmed too); past it the tier's numeric BUG stands as it is.
+  size_t falsified_build_nodes = 1'000'000;
   // false: the caller exits right after the check (the CLI), so the lowering's memo, the order and
   // the expression nodes are left to the OS instead of freed one by one (seconds for 10^6 locations)
   bool release_memory = true;
@@ -142,6 +159,7 @@ struct LocationResult {
   bool confirmed_f32 = false;    // the fp32 values differ beyond the tolerance
   bool exceeds_tolerance = false;
   bool deduplicated = false;     // --full: decided by an earlier query identical up to leaf renaming
+  std::vector<std::string> approximations;  // Equal: the approximation axioms it rests on (empty: exact)
   // Decided by numeric evaluation of a location too large to build (check/numeric.h): the falsify
   // ladder point whose inputs show the difference. Every input is regenerable from it (smt::draw keyed
   // by smt::name_key of "in:<shared input>"), so `leaves` stays empty.
@@ -152,6 +170,9 @@ struct LocationResult {
     std::vector<std::string> trimmed;  // shared inputs that are results of the trimmed prefix (drawn too)
   };
   std::optional<SampledPoint> sampled;
+  // What backs the difference when it is not "fp32-evaluation" (both symbolic or numeric values in
+  // fp32 at the witness): "numeric-falsification" for the falsification tier's.
+  std::string evidence;
   double ms = 0;
 };
 
@@ -175,6 +196,11 @@ struct Report {
   size_t locations_omitted = 0;          // equal locations checked but not listed
   std::optional<size_t> first_differ;    // index into locations
   size_t checked = 0, equal = 0;
+  // How the equal locations were proven: exactly over the reals; within the tolerance for every input
+  // element in [-bound, bound]; modulo approximation equivalences (named in `approximations`).
+  size_t equal_exact = 0, equal_within_tolerance = 0, equal_modulo_approximation = 0;
+  std::vector<std::string> approximations;
+  std::vector<std::string> undecided_safety;  // Execute safety checks neither proven nor refuted
   int64_t total_locations = 0;
   size_t prefix_trimmed = 0;
   size_t kernels = 0;
@@ -217,14 +243,33 @@ void apply_replay(Report& r, Replay replay);
 void apply_state(Report& r, StateFinding state);
 // Witness refinement (paper §4.6; refine.cpp): leaf values (same order as `leaves`, within ±tol.bound),
 // starting from `start`, where ea and eb differ beyond the tolerance in fp64 — with `also_f32` in IEEE
-// fp32 too, with fp32 values close to fp64's — or `start` when none is found within budget_ms.
+// fp32 too, with fp32 values close to fp64's — or `start` when none is found within `work` node
+// evaluations (each point costs both expressions' DAG sizes, twice with also_f32). The work, not the
+// clock, ends it, so the same seed gives the same witness on a busy machine; `deadline` is only the
+// outer cap (the check's budget).
+constexpr uint64_t kRefineWork = 10'000'000;  // all 64 + 24 x leaves points of a 10^4-node, 40-leaf location
 std::vector<double> refine_witness(ir::Expr ea, ir::Expr eb, const std::vector<ir::Expr>& leaves,
                                    std::vector<double> start, const smt::Tolerance& tol, uint64_t seed,
-                                   double budget_ms, bool also_f32 = false);
+                                   uint64_t work, bool also_f32 = false,
+                                   std::chrono::steady_clock::time_point deadline =
+                                       std::chrono::steady_clock::time_point::max(),
+                                   uint64_t nodes = 0);  // both DAG sizes when the caller knows them (0: counted here)
 // The candidate faulted on the GPU (an illegal or misaligned address, a device-side assert) while the
 // reference ran on the same inputs: a BUG observed on the real program (evidence crash-gpu, stage
 // trace), without a bundle.
 Report candidate_crash(const std::string& message);
+// The candidate failed where the reference ran (stage trace): evidence "exception" (it raised, also when
+// run without the tracer), "timeout" (killed past the trace timeout), "crash" (its process died) or
+// "crash-gpu"; `message` names the exception's type, message and the candidate's file:line.
+Report candidate_failure(const std::string& message, const std::string& evidence);
+// Tracing gave no bundle and nothing is the candidate's fault (the reference failed, the environment lacks
+// something, or dirigo cannot trace it): UNSUPPORTED, stage trace, `message` says which.
+Report trace_unsupported(const std::string& message);
+// The verdict when every location was proven equal: VERIFIED only with every Execute safety check decided,
+// else CHECKED with the reason.
+std::pair<Outcome, std::string> all_equal_outcome(const Report& r);
+// The report of dirigo's own failure (Outcome::Error, exit 70) with `what` in its reason.
+Report internal_error(const std::string& what);
 // apply_replay and apply_state on a report in its JSON form (to_json's; the Python API and the corpus
 // evaluation hold reports that way), so that the verdict rules exist once: each answer is folded when
 // not empty, and the fields the rules touch are written back. Malformed report JSON throws.
@@ -232,11 +277,16 @@ std::string fold_answers(const std::string& report_json, const std::string& repl
                          const std::string& state_json);
 
 // Checks the reference against the candidate of a bundle. Never throws: anything it cannot
-// model is Outcome::Unsupported with a reason naming what was missing.
+// model is Outcome::Unsupported with a reason naming what was missing; any other exception is
+// Outcome::Error ("internal error: ..., please report with the bundle").
 Report check_bundle(const bundle::Bundle& b, const Options& opt = {});
 // Reads the bundle directory first (errors -> UNSUPPORTED "bundle: ...").
 Report check_path(const std::string& bundle_dir, const Options& opt = {});
 
+// What VERIFIED/CHECKED rest on: "exact" (every equal location over the reals for every input),
+// "within tolerance for |inputs| <= B" (some only by a tolerance bound over leaves in [-B, B]), or
+// "modulo A, B" (some only by approximation axioms); both qualifiers when both apply.
+std::string proof_kind(const Report& r);
 std::string to_text(const Report& r, bool verbose = false);
 std::string to_json(const Report& r);
 

@@ -62,6 +62,32 @@ Slot Search::evaluate(ir::Context& ctx, Lowering& ref, Lowering& cand, smt::Solv
       too_large = fmt::format("an earlier location of this output passed {} nodes", opt_.build_nodes);
   }
   if (too_large.empty()) too_large = estimated_too_large(ref, loc);
+  // The falsification tier: a difference found numerically is this location's BUG unless the
+  // location builds within Options::falsified_build_nodes and the proof's own witness is confirmed
+  // too (its report then names both symbolic values and every leaf).
+  std::optional<LocationResult> falsified;
+  if (too_large.empty() && falsifies(loc, seq)) {
+    ir::set_limits(ctx, {ctx.node_units() + opt_.max_location_nodes, budget_end()});
+    if (falsify_numerically(ctx, ref, cand, slot)) {
+      falsified = std::move(lr);
+      lr = LocationResult{};
+      lr.loc = loc;
+    }
+    nodes0 = ctx.node_units();
+    size_t cap = std::min(opt_.max_location_nodes, opt_.build_nodes);
+    if (falsified) cap = std::min(cap, opt_.falsified_build_nodes);
+    ir::set_limits(ctx, {nodes0 + cap, build_end});
+  }
+  // The tier's BUG as the location's result (confirmed over program inputs where it set results of
+  // the trimmed prefix).
+  auto as_falsified = [&]() -> Slot& {
+    limited.reset();
+    slot = Slot{};
+    slot.lr = std::move(*falsified);
+    if (opt_.trim_prefix && sets_trimmed_result(slot.lr)) confirm_over_program_inputs(slot.lr);
+    slot.lr.ms = std::chrono::duration<double, std::milli>(Clock::now() - tl).count();
+    return slot;
+  };
   try {
     if (too_large.empty()) {
       ea = ref.element(pair.ref, loc.flat);
@@ -69,6 +95,7 @@ Slot Search::evaluate(ir::Context& ctx, Lowering& ref, Lowering& cand, smt::Solv
       eb = cand.element(pair.cand, loc.flat);
     }
   } catch (const ir::LimitExceeded& x) {
+    if (falsified) return as_falsified();
     bool too_many = ctx.node_units() >= nodes0 + opt_.build_nodes;
     if ((!too_many && ctx.node_units() >= nodes0 + opt_.max_location_nodes) || Clock::now() >= budget_end()) {
       lr.verdict = smt::Verdict::Timeout;
@@ -89,10 +116,12 @@ Slot Search::evaluate(ir::Context& ctx, Lowering& ref, Lowering& cand, smt::Solv
     slot.message = w.what();
     return slot;
   } catch (const Unsupported& u) {
+    if (falsified) return as_falsified();
     slot.kind = Slot::Kind::Unsupported;
     slot.message = u.what();
     return slot;
   } catch (const OutOfTime&) {  // undecided: the budget ended while expanding this location
+    if (falsified) return as_falsified();
     lr.verdict = smt::Verdict::Timeout;
     lr.reason = "the budget ran out while building the location's expressions (back-projection)";
     lr.ms = std::chrono::duration<double, std::milli>(Clock::now() - tl).count();
@@ -108,13 +137,14 @@ Slot Search::evaluate(ir::Context& ctx, Lowering& ref, Lowering& cand, smt::Solv
   lr.ref_nodes = ir::dag_size(ea);
   lr.cand_nodes = ir::dag_size(eb);
   std::optional<PairKey> key;
-  if (opt_.full && opt_.dedup && ea != eb) {
+  if (opt_.full && opt_.dedup && ea != eb && !falsified) {
     key = renamed_pair_key(ea, eb);
     std::lock_guard lock(mu_);
     if (auto it = decided_.find(*key); it != decided_.end()) {
       lr.verdict = it->second.verdict;
       lr.stage = it->second.stage;
       lr.reason = it->second.reason;
+      lr.approximations = it->second.approximations;
       lr.deduplicated = true;
       ++dedup_hits_;
       lr.ms = std::chrono::duration<double, std::milli>(Clock::now() - tl).count();
@@ -126,6 +156,7 @@ Slot Search::evaluate(ir::Context& ctx, Lowering& ref, Lowering& cand, smt::Solv
   double left_ms = opt_.budget_s * 1000 - std::chrono::duration<double, std::milli>(Clock::now() - t0_).count();
   if (opt_.budget_s > 0) {
     if (left_ms < 1) {
+      if (falsified) return as_falsified();
       lr.verdict = smt::Verdict::Timeout;
       lr.reason = "the budget ran out before the decision (building the location's expressions took the rest)";
       lr.ms = std::chrono::duration<double, std::milli>(Clock::now() - tl).count();
@@ -174,9 +205,10 @@ Slot Search::evaluate(ir::Context& ctx, Lowering& ref, Lowering& cand, smt::Solv
   lr.verdict = d.verdict;
   lr.stage = d.stage;
   lr.reason = d.reason;
+  if (d.verdict == smt::Verdict::Equal) lr.approximations = d.approximations;
   if (key && d.verdict != smt::Verdict::Differ) {
     std::lock_guard lock(mu_);
-    decided_.try_emplace(*key, Decided{d.verdict, d.stage, d.reason});
+    decided_.try_emplace(*key, Decided{d.verdict, d.stage, d.reason, lr.approximations});
   }
   if (d.verdict != smt::Verdict::Equal) {  // a difference or what stayed undecided (10^6 equal locations are not)
     ir::PrintOptions popt{.max_nodes = 40};
@@ -190,6 +222,17 @@ Slot Search::evaluate(ir::Context& ctx, Lowering& ref, Lowering& cand, smt::Solv
                    [](const smt::LeafValue& l) { return l.kind == smt::LeafValue::Kind::Var; }))
     as_sampled_point(lr, *sampled_point, ladder_bound(dopt));
   if (lr.confirmed_f32 && opt_.trim_prefix && sets_trimmed_result(lr)) confirm_over_program_inputs(lr);
+  // Equal, yet the tier's numbers differ: the tolerance stage proves closeness only for inputs within
+  // ±bound (the tier's large values lie outside), anything else would be a fault of one of the two.
+  // Neither is reported: the location stays undecided, naming both.
+  if (falsified && lr.verdict == smt::Verdict::Equal) {
+    lr.verdict = smt::Verdict::Unknown;
+    lr.reason = fmt::format("decided equal ({}, inputs within ±{}), but the falsification tier's numbers differ "
+                            "beyond the tolerance ({}): left undecided",
+                            smt::stage_name(lr.stage), tol_.bound, falsified->reason);
+  } else if (falsified && !(lr.verdict == smt::Verdict::Differ && lr.confirmed_f32)) {
+    return as_falsified();
+  }
   lr.ms = std::chrono::duration<double, std::milli>(Clock::now() - tl).count();
   return slot;
 }
@@ -201,7 +244,7 @@ Slot Search::evaluate(ir::Context& ctx, Lowering& ref, Lowering& cand, smt::Solv
 void Search::numeric_decide(Lowering& ref, Lowering& cand, Slot& slot, const std::string& why) {
   LocationResult& lr = slot.lr;
   const auto& pair = m_.outputs[lr.loc.output];
-  unsigned npoints = std::max(1u, dopt_.falsify_points);
+  unsigned npoints = numeric_points();
   double bound = ladder_bound(dopt_);
   // One point at a time, in fp64 and in IEEE fp32 together: the difference usually shows at the
   // first point, and its fp32 evidence then comes from the same walk of the templates (a separate
@@ -235,10 +278,13 @@ void Search::numeric_decide(Lowering& ref, Lowering& cand, Slot& slot, const std
     lr.ref_value = a[0];
     lr.cand_value = b[0];
     lr.exceeds_tolerance = true;
-    lr.sampled = LocationResult::SampledPoint{dopt_.random_seed, *hit, bound, {}};
+    unsigned point = numeric_point(*hit);
+    lr.sampled = LocationResult::SampledPoint{dopt_.random_seed, point, bound, {}};
     for (const auto& si : m_.inputs)
       if (si.origin == program::SharedInput::Origin::Trimmed) lr.sampled->trimmed.push_back(si.name);
-    lr.reason = fmt::format("{}: evaluated numerically at random point {} of seed {}", why, *hit, dopt_.random_seed);
+    lr.reason = fmt::format("{}: evaluated numerically at random point {} of seed {} ({} inputs, scale {})", why,
+                            point, dopt_.random_seed, smt::distribution_name(smt::point_distribution(point)),
+                            smt::point_bound(point, bound));
     double fa = a[1], fb = b[1];
     lr.ref_value_f32 = fa;
     lr.cand_value_f32 = fb;
@@ -273,7 +319,7 @@ NumericEvaluator& Search::numeric_evaluator(Lowering& low, unsigned first) {
   if (!e) {
     NumericOptions o;
     o.seed = dopt_.random_seed;
-    o.points = {first, first};
+    o.points = {numeric_point(first), numeric_point(first)};
     o.precisions = {ir::Precision::F64, ir::Precision::F32};
     o.bound = ladder_bound(dopt_);
     o.deadline = budget_end();
@@ -284,6 +330,13 @@ NumericEvaluator& Search::numeric_evaluator(Lowering& low, unsigned first) {
   }
   return *e;
 }
+
+unsigned Search::numeric_point(unsigned i) {
+  constexpr unsigned kTier = 2 * smt::kDistributions;
+  return i < kTier ? smt::kDistributionPoint + i : i - kTier;
+}
+
+unsigned Search::numeric_points() const { return 2 * smt::kDistributions + std::max(1u, dopt_.falsify_points); }
 
 // Non-empty (the reason) when the first location of an output is estimated far past the build cap
 // (Options::numeric_estimate): the output is then evaluated numerically without building. The

@@ -94,7 +94,9 @@ std::string to_html(const Report& r) {
                               outcome, kStyle);
   std::string head = outcome;
   if (r.outcome == Outcome::Checked) head += fmt::format(": {} of {} locations proven equal for every input", r.equal, r.total_locations);
-  if (r.outcome == Outcome::Verified) head += fmt::format(": all {} locations proven equal for every input", r.total_locations);
+  if (r.outcome == Outcome::Verified)
+    head += fmt::format("{}: all {} locations proven equal{}", proof_kind(r) == "exact" ? "" : " " + proof_kind(r),
+                        r.total_locations, proof_kind(r) == "exact" ? " for every input" : "");
   h += fmt::format("<h1 class=\"{}\">{}</h1>\n", outcome, esc(head));
   if (!r.reason.empty()) h += fmt::format("<p class=\"reason\">{}</p>\n", esc(r.reason));
   if (!r.evidence.empty()) h += fmt::format("<p>evidence: <b>{}</b></p>\n", esc(r.evidence));

@@ -61,13 +61,50 @@ void dot_fixed(const double* a, int64_t sa, const double* b, int64_t sb, int64_t
   for (size_t p = 0; p < NP; ++p) acc[p] += (s[0][p] + s[1][p]) + (s[2][p] + s[3][p]);
 }
 
+// Runs of neighbouring lanes of one precision ([first, end) each): many points at once are summed
+// as vector lanes, each lane in the order its precision requires (the lanes are independent chains).
+std::vector<std::pair<size_t, size_t>> lane_groups(const std::vector<uint8_t>& f32) {
+  std::vector<std::pair<size_t, size_t>> g;
+  for (size_t p = 0; p < f32.size(); ++p)
+    if (g.empty() || f32[p] != f32[g.back().first]) g.push_back({p, p + 1});
+    else g.back().second = p + 1;
+  return g;
+}
+
+constexpr size_t kGroupLanes = 32;  // lanes a group's accumulators hold on the stack
+
+// dot_fixed over lanes [0, n) of one precision, n <= kGroupLanes: one accumulator per lane, the
+// inner loop over the lanes (contiguous in the lane-major draws) vectorized. fp32 in index order,
+// every operation rounded, as dot_fixed's.
+template <bool F32>
+void dot_group(const double* a, int64_t sa, const double* b, int64_t sb, int64_t n, size_t lanes, double* acc) {
+  using T = std::conditional_t<F32, float, double>;
+  T s[kGroupLanes];
+  for (size_t p = 0; p < lanes; ++p) s[p] = T(acc[p]);
+  for (int64_t k = 0; k < n; ++k) {
+    const double *x = a + k * sa, *y = b + k * sb;
+    for (size_t p = 0; p < lanes; ++p) s[p] += T(x[p] * y[p]);
+  }
+  for (size_t p = 0; p < lanes; ++p) acc[p] = double(s[p]);
+}
+
 void dot_lanes(const double* a, int64_t sa, const double* b, int64_t sb, int64_t n, const std::vector<uint8_t>& f32,
                double* acc) {
   size_t lanes = f32.size();
   bool same = std::all_of(f32.begin(), f32.end(), [&](uint8_t x) { return x == f32[0]; });
   if (same && lanes == 1) return dot_fixed<1>(a, sa, b, sb, n, f32[0], acc);
   if (same && lanes == 2) return dot_fixed<2>(a, sa, b, sb, n, f32[0], acc);
-  for (size_t p = 0; p < lanes; ++p) dot_fixed<1>(a + p, sa, b + p, sb, n, f32[p], acc + p);
+  for (auto [lo, hi] : lane_groups(f32)) {
+    if (hi - lo >= 3) {
+      for (size_t g = lo; g < hi; g += kGroupLanes) {
+        size_t w = std::min(kGroupLanes, hi - g);
+        if (f32[lo]) dot_group<true>(a + g, sa, b + g, sb, n, w, acc + g);
+        else dot_group<false>(a + g, sa, b + g, sb, n, w, acc + g);
+      }
+      continue;
+    }
+    for (size_t p = lo; p < hi; ++p) dot_fixed<1>(a + p, sa, b + p, sb, n, f32[p], acc + p);
+  }
 }
 
 // One operand of a convolution's sum (aten::Products with runs) in its draws: term (r, t) reads
@@ -79,6 +116,51 @@ struct RunOperand {
   const int64_t* taps;
   bool innermost;  // from runs-innermost draws
 };
+
+template <bool F32>
+void dot_runs_group(const RunOperand& a, const RunOperand& b, const std::vector<int64_t>& ta,
+                    const std::vector<int64_t>& tb, int64_t ra, int64_t rb, size_t taps, int64_t runs, size_t g,
+                    size_t lanes, double* acc) {
+  using T = std::conditional_t<F32, float, double>;
+  T s[kGroupLanes];
+  for (size_t p = 0; p < lanes; ++p) s[p] = T(acc[g + p]);
+  for (int64_t r = 0; r < runs; ++r) {
+    const double* ar = a.base + r * ra + int64_t(g);
+    const double* br = b.base + r * rb + int64_t(g);
+    for (size_t t = 0; t < taps; ++t) {
+      const double *x = ar + ta[t], *y = br + tb[t];
+      for (size_t p = 0; p < lanes; ++p) s[p] += T(x[p] * y[p]);
+    }
+  }
+  for (size_t p = 0; p < lanes; ++p) acc[g + p] = double(s[p]);
+}
+
+void dot_runs_lane(const RunOperand& a, const RunOperand& b, const std::vector<int64_t>& ta,
+                   const std::vector<int64_t>& tb, int64_t ra, int64_t rb, size_t taps, int64_t runs, int64_t p,
+                   bool f32, double* acc) {
+  if (f32) {
+    auto s = float(acc[p]);
+    for (int64_t r = 0; r < runs; ++r) {
+      const double* ar = a.base + r * ra + p;
+      const double* br = b.base + r * rb + p;
+      for (size_t t = 0; t < taps; ++t) s += float(ar[ta[t]] * br[tb[t]]);
+    }
+    acc[p] = double(s);
+    return;
+  }
+  double s0 = 0, s1 = 0;  // the fused loop's order: one lane's value never depends on the other's
+  for (int64_t r = 0; r < runs; ++r) {
+    const double* ar = a.base + r * ra + p;
+    const double* br = b.base + r * rb + p;
+    size_t t = 0;
+    for (; t + 2 <= taps; t += 2) {
+      s0 += ar[ta[t]] * br[tb[t]];
+      s1 += ar[ta[t + 1]] * br[tb[t + 1]];
+    }
+    if (t < taps) s0 += ar[ta[t]] * br[tb[t]];
+  }
+  acc[p] += s0 + s1;
+}
 
 // The sum over r < runs, then t < taps, of a's term (r, t) times b's, added to acc[p] for each lane
 // p of the lane-major draws. fp32: in that order, every operation rounded (the float sum of two
@@ -111,30 +193,24 @@ void dot_runs(const RunOperand& a, const RunOperand& b, size_t taps, int64_t run
     acc[1] = double(s);
     return;
   }
-  for (int64_t p = 0; p < nl; ++p) {
-    if (f32[size_t(p)]) {
-      auto s = float(acc[p]);
-      for (int64_t r = 0; r < runs; ++r) {
-        const double* ar = a.base + r * ra + p;
-        const double* br = b.base + r * rb + p;
-        for (size_t t = 0; t < taps; ++t) s += float(ar[ta[t]] * br[tb[t]]);
+  // Many lanes of one precision (the falsification tier's points): a group's lanes summed together,
+  // the inner loop over the lanes; each lane in the order the per-lane loops below use (fp32: run
+  // by run, tap by tap, rounded; fp64: up to reassociation).
+  if (nl >= 3) {
+    for (auto [lo, hi] : lane_groups(f32)) {
+      if (hi - lo < 3) {
+        for (size_t p = lo; p < hi; ++p) dot_runs_lane(a, b, ta, tb, ra, rb, taps, runs, int64_t(p), f32[p], acc);
+        continue;
       }
-      acc[p] = double(s);
-      continue;
-    }
-    double s0 = 0, s1 = 0;  // the fused loop's order: one lane's value never depends on the other's
-    for (int64_t r = 0; r < runs; ++r) {
-      const double* ar = a.base + r * ra + p;
-      const double* br = b.base + r * rb + p;
-      size_t t = 0;
-      for (; t + 2 <= taps; t += 2) {
-        s0 += ar[ta[t]] * br[tb[t]];
-        s1 += ar[ta[t + 1]] * br[tb[t + 1]];
+      for (size_t g = lo; g < hi; g += kGroupLanes) {
+        size_t w = std::min(kGroupLanes, hi - g);
+        if (f32[lo]) dot_runs_group<true>(a, b, ta, tb, ra, rb, taps, runs, g, w, acc);
+        else dot_runs_group<false>(a, b, ta, tb, ra, rb, taps, runs, g, w, acc);
       }
-      if (t < taps) s0 += ar[ta[t]] * br[tb[t]];
     }
-    acc[p] += s0 + s1;
+    return;
   }
+  for (int64_t p = 0; p < nl; ++p) dot_runs_lane(a, b, ta, tb, ra, rb, taps, runs, p, f32[size_t(p)], acc);
 }
 
 }  // namespace

@@ -58,12 +58,15 @@ double excess(double a, double b, const smt::Tolerance& tol) {
 // (same order as `leaves`).
 std::vector<double> refine_witness(ir::Expr ea, ir::Expr eb, const std::vector<ir::Expr>& leaves,
                                    std::vector<double> start, const smt::Tolerance& tol, uint64_t seed,
-                                   double budget_ms, bool also_f32) {
-  if (budget_ms <= 0) return start;
-  auto t0 = Clock::now();
+                                   uint64_t work, bool also_f32, Clock::time_point deadline, uint64_t nodes) {
+  if (work == 0) return start;
+  if (nodes == 0) nodes = ir::dag_size(ea) + ir::dag_size(eb);
+  const uint64_t per_point = nodes * (also_f32 ? 2 : 1) + 1;
+  uint64_t spent = 0;
   std::unordered_map<std::pair<int32_t, int64_t>, size_t, PairHash> pos;
   for (size_t i = 0; i < leaves.size(); ++i) pos[{leaves[i]->tensor(), leaves[i]->index()}] = i;
   auto eval = [&](const std::vector<double>& x) {
+    spent += per_point;
     ir::Env e;
     e.elem = [&](int32_t t, int64_t i, ir::Sort s) -> ir::Value {
       auto it = pos.find({t, i});
@@ -87,7 +90,7 @@ std::vector<double> refine_witness(ir::Expr ea, ir::Expr eb, const std::vector<i
       return -1e300;
     }
   };
-  auto over = [&] { return std::chrono::duration<double, std::milli>(Clock::now() - t0).count() > budget_ms; };
+  auto over = [&] { return spent >= work || (deadline != Clock::time_point::max() && Clock::now() > deadline); };
   std::mt19937_64 rng(seed);
   std::uniform_real_distribution<double> uni(-tol.bound, tol.bound);
   std::vector<double> best = std::move(start);
@@ -232,12 +235,12 @@ void Search::witness_values(ir::Context& ctx, ir::Expr ea, ir::Expr eb, const sm
     ir::Value v = wenv.elem(l->tensor(), l->index(), l->sort);
     values.push_back(l->sort == ir::Sort::Real ? v.real : double(int64_t(v.bits)));
   }
-  // at most 200 ms, and never past the budget
-  auto refine_ms = [&] {
-    double left_ms = opt_.budget_s * 1000 - std::chrono::duration<double, std::milli>(Clock::now() - t0_).count();
-    return opt_.budget_s > 0 ? std::clamp(left_ms, 0.0, 200.0) : 200.0;
-  };
-  if (!w.exceeds_tolerance) values = refine_witness(ea, eb, leaves, values, tol_, opt_.seed + seq + 1, refine_ms());
+  // a fixed amount of work (the verdict must not depend on the machine's load), within the budget
+  auto refine_work = [&]() -> uint64_t { return opt_.budget_s > 0 && Clock::now() >= budget_end() ? 0 : kRefineWork; };
+  auto end = opt_.budget_s > 0 ? budget_end() : Clock::time_point::max();
+  if (!w.exceeds_tolerance)
+    values = refine_witness(ea, eb, leaves, values, tol_, opt_.seed + seq + 1, refine_work(), false, end,
+                            lr.ref_nodes + lr.cand_nodes);
   std::string reason = lr.reason;
   bool giant = lr.ref_nodes + lr.cand_nodes > opt_.giant_location_nodes;
   evaluate_witness(ctx, ea, eb, w, wenv, leaves, values, lr);
@@ -245,8 +248,9 @@ void Search::witness_values(ir::Context& ctx, ir::Expr ea, ir::Expr eb, const sm
   // that shows it in both precisions, so that the evidence without a replay holds in fp32 too.
   // (Not for giant locations: one evaluation of both sides there takes seconds, and refinement
   // evaluates its start before it looks at the clock — pair 097 ran 40 s past a 20 s budget.)
-  if (lr.exceeds_tolerance && !lr.confirmed_f32 && !w.depends_on_undef && refine_ms() > 0 && !giant) {
-    auto again = refine_witness(ea, eb, leaves, values, tol_, opt_.seed + seq + 1, refine_ms(), true);
+  if (lr.exceeds_tolerance && !lr.confirmed_f32 && !w.depends_on_undef && refine_work() > 0 && !giant) {
+    auto again = refine_witness(ea, eb, leaves, values, tol_, opt_.seed + seq + 1, refine_work(), true, end,
+                                lr.ref_nodes + lr.cand_nodes);
     if (again != values) {
       lr.leaves.clear();
       lr.witness.clear();
@@ -324,7 +328,10 @@ void Search::confirm_over_program_inputs(LocationResult& lr) {
   // location (the ladder's [-1, 1] points are 1 in 8, and a bug like a wrong GELU constant shows only
   // where the prefix's result is O(1): examples/execute_bugs/gelu_constant)
   u.decide.falsify_points = std::max(u.decide.falsify_points, 64u);
-  if (opt_.budget_s > 0) u.budget_s = opt_.budget_s - since(t0_);
+  if (opt_.budget_s > 0) {
+    u.budget_s = opt_.budget_s - since(t0_);
+    u.deadline = budget_end();  // the re-check's every stage (Execute, build, Z3) ends with this check
+  }
   Report ur;
   if (opt_.budget_s <= 0 || u.budget_s > 0.01) {
     std::lock_guard one_at_a_time(recheck_mu_);  // each re-check lowers both programs again

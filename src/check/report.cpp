@@ -65,6 +65,10 @@ namespace {
 std::string evidence_sentence(const Report& r) {
   if (r.evidence == "fp32-evaluation")
     return "fp32-evaluation (both symbolic values evaluated in IEEE fp32 at the witness; no replay on the real programs)";
+  if (r.evidence == "numeric-falsification")
+    return "numeric-falsification (both programs evaluated numerically, in fp64 and in IEEE fp32, at inputs drawn from "
+           "one of the falsification tier's distributions, before any expression was built; no replay on the real "
+           "programs)";
   if (r.evidence == "replay-gpu") return "replay-gpu (both real programs run on a GPU at the witness)";
   if (r.evidence == "replay-cpu") return "replay-cpu (both real programs run on the CPU at the witness)";
   if (r.evidence == "state-replay-gpu" || r.evidence == "state-replay-cpu")
@@ -76,6 +80,15 @@ std::string evidence_sentence(const Report& r) {
     return r.evidence + " (both real programs, as KernelBench builds them, run on its trial inputs: what its own "
                         "check sees)";
   if (r.evidence == "crash-gpu") return "crash-gpu (the candidate program faulted on a GPU; the reference ran)";
+  if (r.evidence == "launch-config")
+    return "launch-config (the recorded launch exceeds CUDA's limits, so the kernel never ran)";
+  if (r.evidence == "exception")
+    return "exception (the candidate raised, traced and again run plainly without the tracer; the reference ran)";
+  if (r.evidence == "timeout") return "timeout (the candidate was killed past the trace timeout; the reference finished)";
+  if (r.evidence == "crash") return "crash (the candidate's process died; the reference ran)";
+  if (r.evidence == "call-history")
+    return "call-history (both real programs run in one process in several call orders: the candidate's result "
+           "on one input depends on what ran before it, or it changed its inputs)";
   if (r.evidence.empty()) return "none beyond the solver's model";
   return r.evidence;
 }
@@ -182,11 +195,40 @@ std::string witness_text(const LocationResult& l) {
 }
 }  // namespace
 
+std::string proof_kind(const Report& r) {
+  std::string s;
+  if (r.equal_within_tolerance)
+    s = fmt::format("within tolerance for |inputs| <= {:g}", r.tolerance.bound);
+  if (r.equal_modulo_approximation)
+    s += fmt::format("{}modulo {}", s.empty() ? "" : ", ", fmt::join(r.approximations, ", "));
+  return s.empty() ? "exact" : s;
+}
+
+namespace {
+// "all 256 locations proven equal for every input", or how the inexact ones were decided.
+std::string equal_sentence(const Report& r, const std::string& count) {
+  if (!r.equal_within_tolerance && !r.equal_modulo_approximation)
+    return fmt::format("{} locations proven equal for every input", count);
+  std::string s = fmt::format("{} locations equal: {} exactly", count, r.equal_exact);
+  if (r.equal_within_tolerance)
+    s += fmt::format(", {} within atol {:g} for every input element in [-{:g}, {:g}]", r.equal_within_tolerance,
+                     r.tolerance.atol, r.tolerance.bound, r.tolerance.bound);
+  if (r.equal_modulo_approximation)
+    s += fmt::format(", {} modulo {}", r.equal_modulo_approximation, fmt::join(r.approximations, ", "));
+  return s;
+}
+}  // namespace
+
 std::string to_text(const Report& r, bool verbose) {
   std::string s = fmt::format("{}", outcome_name(r.outcome));
   switch (r.outcome) {
-    case Outcome::Checked: s += fmt::format(": {} of {} locations proven equal for every input", r.equal, r.total_locations); break;
-    case Outcome::Verified: s += fmt::format(": all {} locations proven equal for every input", r.total_locations); break;
+    case Outcome::Checked:
+      s += ": " + equal_sentence(r, fmt::format("{} of {}", r.equal, r.total_locations));
+      break;
+    case Outcome::Verified:
+      if (proof_kind(r) != "exact") s += " " + proof_kind(r);
+      s += ": " + equal_sentence(r, fmt::format("all {}", r.total_locations));
+      break;
     default: break;
   }
   if (!r.reason.empty()) s += (r.outcome == Outcome::Checked ? " (" + r.reason + ")" : "\n  " + r.reason);
@@ -220,7 +262,7 @@ std::string to_text(const Report& r, bool verbose) {
     }
     s += fmt::format("  evidence: {}\n", evidence_sentence(r));
   }
-  if (r.stage == "trace") s += fmt::format("  evidence: {}\n", evidence_sentence(r));
+  if (r.stage == "trace" || r.evidence == "launch-config") s += fmt::format("  evidence: {}\n", evidence_sentence(r));
   for (const auto& n : r.notes) s += "  note: " + n + "\n";
   s += fmt::format("  {} kernel launch(es) executed, {} prefix op(s) trimmed, {} location(s) checked{}, {} solver call(s), "
                    "{:.2f} s{}\n",
@@ -268,6 +310,11 @@ std::string to_json(const Report& r) {
   put_verdict(j, r);
   j["checked"] = r.checked;
   j["equal"] = r.equal;
+  j["equal_by"] = {{"exact", r.equal_exact}, {"within_tolerance", r.equal_within_tolerance},
+                   {"modulo_approximation", r.equal_modulo_approximation}};
+  j["approximations"] = r.approximations;
+  j["proof"] = proof_kind(r);
+  j["undecided_safety"] = r.undecided_safety;
   j["total_locations"] = r.total_locations;
   j["kernels"] = r.kernels;
   j["prefix_trimmed"] = r.prefix_trimmed;
@@ -329,21 +376,35 @@ std::string to_json(const Report& r) {
   return j.dump(2);
 }
 
-Report candidate_crash(const std::string& message) {
+Report candidate_crash(const std::string& message) { return candidate_failure(message, "crash-gpu"); }
+
+Report candidate_failure(const std::string& message, const std::string& evidence) {
   Report r;
   r.outcome = Outcome::Bug;
   r.stage = "trace";
-  r.evidence = "crash-gpu";
-  r.reason = "the candidate crashed on the GPU while being traced, where the reference ran: " + message;
-  r.notes.push_back("no bundle: run compute-sanitizer on the candidate, or `dirigo execute` on its PTX, for the "
-                    "faulting access");
+  r.evidence = evidence;
+  if (evidence == "crash-gpu") {
+    r.reason = "the candidate crashed on the GPU while being traced, where the reference ran: " + message;
+    r.notes.push_back("no bundle: run compute-sanitizer on the candidate, or `dirigo execute` on its PTX, for the "
+                      "faulting access");
+  } else {
+    r.reason = "the candidate failed where the reference ran: " + message;
+  }
+  return r;
+}
+
+Report trace_unsupported(const std::string& message) {
+  Report r;
+  r.outcome = Outcome::Unsupported;
+  r.stage = "trace";
+  r.reason = message;
   return r;
 }
 
 namespace {
 Outcome outcome_of(const std::string& name) {
   for (Outcome o : {Outcome::Bug, Outcome::Suspect, Outcome::Checked, Outcome::Verified, Outcome::Timeout,
-                    Outcome::Unsupported})
+                    Outcome::Unsupported, Outcome::Error})
     if (outcome_name(o) == name) return o;
   throw std::runtime_error("report: unknown outcome '" + name + "'");
 }

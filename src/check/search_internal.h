@@ -78,6 +78,18 @@ class Search {
   void numeric_decide(Lowering& ref, Lowering& cand, Slot& slot, const std::string& why);
 
   NumericEvaluator& numeric_evaluator(Lowering& low, unsigned first);
+  // The numeric path's ladder: the falsification tier's distribution points first (KernelBench's own
+  // N(0, 1) at index 0), then the falsify ladder's uniform points.
+  static unsigned numeric_point(unsigned i);
+  unsigned numeric_points() const;
+
+  // the falsification tier: a location evaluated numerically at every distribution before it is
+  // built; true when it is a BUG (both precisions beyond the tolerance) and `slot` holds it
+  // (numeric_falsify.cpp)
+  bool falsifies(const Location& loc, size_t seq) const;
+
+  bool falsify_numerically(ir::Context& ctx, Lowering& ref, Lowering& cand, Slot& slot);
+  NumericEvaluator* falsify_evaluator(Lowering& low, unsigned round);
   std::string estimated_too_large(Lowering& ref, const Location& loc);
 
   // The first rung of the random points' ladder (falsify's and the numeric path's alike).
@@ -95,6 +107,7 @@ class Search {
     smt::Verdict verdict;
     smt::Stage stage;
     std::string reason;
+    std::vector<std::string> approximations;
   };
 
   const bundle::Bundle& b_;
@@ -122,6 +135,10 @@ class Search {
   std::unordered_set<size_t> estimated_outputs_;  // outputs whose first location was estimated
   std::map<std::pair<const Lowering*, unsigned>, std::unique_ptr<NumericEvaluator>> numeric_;  // by first point
   std::map<unsigned, std::shared_ptr<ProductsCache>> numeric_products_;  // by first point, both programs'
+  // the falsification tier's evaluators (its distribution points, fp64 and fp32 lanes), by lowering and round
+  std::map<std::pair<const Lowering*, unsigned>, std::unique_ptr<NumericEvaluator>> falsify_;  // by round
+  std::map<unsigned, std::shared_ptr<ProductsCache>> falsify_products_;
+  std::atomic<bool> falsify_over_{false};  // its share of the budget is spent
 };
 
 }  // namespace dirigo::check::detail

@@ -74,6 +74,9 @@ void Search::worker(size_t) {
         std::erase_if(s.numeric_, [&](const auto& e) {
           return e.first.first && (e.first.first == ref.get() || e.first.first == cand.get());
         });
+        std::erase_if(s.falsify_, [&](const auto& e) {
+          return e.first.first && (e.first.first == ref.get() || e.first.first == cand.get());
+        });
       }
     } forget{*this, own_ref, own_cand};
     ir::Context* ctx = &ctx_;

@@ -56,11 +56,15 @@ std::string sampled_json(const LocationResult::SampledPoint& s) {
             {"point", s.point},
             {"bound", smt::point_bound(s.point, s.bound)},
             {"nonnegative", smt::point_nonnegative(s.point)},
+            {"distribution", smt::distribution_name(smt::point_distribution(s.point))},
             {"ladder_bound", s.bound},
             {"trimmed", s.trimmed},  // drawn for the prefix's results: no input assignment is known to give them
             {"draw", "element i of shared input NAME: u = splitmix64(splitmix64(seed * 1000003 + point) ^ "
                      "splitmix64(fnv1a64('in:' + NAME) % 2^24 << 40 ^ i)) >> 11 (53 bits); value = u * 2^-53 * bound, "
-                     "or (2 * u * 2^-53 - 1) * bound when not nonnegative"}};
+                     "or (2 * u * 2^-53 - 1) * bound when not nonnegative; distribution normal: with u2 = "
+                     "splitmix64(h ^ 0x5851f42d4c957f2d) >> 11 for h the hash u is taken from, value = "
+                     "sqrt(-2 log(1 - u * 2^-53)) * cos(2 pi u2 * 2^-53) * bound, its absolute value when "
+                     "nonnegative"}};
   return j.dump();
 }
 

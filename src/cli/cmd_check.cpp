@@ -33,7 +33,7 @@ struct CheckArgs {
   double budget = 30;
   uint64_t seed = 0;
   bool full = false, json = false, verbose = false, no_trim = false;
-  size_t min_locations = 5, max_locations = 0, jobs = 1, build_nodes = 0, giant_nodes = 0;
+  size_t min_locations = 5, max_locations = 0, jobs = 1, build_nodes = 0, giant_nodes = 0, falsify = 4;
   double atol = -1, rtol = -1;
 };
 
@@ -43,29 +43,44 @@ double since(Clock::time_point t0) { return std::chrono::duration<double>(Clock:
 std::string default_device() { return std::filesystem::exists("/dev/nvidia0") ? "cuda" : "cpu"; }
 
 // `python3 -m dirigo.trace REF NEW --out DIR --device D`: 0 bundle written, 2 UNSUPPORTED, 3 the
-// program failed, 5 the candidate faulted on the GPU where the reference ran, 1 usage. `message`: the
-// tracer's sentence.
+// reference failed (or the candidate only under the tracer), 5 the candidate failed where the reference ran
+// (`evidence` says how), 70 the tracer itself failed, 1 usage. `message`: the tracer's sentence.
 int trace_programs(const std::string& ref, const std::string& cand, const std::string& out, std::string device,
-                   double timeout, std::string& message) {
+                   double timeout, std::string& message, std::string& evidence) {
   if (device.empty()) device = default_device();
   std::string answer = out + ".trace.json";
   int rc = run_python("dirigo.trace", {ref, cand, "--out", out, "--device", device, "--timeout",
                                        std::to_string(int(timeout)), "--json"}, answer);
   std::ifstream in(answer);
   auto j = nlohmann::json::parse(in, nullptr, false);
-  if (!j.is_discarded() && j.is_object()) message = j.value("message", "");
+  if (!j.is_discarded() && j.is_object()) {
+    message = j.value("message", "");
+    evidence = j.value("evidence", "");
+  }
   std::filesystem::remove(answer);
   if (rc != 0 && !message.empty()) std::cerr << "dirigo check: " << message << "\n";
   return rc;
 }
 
 // The replay and the state stage run user code (constructors, extension builds, forwards), which may
-// hang: past --child-timeout they are killed and the verdict keeps what the check found.
-double child_timeout_s = 300;  // the Python API's default
+// hang: past their limit they are killed and the verdict keeps what the check found. The limit is
+// --child-timeout when given, else what is left of --budget, but at least kChildFloorS: a CPU replay
+// of a level-2 program ran 120 s past a 20 s budget under the old fixed 300 s, and the state stage with
+// the observation took up to 67 s on an H200 (docs/check.md "The budget").
+double child_timeout_s = -1;  // < 0: from the budget
+constexpr double kChildFloorS = 90;
+Clock::time_point check_start = Clock::now();
+double check_budget_s = 30;
+
+double child_limit_s() {
+  if (child_timeout_s >= 0) return child_timeout_s;
+  double left = check_budget_s > 0 ? check_budget_s - since(check_start) : 300;
+  return std::max(kChildFloorS, left);
+}
 
 // Why a child gave no answer, for the report.
-std::string no_answer(const char* who, int rc) {
-  return rc == 124 ? fmt::format("{} did not finish within {:g} s (killed)", who, child_timeout_s)
+std::string no_answer(const char* who, int rc, double limit_s) {
+  return rc == 124 ? fmt::format("{} did not finish within {:g} s (killed)", who, limit_s)
                    : fmt::format("{} did not answer (exit status {})", who, rc);
 }
 
@@ -77,11 +92,12 @@ void replay_witness(dirigo::check::Report& report, const std::filesystem::path& 
   auto wfile = (dir / "witness.json").string(), answer = (dir / "replay.json").string();
   { std::ofstream(wfile) << witness; }
   std::cerr << "dirigo check: replaying the witness on the real programs (" << device << ")\n";
-  int rc = run_python("dirigo.replay", {wfile, "--json", "--device", device}, answer, child_timeout_s);
+  double limit = child_limit_s();
+  int rc = run_python("dirigo.replay", {wfile, "--json", "--device", device}, answer, limit);
   std::ifstream in(answer);
   std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   dirigo::check::Replay rp = dirigo::check::parse_replay(text);
-  if (rp.status == "error" && text.empty()) rp.message = no_answer("the replayer", rc);
+  if (rp.status == "error" && text.empty()) rp.message = no_answer("the replayer", rc, limit);
   dirigo::check::apply_replay(report, std::move(rp));
 }
 
@@ -100,11 +116,12 @@ void compare_state(dirigo::check::Report& report, const std::filesystem::path& d
             << (run_both ? " and their outputs on KernelBench's trial inputs" : "") << " (" << device << ")\n";
   std::vector<std::string> args{ref, cand, "--bundle", bundle, "--report", rfile, "--json", "--device", device};
   if (run_both) args.push_back("--observe");
-  int rc = run_python("dirigo.state", args, answer, child_timeout_s);
+  double limit = child_limit_s();
+  int rc = run_python("dirigo.state", args, answer, limit);
   std::ifstream in(answer);
   std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   dirigo::check::StateFinding st = dirigo::check::parse_state(text);
-  if (st.verdict == "error" && text.empty()) st.reason = no_answer("the state stage", rc);
+  if (st.verdict == "error" && text.empty()) st.reason = no_answer("the state stage", rc, limit);
   dirigo::check::apply_state(report, std::move(st));
 }
 
@@ -119,6 +136,8 @@ void recorded_state(dirigo::check::Report& report, const std::string& bundle) {
   report.notes.push_back("state: from the bundle's match.state (python3 -m dirigo.bundle state), not recomputed");
 }
 
+int run_check(CheckArgs& args);
+
 dirigo::cli::Register register_check({"check", "check a trace bundle: BUG / SUSPECT / CHECKED / VERIFIED / TIMEOUT / UNSUPPORTED",
                            [](CLI::App& sub) {
   auto a = std::make_shared<CheckArgs>();
@@ -127,10 +146,10 @@ dirigo::cli::Register register_check({"check", "check a trace bundle: BUG / SUSP
   sub.add_option("--device", a->device, "tracing device for REF.py NEW.py: cpu or cuda (default: cuda when a GPU is present)");
   sub.add_option("--trace-timeout", a->trace_timeout, "seconds allowed for tracing each program (default 300)");
   sub.add_option("--child-timeout", child_timeout_s,
-                 "seconds allowed for the witness replay and for the state stage, each (default 300): they run "
-                 "the programs' own code");
+                 "seconds allowed for the witness replay and for the state stage, each (they run the programs' "
+                 "own code; default: what is left of --budget, at least 90)");
   sub.add_option("--keep-bundle", a->keep, "write the traced bundle here instead of a temporary directory");
-  sub.add_option("--budget", a->budget, "seconds for the location search (default 30)");
+  sub.add_option("--budget", a->budget, "seconds for the whole check: merge, Execute and the location search (default 30)");
   sub.add_option("--seed", a->seed, "seed of the random part of the search order");
   sub.add_option("--jobs,-j", a->jobs, "location workers (threads); the verdict is the same for any number");
   sub.add_option("--min-locations", a->min_locations, "locations needed before anything but BUG is reported");
@@ -138,6 +157,9 @@ dirigo::cli::Register register_check({"check", "check a trace bundle: BUG / SUSP
   sub.add_option("--build-nodes", a->build_nodes,
                  "evaluate a location numerically at random points once building it passes this many nodes "
                  "(default 8000000; docs/check.md)");
+  sub.add_option("--falsify-locations", a->falsify,
+                 "evaluate this many first locations numerically at several input distributions before building "
+                 "them (the falsification tier, default 4; 0: off; docs/check.md)");
   sub.add_option("--giant-nodes", a->giant_nodes,
                  "decide a built location of more nodes than this at random points only, its witness a (seed, "
                  "point) record (default 4000000; docs/check.md)");
@@ -162,6 +184,19 @@ dirigo::cli::Register register_check({"check", "check a trace bundle: BUG / SUSP
                                     "(proven equal / differs / undecided / not reached), both values, the witness, "
                                     "the time of each stage");
   return [a]() {
+    try {
+      return run_check(*a);
+    } catch (const std::exception& e) {  // dirigo failing, not the programs: exit 70, and --json stays JSON
+      auto report = dirigo::check::internal_error(e.what());
+      std::cout << (a->json ? dirigo::check::to_json(report) + "\n" : dirigo::check::to_text(report, false));
+      return dirigo::check::exit_code(report.outcome);
+    }
+  };
+}});
+
+int run_check(CheckArgs& args) {
+  auto a = &args;
+  {
     dirigo::check::Options opt;
     opt.budget_s = a->budget;
     opt.seed = a->seed;
@@ -170,6 +205,7 @@ dirigo::cli::Register register_check({"check", "check a trace bundle: BUG / SUSP
     opt.max_locations = a->max_locations;
     if (a->build_nodes) opt.build_nodes = a->build_nodes;
     if (a->giant_nodes) opt.giant_location_nodes = a->giant_nodes;
+    opt.falsify_locations = a->falsify;
     opt.jobs = std::max<size_t>(1, a->jobs);
     opt.dedup = !a->no_dedup;
     opt.release_memory = false;  // the process exits after the report: freeing 10^6-entry tables took seconds
@@ -183,28 +219,34 @@ dirigo::cli::Register register_check({"check", "check a trace bundle: BUG / SUSP
     if (a->inputs.size() == 2) {
       if (a->keep.empty()) {
         char templ[] = "/tmp/dirigo-XXXXXX";
-        if (!mkdtemp(templ)) { std::cerr << "dirigo check: cannot create a temporary directory\n"; return 70; }
+        if (!mkdtemp(templ)) throw std::runtime_error("cannot create a temporary directory in /tmp");
         tmp = templ;
         bundle = (tmp / "bundle").string();
       } else {
         bundle = a->keep;
       }
-      std::string message;
+      std::string message, evidence;
       auto t_trace = Clock::now();
-      int rc = trace_programs(a->inputs[0], a->inputs[1], bundle, a->device, a->trace_timeout, message);
+      int rc = trace_programs(a->inputs[0], a->inputs[1], bundle, a->device, a->trace_timeout, message, evidence);
       trace_s = since(t_trace);
-      if (rc == 5) {
+      if (rc != 0) {
         if (!tmp.empty()) std::filesystem::remove_all(tmp);
-        auto report = dirigo::check::candidate_crash(message);
+        dirigo::check::Report report;
+        if (rc == 5)
+          report = dirigo::check::candidate_failure(message, evidence.empty() ? "crash-gpu" : evidence);
+        else if (rc == 2 || rc == 3)
+          report = dirigo::check::trace_unsupported(
+              message.empty() ? fmt::format("UNSUPPORTED: tracing failed (exit status {})", rc) : message);
+        else
+          report = dirigo::check::internal_error(
+              message.empty() ? fmt::format("the tracer exited with status {}", rc) : message);
+        report.stage_seconds.emplace_back("trace", trace_s);
         std::cout << (a->json ? dirigo::check::to_json(report) + "\n" : dirigo::check::to_text(report, false));
         return dirigo::check::exit_code(report.outcome);
       }
-      if (rc != 0) {
-        if (!tmp.empty()) std::filesystem::remove_all(tmp);
-        std::cout << "UNSUPPORTED\n  tracing failed (see the message above; exit status " << rc << ")\n";
-        return rc == 3 || rc == 2 ? 4 : 70;
-      }
     }
+    check_start = Clock::now();
+    check_budget_s = a->budget;
     auto report = dirigo::check::check_path(bundle, opt);
     if (trace_s >= 0) report.stage_seconds.insert(report.stage_seconds.begin(), {"trace", trace_s});
     dirigo::check::WitnessSource src;
@@ -229,9 +271,10 @@ dirigo::cli::Register register_check({"check", "check a trace bundle: BUG / SUSP
       report.stage_seconds.emplace_back("replay", since(t_replay));
       if (dir != tmp) std::filesystem::remove_all(dir);
     }
-    if (!a->no_state && (src.ref.empty() || src.cand.empty()) && std::filesystem::is_directory(bundle))
+    bool failed = report.outcome == dirigo::check::Outcome::Error;  // nothing to fold into dirigo's own failure
+    if (!failed && !a->no_state && (src.ref.empty() || src.cand.empty()) && std::filesystem::is_directory(bundle))
       recorded_state(report, bundle);
-    if (!a->no_state && !src.ref.empty() && !src.cand.empty()) {
+    if (!failed && !a->no_state && !src.ref.empty() && !src.cand.empty()) {
       char templ[] = "/tmp/dirigo-XXXXXX";
       if (mkdtemp(templ)) {
         auto t_state = Clock::now();
@@ -250,7 +293,7 @@ dirigo::cli::Register register_check({"check", "check a trace bundle: BUG / SUSP
     }
     std::cout << (a->json ? dirigo::check::to_json(report) + "\n" : dirigo::check::to_text(report, a->verbose));
     return dirigo::check::exit_code(report.outcome);
-  };
-}});
+  }
+}
 
 }  // namespace

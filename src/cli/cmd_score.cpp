@@ -1,11 +1,15 @@
 // `dirigo score --store DB [--json] [--protocols FILE] [--only P,...] [--source auto|cpu|gpu]
-// [--witness-tol T,...] [-q]`: scores every protocol on the kill matrix in the mutate results
-// store — miss rate over witnessed mutants by family and by problem (docs/mutation.md).
-// Exit: 0 ok, 2 bad store or protocol file, 64 usage.
+// [--witness-tol T,...] [--protocol HARNESS ...] [-q]`: scores every protocol on the kill matrix in
+// the mutate results store — miss rate over witnessed mutants by family and by problem
+// (docs/mutation.md). `--protocol [NAME=]module:function | [NAME=]cmd:COMMAND` first runs that harness
+// on every mutant of the store's bundle substrates (python -m dirigo.harness, verdicts into
+// harness_runs); every harness in the store is scored next to the built-in protocols.
+// Exit: 0 ok, 2 bad store, protocol file or harness, 64 usage.
 #include <iostream>
 #include <memory>
 
 #include "cli/command.h"
+#include "cli/python_child.h"
 #include "score/options.h"
 #include "score/progress.h"
 #include "score/report.h"
@@ -17,14 +21,25 @@ namespace {
 struct ScoreOptions {
   score::MatrixSource src;
   std::vector<double> witness_tols;
+  std::vector<std::string> harnesses;  // --protocol specs to run first
+  std::string work = ".cache/mutation", harness_device = "cpu";
+  int harness_limit = 0;
   bool json = false, quiet = false;
 };
 
 int run_score(ScoreOptions o) {
   o.src.progress = !o.quiet && !o.json;
+  for (const auto& spec : o.harnesses) {
+    std::vector<std::string> args = {"run", o.src.store, o.work, spec, "--device", o.harness_device};
+    if (o.harness_limit > 0) args.insert(args.end(), {"--limit", std::to_string(o.harness_limit)});
+    if (int rc = run_python("dirigo.harness", args); rc != 0) {
+      std::cerr << "dirigo score: harness " << spec << " could not be run (exit " << rc << ")\n";
+      return 2;
+    }
+  }
   try {
-    auto protocols = score::protocols_for(o.src);
     auto matrix = score::matrix_for(o.src);
+    auto protocols = score::protocols_for(o.src, matrix.harnesses);
     score::ProgressLine line("scoring problems", o.src.progress);
     auto s = score::score(matrix, protocols, o.witness_tols,
                           [&](size_t d, size_t t) { line(static_cast<long long>(d), static_cast<long long>(t)); });
@@ -55,6 +70,13 @@ Register register_score({"score", "Score protocols on the kill matrix: miss rate
                     ->check(CLI::IsMember({"auto", "cpu", "gpu"}));
                 sub.add_option("--witness-tol", o->witness_tols, "witness tolerances (default: the protocols')")
                     ->delimiter(',');
+                sub.add_option("--protocol", o->harnesses,
+                               "run a harness on every mutant first and score it: [NAME=]module:function (KernelBench's "
+                               "eval_kernel_against_ref shape) or [NAME=]cmd:COMMAND (COMMAND REF.py NEW.py, exit 0 = correct)");
+                sub.add_option("--work", o->work, "bundle_km work directory (mutants, default .cache/mutation)");
+                sub.add_option("--harness-device", o->harness_device, "where harnesses run the mutants: cpu or cuda")
+                    ->check(CLI::IsMember({"cpu", "cuda"}));
+                sub.add_option("--harness-limit", o->harness_limit, "at most N mutants per substrate for a harness (0: all)");
                 sub.add_flag("--json", o->json, "print JSON");
                 sub.add_flag("-q,--quiet", o->quiet, "no progress line");
                 return [o] { return run_score(*o); };

@@ -36,9 +36,9 @@ int run_suite(SuiteCliOptions o) {
   try {
     so.tol = o.tol;
     so.seed = o.seed;
-    auto protocols = score::protocols_for(o.src);
-    auto baseline = score::select_protocols(protocols, o.baseline).at(0);
     auto matrix = score::matrix_for(o.src);
+    auto protocols = score::protocols_for(o.src, matrix.harnesses);
+    auto baseline = score::select_protocols(protocols, o.baseline).at(0);
     // Same denominator as `dirigo score` with the same protocols.
     auto witnessed = score::witness_sets(matrix, score::witness_tolerances(protocols));
     score::ProgressLine line("synthesizing suites", o.src.progress);

@@ -697,6 +697,8 @@ bool Machine::step(size_t bi) {
       unmerged_write_ = false;
       for (auto& [d, ov] : old) {
         Expr nv = read_raw(*b, d, reg_type(d.name));
+        // a register never written before (a b32 first given a float's bits on one path) has no sort to keep
+        if (nv->sort != ov->sort && ov->op == Op::Undef) ov = ctx_.undef(nv->sort);
         if (nv->sort != ov->sort) unsupported(in, "data-guarded write changes the register's sort");
         write(*b, d, merge_register(*b, d, data_guard, nv, ov));
       }

@@ -127,7 +127,7 @@ CutResult cut_shared(Context& ctx, Expr a, Expr b) {
   // Top-down over a: the first common non-leaf node on each path is a maximal cut.
   std::vector<Expr> order;
   visit_dag(a, [&](Expr x) {
-    if (x->nargs && in_b.count(x)) {
+    if (x->nargs && !x->has_free_bound() && in_b.count(x)) {  // an open node stands for many values
       order.push_back(x);
       return false;
     }

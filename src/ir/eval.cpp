@@ -270,14 +270,91 @@ struct Evaluator::Impl {
     return r;
   }
 
+  // Values of the enclosing reductions' indices while a body is evaluated (back = Bound(0)).
+  std::vector<int64_t> bound_values;
+
+  // A node that reads enclosing indices, at the current point (evaluated afresh at every point;
+  // its closed operands come from the memo).
+  Value eval_open(Expr x, detail::NodeMap<Value>& local) {
+    if (!x->has_free_bound()) return eval(x);
+    if (x->op == Op::Bound) {
+      if (x->u >= bound_values.size()) throw std::runtime_error("evaluate: a bound index outside every reduction");
+      return Value::of_bv(Sort::BV64, static_cast<uint64_t>(bound_values[bound_values.size() - 1 - x->u]));
+    }
+    if (auto it = local.find(x); it != local.end()) return it->second;
+    Value v;
+    if (x->op == Op::Reduce) {
+      v = reduce_value(x);
+    } else {
+      std::vector<Value> vals;
+      vals.reserve(x->nargs);
+      for (Expr c : x->args()) vals.push_back(eval_open(c, local));
+      std::vector<const Value*> a;
+      for (const Value& c : vals) a.push_back(&c);
+      v = compute(x, a);
+    }
+    local.emplace(x, v);
+    return v;
+  }
+
+  // A reduction, its points in row-major order, combined sequentially (rounded per step in F32).
+  Value reduce_value(Expr r) {
+    const unsigned n = r->reduce_rank();
+    std::vector<int64_t> p(n);
+    bool empty = false;
+    for (unsigned d = 0; d < n; ++d) {
+      p[d] = r->reduce_lo(d);
+      empty |= r->reduce_lo(d) >= r->reduce_hi(d);
+    }
+    ReduceOp op = r->reduce_op();
+    Value acc = Value::of_real(op == ReduceOp::Prod ? 1.0 : 0.0);
+    if (empty) {
+      if (op == ReduceOp::Max || op == ReduceOp::Min) throw std::runtime_error("evaluate: max/min over an empty domain");
+      return acc;
+    }
+    size_t base = bound_values.size();
+    bound_values.resize(base + n);
+    bool first = true, undef = false;
+    detail::NodeMap<Value> local;
+    for (;;) {
+      for (unsigned d = 0; d < n; ++d) bound_values[base + d] = p[d];
+      local.clear();
+      Value v = eval_open(r->reduce_body(), local);
+      undef |= v.undef;
+      switch (op) {
+        case ReduceOp::Sum: acc.real = rnd(acc.real + v.real); break;
+        case ReduceOp::Prod: acc.real = rnd(acc.real * v.real); break;
+        case ReduceOp::Max: acc.real = first || v.real > acc.real ? v.real : acc.real; break;
+        case ReduceOp::Min: acc.real = first || v.real < acc.real ? v.real : acc.real; break;
+      }
+      first = false;
+      if (env.tick && (++computed & 0xFFFF) == 0) env.tick();
+      unsigned d = n;
+      while (d-- > 0) {
+        if (++p[d] < r->reduce_hi(d)) break;
+        p[d] = r->reduce_lo(d);
+      }
+      if (d == unsigned(-1)) break;
+    }
+    bound_values.resize(base);
+    acc.undef = undef;
+    return acc;
+  }
+
   Value eval(Expr e) {
     if (auto it = memo.find(e); it != memo.end()) return it->second;
+    if (e->has_free_bound()) throw std::runtime_error("evaluate: the expression reads a bound index of no reduction");
     std::vector<std::pair<Expr, bool>> st{{e, false}};
     std::vector<const Value*> args;
     while (!st.empty()) {
       auto [x, done] = st.back();
       st.pop_back();
       if (memo.count(x)) continue;
+      if (x->op == Op::Reduce) {  // its body is evaluated per point, never through the memo
+        Value v = reduce_value(x);
+        memo.emplace(x, v);
+        continue;
+      }
       if (x->nargs == 0) {
         memo.emplace(x, leaf(x));
         continue;

@@ -57,7 +57,7 @@ std::string_view op_name(Op o) {
       "bvadd", "bvmul", "bvudiv", "bvsdiv", "bvurem", "bvsrem", "bvshl", "bvlshr", "bvashr",
       "bvand", "bvor", "bvxor", "bvnot", "bvsmin", "bvsmax", "bvumin", "bvumax",
       "bvmulhi_u", "bvmulhi_s", "zext", "sext", "trunc",
-      "add", "mul", "min", "max", "abs", "call", "bv2real", "real2bv", "load"};
+      "add", "mul", "min", "max", "abs", "call", "bv2real", "real2bv", "load", "bound", "reduce"};
   static_assert(std::size(n) == static_cast<size_t>(Op::Count_));
   return n[static_cast<unsigned>(o)];
 }
@@ -68,7 +68,8 @@ std::string_view rule_name(Rule r) {
       "DivToRecip", "MinMaxFlatten", "MinMaxSortDedup", "MinMaxConst", "IteConstCond", "IteSameArms",
       "IteNegCond", "IteToMinMax", "BoolSimplify", "CmpCanon", "BvAffine", "BvExtMerge",
       "BvSignedToUnsigned", "BvExtPush", "BvTruncPush", "BvBitFold", "BvDivRemConst", "BvDivModRecombine", "LoadFold",
-      "AbsCanon", "MinMaxFloatLimit", "MulDistributeMinMax", "MulSumContent", "IteLeakyToMax", "ClampOrder"};
+      "AbsCanon", "MinMaxFloatLimit", "MulDistributeMinMax", "MulSumContent", "IteLeakyToMax", "ClampOrder",
+      "ReduceEmpty", "ReduceInvariant", "ReduceFactor", "ReduceSplitSum", "ReduceFlatten", "ReduceMerge"};
   static_assert(std::size(n) == static_cast<size_t>(Rule::Count_));
   return n[static_cast<unsigned>(r)];
 }
@@ -221,11 +222,16 @@ Expr Context::real_to_bv(Expr a, Sort to, bool is_signed, RoundMode rm) {
   return impl_->real_to_bv(a, to, is_signed, rm);
 }
 Expr Context::load(int32_t tensor, Expr index, Sort s) { return impl_->load(tensor, index, s); }
+std::string_view reduce_op_name(ReduceOp o) {
+  static constexpr std::string_view n[] = {"sum", "prod", "max", "min"};
+  return n[static_cast<unsigned>(o)];
+}
+Expr Context::bound(uint32_t de_bruijn) { return impl_->bound_leaf(de_bruijn); }
+Expr Context::reduce_abstracted(ReduceOp op, std::span<const std::pair<int64_t, int64_t>> box, Expr body) {
+  return impl_->reduce_n(op, box, body);
+}
 Expr Context::rebuild(Expr like, std::span<const Expr> new_args) { return impl_->rebuild(like, new_args); }
 
-struct ContextAccess {
-  static Context::Impl& impl(Context& c) { return *c.impl_; }
-};
 
 struct Importer::Impl {
   Context& to;

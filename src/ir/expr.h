@@ -73,9 +73,16 @@ enum class Op : uint8_t {
   RealToBv,    // rounding in flags() (RoundMode), signedness in flags(); saturating as PTX cvt
   // ---- memory
   Load,        // T[idx] with a symbolic BV64 element index: tensor() + arg 0; folds to TensorElem when idx is constant
+  // ---- reductions (locally nameless: bound indices are de Bruijn leaves, so hash-consing is modulo renaming)
+  Bound,       // BV64 leaf: bound index u of the enclosing reductions (0 = the innermost reduction's last dim)
+  Reduce,      // reduce_op() over a box: arg 0 the body, then per dim lo and hi as BV64 constants ([lo, hi))
   Count_
 };
 std::string_view op_name(Op o);
+
+// What a Reduce combines its body's values with (flags()).
+enum class ReduceOp : uint8_t { Sum, Prod, Max, Min };
+std::string_view reduce_op_name(ReduceOp o);
 
 enum class RoundMode : uint8_t { NearestEven, Zero, Down, Up };
 enum Flags : uint8_t { kSigned = 1, kRoundShift = 1 };  // flags(): bit0 = signed, bits1-2 = RoundMode
@@ -106,7 +113,7 @@ struct Node {
   uint64_t v;          // Var bounds hi
   const void* p_;      // ConstReal: mpq_class; Var: std::string (owned by the Context)
 
-  static constexpr uint8_t kHasUndef = 1, kHasData = 2;
+  static constexpr uint8_t kHasUndef = 1, kHasData = 2, kHasBound = 4;
 
   std::span<const Expr> args() const { return {args_, nargs}; }
   Expr arg(unsigned i) const { return args_[i]; }
@@ -125,6 +132,12 @@ struct Node {
   RoundMode round_mode() const { return static_cast<RoundMode>((flags >> kRoundShift) & 3); }
   bool has_undef() const { return attrs & kHasUndef; }  // some leaf below is Undef
   bool has_data() const { return attrs & kHasData; }    // some leaf below is TensorElem/Load
+  bool has_free_bound() const { return attrs & kHasBound; }  // some Bound leaf below is not bound below this node
+  ReduceOp reduce_op() const { return static_cast<ReduceOp>(flags); }
+  unsigned reduce_rank() const { return (nargs - 1) / 2; }                      // Reduce: number of dims
+  int64_t reduce_lo(unsigned d) const { return static_cast<int64_t>(args_[1 + 2 * d]->u); }
+  int64_t reduce_hi(unsigned d) const { return static_cast<int64_t>(args_[2 + 2 * d]->u); }
+  Expr reduce_body() const { return args_[0]; }
 };
 
 // Every canonicalization rule has a name; each can be switched off (for the
@@ -175,6 +188,13 @@ enum class Rule : uint8_t {
                       // with the arms swapped): a leaky ReLU is one node whichever comparison spelled it
   ClampOrder,         // real max(lo, min(hi, y)) -> min(hi, max(lo, y)) for constants lo <= hi: a clamp is one node
                       // whichever bound the program applied first
+  // ---- reductions (rewrite_reduce*.cpp)
+  ReduceEmpty,        // a reduction over an empty domain -> its identity (sum 0, prod 1); one point -> the body there
+  ReduceInvariant,    // a body that does not read the reduction's indices: sum -> N*body, max/min -> body
+  ReduceFactor,       // sum of c*f*g(k) -> c*f*sum g(k) for constants c and loop-invariant factors f
+  ReduceSplitSum,     // sum of (a(k) + b(k)) -> sum a + sum b : a sum is a linear combination of sums of monomials
+  ReduceFlatten,      // a reduction whose body is a reduction of the same op -> one reduction over both domains
+  ReduceMerge,        // sum_{k in [a,b)} f + sum_{k in [b,c)} f -> sum_{k in [a,c)} f (max/min likewise)
   Count_
 };
 std::string_view rule_name(Rule r);
@@ -269,6 +289,15 @@ class Context {
 
   // ---- memory
   Expr load(int32_t tensor, Expr index, Sort s = Sort::Real);  // index: BV64 element index
+
+  // ---- reductions (ir/reduce.h has the helpers over them)
+  // op over the box prod_d [lo_d, hi_d) of body, where index_vars[d] (BV64 Vars) name dim d inside
+  // body: they are abstracted to Bound leaves, so the result does not mention them. Real bodies only.
+  Expr reduce(ReduceOp op, std::span<const Expr> index_vars, std::span<const std::pair<int64_t, int64_t>> box,
+              Expr body);
+  Expr bound(uint32_t de_bruijn);
+  // The raw constructor over an already-abstracted body (Bound leaves): canonicalizes like reduce().
+  Expr reduce_abstracted(ReduceOp op, std::span<const std::pair<int64_t, int64_t>> box, Expr body);
 
   // Generic constructor used by substitute/import: rebuilds `op` over new
   // children through the canonicalizing constructors. `like` supplies the payload.

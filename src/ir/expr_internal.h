@@ -366,12 +366,35 @@ struct Context::Impl {
   Expr load(int32_t tensor, Expr idx, Sort s);
   Expr elem(int32_t tensor, int64_t index, Sort s);
 
+  // ---- reductions (rewrite_reduce.cpp: construction and the rules inside one reduction;
+  // rewrite_reduce_merge.cpp: reductions combined by a sum / max / min)
+  using Box = std::vector<std::pair<int64_t, int64_t>>;
+  Expr bound_leaf(uint32_t k);
+  Expr reduce_n(ReduceOp op, std::span<const std::pair<int64_t, int64_t>> box, Expr body);
+  Expr reduce_raw(ReduceOp op, std::span<const std::pair<int64_t, int64_t>> box, Expr body);
+  static Box box_of(Expr r);
+  // 1 + the largest free de Bruijn index below e (0: e is closed); memoized.
+  detail::NodeMap<uint32_t> loose_memo;
+  uint32_t loose(Expr e);
+  // e with free Bound(k), k >= cutoff, replaced by Bound(k + delta) (delta may be negative).
+  Expr shift(Expr e, uint32_t cutoff, int64_t delta);
+  // Bound(depth + j) -> values[j] for j < n and Bound(depth + j) -> Bound(depth + j - n) for j >= n,
+  // values closed; the body of a reduction opened at one point.
+  Expr instantiate(Expr e, std::span<const Expr> values);
+  // Reduce terms of one sum / operands of one max or min over adjacent boxes with equal bodies merged;
+  // false when nothing merged.
+  bool merge_reductions(Op combine, std::vector<Expr>& xs);
+
   // ---- generic rebuild (substitute, cut points) (expr_store.cpp)
   Expr rebuild(Expr like, std::span<const Expr> a);
 
   // ---- variables
   std::unordered_set<std::string> var_names;
   std::unordered_map<std::string, uint64_t> fresh_counter;
+};
+
+struct ContextAccess {
+  static Context::Impl& impl(Context& c) { return *c.impl_; }
 };
 
 }  // namespace dirigo::ir

@@ -193,7 +193,7 @@ Expr Context::Impl::intern(const Key& k, const Pre* pre) {
   n->u = k.u;
   n->v = k.v;
   uint64_t size = 1;
-  uint8_t attrs = k.op == Op::Undef ? Node::kHasUndef : 0;
+  uint8_t attrs = k.op == Op::Undef ? Node::kHasUndef : k.op == Op::Bound ? Node::kHasBound : 0;
   if (k.op == Op::TensorElem || k.op == Op::Load) attrs |= Node::kHasData;
   if (!k.args.empty()) {
     auto* a = static_cast<Expr*>(alloc(sizeof(Expr) * k.args.size()));
@@ -209,6 +209,10 @@ Expr Context::Impl::intern(const Key& k, const Pre* pre) {
     }
     n->args_ = a;
   }
+  // A reduction binds its body's indices: closed unless the body reads enclosing ones (an imported or
+  // rebuilt Reduce comes here without the precomputed attributes reduce_raw gives).
+  if (k.op == Op::Reduce && (attrs & Node::kHasBound) && loose(k.args[0]) <= (k.args.size() - 1) / 2)
+    attrs &= static_cast<uint8_t>(~Node::kHasBound);
   n->attrs = attrs;
   n->size = size;
   if (k.q) n->p_ = &rats.emplace_back(*k.q);
@@ -355,6 +359,8 @@ Expr Context::Impl::rebuild(Expr like, std::span<const Expr> a) {
     case Op::BvToReal: return bv_to_real(a[0], like->is_signed());
     case Op::RealToBv: return real_to_bv(a[0], s, like->is_signed(), like->round_mode());
     case Op::Load: return load(like->tensor(), a[0], s);
+    case Op::Bound: return like;
+    case Op::Reduce: return reduce_n(like->reduce_op(), box_of(like), a[0]);
     case Op::Count_: break;
   }
   throw std::invalid_argument("rebuild: unknown op");

@@ -76,6 +76,19 @@ std::string func_name(Expr x) {
 
 }  // namespace
 
+// Σ_{k1<64, k0<8192} body: dims named by the de Bruijn index their Bound leaves carry in the body
+// (the last dim is k0); a dim not starting at 0 prints its range.
+std::string reduce_string(Expr x, std::string_view body) {
+  static constexpr std::string_view sym[] = {"Σ", "Π", "max", "min"};
+  std::vector<std::string> dims;
+  const unsigned n = x->reduce_rank();
+  for (unsigned d = 0; d < n; ++d) {
+    int64_t lo = x->reduce_lo(d), hi = x->reduce_hi(d);
+    dims.push_back(lo == 0 ? fmt::format("k{}<{}", n - 1 - d, hi) : fmt::format("k{}∈[{},{})", n - 1 - d, lo, hi));
+  }
+  return fmt::format("{}_{{{}}} ({})", sym[static_cast<unsigned>(x->reduce_op())], fmt::join(dims, ", "), body);
+}
+
 std::string to_string(const Context& ctx, Expr e, const PrintOptions& opt) {
   auto& reg = detail::TensorRegistry::get();
   // 1. Breadth-first: the first max_nodes distinct nodes are printed, the rest
@@ -159,6 +172,8 @@ std::string to_string(const Context& ctx, Expr e, const PrintOptions& opt) {
       // The fixed-arity forms need one part per operand: elided operands merge into one "…" part,
       // so with any of them elided these print in the generic f(args) form below.
       case Op::Load: s = fmt::format("{}[{}]", reg.name(x->tensor()), parts[0]); break;
+      case Op::Bound: s = fmt::format("k{}", x->u); break;
+      case Op::Reduce: s = reduce_string(x, parts.empty() ? "…" : parts[0]); break;
       case Op::Not: s = "!" + parts[0]; break;
       case Op::BvNot: s = "~" + parts[0]; break;
       case Op::Ite:
@@ -366,6 +381,8 @@ std::string to_smtlib(const Context& ctx, Expr a, Expr b) {
         s = fmt::format("({} {})", f, p[0]);
         break;
       }
+      case Op::Bound: case Op::Reduce:
+        throw std::invalid_argument("to_smtlib: reductions have no SMT-LIB form here (expand them first)");
       case Op::Count_: throw std::invalid_argument("to_smtlib: unknown op");
     }
     // Name shared nodes, and long ones so that deep chains print in linear space.

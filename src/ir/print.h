@@ -17,5 +17,7 @@ struct PrintOptions {
 std::string to_string(const Context& ctx, Expr e, const PrintOptions& opt = {});
 // A self-contained SMT-LIB 2 script declaring every leaf and asserting (distinct a b) when b is given.
 std::string to_smtlib(const Context& ctx, Expr a, Expr b = nullptr);
+// A Reduce node over its printed body: `Σ_{k0<8192} body` (dims named by their de Bruijn index).
+std::string reduce_string(Expr reduce, std::string_view body);
 
 }  // namespace dirigo::ir

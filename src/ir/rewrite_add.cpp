@@ -76,6 +76,19 @@ Expr Context::Impl::add_n(Sort s, std::span<const Expr> xs) {
   check_sorts(xs, s, op_name(addop));
   if (xs.empty()) return zero(s);
   if (xs.size() == 1) return xs[0];
+  if (s == Sort::Real && on(Rule::ReduceMerge)) {
+    // Reductions among the operands, and among the terms of small sums next to them.
+    bool any = false;
+    for (Expr x : xs) any |= x->op == Op::Reduce || (x->op == Op::Mul && x->nargs == 2 && x->args_[1]->op == Op::Reduce);
+    if (any) {
+      std::vector<Expr> flat;
+      for (Expr x : xs) {
+        if (x->op == Op::Add && x->nargs <= kDistributeLimit) flat.insert(flat.end(), x->args_, x->args_ + x->nargs);
+        else flat.push_back(x);
+      }
+      if (merge_reductions(Op::Add, flat)) return add_n(s, flat);
+    }
+  }
   if (xs.size() == 2) {  // big canonical sum + one term (a reduction loop): O(log n) search, one copy
     if (Expr r = add_one(s, xs[0], xs[1])) return r;
     if (Expr r = add_one(s, xs[1], xs[0])) return r;

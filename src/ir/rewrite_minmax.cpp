@@ -34,6 +34,15 @@ Expr Context::Impl::minmax_n(Op op, Sort s, std::span<const Expr> xs) {
   check_sorts(xs, s, op_name(op));
   if (xs.empty()) throw std::invalid_argument(fmt::format("{} of no operands", op_name(op)));
   if (xs.size() == 1) return xs[0];
+  if ((op == Op::Max || op == Op::Min) && on(Rule::ReduceMerge) &&
+      std::any_of(xs.begin(), xs.end(), [](Expr x) { return x->op == Op::Reduce; })) {
+    std::vector<Expr> flat;
+    for (Expr x : xs) {
+      if (x->op == op && x->nargs <= kDistributeLimit) flat.insert(flat.end(), x->args_, x->args_ + x->nargs);
+      else flat.push_back(x);
+    }
+    if (merge_reductions(op, flat)) return minmax_n(op, s, flat);
+  }
   bool mn = is_min(op);
   if ((op == Op::BvSMin || op == Op::BvSMax) &&
       std::all_of(xs.begin(), xs.end(), [&](Expr x) { return nonneg(x); }) && apply(Rule::BvSignedToUnsigned))

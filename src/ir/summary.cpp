@@ -12,6 +12,7 @@
 #include <fmt/format.h>
 
 #include "ir/expr_internal.h"
+#include "ir/print.h"
 
 namespace dirigo::ir {
 
@@ -100,6 +101,7 @@ Key key_of(Expr x) {
   switch (x->op) {
     case Op::TensorElem: case Op::Load: return {x->op, uint64_t(uint32_t(x->tensor()))};
     case Op::Call: return {x->op, uint64_t(x->fn())};
+    case Op::Reduce: return {x->op, uint64_t(x->flags)};
     case Op::ZExt: case Op::SExt: case Op::Trunc: case Op::RealToBv: case Op::BvToReal:
       return {x->op, uint64_t(x->flags) << 16 | bv_width(x->sort)};
     default: return {x->op, 0};
@@ -181,6 +183,7 @@ struct Printer {
   Text leaf(Expr x) const {
     switch (x->op) {
       case Op::Var: return {std::string(x->name())};
+      case Op::Bound: return {fmt::format("k{}", x->u)};
       case Op::Undef: return {"undef"};
       case Op::TensorElem: {
         if (auto n = leaf_name(x)) {
@@ -196,6 +199,7 @@ struct Printer {
 
   // f(args) / infix / ternary forms over already printed operands.
   Text compose(Expr x, const std::vector<Text>& parts) const {
+    if (x->op == Op::Reduce && !parts.empty()) return {reduce_string(x, parts[0].s), false, true};
     if (x->op == Op::Not && parts.size() == 1) return {"!" + wrap(parts[0])};
     if (x->op == Op::BvNot && parts.size() == 1) return {"~" + wrap(parts[0])};
     if (x->op == Op::Load && parts.size() == 1) return {fmt::format("{}[{}]", tensor_name(x), parts[0].s)};

@@ -3,7 +3,11 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <filesystem>
 #include <fstream>
+#include <map>
+#include <memory>
+#include <sstream>
 #include <stdexcept>
 
 #include <fmt/format.h>
@@ -262,6 +266,138 @@ RunMetrics run_cpu(const ptx::Module& module, const KmSpec& spec, const KmData& 
   }
   m.ms = elapsed();
   return m;
+}
+
+}  // namespace dirigo::mutate
+
+namespace dirigo::mutate {
+
+struct LaunchJobCache {
+  std::map<std::string, std::pair<std::filesystem::file_time_type, std::shared_ptr<ptx::Module>>> modules;
+};
+LaunchJobCache* new_launch_job_cache() { return new LaunchJobCache; }
+void free_launch_job_cache(LaunchJobCache* c) { delete c; }
+
+namespace {
+
+exec::DType buffer_dtype(const std::string& s) {
+  static const std::map<std::string, exec::DType> m = {
+      {"f32", exec::DType::F32},  {"float32", exec::DType::F32}, {"f64", exec::DType::F64},
+      {"float64", exec::DType::F64}, {"f16", exec::DType::F16}, {"float16", exec::DType::F16},
+      {"bf16", exec::DType::BF16}, {"bfloat16", exec::DType::BF16}, {"i8", exec::DType::I8},
+      {"int8", exec::DType::I8},  {"i16", exec::DType::I16},     {"int16", exec::DType::I16},
+      {"i32", exec::DType::I32},  {"int32", exec::DType::I32},   {"i64", exec::DType::I64},
+      {"int64", exec::DType::I64}, {"u8", exec::DType::U8},      {"uint8", exec::DType::U8},
+      {"bool", exec::DType::Bool}};
+  auto it = m.find(s);
+  if (it == m.end()) throw std::runtime_error("unknown buffer dtype '" + s + "'");
+  return it->second;
+}
+
+std::shared_ptr<ptx::Module> module_for(const std::string& path, LaunchJobCache* cache) {
+  auto stamp = std::filesystem::last_write_time(path);
+  if (cache) {
+    auto it = cache->modules.find(path);
+    if (it != cache->modules.end() && it->second.first == stamp) return it->second.second;
+  }
+  std::ifstream in(path);
+  if (!in) throw std::runtime_error("cannot read PTX " + path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  auto m = std::make_shared<ptx::Module>(parse_for_run(ss.str()));
+  if (cache) cache->modules[path] = {stamp, m};
+  return m;
+}
+
+}  // namespace
+
+std::string run_launch_job(const std::string& job_json, LaunchJobCache* cache) {
+  auto started = std::chrono::steady_clock::now();
+  nlohmann::json res = {{"status", "crash"}, {"detail", ""}, {"findings", nlohmann::json::array()}};
+  auto finish = [&] {
+    res["ms"] = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started).count();
+    return res.dump();
+  };
+  try {
+    auto j = nlohmann::json::parse(job_json);
+    auto module = module_for(j.at("ptx").get<std::string>(), cache);
+    std::vector<std::string> entries;
+    for (const auto* f : module->kernels()) entries.push_back(f->name);
+    std::string kernel = j.at("kernel").get<std::string>();
+    std::string entry = std::find(entries.begin(), entries.end(), kernel) != entries.end() ? kernel
+                                                                                          : find_entry(entries, kernel);
+    if (entry.empty()) {
+      res["detail"] = "no PTX entry for kernel " + kernel;
+      return finish();
+    }
+    exec::Launch launch;
+    launch.grid = dim3_of(j.at("grid"), true);
+    launch.block = dim3_of(j.at("block"), true);
+    if (launch.grid.count() == 0 || launch.block.count() == 0) {
+      res["detail"] = "launch of " + kernel + " with a zero dimension (CUDA rejects it: invalid configuration)";
+      return finish();
+    }
+    launch.dynamic_shared_bytes = j.value("shared_bytes", uint64_t(0));
+    ir::Context ctx;
+    exec::ConcreteMemory mem;
+    struct Buf {
+      std::string path;
+      int32_t id;
+      exec::DType dtype;
+      size_t numel;
+    };
+    std::vector<Buf> bufs;
+    for (const auto& b : j.at("buffers")) {
+      Buf B{b.at("path").get<std::string>(), ctx.tensor("b" + std::to_string(bufs.size())),
+            buffer_dtype(b.at("dtype").get<std::string>()), b.at("numel").get<size_t>()};
+      mem.tensors[B.id] = read_doubles(B.path, B.numel);
+      bufs.push_back(B);
+    }
+    for (const auto& a : j.at("args")) {
+      if (a.contains("buffer")) {
+        size_t k = a["buffer"].get<size_t>();
+        if (k >= bufs.size()) throw std::runtime_error(fmt::format("buffer argument {} out of range", k));
+        launch.params.push_back(
+            exec::ParamBinding::tensor_arg(bufs[k].id, bufs[k].dtype, bufs[k].numel, a.value("byte_offset", uint64_t(0))));
+      } else {
+        std::string ty = a.at("type").get<std::string>();
+        if (!ty.empty() && ty[0] == 'f')
+          launch.params.push_back(exec::ParamBinding::float_arg(a.at("scalar").get<double>()));
+        else
+          launch.params.push_back(exec::ParamBinding::int_arg(a.at("scalar").is_boolean() ? int64_t(a["scalar"].get<bool>())
+                                                                                         : a.at("scalar").get<int64_t>()));
+      }
+    }
+    exec::ExecOptions o;
+    o.max_ms = j.value("max_ms", 3000.0);
+    auto r = exec::run_concrete(ctx, *module, entry, launch, mem, o);
+    if (r.unsupported) {
+      const std::string& why = *r.unsupported;
+      res["status"] = is_timeout(why) ? "timeout" : is_nonfinite(why) ? "nonfinite" : "crash";
+      res["detail"] = why;
+      return finish();
+    }
+    for (const auto& f : r.findings) {
+      if (is_schedule_finding(f.kind)) {
+        res["findings"].push_back(f.kind);
+        continue;
+      }
+      res["detail"] = fmt::format("{} at PTX line {}: {}", f.kind, f.where.ptx_line, f.message);
+      return finish();
+    }
+    for (const auto& B : bufs) {
+      auto it = r.memory.tensors.find(B.id);
+      if (it == r.memory.tensors.end()) continue;  // untouched: the file already holds it
+      std::ofstream out(B.path, std::ios::binary | std::ios::trunc);
+      out.write(reinterpret_cast<const char*>(it->second.data()), std::streamsize(it->second.size() * sizeof(double)));
+      if (!out) throw std::runtime_error("cannot write " + B.path);
+    }
+    res["status"] = "ok";
+  } catch (const std::exception& e) {
+    res["status"] = "crash";
+    res["detail"] = std::string("launch job: ") + e.what();
+  }
+  return finish();
 }
 
 }  // namespace dirigo::mutate

@@ -88,3 +88,20 @@ RunMetrics run_cpu(const ptx::Module& module, const KmSpec& spec, const KmData& 
 ptx::Module parse_for_run(const std::string& ptx_text);
 
 }  // namespace dirigo::mutate
+
+namespace dirigo::mutate {
+
+// One kernel launch of a replayed bundle (python/dirigo/bundle_run.py, docs/mutation.md "Launching
+// mutants from a traced bundle"): buffers are whole storages as float64 files, rewritten in place.
+//   {"ptx": PATH, "kernel": ENTRY, "grid": [x,y,z], "block": [x,y,z], "shared_bytes": N,
+//    "buffers": [{"path": P, "dtype": "f32"|"f64"|"i32"|"i64"|..., "numel": N}],
+//    "args": [{"buffer": i, "byte_offset": k} | {"scalar": v, "type": "u32"|"s64"|"f32"|...}],
+//    "max_ms": MS}
+// Returns {"status": ok|crash|timeout|nonfinite, "detail", "ms", "findings": [schedule findings]}.
+// Never throws: a malformed job is a crash whose detail says why.
+struct LaunchJobCache;  // parsed PTX modules by path (one server serves many launches)
+std::string run_launch_job(const std::string& job_json, LaunchJobCache* cache = nullptr);
+LaunchJobCache* new_launch_job_cache();
+void free_launch_job_cache(LaunchJobCache* c);
+
+}  // namespace dirigo::mutate

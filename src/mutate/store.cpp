@@ -44,6 +44,13 @@ CREATE TABLE IF NOT EXISTS kills(
   input_id INTEGER NOT NULL REFERENCES inputs(id) ON DELETE CASCADE,
   protocol TEXT NOT NULL, killed INTEGER NOT NULL, witness INTEGER DEFAULT 0,
   PRIMARY KEY(mutant_id, input_id, protocol));
+CREATE TABLE IF NOT EXISTS substrate_bundle(
+  substrate_id INTEGER PRIMARY KEY REFERENCES substrates(id) ON DELETE CASCADE,
+  reference TEXT NOT NULL, bundle TEXT NOT NULL, candidate TEXT, module TEXT, origin TEXT, gate_json TEXT);
+CREATE TABLE IF NOT EXISTS harness_runs(
+  protocol TEXT NOT NULL, substrate_id INTEGER NOT NULL REFERENCES substrates(id) ON DELETE CASCADE,
+  mutant_id INTEGER REFERENCES mutants(id) ON DELETE CASCADE, verdict TEXT NOT NULL, compiled INTEGER,
+  ms REAL, detail TEXT, UNIQUE(protocol, substrate_id, mutant_id));
 CREATE VIEW IF NOT EXISTS family_summary AS
   SELECT substrate_id, family, COUNT(*) AS generated,
          SUM(status = 'non-compiling') AS non_compiling,

@@ -382,6 +382,44 @@ std::optional<std::vector<int>> region_slice(const Function& f, const Rollup& do
   return std::vector<int>(in.begin(), in.end());
 }
 
+// x of tanhf's small-|x| path end: fma(p, x, x), i.e. x + x·p(x²).
+std::optional<Operand> tanh_polynomial_x(const Instruction& in) {
+  if (in.op != Opcode::Fma || in.operands.size() != 4) return std::nullopt;
+  const auto& x = in.operands[2];
+  if (x.kind != Operand::Kind::Register || in.operands[3].kind != Operand::Kind::Register || in.operands[3].name != x.name)
+    return std::nullopt;
+  return x;
+}
+
+// The sign operand of a copysign: `copysign.f32 d, x, m`, or the bit trick `mov.b32 d, (bits(x) &
+// 0x80000000) | bits(m)` with bits(v) = `mov.b32 %r, v` (nvcc's copysignf where m is known >= 0).
+std::optional<Operand> copysign_sign_operand(const Matcher& m, const Instruction& in) {
+  if (in.op == Opcode::Copysign && in.operands.size() == 3 && in.operands[1].kind == Operand::Kind::Register)
+    return in.operands[1];
+  auto bits_of_float = [&](const Operand& o) -> std::optional<Operand> {  // o = mov.b32 o, %f
+    const Instruction* mv = m.def_instr(o);
+    if (!mv || mv->op != Opcode::Mov || mv->guard || mv->operands.size() != 2) return std::nullopt;
+    const auto& src = mv->operands[1];
+    auto t = src.kind == Operand::Kind::Register ? m.f_.register_type(src.name) : std::nullopt;
+    if (!t || *t != Type::F32) return std::nullopt;
+    return src;
+  };
+  if (in.op != Opcode::Mov || in.operands.size() != 2 || in.operands[1].kind != Operand::Kind::Register) return std::nullopt;
+  auto dt = m.f_.register_type(in.operands[0].name);
+  if (!dt || *dt != Type::F32) return std::nullopt;
+  const Instruction* orr = m.def_instr(in.operands[1]);
+  if (!orr || orr->op != Opcode::Or || orr->guard || orr->operands.size() != 3) return std::nullopt;
+  for (int k = 1; k <= 2; ++k) {
+    const Instruction* an = m.def_instr(orr->operands[size_t(k)]);
+    if (!an || an->op != Opcode::And || an->guard || an->operands.size() != 3) continue;
+    const auto& mask = an->operands[2];
+    if (mask.kind != Operand::Kind::Int || uint32_t(mask.int_value) != 0x80000000u) continue;
+    auto x = bits_of_float(an->operands[1]);
+    if (x && bits_of_float(orr->operands[size_t(3 - k)])) return x;
+  }
+  return std::nullopt;
+}
+
 std::vector<RegionTemplate> region_templates(const Function& f) {
   std::vector<RegionTemplate> t;
   // logf: selp d, -inf, v, (s == 0) with s = selp(x * 2^23, x, x < 2^-126)
@@ -414,6 +452,42 @@ std::vector<RegionTemplate> region_templates(const Function& f) {
                  const Instruction* p = m.def_instr(a.operands[3]);
                  if (!p || p->op != Opcode::Setp) return std::nullopt;
                  return p->operands.at(1);
+               }});
+  // tanhf with its large-|x| path in a block of its own (a branch on |x| < 0.6 instead of the selp
+  // of the branch-free form): that path ends in copysign(selp(|x| >= 9.0109, 1, 1 - 2/(ex2(2 log2e |x|)
+  // + 1)), x), as a copysign instruction or as the sign-bit trick (mov.b32 / and.b32 0x80000000 /
+  // or.b32 / mov.b32), the other in the odd polynomial's last fma(p, x, x); both define the result.
+  // The anchor is the later of the two definitions, whichever path it ends.
+  t.push_back({"tanhf (branching)", ir::Fn::Tanh, {0x3F19999A, kTwoLog2e, 0x41102CB4},
+               [&f](const Matcher& m, int i) -> std::optional<Operand> {
+                 const auto& a = f.body[i];
+                 bool shape = (a.op == Opcode::Fma || a.op == Opcode::Mov || a.op == Opcode::Copysign) &&
+                              !a.operands.empty() && a.operands[0].kind == Operand::Kind::Register;
+                 if (!shape || m.def_of(a.operands[0].name) >= 0) return std::nullopt;  // one definition: no merge
+                 const std::string& result = a.operands[0].name;
+                 std::vector<int> defs;
+                 for (int j = std::max(0, i - 120); j <= i; ++j) {
+                   std::vector<std::string> d, s;
+                   regs_of(f.body[j], d, s);
+                   if (std::find(d.begin(), d.end(), result) != d.end()) defs.push_back(j);
+                 }
+                 if (defs.size() != 2 || defs.back() != i) return std::nullopt;
+                 std::optional<Operand> x_poly, x_big;
+                 for (int j : defs) {
+                   const auto& in = f.body[j];
+                   if (auto x = tanh_polynomial_x(in)) x_poly = x;
+                   else if (auto y = copysign_sign_operand(m, in)) x_big = y;
+                 }
+                 if (!x_poly || !x_big || x_poly->name != x_big->name) return std::nullopt;
+                 // the branch's test: |x| against 0.6, with |x| = abs x
+                 for (int j = std::max(0, i - 120); j < defs.front(); ++j) {
+                   const auto& st = f.body[j];
+                   if (st.op != Opcode::Setp || st.operands.size() < 3 || m.const_bits(st.operands[2]) != 0x3F19999A) continue;
+                   const Instruction* ab = m.def_instr(st.operands[1]);
+                   if (ab && ab->op == Opcode::Abs && ab->operands.size() == 2 && ab->operands[1].name == x_poly->name)
+                     return x_poly;
+                 }
+                 return std::nullopt;
                }});
   // erff: copysign(x, 1 - ex2(...)) on the large branch; both branches meet at a label after it
   t.push_back({"erff", ir::Fn::Erf, {0x3F8060FE, 0x38EB4C3A},

@@ -145,6 +145,24 @@ Matrix load_matrix(const std::string& path, const LoadOptions& o) {
       auto it = problem_of.find(sqlite3_column_int64(st, 0));
       if (it != problem_of.end()) m.problems[it->second].substrate_verdict = text(st, 1);
     });
+  if (db.has_table("harness_runs")) {
+    std::set<std::string> names;
+    db.each("SELECT protocol, substrate_id, mutant_id, verdict FROM harness_runs", [&](sqlite3_stmt* st) {
+      std::string proto = text(st, 0), verdict = text(st, 3);
+      if (verdict != "accept" && verdict != "reject" && verdict != "error")
+        throw std::runtime_error("results store " + path + ": harness verdict '" + verdict + "' (accept|reject|error)");
+      auto it = problem_of.find(sqlite3_column_int64(st, 1));
+      if (it == problem_of.end()) return;
+      names.insert(proto);
+      if (is_null(st, 2)) {
+        m.problems[it->second].harness_substrate[proto] = verdict;
+        return;
+      }
+      auto mu = mutant_at.find(sqlite3_column_int64(st, 2));
+      if (mu != mutant_at.end()) m.problems[mu->second.first].mutants[mu->second.second].harness[proto] = verdict;
+    });
+    m.harnesses.assign(names.begin(), names.end());
+  }
   for (auto& p : m.problems) {
     p.substrate.assign(p.inputs.size(), Outcome{});
     p.runs.assign(p.mutants.size(), std::vector<Outcome>(p.inputs.size()));

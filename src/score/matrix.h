@@ -3,6 +3,7 @@
 // input. Filled from the mutate results store (load.h) or by hand in tests.
 #pragma once
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -32,6 +33,8 @@ struct Mutant {
   std::string rule, family;
   std::string verdict;  // `dirigo check` on the mutant: BUG, SUSPECT, CHECKED, VERIFIED, ... ("" = not checked)
   bool equivalent = false;  // proven equal to the substrate: in no denominator
+  // A maintainer's harness run on the mutant (table harness_runs): protocol -> accept | reject | error.
+  std::map<std::string, std::string> harness;
 };
 
 struct Problem {
@@ -44,10 +47,12 @@ struct Problem {
   // `dirigo check` on the correct substrate (table substrate_check; "" = not checked). A verdict
   // protocol that rejects it (BUG for `dirigo`) says nothing about the problem's mutants: its gate.
   std::string substrate_verdict;
+  std::map<std::string, std::string> harness_substrate;  // the harnesses' verdicts on the correct substrate
 };
 
 struct Matrix {
   std::vector<Problem> problems;
+  std::vector<std::string> harnesses;  // protocol names in harness_runs, sorted
 };
 
 const char* status_name(Status s);

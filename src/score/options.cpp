@@ -9,7 +9,7 @@
 
 namespace dirigo::score {
 
-std::vector<Protocol> protocols_for(const MatrixSource& s) {
+std::vector<Protocol> protocols_for(const MatrixSource& s, const std::vector<std::string>& harnesses) {
   std::vector<Protocol> all;
   if (s.protocols_file.empty()) {
     all = builtin_protocols();
@@ -23,6 +23,11 @@ std::vector<Protocol> protocols_for(const MatrixSource& s) {
     } catch (const std::runtime_error& e) {
       throw std::runtime_error(s.protocols_file + ": " + e.what());
     }
+  }
+  for (const auto& h : harnesses) {
+    bool have = false;
+    for (const auto& p : all) have |= p.name == h;
+    if (!have) all.push_back(harness_protocol(h));
   }
   return select_protocols(all, s.only);
 }

@@ -17,7 +17,9 @@ struct MatrixSource {
   bool progress = true;
 };
 
-std::vector<Protocol> protocols_for(const MatrixSource& s);  // throws std::runtime_error
+// The built-in (or --protocols) protocols plus one verdict protocol per harness name (those of the
+// store's harness_runs), filtered by s.only; throws std::runtime_error.
+std::vector<Protocol> protocols_for(const MatrixSource& s, const std::vector<std::string>& harnesses = {});
 Matrix matrix_for(const MatrixSource& s);                    // with a progress line when asked
 
 // "3" -> {3, 3}; "1..5" -> {1, 5}; throws on anything else.

@@ -21,6 +21,9 @@ constexpr const char* kBuiltin = R"json([
   {"name": "hardened", "description": "the 5 randn inputs plus every hardened distribution, 1e-4",
    "tol": 1e-4, "inputs": [{"distribution": "kernelbench_randn", "draws": 5}, {"family": "hardened"}]},
   {"name": "fuzz", "description": "every fuzz draw, 1e-2", "tol": 1e-2, "inputs": [{"family": "fuzz"}]},
+  {"name": "kernelbench_verified", "description": "KernelBench-Verified's hidden inputs: four distributions (randn at unseen seeds, uniform01, positive, large) against the fp32 reference, atol = rtol = 1e-3",
+   "tol": 1e-3, "reference": "fp32", "inputs": [{"distribution": "randn"}, {"distribution": "uniform01"},
+                                                {"distribution": "positive"}, {"distribution": "large"}]},
   {"name": "dirigo", "description": "dirigo check on the mutant: a kill iff BUG", "verdicts": ["BUG"]},
   {"name": "dirigo_suspect", "description": "dirigo check: a kill iff BUG or SUSPECT", "verdicts": ["BUG", "SUSPECT"]}
 ])json";
@@ -163,14 +166,37 @@ std::vector<size_t> admitted_inputs(const Protocol& p, const Problem& problem) {
   return out;
 }
 
+Protocol harness_protocol(const std::string& name) {
+  Protocol p;
+  p.name = name;
+  p.description = "harness " + name + " run on every mutant: a kill iff it rejects the mutant";
+  p.dirigo = true;
+  p.harness = name;
+  p.verdicts = {"reject"};
+  return p;
+}
+
+const std::string& verdict_of(const Protocol& p, const Problem& problem, size_t m) {
+  static const std::string none;
+  if (p.harness.empty()) return problem.mutants.at(m).verdict;
+  const auto& h = problem.mutants.at(m).harness;
+  auto it = h.find(p.harness);
+  return it == h.end() ? none : it->second;
+}
+
 bool rejects_substrate(const Protocol& p, const Problem& problem) {
-  return p.dirigo && std::find(p.verdicts.begin(), p.verdicts.end(), problem.substrate_verdict) != p.verdicts.end();
+  if (!p.dirigo) return false;
+  if (!p.harness.empty()) {  // a harness counts only where it accepts the correct program
+    auto it = problem.harness_substrate.find(p.harness);
+    return it == problem.harness_substrate.end() || it->second != "accept";
+  }
+  return std::find(p.verdicts.begin(), p.verdicts.end(), problem.substrate_verdict) != p.verdicts.end();
 }
 
 bool detects(const Protocol& p, const Problem& problem, size_t m, const std::vector<size_t>& admitted) {
   if (p.dirigo) {
     if (rejects_substrate(p, problem)) return false;  // the gate: it rejects the correct program too
-    const std::string& v = problem.mutants.at(m).verdict;
+    const std::string& v = verdict_of(p, problem, m);
     return std::find(p.verdicts.begin(), p.verdicts.end(), v) != p.verdicts.end();
   }
   for (size_t i : admitted)

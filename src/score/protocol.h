@@ -28,6 +28,9 @@ struct InputSelector {
 struct Protocol {
   std::string name, description;
   bool dirigo = false;        // kill iff `dirigo check` gave one of `verdicts`
+  // A harness run on every mutant (dirigo score --protocol, table harness_runs): a verdict protocol
+  // whose verdicts are the harness's (kill iff "reject"; gate: it accepts the correct substrate).
+  std::string harness;
   std::vector<std::string> verdicts;
   std::vector<InputSelector> inputs;
   double tol = 1e-2;          // atol = rtol
@@ -40,6 +43,10 @@ const char* builtin_protocols_json();
 std::vector<Protocol> parse_protocols(const std::string& json_text);  // throws std::runtime_error naming the fault
 // Picks `names` (comma list) out of `all`, in the given order; throws on an unknown name.
 std::vector<Protocol> select_protocols(const std::vector<Protocol>& all, const std::string& names);
+// The verdict protocol of a harness named `name` in the store.
+Protocol harness_protocol(const std::string& name);
+// The verdict a verdict protocol reads for mutant m ("" = none).
+const std::string& verdict_of(const Protocol& p, const Problem& problem, size_t m);
 
 // A verdict protocol's gate: true when `dirigo check` on the correct substrate already gives one of
 // the protocol's rejecting verdicts (then no mutant of the problem counts as detected).

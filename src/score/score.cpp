@@ -83,7 +83,8 @@ Scores score(const Matrix& matrix, const std::vector<Protocol>& protocols, std::
     for (auto& ps : s.protocols) {
       admitted.push_back(ps.protocol.dirigo ? std::vector<size_t>{} : admitted_inputs(ps.protocol, prob));
       if (ps.protocol.dirigo) {
-        ps.substrates_checked += !prob.substrate_verdict.empty();
+        ps.substrates_checked += ps.protocol.harness.empty() ? !prob.substrate_verdict.empty()
+                                                             : prob.harness_substrate.count(ps.protocol.harness) > 0;
         ps.problems_rejecting += rejects_substrate(ps.protocol, prob);
         continue;
       }
@@ -117,7 +118,7 @@ Scores score(const Matrix& matrix, const std::vector<Protocol>& protocols, std::
           ++t->witnessed;
           t->missed += missed;
         }
-        if (ps.protocol.dirigo && !mu.verdict.empty()) {
+        if (ps.protocol.dirigo && !verdict_of(ps.protocol, prob, m).empty()) {
           ++ps.checked.witnessed;
           ps.checked.missed += missed;
         }

@@ -413,16 +413,16 @@ void cut_shared_sums(ir::Context& ctx, Expr& pa, Expr& pb, std::vector<std::pair
   pb = replace_nodes(ctx, pb, repl, memo);
 }
 
-// need_qb: a tolerance query wants a right side for its rtol*|b| term; it gets
-// the (small) cut residual B', a heuristic — exceeding the tolerance is decided
-// afterwards by evaluating the originals.
+// need_qb: a tolerance query wants the reference side for its rtol*|ref| term (the one
+// convention, |ref - cand| <= atol + rtol*|ref|); it gets the (small) cut residual A', a
+// heuristic — exceeding the tolerance is decided afterwards by evaluating the originals.
 Query reduce(ir::Context& ctx, Expr na, Expr nb, bool cut_points, bool need_qb, Ticker& ticker) {
   Query q;
   q.real = na->sort == Sort::Real;
   Expr pa = na, pb = nb;
   if (q.real) {
     Expr d0 = ctx.sub(na, nb);
-    if (need_qb) q.qb = nb;
+    if (need_qb) q.qb = na;
     if (d0->op == Op::ConstReal) { q.diff = d0; return q; }
     std::tie(pa, pb) = split_difference(ctx, d0);
   }
@@ -456,7 +456,7 @@ Query reduce(ir::Context& ctx, Expr na, Expr nb, bool cut_points, bool need_qb, 
     if (!cuts.empty())
       for (Expr l : ir::leaves(d)) rename(l);  // names in order of appearance in the difference
     q.diff = cuts.empty() ? d : sub(d);
-    if (need_qb) q.qb = cuts.empty() ? cb : sub(cb);
+    if (need_qb) q.qb = cuts.empty() ? ca : sub(ca);
   } else {
     if (!cuts.empty()) {
       for (Expr root : {ca, cb})
@@ -537,7 +537,7 @@ Decision Solver::decide(ir::Context& ctx, Expr a, Expr b, const DecideOptions& o
     if (!values_differ(w.a, w.b, opt.confirm_rtol, opt.confirm_atol))
       return fmt::format("spurious witness (both sides evaluate to {} / {})", value_string(w.a), value_string(w.b));
     if (opt.tolerance && w.a.sort == Sort::Real)
-      w.exceeds_tolerance = std::fabs(w.a.real - w.b.real) > opt.tolerance->atol + opt.tolerance->rtol * std::fabs(w.b.real);
+      w.exceeds_tolerance = std::fabs(w.a.real - w.b.real) > opt.tolerance->atol + opt.tolerance->rtol * std::fabs(w.a.real);
     if (opt.tolerance && !w.exceeds_tolerance && (na != a || nb != b)) {
       // With a tolerance the normalizer's approximate axioms (snapped constants, GELU forms) hold:
       // a model the solver found for their forms (a cut left free, say) is no witness when those
@@ -590,7 +590,22 @@ Decision Solver::decide(ir::Context& ctx, Expr a, Expr b, const DecideOptions& o
     ticker.check("before normalizing both sides (axioms)");
     Normalizer norm(ctx, opt.axioms);
     norm.set_deadline(&ticker);
+    Expr ca = na, cb = nb;
     na = norm(na), nb = norm(nb);
+    // An Equal from here on may rest on the approximation equivalences that fired (gelu_tanh = gelu_erf,
+    // snapped constants): named in the decision. Equal forms without them need none.
+    for (size_t k = 0; k < static_cast<size_t>(Axiom::Count_); ++k)
+      if (axiom_is_approximation(Axiom(k)) && norm.applications(Axiom(k)))
+        d.approximations.emplace_back(axiom_name(Axiom(k)));
+    if (na == nb && !d.approximations.empty()) {
+      AxiomOptions exact = opt.axioms;
+      exact.gelu_tanh_is_erf = exact.fast_math_is_exact = exact.gelu_forms = false;
+      for (size_t k = 0; k < static_cast<size_t>(Axiom::Count_); ++k)
+        if (axiom_is_approximation(Axiom(k))) exact.set(Axiom(k), false);
+      Normalizer strict(ctx, exact);
+      strict.set_deadline(&ticker);
+      if (strict(ca) == strict(cb)) d.approximations.clear();
+    }
     if (na == nb) { ++stats_.equal_axioms; return done(Verdict::Equal, Stage::Axioms); }
     if (opt.tolerance && opt.within_tolerance && a->sort == Sort::Real) {
       const Tolerance& t = *opt.tolerance;

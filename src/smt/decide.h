@@ -55,7 +55,7 @@ struct Witness {
   // and the elements symbolic loads read. Tensor elements not listed are 0.
   std::vector<LeafValue> leaves;
   ir::Value a, b;                 // both original expressions evaluated (fp64) at the witness
-  bool exceeds_tolerance = false; // |a-b| > atol + rtol*|b| (when a tolerance was asked for)
+  bool exceeds_tolerance = false; // |a-b| > atol + rtol*|a| (a: the reference) (when a tolerance was asked for)
   bool depends_on_undef = false;  // exactly one side depends on an Undef leaf
   // Environment for ir::Evaluator: the listed values, 0 for any other leaf.
   ir::Env env() const;
@@ -63,7 +63,7 @@ struct Witness {
 };
 
 struct Tolerance {
-  double atol = 1e-2, rtol = 1e-2;  // KernelBench's defaults
+  double atol = 1e-2, rtol = 1e-2;  // KernelBench's defaults; everywhere |ref - cand| <= atol + rtol*|ref|
   double bound = 10;                // every real leaf in [-bound, bound]
 };
 
@@ -103,6 +103,8 @@ struct Decision {
   size_t cuts = 0;                 // shared sub-terms replaced by variables
   uint64_t query_nodes = 0;        // size of what reached Z3 (or would have)
   double difference_bound = -1;    // Stage::Tolerance: the proven bound on |a - b| (-1: not computed)
+  // Equal: the approximation equivalences (axiom names) the normalized forms rested on; empty when exact.
+  std::vector<std::string> approximations;
   double ms = 0;                   // wall time of the decision
 };
 

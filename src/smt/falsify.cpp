@@ -22,7 +22,25 @@ ir::Value sample(uint64_t h, ir::Sort sort, double bound, bool nonnegative) {
 
 }  // namespace
 
+namespace {
+struct DistributionRung {
+  Distribution d;
+  double scale;
+};
+constexpr DistributionRung kRungs[kDistributions] = {
+    {Distribution::Normal, 1.0}, {Distribution::Uniform, 1.0}, {Distribution::Normal, 10.0},
+    {Distribution::Normal, 0.01}, {Distribution::Uniform, 1000.0}};
+const DistributionRung& rung_of(unsigned p) { return kRungs[((p - kDistributionPoint) / 2) % kDistributions]; }
+}  // namespace
+
+Distribution point_distribution(unsigned p) {
+  return p < kDistributionPoint ? Distribution::Uniform : rung_of(p).d;
+}
+
+std::string_view distribution_name(Distribution d) { return d == Distribution::Normal ? "normal" : "uniform"; }
+
 double point_bound(unsigned p, double bound) {
+  if (p >= kDistributionPoint) return rung_of(p).scale;
   // A ladder of scales: at [-10, 10] a long dot product (x @ W of 8,192 terms) lands ~10^3 away
   // from 0 and every clamp, hardtanh or saturating activation after it hides a dropped bias;
   // at [-0.1, 0.1] the same sum is O(1), where they are not flat.
@@ -32,10 +50,13 @@ double point_bound(unsigned p, double bound) {
 }
 
 PointSampler::PointSampler(uint64_t seed, unsigned p, double bound)
-    : base_(mix(seed * 1000003 + p)), bound_(point_bound(p, bound)), nonnegative_(point_nonnegative(p)) {}
+    : base_(mix(seed * 1000003 + p)), bound_(point_bound(p, bound)), nonnegative_(point_nonnegative(p)),
+      normal_(point_distribution(p) == Distribution::Normal) {}
 
 ir::Value PointSampler::operator()(uint64_t key, int64_t index, ir::Sort sort) const {
-  return sample(mix(base_ ^ mix(key << 40 ^ uint64_t(index))), sort, bound_, nonnegative_);
+  uint64_t h = mix(base_ ^ mix(key << 40 ^ uint64_t(index)));
+  if (sort == ir::Sort::Real) return ir::Value::of_real(real_from(h));
+  return sample(h, sort, bound_, nonnegative_);
 }
 
 ir::Value draw(uint64_t seed, unsigned p, uint64_t key, int64_t index, ir::Sort sort, double bound) {
@@ -66,6 +87,7 @@ std::optional<Witness> falsify(ir::Expr a, ir::Expr b, const FalsifyOptions& opt
     double bound = point_bound(p, opt.bound);
     bool nonnegative = point_nonnegative(p);
     uint64_t base = mix(opt.seed * 1000003 + p);
+    PointSampler sampler(opt.seed, p, opt.bound);  // element leaves, as numeric evaluation draws them
     // What this evaluation read; sorted (stable order) and deduplicated only when a witness is kept: a
     // location over a GEMM reads millions of elements, and a map insert per read cost a minute a point.
     std::vector<LeafValue> elems;
@@ -73,7 +95,7 @@ std::optional<Witness> falsify(ir::Expr a, ir::Expr b, const FalsifyOptions& opt
     ir::Env env;
     env.elem = [&](int32_t t, int64_t i, ir::Sort s) {
       if (opt.deadline) opt.deadline->tick("while evaluating random points (sampling)");
-      ir::Value v = sample(mix(base ^ mix(key(t) << 40 ^ uint64_t(i))), s, bound, nonnegative);
+      ir::Value v = sampler(key(t), i, s);
       elems.push_back(LeafValue{LeafValue::Kind::Elem, t, i, {}, v});
       return v;
     };
@@ -117,7 +139,7 @@ std::optional<Witness> falsify(ir::Expr a, ir::Expr b, const FalsifyOptions& opt
     for (auto& [k, l] : vars) w.leaves.push_back(std::move(l));
     if (opt.tolerance && w.a.sort == ir::Sort::Real)
       w.exceeds_tolerance =
-          std::fabs(w.a.real - w.b.real) > opt.tolerance->atol + opt.tolerance->rtol * std::fabs(w.b.real);
+          std::fabs(w.a.real - w.b.real) > opt.tolerance->atol + opt.tolerance->rtol * std::fabs(w.a.real);
     if (!opt.tolerance || w.exceeds_tolerance) return w;
     if (!below_tolerance) below_tolerance = std::move(w);
   }

@@ -4,6 +4,7 @@
 // its whole budget on a bilinear 72-product location without an answer. A point only makes a
 // witness; proving equality stays with canonical forms and Z3.
 #pragma once
+#include <cmath>
 #include <cstdint>
 #include <functional>
 #include <optional>
@@ -33,6 +34,15 @@ struct FalsifyOptions {
 // The ladder of points: the bound and the sign of point p (see FalsifyOptions::bound).
 double point_bound(unsigned p, double bound);
 inline bool point_nonnegative(unsigned p) { return p % 2 == 1; }
+// Points from kDistributionPoint on draw from the input distributions a benchmark's own trial uses
+// and around it, in pairs (signed, then its absolute value): (p - kDistributionPoint) / 2 mod
+// kDistributions picks N(0, 1) (KernelBench's torch.randn), U[-1, 1], N(0, 10^2), N(0, 0.01^2), and
+// U[-1000, 1000] (large values: saturations and thresholds a scaled sum never leaves). A Normal
+// point's bound is its standard deviation. check's falsification tier evaluates them first.
+inline constexpr unsigned kDistributionPoint = 1024, kDistributions = 5;
+enum class Distribution : uint8_t { Uniform, Normal };
+Distribution point_distribution(unsigned p);
+std::string_view distribution_name(Distribution d);  // "uniform" | "normal"
 // The value falsify gives leaf (key, index) at point p: a pure function of its arguments, so that a
 // point is regenerable from (seed, p) alone. falsify keys an element by its tensor id unless told
 // otherwise; decide and the numeric evaluation of giant locations (check/numeric.h) key it by
@@ -47,10 +57,19 @@ class PointSampler {
   double real(uint64_t key, int64_t index) const { return real_of(leaf_hash(key, index)); }  // Sort::Real
   // The same in two steps: the leaf's hash does not depend on the point (one per leaf for many points).
   static uint64_t leaf_hash(uint64_t key, int64_t index) { return mix(key << 40 ^ uint64_t(index)); }
-  double real_of(uint64_t leaf) const {
-    double unit = double(mix(base_ ^ leaf) >> 11) * 0x1.0p-53;
+  double real_of(uint64_t leaf) const { return real_from(mix(base_ ^ leaf)); }
+  // A Real leaf's value from its hash h: uniform from h's top 53 bits; normal by Box-Muller from
+  // those and the top 53 bits of mix(h ^ kSecond) (python/dirigo/replay.py draws the same).
+  double real_from(uint64_t h) const {
+    double unit = double(h >> 11) * 0x1.0p-53;
+    if (normal_) {
+      double u2 = double(mix(h ^ kSecond) >> 11) * 0x1.0p-53;
+      double z = std::sqrt(-2.0 * std::log1p(-unit)) * std::cos(6.283185307179586 * u2);
+      return (nonnegative_ ? std::fabs(z) : z) * bound_;
+    }
     return (nonnegative_ ? unit : unit * 2 - 1) * bound_;
   }
+  static constexpr uint64_t kSecond = 0x5851f42d4c957f2dULL;
   // splitmix64's finalizer
   static uint64_t mix(uint64_t x) {
     x += 0x9e3779b97f4a7c15ULL;
@@ -62,6 +81,7 @@ class PointSampler {
   uint64_t base_;
   double bound_;
   bool nonnegative_;
+  bool normal_;
 };
 uint64_t name_key(std::string_view tensor_name);  // FNV-1a 64 of the name, low 24 bits
 

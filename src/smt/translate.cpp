@@ -65,12 +65,20 @@ z3::expr Translator::operator()(Expr root) {
     if (memo_.count(e)) { stack.pop_back(); continue; }
     if (!expanded) {
       stack.back().second = true;
-      for (Expr c : e->args())
-        if (!memo_.count(c)) stack.push_back({c, false});
+      if (e->op != Op::Reduce)  // a reduction is one opaque value: its body reads indices Z3 never sees
+        for (Expr c : e->args())
+          if (!memo_.count(c)) stack.push_back({c, false});
       continue;
     }
     stack.pop_back();
     tick(1 + e->nargs);
+    if (e->op == Op::Reduce) {
+      if (e->has_free_bound()) throw std::runtime_error("UNSUPPORTED: smt translation of a reduction that reads enclosing indices");
+      // Equal reductions are one node (hash-consed modulo renaming): one constant per node is sound
+      // for proving equality; a model is confirmed by evaluating the originals.
+      memo_.emplace(e, z_.constant(fmt::format("reduce!{:016x}!{}", e->hash, fresh_counter_++).c_str(), sort_of(e->sort)));
+      continue;
+    }
     args.clear();
     for (Expr c : e->args()) args.push_back(memo_.at(c));
     memo_.emplace(e, translate_node(e, args));

@@ -2,6 +2,7 @@
 // broken input. Expected verdicts: see examples/running_example/{buggy,fixed}.py.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 
@@ -48,6 +49,7 @@ TEST(Check, NodeBudgetEndsLocationAsTimeoutNamingIt) {
   opt.budget_s = 60;
   opt.max_locations = 3;
   opt.max_location_nodes = 3;
+  opt.falsify_locations = 0;  // the building path's budget (the tier evaluates without building: a BUG)
   auto r = check::check_path(example("bundle-buggy"), opt);
   EXPECT_EQ(r.outcome, check::Outcome::Timeout) << r.reason;
   ASSERT_FALSE(r.locations.empty());
@@ -80,6 +82,22 @@ TEST(Check, NoBudgetIsTimeoutNamingTheStage) {
     EXPECT_EQ(r.outcome, check::Outcome::Timeout) << bundle << ": " << r.reason;
     EXPECT_NE(r.reason.find("the budget ran out"), std::string::npos) << r.reason;
     EXPECT_EQ(r.reason.find("UNSUPPORTED"), std::string::npos) << r.reason;
+  }
+}
+
+// A caller's absolute end binds as a budget would (the nested re-check over program inputs gets its
+// caller's end this way): past it, a check asked for an hour still stops at once, as TIMEOUT.
+TEST(Check, CallersDeadlineBindsOverALongerBudget) {
+  for (const char* bundle : {"bundle-buggy", "bundle-fixed"}) {
+    check::Options opt;
+    opt.budget_s = 3600;
+    opt.deadline = std::chrono::steady_clock::now() - std::chrono::seconds(1);
+    auto t0 = std::chrono::steady_clock::now();
+    auto r = check::check_path(example(bundle), opt);
+    double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    EXPECT_EQ(r.outcome, check::Outcome::Timeout) << bundle << ": " << r.reason;
+    EXPECT_NE(r.reason.find("the budget ran out"), std::string::npos) << r.reason;
+    EXPECT_LT(s, 10) << bundle;
   }
 }
 
@@ -134,4 +152,50 @@ TEST(Report, OmittedEqualLocationsAreCounted) {
   EXPECT_EQ(j["locations"][j["first_differ"].get<size_t>()]["verdict"], "differ");
   check::Report none;
   EXPECT_FALSE(nlohmann::json::parse(check::to_json(none)).contains("locations_omitted"));
+}
+
+// Any exception the model does not name is dirigo's own failure: ERROR (exit 70), never UNSUPPORTED.
+TEST(Check, InternalErrorIsErrorExit70) {
+  setenv("DIRIGO_INJECT_FAULT", "check", 1);
+  auto r = check::check_path(example("bundle-fixed"));
+  unsetenv("DIRIGO_INJECT_FAULT");
+  EXPECT_EQ(r.outcome, check::Outcome::Error);
+  EXPECT_EQ(check::exit_code(r.outcome), 70);
+  EXPECT_EQ(check::outcome_name(r.outcome), "ERROR");
+  EXPECT_NE(r.reason.find("internal error: fault injected"), std::string::npos) << r.reason;
+  EXPECT_NE(r.reason.find("please report with the bundle"), std::string::npos) << r.reason;
+  auto j = nlohmann::json::parse(check::to_json(r));
+  EXPECT_EQ(j["exit_code"], 70);
+  EXPECT_EQ(j["outcome"], "ERROR");
+}
+
+// Every location equal is VERIFIED only when Execute decided every safety check.
+TEST(Check, UndecidedSafetyCheckBlocksVerified) {
+  check::Report r;
+  EXPECT_EQ(check::all_equal_outcome(r).first, check::Outcome::Verified);
+  r.undecided_safety = {"out-of-bounds read in k at PTX line 12: ... (too many threads to decide)"};
+  auto [o, why] = check::all_equal_outcome(r);
+  EXPECT_EQ(o, check::Outcome::Checked);
+  EXPECT_NE(why.find("1 Execute safety check(s) undecided"), std::string::npos) << why;
+  EXPECT_NE(why.find("not VERIFIED"), std::string::npos) << why;
+}
+
+// What an equality rests on is said: exact, a tolerance bound over a box, approximation axioms.
+TEST(Check, ProofKindNamesToleranceAndApproximations) {
+  check::Report r;
+  r.equal_exact = 3;
+  EXPECT_EQ(check::proof_kind(r), "exact");
+  r.equal_within_tolerance = 1;
+  EXPECT_EQ(check::proof_kind(r), "within tolerance for |inputs| <= 10");
+  r.equal_modulo_approximation = 2;
+  r.approximations = {"GeluErfForm", "SnapConstants"};
+  EXPECT_EQ(check::proof_kind(r), "within tolerance for |inputs| <= 10, modulo GeluErfForm, SnapConstants");
+  r.outcome = check::Outcome::Verified;
+  r.total_locations = 6;
+  r.equal = 6;
+  EXPECT_EQ(check::to_text(r).rfind("VERIFIED within tolerance for |inputs| <= 10, modulo GeluErfForm, SnapConstants: "
+                                    "all 6 locations equal: 3 exactly, 1 within atol 0.01",
+                                    0),
+            0u)
+      << check::to_text(r);
 }

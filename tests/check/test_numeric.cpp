@@ -405,3 +405,115 @@ TEST(Numeric, EstimateStopsPastItsNodeBudget) {
   EXPECT_TRUE(cut.stopped);
   EXPECT_LT(cut.values, whole.values);
 }
+
+// The falsification tier's distribution points (N(0, 1), U[-1, 1], N(0, 10^2), N(0, 0.01^2),
+// U[-1000, 1000]) evaluate as the built expressions do at the same draws: aten equations, sums of
+// products, kernel records by tape.
+TEST(Numeric, DistributionPointsMatchBuiltExpression) {
+  const std::vector<unsigned> points = {smt::kDistributionPoint, smt::kDistributionPoint + 3,
+                                        smt::kDistributionPoint + 4, smt::kDistributionPoint + 8};
+  auto ref = linear_bn("ref", "reference", relu), cand = linear_bn("new", "candidate", sigmoid);
+  expect_same_values(make_bundle({&ref, &cand}), true, points);
+  expect_same_values(make_bundle({&ref, &cand}), false, points);
+  bundle::Bundle b = bundle::read_bundle(std::string(DIRIGO_SOURCE_DIR) + "/examples/running_example/bundle-buggy");
+  expect_same_values(b, false, points);
+}
+
+namespace {
+check::Options tier_options() {
+  check::Options opt;
+  opt.budget_s = 60;
+  opt.trim_prefix = false;
+  opt.seed = 3;
+  return opt;
+}
+
+// x[64] -> clamp(x, -lo, lo): two such programs differ only where |x| > the smaller bound.
+ProgramBuilder clamp_prog(const char* name, const char* role, double lo) {
+  ProgramBuilder p(name, role);
+  auto x = p.tensor({64}), y = p.tensor({64});
+  p.input("x", x);
+  p.aten("aten::clamp", {T(x), F(-lo), F(lo)}, {y});
+  p.output("out0", y);
+  return p;
+}
+}  // namespace
+
+// A location whose build passes falsified_build_nodes is the tier's BUG as it was found: numeric
+// values at a distribution point, evidence numeric-falsification, nothing built.
+TEST(Falsify, TierBugBeforeBuilding) {
+  auto ref = linear_bn("ref", "reference", relu), cand = linear_bn("new", "candidate", sigmoid);
+  auto opt = tier_options();
+  opt.falsified_build_nodes = 1;
+  check::Report r = check::check_bundle(make_bundle({&ref, &cand}), opt);
+  ASSERT_EQ(r.outcome, check::Outcome::Bug) << r.reason;
+  EXPECT_EQ(r.evidence, "numeric-falsification");
+  const check::LocationResult& l = r.locations[*r.first_differ];
+  EXPECT_EQ(*r.first_differ, 0u);  // the search's first location
+  EXPECT_EQ(l.ref_nodes, 0u);
+  EXPECT_TRUE(l.confirmed_f32);
+  ASSERT_TRUE(l.sampled);
+  EXPECT_GE(l.sampled->point, smt::kDistributionPoint);
+  EXPECT_NE(l.reason.find("falsified before the proof"), std::string::npos) << l.reason;
+  EXPECT_NE(check::witness_json(r).find("\"distribution\""), std::string::npos);
+}
+
+// A falsified location small enough to build is decided by the proof as well: the report names
+// both symbolic values and every leaf, as without the tier.
+TEST(Falsify, SmallFalsifiedLocationKeepsTheProofsWitness) {
+  auto ref = linear_bn("ref", "reference", relu), cand = linear_bn("new", "candidate", sigmoid);
+  auto opt = tier_options();
+  check::Report r = check::check_bundle(make_bundle({&ref, &cand}), opt);
+  ASSERT_EQ(r.outcome, check::Outcome::Bug) << r.reason;
+  EXPECT_EQ(r.evidence, "fp32-evaluation");
+  const check::LocationResult& l = r.locations[*r.first_differ];
+  EXPECT_GT(l.ref_nodes, 0u);
+  EXPECT_FALSE(l.leaves.empty());
+  opt.falsify_locations = 0;
+  check::Report off = check::check_bundle(make_bundle({&ref, &cand}), opt);
+  ASSERT_EQ(off.outcome, check::Outcome::Bug) << off.reason;
+  EXPECT_EQ(off.evidence, "fp32-evaluation");
+}
+
+// A difference only large inputs reach (a clamp at 100 against one at 200): the U[-1000, 1000]
+// point shows it, no smaller scale does.
+TEST(Falsify, LargeValuesDistributionFindsAClampBound) {
+  auto ref = clamp_prog("ref", "reference", 100), cand = clamp_prog("new", "candidate", 200);
+  auto opt = tier_options();
+  opt.falsified_build_nodes = 1;
+  check::Report r = check::check_bundle(make_bundle({&ref, &cand}), opt);
+  ASSERT_EQ(r.outcome, check::Outcome::Bug) << r.reason;
+  EXPECT_EQ(r.evidence, "numeric-falsification");
+  const check::LocationResult& l = r.locations[*r.first_differ];
+  ASSERT_TRUE(l.sampled);
+  EXPECT_EQ(smt::point_bound(l.sampled->point, 10), 1000.0);
+  EXPECT_EQ(smt::point_distribution(l.sampled->point), smt::Distribution::Uniform);
+}
+
+// The same pair built and proven: equal within ±bound (the proof's input domain), different at the
+// tier's large values: neither verdict is reported, the location stays undecided naming both.
+TEST(Falsify, ProvenEqualWithinTheBoundButFalsifiedOutsideIsUndecided) {
+  auto ref = clamp_prog("ref", "reference", 100), cand = clamp_prog("new", "candidate", 200);
+  auto opt = tier_options();
+  opt.max_locations = 2;
+  check::Report r = check::check_bundle(make_bundle({&ref, &cand}), opt);
+  EXPECT_NE(r.outcome, check::Outcome::Bug) << r.reason;
+  EXPECT_NE(r.outcome, check::Outcome::Verified) << r.reason;
+  ASSERT_FALSE(r.locations.empty());
+  EXPECT_EQ(r.locations[0].verdict, smt::Verdict::Unknown);
+  EXPECT_NE(r.locations[0].reason.find("falsification tier's numbers differ"), std::string::npos)
+      << r.locations[0].reason;
+}
+
+// Equal programs: the tier finds nothing at any distribution and the proof decides them.
+TEST(Falsify, EqualProgramsAreNeverTierBugs) {
+  auto ref = conv_gn("ref", "reference"), cand = conv_gn("new", "candidate");
+  auto opt = tier_options();
+  opt.falsified_build_nodes = 1;
+  check::Report r = check::check_bundle(make_bundle({&ref, &cand}), opt);
+  EXPECT_NE(r.outcome, check::Outcome::Bug) << r.reason;
+  EXPECT_GT(r.equal, 0u);
+  auto a = clamp_prog("ref", "reference", 100), b = clamp_prog("new", "candidate", 100);
+  check::Report same = check::check_bundle(make_bundle({&a, &b}), opt);
+  EXPECT_NE(same.outcome, check::Outcome::Bug) << same.reason;
+}

@@ -1,7 +1,9 @@
 // Witness documents and the verdict rules for replays (docs/check.md).
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <cmath>
+#include <thread>
 
 #include <nlohmann/json.hpp>
 
@@ -129,11 +131,43 @@ TEST(Witness, RefinementInFp32TooLeavesTheOverflowingCorner) {
   };
   ASSERT_FALSE(std::isfinite(at(corner, ir::Precision::F32)));  // inf * recip(inf + 0)
   // fp64 alone: the corner already differs beyond tolerance, nothing to refine
-  EXPECT_EQ(check::refine_witness(share, zero, leaves, corner, tol, 1, 200), corner);
-  auto v = check::refine_witness(share, zero, leaves, corner, tol, 1, 200, /*also_f32=*/true);
+  EXPECT_EQ(check::refine_witness(share, zero, leaves, corner, tol, 1, check::kRefineWork), corner);
+  auto v = check::refine_witness(share, zero, leaves, corner, tol, 1, check::kRefineWork, /*also_f32=*/true);
   double a32 = at(v, ir::Precision::F32), a64 = at(v, ir::Precision::F64);
   ASSERT_TRUE(std::isfinite(a32));
   EXPECT_GT(a32, tol.atol);
   EXPECT_LT(std::fabs(a32 - a64), a64 / 2);
   for (double c : v) EXPECT_LE(std::fabs(c), tol.bound);
+}
+
+// Refinement is bounded by work, not by the clock: the same start and seed give the same point
+// whether or not the machine is busy (here: a thread spinning on every other core while it runs),
+// and no work leaves the start as it was.
+TEST(Witness, RefinementIsTheSameUnderACpuHog) {
+  ir::Context cx;
+  int32_t t = cx.tensor("refine_hog_x");
+  std::vector<ir::Expr> leaves;
+  ir::Expr sum = cx.real_const(0);
+  for (int i = 0; i < 16; ++i) {
+    leaves.push_back(cx.elem(t, i));
+    sum = cx.add(sum, cx.mul(cx.real_const(i + 1), cx.call(ir::Fn::Tanh, leaves.back())));
+  }
+  ir::Expr shifted = cx.add(sum, cx.real_const(0.5));  // 0.5 apart: beyond tolerance only where |sum| < 2
+  smt::Tolerance tol{0.4, 0.05};
+  std::vector<double> start(16, 0.0);  // sum = 0: beyond tolerance already, nothing to refine
+  std::vector<double> start2(16, 3.0);  // |sum| ~ 135: rtol hides 0.5, refinement must move
+  // a work limit that binds (40 points): where a clock would cut the search, work cuts it the same way
+  uint64_t work = 40 * (ir::dag_size(sum) + ir::dag_size(shifted) + 1);
+  auto quiet = check::refine_witness(sum, shifted, leaves, start2, tol, 7, work);
+  std::atomic<bool> stop{false};
+  std::vector<std::thread> hogs;
+  for (unsigned i = 0; i < std::max(2u, std::thread::hardware_concurrency()); ++i)
+    hogs.emplace_back([&] { volatile double x = 1; while (!stop) x = x * 1.0000001 + 1e-9; });
+  auto busy = check::refine_witness(sum, shifted, leaves, start2, tol, 7, work);
+  stop = true;
+  for (auto& h : hogs) h.join();
+  EXPECT_EQ(quiet, busy);
+  EXPECT_NE(quiet, start2);
+  EXPECT_EQ(check::refine_witness(sum, shifted, leaves, start2, tol, 7, 0), start2);
+  EXPECT_EQ(check::refine_witness(sum, shifted, leaves, start, tol, 7, check::kRefineWork), start);
 }

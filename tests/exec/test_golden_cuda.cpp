@@ -19,6 +19,8 @@
 #include <regex>
 #include <set>
 
+#include <nlohmann/json.hpp>
+
 #include "exec_test_util.h"
 
 namespace dirigo::exec::test {
@@ -336,6 +338,93 @@ TEST_P(GoldenCuda, Verdict) {
     }
     if (f.kind == "shuffle-inactive-lane") EXPECT_TRUE(f.other_thread) << "the inactive lane is not named";
   }
+}
+
+// The concrete interpreter against the hardware: tests/golden/gpu/<stem>.json holds the inputs of
+// every tensor and what an H200 left in it (scripts/gpu/golden.sh). The symbolic mode is checked
+// against the interpreter above; this is the oracle that shares no code with either.
+double read_number(const nlohmann::json& v) {
+  if (v.is_string()) {
+    std::string s = v.get<std::string>();
+    if (s == "nan") return std::nan("");
+    return s == "inf" ? INFINITY : -INFINITY;
+  }
+  return v.get<double>();
+}
+
+// The interpreter computes floats on reals (fp64) where the GPU rounds every operation to the dtype,
+// and atomics may add in another order: a few units in the last place of the output's dtype.
+double hardware_tol(DType d) {
+  switch (d) {
+    case DType::F16: return 2e-3;
+    case DType::BF16: return 1.6e-2;
+    case DType::F32: return 1e-5;
+    case DType::F64: return 1e-12;
+    default: return 0;
+  }
+}
+
+bool same_value(double a, double b, double tol) {
+  if (std::isnan(a) || std::isnan(b)) return std::isnan(a) && std::isnan(b);
+  if (std::isinf(a) || std::isinf(b)) return a == b;
+  return std::fabs(a - b) <= tol * (1 + std::fabs(b));
+}
+
+TEST_P(GoldenCuda, Hardware) {
+  fs::path cu = fs::path(DIRIGO_GOLDEN_CU_DIR) / (GetParam() + ".cu");
+  fs::path ptxp = fs::path(DIRIGO_GOLDEN_PTX_DIR) / (GetParam() + ".ptx");
+  fs::path fix = fs::path(DIRIGO_GOLDEN_GPU_DIR) / (GetParam() + ".json");
+  Golden g = parse_golden(cu);
+  if (g.expect != "OK") GTEST_SKIP() << "only OK kernels have hardware outputs";
+  if (!fs::exists(fix)) GTEST_SKIP() << "no GPU fixture " << fix << " (scripts/gpu/golden.sh)";
+  if (!fs::exists(ptxp)) GTEST_SKIP() << "no nvcc output " << ptxp;
+  nlohmann::json j = nlohmann::json::parse(std::ifstream(fix));
+  ASSERT_TRUE(j.value("gpu", false)) << fix << " is a dry run (no GPU outputs)";
+  ASSERT_EQ(j.at("kernel").get<std::string>(), g.kernel);
+  ASSERT_EQ(j.at("params").size(), g.params.size()) << "the PARAMS line changed since the fixture was recorded";
+  auto m = std::make_shared<ptx::Module>(ptx::parse_file(ptxp.string()));
+  ptx::inline_calls(*m);
+
+  Harness h;
+  for (size_t i = 0; i < g.params.size(); ++i) {
+    const auto& p = g.params[i];
+    const auto& q = j["params"][i];
+    ASSERT_EQ(q.at("name").get<std::string>(), p.name);
+    if (!p.tensor) {
+      ASSERT_EQ(q.at("scalar").get<double>(), p.scalar) << p.name;
+      if (dtype_is_float(p.dtype)) h.scalar_f(p.scalar); else h.scalar(int64_t(p.scalar));
+      continue;
+    }
+    std::vector<double> data;
+    for (const auto& v : q.at("input")) data.push_back(read_number(v));
+    ASSERT_EQ(data.size(), p.elems) << p.name;
+    h.tensor(p.name, p.dtype, std::move(data));
+  }
+  h.launch.grid = g.grid;
+  h.launch.block = g.block;
+  h.launch.dynamic_shared_bytes = g.shared;
+  auto c = run_concrete(h.ctx, *m, g.kernel, h.launch, h.input, g.options);
+  ASSERT_FALSE(c.unsupported) << *c.unsupported;
+  ASSERT_TRUE(c.findings.empty()) << c.findings[0].kind << ": " << c.findings[0].message;
+  size_t compared = 0, exact = 0;
+  double worst = 0;
+  for (size_t i = 0; i < g.params.size(); ++i) {
+    const auto& p = g.params[i];
+    if (!p.tensor) continue;
+    const auto& out = j["params"][i].at("output");
+    const auto& conc = c.memory.tensors.at(h.ids.at(p.name));
+    ASSERT_EQ(out.size(), conc.size()) << p.name;
+    for (size_t k = 0; k < conc.size(); ++k) {
+      double hw = read_number(out[k]);
+      ASSERT_TRUE(same_value(conc[k], hw, hardware_tol(p.dtype)))
+          << g.kernel << " " << p.name << "[" << k << "]: interpreter " << conc[k] << ", GPU " << hw;
+      if (conc[k] == hw || (std::isnan(conc[k]) && std::isnan(hw))) ++exact;
+      else worst = std::max(worst, std::fabs(conc[k] - hw) / (1 + std::fabs(hw)));
+      ++compared;
+    }
+  }
+  std::printf("[ hw ] %s: %zu elements, %zu bit-equal, worst relative difference %.3g\n", g.stem.c_str(), compared,
+              exact, worst);
 }
 
 INSTANTIATE_TEST_SUITE_P(Kernels, GoldenCuda, ::testing::ValuesIn(golden_files()),

@@ -1,6 +1,7 @@
 // If-conversion of branch regions (exec/ifconv.h) on hand-written PTX: data-dependent
 // triangles/diamonds, regions that stay UNSUPPORTED, checks inside converted sides, and the
 // thread-identity conversion that replaces bundle splits.
+#include <cmath>
 #include <random>
 
 #include "exec/ifconv.h"
@@ -68,6 +69,36 @@ TEST(IfConv, NestedDataAndThreadBranchesInsideARegion) {
   Case s(32);
   std::vector<double> ref(32);
   for (int i = 0; i < 32; ++i) ref[i] = s.in[i] > 0 ? (i < 8 ? 1 : 2) : 3;
+  cross_check(s.h, m, "k", "out", ref);
+}
+
+TEST(IfConv, FloatBitsMovedThroughAFreshIntegerRegisterOnOneSide) {
+  // if (x > 0) v = __int_as_float(__float_as_int(x)) else v = 3: %r5 is first written on one side
+  auto m = data_kernel(
+      "mov.f32 %f2, 0f40400000;\n@!%p1 bra JOIN;\nmov.b32 %r5, %f1;\nmov.b32 %f2, %r5;\nJOIN:\n"
+      "st.global.f32 [%rd3], %f2;");
+  Case s(32);
+  std::vector<double> ref(32);
+  for (int i = 0; i < 32; ++i) ref[i] = s.in[i] > 0 ? s.in[i] : 3;
+  cross_check(s.h, m, "k", "out", ref);
+}
+
+TEST(IfConv, BranchingTanhfIsOneTanhAcrossItsDataBranch) {
+  // tanhf with the large-|x| path in its own block (ptx/rollup "tanhf (branching)"): the branch on
+  // |x| < 0.6 is data-dependent, the sign-bit trick alone would be UNSUPPORTED; rolled up, out = tanh(x)
+  auto m = data_kernel(
+      "abs.f32 %f2, %f1;\nsetp.ltu.f32 %p2, %f2, 0f3F19999A;\n@%p2 bra SMALL;\nmul.f32 %f3, %f2, 0f4038AA3B;\n"
+      "ex2.approx.ftz.f32 %f4, %f3;\nadd.f32 %f5, %f4, 0f3F800000;\nrcp.approx.ftz.f32 %f6, %f5;\n"
+      "fma.rn.f32 %f7, %f6, 0fC0000000, 0f3F800000;\nsetp.ge.f32 %p3, %f2, 0f41102CB4;\n"
+      "selp.f32 %f8, 0f3F800000, %f7, %p3;\nmov.b32 %r11, %f8;\nmov.b32 %r12, %f1;\n"
+      "and.b32 %r13, %r12, -2147483648;\nor.b32 %r14, %r13, %r11;\nmov.b32 %f18, %r14;\nbra.uni DONE;\n"
+      "SMALL:\nmul.f32 %f9, %f1, %f1;\nfma.rn.f32 %f10, %f9, 0f3C80F082, 0fBD563CAE;\n"
+      "fma.rn.f32 %f11, %f10, %f9, 0f3E085941;\nfma.rn.f32 %f12, %f11, %f9, 0fBEAAA9ED;\n"
+      "fma.rn.f32 %f13, %f12, %f9, 0f00000000;\nfma.rn.f32 %f18, %f13, %f1, %f1;\nDONE:\n"
+      "st.global.f32 [%rd3], %f18;");
+  Case s(32);
+  std::vector<double> ref(32);
+  for (int i = 0; i < 32; ++i) ref[i] = std::tanh(s.in[i]);
   cross_check(s.h, m, "k", "out", ref);
 }
 

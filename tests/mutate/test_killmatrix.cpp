@@ -6,6 +6,9 @@
 #include <filesystem>
 #include <fstream>
 
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
 #include "mutate/compiler.h"
 #include "mutate/killmatrix.h"
 #include "mutate/store.h"
@@ -132,6 +135,44 @@ TEST(KillMatrix, RunsCompiledKernelAndMutantConcretely) {
   auto mp = run_cpu(std::string(".version 8.0\n.target sm_90\n garbage"), spec, data);
   EXPECT_EQ(mp.status, "crash");
   EXPECT_EQ(mp.detail.rfind("PTX: ", 0), 0u);
+  fs::remove_all(d);
+}
+
+// One launch of a replayed bundle (`dirigo launch-job`): buffers rewritten in place, a scalar bound
+// by value, the job's grid as recorded or overridden; a malformed job is a crash with its reason.
+TEST(KillMatrix, LaunchJobRewritesBuffers) {
+  CompilerOptions co;
+  std::string why;
+  auto c = make_compiler(co, &why);
+  if (!c) GTEST_SKIP() << why;
+  auto r = c->compile("extern \"C\" __global__ void scale(const float* x, float* y, float a, int n) {\n"
+                      "  int i = blockIdx.x * blockDim.x + threadIdx.x;\n  if (i < n) y[i] = a * x[i];\n}\n", {});
+  ASSERT_TRUE(r.ok) << r.log;
+  auto d = temp_dir("job");
+  std::ofstream(d / "k.ptx") << r.ptx;
+  write_doubles(d / "x.f64", {1, 2, 3, 4});
+  write_doubles(d / "y.f64", {0, 0, 0, 0});
+  auto job = [&](const std::string& grid, const std::string& kernel) {
+    return fmt::format(R"({{"ptx": "{}", "kernel": "{}", "grid": {}, "block": [2, 1, 1], "shared_bytes": 0,
+      "buffers": [{{"path": "{}", "dtype": "float32", "numel": 4}}, {{"path": "{}", "dtype": "f32", "numel": 4}}],
+      "args": [{{"buffer": 0, "byte_offset": 0}}, {{"buffer": 1, "byte_offset": 4}}, {{"scalar": 2.5, "type": "f32"}},
+               {{"scalar": 3, "type": "u32"}}]}})",
+                       (d / "k.ptx").string(), kernel, grid, (d / "x.f64").string(), (d / "y.f64").string());
+  };
+  auto res = nlohmann::json::parse(run_launch_job(job("[2, 1, 1]", "scale")));
+  EXPECT_EQ(res["status"], "ok") << res.dump();
+  std::ifstream in(d / "y.f64", std::ios::binary);
+  std::vector<double> y(4);
+  in.read(reinterpret_cast<char*>(y.data()), 32);
+  EXPECT_EQ(y, (std::vector<double>{0, 2.5, 5, 7.5}));  // y + 1 element: three outputs shifted by one
+  res = nlohmann::json::parse(run_launch_job(job("[0, 1, 1]", "scale")));
+  EXPECT_EQ(res["status"], "crash");
+  EXPECT_NE(res["detail"].get<std::string>().find("zero dimension"), std::string::npos);
+  res = nlohmann::json::parse(run_launch_job(job("[2, 1, 1]", "nope")));
+  EXPECT_NE(res["detail"].get<std::string>().find("no PTX entry"), std::string::npos);
+  res = nlohmann::json::parse(run_launch_job("{not json"));
+  EXPECT_EQ(res["status"], "crash");
+  EXPECT_EQ(res["detail"].get<std::string>().rfind("launch job: ", 0), 0u);
   fs::remove_all(d);
 }
 

@@ -218,6 +218,84 @@ TEST(Rollup, ErffMissingItsThresholdIsNotRolledUp) {
   EXPECT_EQ(roll(body).math(), nullptr);
 }
 
+// tanhf(x) with its large-|x| path in a block of its own, in the shape the issue reports for nvcc's
+// branching form (written here from that description, registers renumbered): a branch on
+// |x| < 0.6, the ex2/rcp/fma/selp path ending in the sign-bit trick, the polynomial on the
+// other path; both define %f18.
+const char* kTanhBranching = R"(
+  ld.global.f32 %f1, [%rd1];
+  abs.f32 %f2, %f1;
+  setp.ltu.f32 %p1, %f2, 0f3F19999A;
+  @%p1 bra SMALL;
+  mul.f32 %f3, %f2, 0f4038AA3B;
+  ex2.approx.ftz.f32 %f4, %f3;
+  add.f32 %f5, %f4, 0f3F800000;
+  rcp.approx.ftz.f32 %f6, %f5;
+  fma.rn.f32 %f7, %f6, 0fC0000000, 0f3F800000;
+  setp.ge.f32 %p2, %f2, 0f41102CB4;
+  selp.f32 %f8, 0f3F800000, %f7, %p2;
+  mov.b32 %r1, %f8;
+  mov.b32 %r2, %f1;
+  and.b32 %r3, %r2, -2147483648;
+  or.b32 %r4, %r3, %r1;
+  mov.b32 %f18, %r4;
+  bra.uni DONE;
+SMALL:
+  mul.f32 %f9, %f1, %f1;
+  fma.rn.f32 %f10, %f9, 0f3C80F082, 0fBD563CAE;
+  fma.rn.f32 %f11, %f10, %f9, 0f3E085941;
+  fma.rn.f32 %f12, %f11, %f9, 0fBEAAA9ED;
+  fma.rn.f32 %f13, %f12, %f9, 0f00000000;
+  fma.rn.f32 %f18, %f13, %f1, %f1;
+DONE:
+  st.global.f32 [%rd2], %f18;
+)";
+
+TEST(Rollup, TanhfBranchingWithSignBitTrickBecomesOneTanh) {
+  auto x = roll(kTanhBranching);
+  const RolledInstr* m = x.math();
+  ASSERT_NE(m, nullptr);
+  EXPECT_EQ(m->fn, ir::Fn::Tanh);
+  EXPECT_EQ(m->dest, "%f18");
+  EXPECT_EQ(m->args[0].name, "%f1");
+  EXPECT_EQ(x.r.matched, std::vector<std::string>{"tanhf (branching)"});
+  EXPECT_EQ(x.count(K::Math) + x.count(K::Absorbed), int(x.f().body.size()) - 2);  // all but load and store
+  EXPECT_TRUE(unmatched_float_bits(x.f(), x.r).empty());
+}
+
+// The same with the paths swapped (the polynomial falls through, the large path is the branch
+// target) and a copysign instruction: the anchor is then the copysign.
+TEST(Rollup, TanhfBranchingWithCopysignLastBecomesOneTanh) {
+  std::string body = kTanhBranching;
+  std::string big = body.substr(body.find("  mul.f32 %f3"), body.find("  bra.uni DONE;") - body.find("  mul.f32 %f3"));
+  std::string small = body.substr(body.find("  mul.f32 %f9"), body.find("DONE:") - body.find("  mul.f32 %f9"));
+  big = big.substr(0, big.find("  mov.b32 %r1")) + "  copysign.f32 %f18, %f1, %f8;\n";
+  std::string swapped = body.substr(0, body.find("  setp.ltu")) + "  setp.ge.f32 %p1, %f2, 0f3F19999A;\n  @%p1 bra BIG;\n" +
+                        small + "  bra.uni DONE;\nBIG:\n" + big + "DONE:\n  st.global.f32 [%rd2], %f18;\n";
+  auto x = roll(swapped);
+  const RolledInstr* m = x.math();
+  ASSERT_NE(m, nullptr) << swapped;
+  EXPECT_EQ(m->fn, ir::Fn::Tanh);
+  EXPECT_EQ(m->args[0].name, "%f1");
+  EXPECT_EQ(x.r.at[x.f().body.size() - 2].kind, K::Math);  // the copysign, last before the store
+}
+
+// Near misses stay as written: a sign taken from another register than the tested one, and a
+// polynomial path whose result is scaled afterwards.
+TEST(Rollup, TanhfBranchingNearMissesAreNotRolledUp) {
+  std::string body = kTanhBranching;
+  std::string other_sign = body;
+  other_sign.replace(other_sign.find("mov.b32 %r2, %f1"), 16, "mov.b32 %r2, %f9");
+  EXPECT_EQ(roll(other_sign).math(), nullptr);
+  std::string scaled = body;
+  scaled.replace(scaled.find("DONE:"), 5, "  mul.f32 %f18, %f18, 0f40000000;\nDONE:");
+  auto x = roll(scaled);
+  for (const auto& r : x.r.matched) EXPECT_NE(r, "tanhf (branching)");
+  std::string no_threshold = body;
+  no_threshold.replace(no_threshold.find("0f41102CB4"), 10, "0f41000000");
+  EXPECT_EQ(roll(no_threshold).math(), nullptr);
+}
+
 // logf(x): subnormal scaling, integer exponent extraction, polynomial, inf patch, log(0) = -inf
 const char* kLogf = R"(
   ld.global.f32 %f1, [%rd1];

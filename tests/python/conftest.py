@@ -8,6 +8,9 @@ import pytest
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.join(ROOT, "python"))
 
+# The shared corpus sits beside the checkout (../shared/corpus); DIRIGO_CORPUS points elsewhere.
+CORPUS = os.environ.get("DIRIGO_CORPUS") or os.path.normpath(os.path.join(ROOT, "..", "shared", "corpus"))
+
 
 def _cuda_available() -> bool:
     try:

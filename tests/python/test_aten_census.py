@@ -168,7 +168,7 @@ def test_converter_lowers_a_traced_program(tmp_path):
     assert bad["status"] == "failed" and bad["op"] == 0 and "frobnicate" in bad["reason"]
 
 
-CORPUS = "/work/shared/corpus"
+from conftest import CORPUS  # noqa: E402
 # A fixed sample of the census (the full sweep is `scripts/op-census.py --lower`, minutes to hours): one
 # program per family that matters, at today's shapes, plus the dropout program that must stay unsupported.
 SAMPLE = ["kernelbench/level1/1_Square_matrix_multiplication_", "kernelbench/level1/23_Softmax",
@@ -179,7 +179,7 @@ SAMPLE = ["kernelbench/level1/1_Square_matrix_multiplication_", "kernelbench/lev
 RANDOM_BY_DESIGN = {"kernelbench-v0/level2/66_Matmul_Dropout_Mean_Softmax"}
 
 
-@pytest.mark.skipif(not os.path.isdir(CORPUS), reason="needs the KernelBench corpus")
+@pytest.mark.skipif(not os.path.isdir(CORPUS), reason="needs the KernelBench corpus (DIRIGO_CORPUS)")
 @pytest.mark.parametrize("name", SAMPLE)
 def test_census_sample_lowers(name):
     from dirigo import trace

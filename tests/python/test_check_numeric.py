@@ -100,6 +100,18 @@ def test_sampled_values_follow_the_ladder():
     assert np.array_equal(v, rp.sampled_values(s, "x", 1000))
 
 
+def test_sampled_values_of_a_normal_point():
+    # the falsification tier's N(0, 1) points (docs/check.md "Falsification tier"): Box-Muller from the leaf's hash
+    s = {"seed": 3, "point": 1024, "bound": 1.0, "nonnegative": False, "distribution": "normal"}
+    v = rp.sampled_values(s, "x", 20000)
+    assert abs(v.mean()) < 0.03 and abs(v.std() - 1) < 0.02 and v.max() > 3 and v.min() < -3
+    a = rp.sampled_values({**s, "point": 1025, "nonnegative": True}, "x", 20000)
+    assert a.min() >= 0 and abs(a.mean() - 0.7979) < 0.02
+    # a witness without "distribution" (written before the tier) stays uniform
+    old = {k: x for k, x in s.items() if k != "distribution"}
+    assert abs(rp.sampled_values(old, "x", 1000)).max() <= 1
+
+
 def test_giant_built_location_witness_is_a_regenerable_point(tmp_path):
     # Built (not numeric), but past --giant-nodes: decided at falsify's random points, keyed by the shared
     # inputs' names, so the witness is (seed, point) instead of every leaf, and the replay regenerates it.

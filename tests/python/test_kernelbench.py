@@ -44,7 +44,9 @@ def test_an_equal_candidate_is_correct():
 def test_a_candidate_that_does_not_load_did_not_compile():
     r = kernelbench.eval_kernel_against_ref(src("ref.py"), "import torch\nclass ModelNew(torch.nn.Module:\n", device="cpu")
     assert not r.compiled and not r.correctness
-    assert "compilation_error" in r.metadata and r.metadata["dirigo_outcome"] == "UNSUPPORTED"
+    # it fails to load where the reference runs: dirigo's BUG (evidence exception), KernelBench's compile error
+    assert "compilation_error" in r.metadata and r.metadata["dirigo_outcome"] == "BUG"
+    assert r.metadata["evidence"] == "exception" and "SyntaxError" in r.metadata["compilation_error"]
 
 
 def test_a_candidate_that_raises_in_forward_compiled_but_is_not_correct():

@@ -54,3 +54,14 @@ def test_cli_reports_the_candidates_crash_as_a_bug(tmp_path):
     p = subprocess.run([str(DIRIGO), "check", "ref.py", "new.py", "--device", "cuda"], capture_output=True, text=True,
                        env=env, cwd=tmp_path)
     assert p.stdout.startswith("BUG") and "evidence: crash-gpu" in p.stdout, p.stdout
+
+
+def test_environment_problems_are_told_from_the_programs_own_exceptions():
+    import subprocess as sp
+    assert "not installed" in trace.environment_problem(ModuleNotFoundError("No module named 'x'", name="x"))
+    assert trace.environment_problem(MemoryError()) == "out of memory"
+    assert trace.environment_problem(RuntimeError("CUDA out of memory. Tried to allocate 2 GiB")) == "out of memory"
+    assert "did not build" in trace.environment_problem(RuntimeError("Error building extension 'k'"))
+    assert "did not build" in trace.environment_problem(sp.CalledProcessError(1, ["ninja", "-v"]))
+    assert trace.environment_problem(TypeError("can only concatenate tuple (not \"int\") to tuple")) is None
+    assert trace.environment_problem(ValueError("boom")) is None

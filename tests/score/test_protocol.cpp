@@ -20,14 +20,17 @@ TEST(Protocol, Builtins) {
   std::vector<std::string> names;
   for (const auto& p : ps) names.push_back(p.name);
   EXPECT_EQ(names, (std::vector<std::string>{"kernelbench_v0", "kernelbench_fp32", "hardened_inputs", "hardened",
-                                             "fuzz", "dirigo", "dirigo_suspect"}));
+                                             "fuzz", "kernelbench_verified", "dirigo", "dirigo_suspect"}));
   EXPECT_DOUBLE_EQ(ps[0].tol, 1e-2);
   EXPECT_DOUBLE_EQ(ps[1].tol, 1e-4);
   ASSERT_EQ(ps[0].inputs.size(), 1u);
   EXPECT_EQ(ps[0].inputs[0].draws, 5);
   EXPECT_TRUE(ps[0].gate);
-  EXPECT_TRUE(ps[5].dirigo);
-  EXPECT_EQ(ps[5].verdicts, std::vector<std::string>{"BUG"});
+  EXPECT_DOUBLE_EQ(ps[5].tol, 1e-3);
+  EXPECT_TRUE(ps[5].fp32_reference);
+  EXPECT_EQ(ps[5].inputs.size(), 4u);
+  EXPECT_TRUE(ps[6].dirigo);
+  EXPECT_EQ(ps[6].verdicts, std::vector<std::string>{"BUG"});
 }
 
 TEST(Protocol, AtolEqualRtolAccepted) {

@@ -7,6 +7,7 @@
 #include <limits>
 
 #include "score/load.h"
+#include "score/options.h"
 #include "score/protocol.h"
 #include "score/score.h"
 #include "store_builder.h"
@@ -239,6 +240,72 @@ TEST(Score, DirigoGateOnTheSubstratesVerdict) {
   EXPECT_EQ(of(s, "dirigo_suspect").total.missed, 2);  // racy and sus
   EXPECT_EQ(of(s, "dirigo_suspect").problems_rejecting, 2);
   EXPECT_EQ(of(s, "kernelbench_v0").total.missed, 0);  // input protocols do not look at verdicts
+}
+
+// A harness run on every mutant (table harness_runs, `dirigo score --protocol`): a kill iff it
+// rejects the mutant; it counts on a problem only where it accepts the correct substrate; a mutant
+// it did not run on or errored on is a miss (one it never ran on is left out of the "checked" tally).
+TEST(Score, HarnessVerdictProtocol) {
+  StoreBuilder b("harness");
+  b.exec("CREATE TABLE harness_runs(protocol TEXT NOT NULL, substrate_id INTEGER NOT NULL, mutant_id INTEGER, "
+         "verdict TEXT NOT NULL, compiled INTEGER, ms REAL, detail TEXT)");
+  Kb ok = kernelbench_problem(b, "ok"), picky = kernelbench_problem(b, "picky");
+  for (const Kb* k : {&ok, &picky})
+    for (int s = 0; s < 5; ++s) b.run(k->sid, -1, k->in[s], 1e-6);
+  long long rej = mutant_on(b, ok, "boundary", 0, 1.0);
+  long long acc = mutant_on(b, ok, "boundary", 1, 1.0);
+  long long err = mutant_on(b, ok, "precision", 2, 1.0);
+  mutant_on(b, ok, "precision", 3, 1.0);  // the harness never ran on it
+  long long p_rej = mutant_on(b, picky, "boundary", 0, 1.0);
+  b.exec(fmt::format("INSERT INTO harness_runs VALUES('mine', {0}, NULL, 'accept', 1, 1, ''), "
+                     "('mine', {0}, {1}, 'reject', 1, 1, ''), ('mine', {0}, {2}, 'accept', 1, 1, ''), "
+                     "('mine', {0}, {3}, 'error', NULL, 1, 'boom'), "
+                     "('mine', {4}, NULL, 'reject', 1, 1, ''), ('mine', {4}, {5}, 'reject', 1, 1, '')",
+                     ok.sid, rej, acc, err, picky.sid, p_rej));
+  Matrix m = load_matrix(b.path());
+  ASSERT_EQ(m.harnesses, std::vector<std::string>{"mine"});
+  MatrixSource src;
+  src.store = b.path();
+  auto protocols = protocols_for(src, m.harnesses);
+  Scores s = score(m, protocols);
+  EXPECT_EQ(s.population.witnessed, 5);
+  const auto& h = of(s, "mine");
+  EXPECT_EQ(h.total.missed, 4);                     // only `rej` of ok is detected; picky is gated out
+  EXPECT_EQ(h.by_problem.at("picky").missed, 1);   // it rejects the correct substrate there
+  EXPECT_EQ(h.problems_rejecting, 1);
+  EXPECT_EQ(h.substrates_checked, 2);
+  EXPECT_EQ(h.checked.witnessed, 4);               // the mutant without a row is left out
+  EXPECT_EQ(of(s, "dirigo").total.missed, 5);      // dirigo's verdicts are not the harness's
+  src.only = "mine,kernelbench_v0";
+  EXPECT_EQ(protocols_for(src, m.harnesses).size(), 2u);
+  b.exec("INSERT INTO harness_runs VALUES('mine', 1, 1, 'maybe', 1, 1, '')");
+  EXPECT_THROW(load_matrix(b.path()), std::runtime_error);
+}
+
+// kernelbench_verified: the four hidden distributions against the fp32 reference at 1e-3.
+TEST(Score, KernelbenchVerifiedProtocol) {
+  StoreBuilder b("verified");
+  long long sid = b.substrate("p.py");
+  long long kb = b.input(sid, "p", "kernelbench_randn", 0);
+  long long rn = b.input(sid, "p", "randn", 100, "fuzz");
+  long long un = b.input(sid, "p", "uniform01", 0, "hardened");
+  long long ti = b.input(sid, "p", "tiny", 0, "hardened");
+  for (long long i : {kb, rn, un, ti}) b.run(sid, -1, i, 1e-6, "ok", 0, "cpu", 1e-6);
+  long long only_kb = b.mutant(sid, "precision");
+  long long on_uniform = b.mutant(sid, "precision");
+  long long on_tiny = b.mutant(sid, "precision");
+  for (long long i : {kb, rn, un, ti}) {
+    b.run(sid, only_kb, i, i == kb ? 1.0 : 1e-6, "ok", 0, "cpu", i == kb ? 1.0 : 1e-6);
+    b.run(sid, on_uniform, i, i == un ? 5e-3 : 1e-6, "ok", 0, "cpu", i == un ? 5e-3 : 1e-6);
+    b.run(sid, on_tiny, i, i == ti ? 1.0 : 1e-6, "ok", 0, "cpu", i == ti ? 1.0 : 1e-6);
+  }
+  Scores s = score(load_matrix(b.path()), builtin_protocols());
+  const auto& v = of(s, "kernelbench_verified");
+  EXPECT_EQ(v.protocol.tol, 1e-3);
+  EXPECT_TRUE(v.protocol.fp32_reference);
+  EXPECT_EQ(s.population.witnessed, 3);
+  EXPECT_EQ(v.total.missed, 2);  // kills on_uniform (5e-3 > 1e-3); kernelbench_randn and tiny are not its inputs
+  EXPECT_EQ(of(s, "kernelbench_v0").total.missed, 2);  // 5e-3 is inside v0's 1e-2
 }
 
 // Equivalent mutants (mutant_class.equivalent) and mutants without runs are in no denominator;

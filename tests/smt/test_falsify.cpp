@@ -1,5 +1,8 @@
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
+
 #include "ir/eval.h"
 #include "smt/falsify.h"
 
@@ -169,4 +172,70 @@ TEST_F(FalsifyTest, NameKeyedPointsAreDrawsOfTheNames) {
   auto by_id = smt::falsify(ref, cand, opt);
   ASSERT_TRUE(by_id);
   EXPECT_NE(by_id->leaves[0].value.real, wit->leaves[0].value.real);
+}
+
+// The distribution points: N(0, 1) (KernelBench's torch.randn), U[-1, 1], N(0, 10^2), N(0, 0.01^2),
+// U[-1000, 1000], each signed then non-negative; their moments over 20,000 draws.
+TEST(DistributionPoints, DrawTheirDistributions) {
+  struct Want {
+    smt::Distribution d;
+    double scale;
+  };
+  const Want want[smt::kDistributions] = {{smt::Distribution::Normal, 1}, {smt::Distribution::Uniform, 1},
+                                          {smt::Distribution::Normal, 10}, {smt::Distribution::Normal, 0.01},
+                                          {smt::Distribution::Uniform, 1000}};
+  const int n = 20000;
+  for (unsigned k = 0; k < 2 * smt::kDistributions; ++k) {
+    unsigned p = smt::kDistributionPoint + k;
+    const Want& w = want[k / 2];
+    EXPECT_EQ(smt::point_distribution(p), w.d) << p;
+    EXPECT_EQ(smt::point_bound(p, 10), w.scale) << p;
+    smt::PointSampler s(7, p, 10);
+    double sum = 0, sq = 0, lo = 1e300, hi = -1e300;
+    for (int i = 0; i < n; ++i) {
+      double v = s.real(123, i);
+      EXPECT_EQ(v, smt::draw(7, p, 123, i, Sort::Real, 10).real);  // one definition of a draw
+      sum += v, sq += v * v, lo = std::min(lo, v), hi = std::max(hi, v);
+    }
+    double mean = sum / n, sd = std::sqrt(sq / n - mean * mean);
+    bool nonneg = k % 2 == 1;
+    if (nonneg) EXPECT_GE(lo, 0) << p;
+    else EXPECT_LT(lo, 0) << p;
+    if (w.d == smt::Distribution::Uniform) {
+      EXPECT_LE(hi, w.scale);
+      EXPECT_GE(lo, -w.scale);
+      EXPECT_NEAR(sd, w.scale * (nonneg ? 0.2887 : 0.5774), 0.02 * w.scale) << p;  // 1/sqrt(12), 2/sqrt(12)
+    } else if (nonneg) {  // |N(0, s^2)|: mean s sqrt(2/pi)
+      EXPECT_NEAR(mean, w.scale * 0.7979, 0.02 * w.scale) << p;
+    } else {
+      EXPECT_NEAR(mean, 0, 0.03 * w.scale) << p;
+      EXPECT_NEAR(sd, w.scale, 0.02 * w.scale) << p;
+      EXPECT_GT(hi, 3 * w.scale) << p;  // tails, not a clipped uniform
+    }
+  }
+}
+
+// The uniform ladder below kDistributionPoint is what it was: element draws unchanged.
+TEST(DistributionPoints, LadderPointsStayUniform) {
+  for (unsigned p : {0u, 1u, 2u, 7u, 63u}) {
+    EXPECT_EQ(smt::point_distribution(p), smt::Distribution::Uniform);
+    smt::PointSampler s(3, p, 10);
+    uint64_t base = smt::PointSampler::mix(3 * 1000003ull + p);
+    for (int64_t i = 0; i < 100; ++i) {
+      double unit = double(smt::PointSampler::mix(base ^ smt::PointSampler::leaf_hash(9, i)) >> 11) * 0x1.0p-53;
+      double b = smt::point_bound(p, 10);
+      EXPECT_EQ(s.real(9, i), smt::point_nonnegative(p) ? unit * b : (unit * 2 - 1) * b);
+    }
+  }
+}
+
+// falsify() draws a distribution point's element leaves as PointSampler does.
+TEST_F(FalsifyTest, DistributionPointDrawsAsTheSampler) {
+  Expr ref = ctx.add(dot(8), ctx.elem(bias, 0)), cand = dot(8);
+  unsigned p = smt::kDistributionPoint;  // N(0, 1)
+  auto wit = smt::falsify(ref, cand, {.points = 1, .first_point = p, .seed = 5});
+  ASSERT_TRUE(wit);
+  smt::PointSampler s(5, p, 10);
+  for (const auto& l : wit->leaves)
+    if (l.kind == smt::LeafValue::Kind::Elem) EXPECT_EQ(l.value.real, s.real(uint64_t(l.tensor), l.index));
 }

@@ -1,14 +1,12 @@
-"""pytest tests/mutate/python: kill-matrix inputs, metrics, launch plans and the GPU job plan."""
+"""Kill-matrix inputs, metrics, launch plans and the GPU job plan."""
 import glob
 import json
 import os
-import sys
 
 import numpy as np
 import pytest
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
-sys.path.insert(0, os.path.join(ROOT, "python"))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from dirigo import killmatrix as km  # noqa: E402
 from dirigo import killmatrix_gpu as kg  # noqa: E402
 

@@ -1,0 +1,159 @@
+// Opening, expanding and comparing reductions (ir/reduce.h).
+#include "ir/reduce.h"
+
+#include <algorithm>
+#include <stdexcept>
+
+#include <fmt/format.h>
+
+#include "ir/expr_internal.h"
+#include "ir/walk.h"
+
+namespace dirigo::ir {
+using namespace detail;
+
+Box reduce_box(Expr r) {
+  if (r->op != Op::Reduce) throw std::invalid_argument("reduce_box: not a reduction");
+  Box b;
+  for (unsigned d = 0; d < r->reduce_rank(); ++d) b.emplace_back(r->reduce_lo(d), r->reduce_hi(d));
+  return b;
+}
+
+uint64_t reduce_count(Expr r) {
+  unsigned __int128 n = 1;
+  for (auto [lo, hi] : reduce_box(r)) {
+    n *= static_cast<uint64_t>(hi - lo);
+    if (n > UINT64_MAX) return UINT64_MAX;
+  }
+  return static_cast<uint64_t>(n);
+}
+
+bool contains_reduce(Expr e) {
+  NodeSet seen;
+  bool found = false;
+  post_order(e, [&](Expr x) { return found || seen.count(x) > 0; },
+             [&](Expr x) {
+               seen.insert(x);
+               found |= x->op == Op::Reduce;
+             });
+  return found;
+}
+
+Expr instantiate(Context& ctx, Expr r, std::span<const int64_t> point) {
+  Box b = reduce_box(r);
+  if (point.size() != b.size()) throw std::invalid_argument("instantiate: point rank differs from the domain's");
+  auto& I = ContextAccess::impl(ctx);
+  std::vector<Expr> at;  // innermost binder (the last dim) first
+  for (size_t j = 0; j < point.size(); ++j)
+    at.push_back(I.mk_bv(Sort::BV64, static_cast<uint64_t>(point[point.size() - 1 - j])));
+  return I.instantiate(r->reduce_body(), at);
+}
+
+Expr instantiate_at(Context& ctx, Expr r, std::span<const Expr> values) {
+  if (values.size() != r->reduce_rank()) throw std::invalid_argument("instantiate_at: one value per dim needed");
+  std::vector<Expr> at(values.rbegin(), values.rend());  // innermost binder (the last dim) first
+  return ContextAccess::impl(ctx).instantiate(r->reduce_body(), at);
+}
+
+Expr expand_reduce(Context& ctx, Expr r) {
+  if (r->has_free_bound()) throw std::invalid_argument("expand_reduce: the reduction reads enclosing indices");
+  Box b = reduce_box(r);
+  std::vector<Expr> terms;
+  std::vector<int64_t> p(b.size());
+  for (size_t d = 0; d < b.size(); ++d) p[d] = b[d].first;
+  if (reduce_count(r) == 0) return ctx.real_const(r->reduce_op() == ReduceOp::Prod ? 1 : 0);
+  for (;;) {
+    terms.push_back(instantiate(ctx, r, p));
+    size_t d = b.size();
+    while (d-- > 0) {
+      if (++p[d] < b[d].second) break;
+      p[d] = b[d].first;
+    }
+    if (d == size_t(-1)) break;
+  }
+  switch (r->reduce_op()) {
+    case ReduceOp::Sum: return ctx.add(terms);
+    case ReduceOp::Prod: return ctx.mul(terms);
+    case ReduceOp::Max: return ctx.max(terms);
+    case ReduceOp::Min: return ctx.min(terms);
+  }
+  throw std::invalid_argument("expand_reduce: unknown op");
+}
+
+Expr expand_reductions(Context& ctx, Expr e, uint64_t max_points) {
+  NodeMap<Expr> memo;
+  // Only closed nodes are rewritten here; a reduction's body is reached through its own expansion.
+  std::vector<std::pair<Expr, bool>> st{{e, false}};
+  while (!st.empty()) {
+    auto [x, done] = st.back();
+    st.pop_back();
+    if (memo.count(x)) continue;
+    if (x->nargs == 0 || (!contains_reduce(x))) {
+      memo.emplace(x, x);
+      continue;
+    }
+    if (x->op == Op::Reduce) {
+      memo.emplace(x, reduce_count(x) <= max_points ? expand_reductions(ctx, expand_reduce(ctx, x), max_points) : x);
+      continue;
+    }
+    if (!done) {
+      st.emplace_back(x, true);
+      for (Expr c : x->args())
+        if (!memo.count(c)) st.emplace_back(c, false);
+      continue;
+    }
+    std::vector<Expr> a;
+    bool same = true;
+    for (Expr c : x->args()) {
+      a.push_back(memo.at(c));
+      same &= a.back() == c;
+    }
+    memo.emplace(x, same ? x : ctx.rebuild(x, a));
+  }
+  return memo.at(e);
+}
+
+std::optional<DomainDifference> domain_difference(Expr a, Expr b) {
+  if (a->op != Op::Reduce || b->op != Op::Reduce || a->reduce_op() != b->reduce_op() ||
+      a->reduce_body() != b->reduce_body() || a->reduce_rank() != b->reduce_rank())
+    return std::nullopt;
+  Box ba = reduce_box(a), bb = reduce_box(b);
+  if (ba == bb) return std::nullopt;
+  auto inter = [](const Box& x, const Box& y) {
+    unsigned __int128 n = 1;
+    for (size_t d = 0; d < x.size(); ++d) {
+      int64_t lo = std::max(x[d].first, y[d].first), hi = std::min(x[d].second, y[d].second);
+      n *= static_cast<uint64_t>(std::max<int64_t>(hi - lo, 0));
+    }
+    return n > UINT64_MAX ? UINT64_MAX : static_cast<uint64_t>(n);
+  };
+  DomainDifference r;
+  uint64_t common = inter(ba, bb);
+  r.only_a = reduce_count(a) - common;
+  r.only_b = reduce_count(b) - common;
+  // A point of x outside y: in some dim, a coordinate of x's range outside y's, the others anywhere in x.
+  auto outside = [](const Box& x, const Box& y) -> std::optional<std::vector<int64_t>> {
+    for (size_t d = 0; d < x.size(); ++d) {
+      int64_t c = -1;
+      if (x[d].first < x[d].second) {
+        if (x[d].first < y[d].first) c = x[d].first;
+        else if (x[d].second > y[d].second) c = x[d].second - 1;
+      }
+      if (c < 0) continue;
+      std::vector<int64_t> p;
+      bool empty = false;
+      for (size_t e = 0; e < x.size(); ++e) {
+        p.push_back(e == d ? c : x[e].first);
+        empty |= x[e].first >= x[e].second;
+      }
+      if (!empty) return p;
+    }
+    return std::nullopt;
+  };
+  if (auto p = outside(ba, bb)) r.point = *p, r.in_a = true;
+  else if (auto q = outside(bb, ba)) r.point = *q, r.in_a = false;
+  else return std::nullopt;
+  return r;
+}
+
+}  // namespace dirigo::ir

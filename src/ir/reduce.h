@@ -1,0 +1,41 @@
+// Helpers over Reduce nodes (ir/expr.h: Op::Reduce, Op::Bound): opening a reduction at a point,
+// expanding it into the n-ary form the rest of dirigo always used (the fallback below a size
+// threshold), and comparing the domains of two reductions.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <utility>
+#include <vector>
+
+#include "ir/expr.h"
+
+namespace dirigo::ir {
+
+using Box = std::vector<std::pair<int64_t, int64_t>>;  // per dim [lo, hi)
+Box reduce_box(Expr reduce);
+uint64_t reduce_count(Expr reduce);  // points of the box (saturating)
+bool contains_reduce(Expr e);
+
+// The body of `reduce` at `point` (one coordinate per dim, in dim order).
+Expr instantiate(Context& ctx, Expr reduce, std::span<const int64_t> point);
+// The body at symbolic index values (closed expressions, e.g. bounded BV64 Vars), in dim order.
+Expr instantiate_at(Context& ctx, Expr reduce, std::span<const Expr> values);
+// The reduction as one n-ary Add / Mul / Max / Min over its points (the points in row-major order).
+Expr expand_reduce(Context& ctx, Expr reduce);
+// Every closed reduction of at most max_points points below e expanded (inner ones first); larger
+// ones stay. The result equals e for every input.
+Expr expand_reductions(Context& ctx, Expr e, uint64_t max_points);
+
+// Two reductions of one op and one body over different boxes: a point of one box outside the other
+// (the term only one side has), with the side it belongs to (true: a). nullopt when the ops or bodies
+// differ or the boxes are equal.
+struct DomainDifference {
+  std::vector<int64_t> point;
+  bool in_a = true;
+  uint64_t only_a = 0, only_b = 0;  // points in a but not b, and in b but not a
+};
+std::optional<DomainDifference> domain_difference(Expr a, Expr b);
+
+}  // namespace dirigo::ir

@@ -1,0 +1,198 @@
+// Reductions in the IR: hash-consing modulo renaming, instantiation and expansion, evaluation, printing,
+// and one "applies / does not apply" case per reduction rule.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "ir/eval.h"
+#include "ir/expr.h"
+#include "ir/print.h"
+#include "ir/reduce.h"
+
+using namespace dirigo::ir;
+
+namespace {
+struct Reduce : ::testing::Test {
+  Context c;
+  int32_t X = c.tensor("x"), W = c.tensor("w");
+  Expr i = c.var("i", Sort::BV64), k = c.var("k", Sort::BV64), j = c.var("j", Sort::BV64);
+  Expr bv(int64_t v) { return c.bv_const(Sort::BV64, static_cast<uint64_t>(v)); }
+  // x[i*K + k] and w[k]
+  Expr xk(Expr kk, int64_t K = 8192, int64_t row = 3) { return c.load(X, c.bv_add(bv(row * K), kk)); }
+  Expr wk(Expr kk) { return c.load(W, kk); }
+  Expr sum(Expr var, int64_t lo, int64_t hi, Expr body) {
+    Expr vs[] = {var};
+    std::pair<int64_t, int64_t> box[] = {{lo, hi}};
+    return c.reduce(ReduceOp::Sum, vs, box, body);
+  }
+  Expr red(ReduceOp op, Expr var, int64_t lo, int64_t hi, Expr body) {
+    Expr vs[] = {var};
+    std::pair<int64_t, int64_t> box[] = {{lo, hi}};
+    return c.reduce(op, vs, box, body);
+  }
+  std::string str(Expr e) { return to_string(c, e); }
+  template <class F>
+  void check(Rule rule, F build, Expr want) {
+    c.reset_rule_stats();
+    Expr on = build();
+    EXPECT_EQ(on, want) << rule_name(rule) << ": got " << str(on) << " want " << str(want);
+    EXPECT_GT(c.rule_applications(rule), 0u) << rule_name(rule) << " not counted";
+    c.set_rule_enabled(rule, false);
+    Expr off = build();
+    c.set_rule_enabled(rule, true);
+    EXPECT_NE(off, want) << rule_name(rule) << " disabled but result unchanged: " << str(off);
+  }
+  template <class F>
+  void untouched(Rule rule, F build) {
+    c.reset_rule_stats();
+    build();
+    EXPECT_EQ(c.rule_applications(rule), 0u) << rule_name(rule) << " fired on a near miss";
+  }
+  Env env() {
+    Env e;
+    e.elem = [](int32_t t, int64_t idx, Sort) { return Value::of_real(0.25 * double((idx * 7 + t * 3) % 11) - 1.0); };
+    return e;
+  }
+};
+}  // namespace
+
+TEST_F(Reduce, HashConsedModuloRenaming) {
+  Expr a = sum(k, 0, 8192, c.mul(xk(k), wk(k)));
+  Expr b = sum(j, 0, 8192, c.mul(xk(j), wk(j)));
+  EXPECT_EQ(a, b);  // the bound variable's name does not matter
+  EXPECT_FALSE(a->has_free_bound());
+  EXPECT_NE(a, sum(k, 0, 4096, c.mul(xk(k), wk(k))));
+  EXPECT_NE(a, sum(k, 0, 8192, c.mul(xk(k, 8192, 4), wk(k))));
+  EXPECT_LT(a->size, 20u);  // not 8192 products
+}
+
+TEST_F(Reduce, PrintsAsSigma) {
+  Expr a = sum(k, 0, 8192, c.mul(xk(k), wk(k)));
+  std::string s = str(a);
+  EXPECT_NE(s.find("Σ_{k0<8192}"), std::string::npos) << s;
+  EXPECT_NE(s.find("x["), std::string::npos) << s;
+}
+
+TEST_F(Reduce, InstantiateAndExpandMatchTheOldForm) {
+  Expr a = sum(k, 0, 16, c.mul(xk(k, 16), wk(k)));
+  std::vector<Expr> terms;
+  for (int64_t q = 0; q < 16; ++q) terms.push_back(c.mul(c.elem(X, 3 * 16 + q), c.elem(W, q)));
+  EXPECT_EQ(expand_reduce(c, a), c.add(terms));
+  int64_t p[] = {5};
+  EXPECT_EQ(instantiate(c, a, p), c.mul(c.elem(X, 53), c.elem(W, 5)));
+  EXPECT_EQ(expand_reductions(c, c.add(a, c.real_const(1)), 16), c.add(c.add(terms), c.real_const(1)));
+  EXPECT_EQ(expand_reductions(c, a, 15), a);  // above the threshold: kept
+}
+
+TEST_F(Reduce, EvaluatesLikeItsExpansion) {
+  Expr a = sum(k, 0, 100, c.mul(xk(k, 100), wk(k)));
+  Expr m = red(ReduceOp::Max, k, 0, 100, xk(k, 100));
+  for (Precision p : {Precision::F64, Precision::F32}) {
+    Evaluator e1(env(), p), e2(env(), p);
+    double va = e1(a).real, vb = e2(expand_reduce(c, a)).real;  // summation orders differ
+    EXPECT_NEAR(va, vb, 1e-4 * (1 + std::abs(vb)));
+    EXPECT_EQ(e1(m).real, e2(expand_reduce(c, m)).real);
+  }
+}
+
+TEST_F(Reduce, NestedWithOuterIndex) {
+  // Σ_i max_k x[i*8 + k]: the inner body reads the outer index
+  Expr inner = red(ReduceOp::Max, k, 0, 8, c.load(X, c.bv_add(c.bv_mul(bv(8), i), k)));
+  EXPECT_TRUE(inner->has_free_bound() == false);  // i is still a free Var here
+  Expr outer = sum(i, 0, 4, inner);
+  EXPECT_FALSE(outer->has_free_bound());
+  std::vector<Expr> terms;
+  for (int64_t r = 0; r < 4; ++r) {
+    std::vector<Expr> row;
+    for (int64_t q = 0; q < 8; ++q) row.push_back(c.elem(X, 8 * r + q));
+    terms.push_back(c.max(row));
+  }
+  EXPECT_EQ(expand_reductions(c, outer, 100), c.add(terms));
+  Evaluator e1(env()), e2(env());
+  EXPECT_NEAR(e1(outer).real, e2(c.add(terms)).real, 1e-9);
+}
+
+TEST_F(Reduce, EmptyAndOnePoint) {
+  check(Rule::ReduceEmpty, [&] { return sum(k, 3, 3, wk(k)); }, c.real_const(0));
+  check(Rule::ReduceEmpty, [&] { return sum(k, 3, 4, wk(k)); }, c.elem(W, 3));
+  untouched(Rule::ReduceEmpty, [&] { return sum(k, 0, 2, wk(k)); });
+}
+
+TEST_F(Reduce, InvariantBody) {
+  Expr y = c.var("y", Sort::Real);
+  check(Rule::ReduceInvariant, [&] { return sum(k, 0, 8192, y); }, c.mul(c.real_const(8192), y));
+  check(Rule::ReduceInvariant, [&] { return red(ReduceOp::Max, k, 0, 8192, y); }, y);
+  untouched(Rule::ReduceInvariant, [&] { return sum(k, 0, 8192, c.mul(y, wk(k))); });
+}
+
+TEST_F(Reduce, FactorOutOfSum) {
+  Expr y = c.var("y", Sort::Real);
+  Expr base = sum(k, 0, 8192, c.mul(xk(k), wk(k)));
+  check(Rule::ReduceFactor, [&] { return sum(k, 0, 8192, c.mul(std::vector<Expr>{c.real_const(3), y, xk(k), wk(k)})); },
+        c.mul(std::vector<Expr>{c.real_const(3), y, base}));
+  // max commutes with a positive constant only
+  Expr mx = red(ReduceOp::Max, k, 0, 8192, xk(k));
+  check(Rule::ReduceFactor, [&] { return red(ReduceOp::Max, k, 0, 8192, c.mul(c.real_const(2), xk(k))); },
+        c.mul(c.real_const(2), mx));
+  untouched(Rule::ReduceFactor, [&] { return red(ReduceOp::Max, k, 0, 8192, c.mul(c.real_const(-2), xk(k))); });
+  untouched(Rule::ReduceFactor, [&] { return sum(k, 0, 8192, c.mul(xk(k), wk(k))); });
+}
+
+TEST_F(Reduce, SplitSum) {
+  Expr y = c.var("y", Sort::Real);
+  Expr want = c.add(sum(k, 0, 8192, xk(k)), c.mul(c.real_const(8192), y));
+  check(Rule::ReduceSplitSum, [&] { return sum(k, 0, 8192, c.add(xk(k), y)); }, want);
+  untouched(Rule::ReduceSplitSum, [&] { return red(ReduceOp::Max, k, 0, 8192, c.add(xk(k), y)); });
+}
+
+TEST_F(Reduce, Flatten) {
+  Expr body = c.load(X, c.bv_add(c.bv_mul(bv(8), i), k));
+  Expr flat = [&] {
+    Expr vs[] = {i, k};
+    std::pair<int64_t, int64_t> box[] = {{0, 4}, {0, 8}};
+    return c.reduce(ReduceOp::Sum, vs, box, body);
+  }();
+  check(Rule::ReduceFlatten, [&] { return sum(i, 0, 4, sum(k, 0, 8, body)); }, flat);
+  untouched(Rule::ReduceFlatten, [&] { return sum(i, 0, 4, red(ReduceOp::Max, k, 0, 8, body)); });
+}
+
+TEST_F(Reduce, MergeAdjacentDomains) {
+  Expr body = c.mul(xk(k), wk(k));
+  Expr whole = sum(k, 0, 8192, body);
+  check(Rule::ReduceMerge, [&] { return c.add(sum(k, 0, 4096, body), sum(k, 4096, 8192, body)); }, whole);
+  // with a coefficient on both, and inside a larger sum
+  Expr y = c.var("y", Sort::Real);
+  check(Rule::ReduceMerge,
+        [&] { return c.add(c.add(c.mul(c.real_const(2), sum(k, 0, 100, body)), y), c.mul(c.real_const(2), sum(k, 100, 8192, body))); },
+        c.add(c.mul(c.real_const(2), sum(k, 0, 8192, body)), y));
+  Expr mx = red(ReduceOp::Max, k, 0, 8192, xk(k));
+  check(Rule::ReduceMerge, [&] { return c.max(red(ReduceOp::Max, k, 0, 10, xk(k)), red(ReduceOp::Max, k, 10, 8192, xk(k))); }, mx);
+  // a gap, or different bodies: kept apart
+  untouched(Rule::ReduceMerge, [&] { return c.add(sum(k, 0, 4000, body), sum(k, 4096, 8192, body)); });
+  untouched(Rule::ReduceMerge, [&] { return c.add(sum(k, 0, 4096, body), sum(k, 4096, 8192, xk(k))); });
+}
+
+TEST_F(Reduce, DomainDifference) {
+  Expr body = c.mul(xk(k), wk(k));
+  Expr a = sum(k, 0, 8192, body), b = sum(k, 0, 4096, body);
+  auto d = domain_difference(a, b);
+  ASSERT_TRUE(d);
+  EXPECT_TRUE(d->in_a);
+  EXPECT_EQ(d->only_a, 4096u);
+  EXPECT_EQ(d->only_b, 0u);
+  ASSERT_EQ(d->point.size(), 1u);
+  EXPECT_GE(d->point[0], 4096);
+  EXPECT_FALSE(domain_difference(a, a));
+  EXPECT_FALSE(domain_difference(a, sum(k, 0, 4096, xk(k))));
+}
+
+TEST_F(Reduce, BadInputIsAnError) {
+  Expr vs[] = {k};
+  std::pair<int64_t, int64_t> bad[] = {{5, 3}};
+  EXPECT_THROW(c.reduce(ReduceOp::Sum, vs, bad, wk(k)), std::invalid_argument);
+  std::pair<int64_t, int64_t> empty[] = {{0, 0}};
+  EXPECT_THROW(c.reduce(ReduceOp::Max, vs, empty, wk(k)), std::invalid_argument);
+  std::pair<int64_t, int64_t> ok[] = {{0, 4}};
+  EXPECT_THROW(c.reduce(ReduceOp::Sum, vs, ok, c.var("b", Sort::BV32)), std::invalid_argument);
+  EXPECT_THROW(to_smtlib(c, sum(k, 0, 8, wk(k))), std::invalid_argument);
+}
