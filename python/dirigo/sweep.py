@@ -433,7 +433,19 @@ def run(pairs: list[Pair], results: Results, opts: Options, *, address: str | No
     from . import api
     done = results.done()
     todo = [p for p in pairs if p.id not in done]
-    ex = _LocalExecutor(opts, num_cpus) if opts.executor == "local" else _RayExecutor(opts, address, num_cpus, num_gpus)
+    if opts.executor == "local":
+        ex = _LocalExecutor(opts, num_cpus)
+    else:
+        try:
+            ex = _RayExecutor(opts, address, num_cpus, num_gpus)
+        except Exception as e:  # noqa: BLE001 - Ray raises a bare Exception when its raylet is late
+            # A local Ray that cannot start on a loaded machine: the same three steps in thread pools.
+            # A cluster that cannot be reached stays an error (its resources are what was asked for).
+            if address or "timed out during startup" not in str(e):
+                raise
+            print(f"sweep: a local Ray did not start ({str(e)[:120]}); running the pairs in local thread pools "
+                  "(--executor local)", file=progress_stream, flush=True)
+            ex = _LocalExecutor(opts, num_cpus)
     o = {"device": opts.device, "budget": opts.budget, "full": opts.full, "trace_timeout": opts.trace_timeout,
          "child_timeout": opts.child_timeout, "replay": opts.replay, "state": opts.state, "warm": opts.warm,
          "jobs": opts.jobs}

@@ -7,10 +7,17 @@
 # and the pure-PyTorch gelu_linear pairs, traced on the GPU.
 # Writes OUTDIR/ecosystem.tar.gz: results.jsonl, summary.txt, sweep.err, warm.json, log.txt.
 # Usage from the repo root:
-#   bash scripts/gpu/ecosystem.sh --prepare            (here, once: copies the libraries the core links)
+#   bash scripts/gpu/ecosystem.sh --prepare            (here, once: the extension for the device's Python
+#                                                       3.12 and the libraries the core links)
 #   bash scripts/gpu/ecosystem.sh OUTDIR [SECONDS] [--dry-run]   (--dry-run: --device cpu, on this machine)
 set -u
 if [ "${1:-}" = "--prepare" ]; then
+  # The device's interpreter is Python 3.12 (torch 2.11+cu130): the extension is built for it beside this
+  # machine's, in build312/ (the static libraries come from ccache when build/ was built).
+  PY312=${DIRIGO_DEVICE_PYTHON:-$(command -v python3.12)}
+  cmake -S . -B build312 -G Ninja -DCMAKE_BUILD_TYPE=Release -DDIRIGO_BUILD_TESTS=OFF -DDIRIGO_BUILD_BENCH=OFF \
+    -DPython_EXECUTABLE="$PY312" -Dnanobind_DIR="$(python3 -m nanobind --cmake_dir)" >/dev/null || exit 1
+  cmake --build build312 -j "${JOBS:-2}" --target _core || exit 1
   mkdir -p .cache/ecosystem/lib
   for l in $(ldd python/dirigo/_core*.so | awk '/=>/ {print $3}' | grep -E 'libz3|libgmp|libfmt'); do cp -L "$l" .cache/ecosystem/lib/; done
   ls -la .cache/ecosystem/lib; exit 0

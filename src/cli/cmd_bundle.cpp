@@ -38,7 +38,7 @@ void show(const bundle::Bundle& b) {
   }
 }
 
-Register reg({"bundle", "validate or list a trace bundle (docs/bundle-format.md)", [](CLI::App& sub) {
+Register register_bundle({"bundle", "validate or list a trace bundle (docs/bundle-format.md)", [](CLI::App& sub) {
                 auto dir = std::make_shared<std::string>();
                 auto* validate = sub.add_subcommand("validate", "check a bundle; prints OK and a summary, or the error");
                 validate->add_option("DIR", *dir, "bundle directory or .tar")->required();

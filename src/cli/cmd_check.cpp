@@ -138,7 +138,7 @@ void recorded_state(dirigo::check::Report& report, const std::string& bundle) {
 
 int run_check(CheckArgs& args);
 
-dirigo::cli::Register reg({"check", "check a trace bundle: BUG / SUSPECT / CHECKED / VERIFIED / TIMEOUT / UNSUPPORTED",
+dirigo::cli::Register register_check({"check", "check a trace bundle: BUG / SUSPECT / CHECKED / VERIFIED / TIMEOUT / UNSUPPORTED",
                            [](CLI::App& sub) {
   auto a = std::make_shared<CheckArgs>();
   sub.add_option("inputs", a->inputs, "a trace bundle directory (or .tar), or REF.py NEW.py to trace first")

@@ -180,7 +180,7 @@ int run_execute(const ExecuteOptions& opt) {
   return 0;
 }
 
-Register reg({"execute", "List the kernels of a PTX file, or execute one symbolically (--kernel)",
+Register register_execute({"execute", "List the kernels of a PTX file, or execute one symbolically (--kernel)",
               [](CLI::App& sub) -> std::function<int()> {
                 auto opt = std::make_shared<ExecuteOptions>();
                 sub.add_option("file", opt->file, "PTX file")->required();

@@ -289,7 +289,7 @@ int run_killmatrix(const KillOptions& o) {
   return status;
 }
 
-Register reg({"killmatrix", "CPU kill matrix: substrate and mutants on every input, errors vs fp64 (docs/mutation.md)",
+Register register_killmatrix({"killmatrix", "CPU kill matrix: substrate and mutants on every input, errors vs fp64 (docs/mutation.md)",
               [](CLI::App& sub) -> std::function<int()> {
                 auto o = std::make_shared<KillOptions>();
                 sub.add_option("substrates", o->substrates, "KernelBench-style substrate .py files with dirigo_launches");

@@ -42,7 +42,7 @@ int run_launch_job_cmd(const LaunchJobOptions& o) {
   return 0;
 }
 
-Register reg({"launch-job", "Run one kernel launch of a replayed bundle on the concrete interpreter (docs/mutation.md)",
+Register register_launch_job({"launch-job", "Run one kernel launch of a replayed bundle on the concrete interpreter (docs/mutation.md)",
               [](CLI::App& sub) -> std::function<int()> {
                 auto o = std::make_shared<LaunchJobOptions>();
                 sub.add_option("job", o->file, "JSON launch job (format: src/mutate/killmatrix.h)");

@@ -134,7 +134,7 @@ int run_mutate(MutateOptions o) {
   return status;
 }
 
-Register reg({"mutate", "Generate, compile and de-duplicate mutants of CUDA substrates (docs/mutation.md)",
+Register register_mutate({"mutate", "Generate, compile and de-duplicate mutants of CUDA substrates (docs/mutation.md)",
               [](CLI::App& sub) -> std::function<int()> {
                 auto o = std::make_shared<MutateOptions>();
                 sub.add_option("substrates", o->substrates, ".cu files or KernelBench-style .py files");

@@ -25,7 +25,7 @@ int run_reproduce(const ReproduceCliOptions& o) {
   return 4;
 }
 
-Register reg({"reproduce",
+Register register_reproduce({"reproduce",
               "Compare dirigo's model of a traced program with the outputs recorded on the device",
               [](CLI::App& sub) -> std::function<int()> {
                 auto o = std::make_shared<ReproduceCliOptions>();

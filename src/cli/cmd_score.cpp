@@ -59,7 +59,7 @@ int run_score(ScoreOptions o) {
   }
 }
 
-Register reg({"score", "Score protocols on the kill matrix: miss rate by family and problem (docs/mutation.md)",
+Register register_score({"score", "Score protocols on the kill matrix: miss rate by family and problem (docs/mutation.md)",
               [](CLI::App& sub) -> std::function<int()> {
                 auto o = std::make_shared<ScoreOptions>();
                 sub.add_option("--store,--db", o->src.store, "SQLite results store written by dirigo killmatrix")

@@ -58,7 +58,7 @@ int run_suite(SuiteCliOptions o) {
   }
 }
 
-Register reg({"suite", "Synthesize minimal input suites by greedy set cover over the kill matrix (docs/mutation.md)",
+Register register_suite({"suite", "Synthesize minimal input suites by greedy set cover over the kill matrix (docs/mutation.md)",
               [](CLI::App& sub) -> std::function<int()> {
                 auto o = std::make_shared<SuiteCliOptions>();
                 sub.add_option("--store,--db", o->src.store, "SQLite results store written by dirigo killmatrix")

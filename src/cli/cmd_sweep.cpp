@@ -7,7 +7,7 @@
 namespace dirigo::cli {
 namespace {
 
-Register reg({"sweep", "check every pair of a dataset as Ray tasks; results resumable (python -m dirigo.sweep --help)",
+Register register_sweep({"sweep", "check every pair of a dataset as Ray tasks; results resumable (python -m dirigo.sweep --help)",
               [](CLI::App& sub) -> std::function<int()> {
                 sub.set_help_flag();  // the sweep's own --help
                 sub.allow_extras();

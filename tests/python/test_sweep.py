@@ -1,5 +1,6 @@
 """`dirigo sweep`: pairs from a directory or JSONL, results appended to JSONL or SQLite, a local Ray run
 that is killed halfway and resumed."""
+import io
 import json
 import os
 import pathlib
@@ -145,3 +146,20 @@ def test_sweep_on_local_ray_resumes_after_a_kill(tmp_path):
             os.kill(pid, signal.SIGKILL)
         except ProcessLookupError:
             pass
+
+
+def test_a_local_ray_that_cannot_start_falls_back_to_thread_pools(tmp_path, monkeypatch):
+    """Ray's raylet is late on a loaded machine: a local sweep runs in thread pools and says so; a cluster
+    address that fails stays an error."""
+    def late(*a, **k):
+        raise Exception("The current node timed out during startup. This could happen because ...")
+    monkeypatch.setattr(sweep, "_RayExecutor", late)
+    results = sweep.Results(str(tmp_path / "r.jsonl"))
+    results.add(rec("a"))
+    pair = sweep.Pair(id="a", ref="ref.py", new="new.py")
+    log = io.StringIO()
+    out = sweep.run([pair], results, sweep.Options(), num_cpus=1, progress_stream=log)
+    assert [r["id"] for r in out] == ["a"]
+    assert "local Ray did not start" in log.getvalue() and "--executor local" in log.getvalue()
+    with pytest.raises(Exception, match="timed out during startup"):
+        sweep.run([pair], results, sweep.Options(), address="10.0.0.1:6379", num_cpus=1, progress_stream=log)
