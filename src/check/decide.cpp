@@ -174,9 +174,10 @@ Slot Search::evaluate(ir::Context& ctx, Lowering& ref, Lowering& cand, smt::Solv
       too_large = fmt::format("an earlier location of this output passed {} nodes", opt_.build_nodes);
   }
   if (too_large.empty()) too_large = estimated_too_large(ref, loc);
-  if (!too_large.empty() && opt_.numeric_estimate > 0) {
+  if (!too_large.empty() && opt_.numeric_estimate > 0 && reduce_above() >= 0) {
     // Estimated from the expanded templates: with reductions the built location may be small. One
-    // short try under a small node cap; if it fits, the output is built after all.
+    // short try under a small node cap; if it fits, the output is built after all. (With reductions
+    // off the estimate is the built size.)
     bool first;
     {
       std::lock_guard lock(mu_);

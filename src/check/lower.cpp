@@ -404,12 +404,10 @@ aten::Arg convert_arg(const bundle::Arg& a, const std::string& path,
 
 // How many elements a reduction needs before it is emitted as one ir Reduce node (aten::OpCall::
 // reduce_above); DIRIGO_REDUCE_ABOVE=-1 expands every reduction term by term (the old form, for A/B).
-static int64_t reduce_above() {
-  static const int64_t v = [] {
-    const char* s = std::getenv("DIRIGO_REDUCE_ABOVE");
-    return s && *s ? std::strtoll(s, nullptr, 10) : aten::OpCall{}.reduce_above;
-  }();
-  return v;
+// Read at each call so that a test can switch it.
+int64_t reduce_above() {
+  const char* s = std::getenv("DIRIGO_REDUCE_ABOVE");
+  return s && *s ? std::strtoll(s, nullptr, 10) : aten::OpCall{}.reduce_above;
 }
 
 aten::OpCall Lowering::make_aten_call(const program::SsaOp& op) {

@@ -203,4 +203,7 @@ class Lowering {
   std::vector<exec::Finding> library_findings_;  // out-of-bounds ranges implied by ld / strides
 };
 
+// The reduction size past which ATen equations emit one ir Reduce node; negative: never.
+int64_t reduce_above();
+
 }  // namespace dirigo::check

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdlib>
 
 #include "../program/builder.h"
 #include "check/check.h"
@@ -122,7 +123,15 @@ void expect_same_values(const bundle::Bundle& b, bool reference, const std::vect
   EXPECT_GT(n64.stats().elements, 0u);
 }
 
+// These tests are about the term-by-term numeric path: reductions stay expanded (with Reduce nodes
+// their locations are small and decided symbolically).
+struct ReductionsExpanded {
+  ReductionsExpanded() { setenv("DIRIGO_REDUCE_ABOVE", "-1", 1); }
+  ~ReductionsExpanded() { unsetenv("DIRIGO_REDUCE_ABOVE"); }
+};
+
 check::Report check_numeric(const bundle::Bundle& b) {
+  ReductionsExpanded expanded;
   check::Options opt;
   opt.budget_s = 60;
   opt.trim_prefix = false;
@@ -392,6 +401,7 @@ TEST(Numeric, EstimateCountsNeededElementsAndProducts) {
 TEST(Numeric, LocationEstimatedGiantGoesNumericWithoutBuilding) {
   auto ref = linear_bn("ref", "reference", relu), cand = linear_bn("new", "candidate", sigmoid);
   auto b = make_bundle({&ref, &cand});
+  ReductionsExpanded expanded;
   check::Options opt;
   opt.budget_s = 60;
   opt.trim_prefix = false;
