@@ -747,6 +747,8 @@ def run_worker(spec: dict) -> dict:
         return {"status": "unsupported", "message": "--device cuda but this machine has no usable GPU "
                                                     "(torch.cuda.is_available() is False)"}
     def loaded_mark():  # the parent tells a hang from a slow extension build by this file
+        if not spec.get("result"):  # called in-process (no parent waiting on a result file)
+            return
         with contextlib.suppress(OSError), open(spec["result"] + ".loaded", "w"):
             pass
 
