@@ -816,7 +816,9 @@ def run_worker(spec: dict) -> dict:
             if device == "cuda" and device_fault(plain):
                 return {"status": "crash", "message": _format_exception(plain, user_files)}
             return _program_failed(plain, user_files, traced=True)
-        probe = spec["role"] == "candidate" and spec["file"] != spec["ref_file"] and (
+        # Triton compiled without a GPU never runs its kernels: their outputs hold no result to probe
+        kernels_run = not (uses_triton and sys.modules["dirigo.triton_trace"].compile_only())
+        probe = spec["role"] == "candidate" and spec["file"] != spec["ref_file"] and kernels_run and (
             (out["status"] == "ok" and attempt == "real") or
             (out["status"] == "unsupported" and "op sequence depends" in out.get("message", "")))
         if probe:  # a result that depends on call history is a BUG, whatever the trace saw

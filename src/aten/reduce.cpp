@@ -21,17 +21,25 @@ struct Reduction {
 
 // The input indices reduced into the asked location: dims from `dim_param`
 // ("" = all dims, no keepdim parameter), keepdim from "keepdim".
-Reduction reduction(const Env& e, std::string_view dim_param, bool empty_means_all = true) {
-  const TensorRef& in = e.tensor("self");
-  int64_t rank = static_cast<int64_t>(in.rank());
+struct ReducedDims {
   std::vector<int64_t> dims;
   bool keepdim = false;
+};
+ReducedDims reduced_dims(const Env& e, const TensorRef& in, std::string_view dim_param, bool empty_means_all) {
+  int64_t rank = static_cast<int64_t>(in.rank());
+  ReducedDims r;
   if (dim_param.empty()) {
-    for (int64_t k = 0; k < rank; ++k) dims.push_back(k);
+    for (int64_t k = 0; k < rank; ++k) r.dims.push_back(k);
   } else {
-    dims = reduce_dims(e, dim_param, rank, empty_means_all);
-    keepdim = e.flag("keepdim", false);
+    r.dims = reduce_dims(e, dim_param, rank, empty_means_all);
+    r.keepdim = e.flag("keepdim", false);
   }
+  return r;
+}
+
+Reduction reduction(const Env& e, std::string_view dim_param, bool empty_means_all = true) {
+  const TensorRef& in = e.tensor("self");
+  auto [dims, keepdim] = reduced_dims(e, in, dim_param, empty_means_all);
   int64_t count = 1;
   for (auto d : dims) count *= in.shape[size_t(d)];
   if (e.reduce_symbolically(count)) {
@@ -51,15 +59,7 @@ Expr sym(const Env& e, const Reduction& r, ir::ReduceOp op, const std::function<
 Reduction expanded(const Env& e, Reduction r, std::string_view dim_param, bool empty_means_all = true) {
   if (!r.sym) return r;
   const TensorRef& in = *r.in;
-  int64_t rank = static_cast<int64_t>(in.rank());
-  std::vector<int64_t> dims;
-  bool keepdim = false;
-  if (dim_param.empty()) {
-    for (int64_t k = 0; k < rank; ++k) dims.push_back(k);
-  } else {
-    dims = reduce_dims(e, dim_param, rank, empty_means_all);
-    keepdim = e.flag("keepdim", false);
-  }
+  auto [dims, keepdim] = reduced_dims(e, in, dim_param, empty_means_all);
   return {&in, reduction_domain(in, dims, keepdim, e.idx), std::nullopt};
 }
 
