@@ -677,7 +677,10 @@ def _history_verdict(ref_a, ref_b, ref_b_first, cand_a, cand_b1, cand_b2, cand_b
                                      f"values")
     da, _ = _max_diff(cand_a, cand_b1, 0.0, 0.0)
     _, ref_moves = _max_diff(ref_a, ref_b, atol, rtol)
-    if x1 and (same_object or (da == 0.0 and ref_moves)):  # bit-identical on new inputs, where the reference moves
+    # bit-identical on new inputs where the reference moves, after a first call that was right (a constant
+    # function is wrong on the first call too: not its history; the symbolic check decides it)
+    _, wrong_on_a = _max_diff(ref_a, cand_a, atol, rtol)
+    if x1 and not wrong_on_a and (same_object or (da == 0.0 and ref_moves)):
         return fail("caches-output", f"the candidate returns the same output for two different inputs (seeds "
                                      f"{seed_a} and {seed_b}{': the very same tensor object' if same_object else ''})"
                                      f" where the reference's differ: it caches across calls; max |reference - "

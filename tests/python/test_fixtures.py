@@ -85,7 +85,7 @@ def test_fixture_verdict(bundle, request):
         assert outcome == "BUG" and rc == 1, f"expected BUG, got {outcome}: {rep['reason']}"
         kinds = [f["kind"] for f in rep["findings"]]
         if category is None:
-            assert rep["evidence"] in ("execute-safety", "fp32-evaluation", "replay")
+            assert rep["evidence"] in ("execute-safety", "fp32-evaluation", "numeric-falsification", "replay")
         elif category == "witness":
             # A numerics bug: no safety finding, a location whose witness shows the difference.
             assert not kinds, kinds

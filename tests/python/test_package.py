@@ -21,7 +21,7 @@ def test_core_extension_loads():
 def test_exit_codes_come_from_the_core():
     # the CLI's exit statuses (docs/cli.md), one table in C++ (check::exit_code) exported to Python
     assert dirigo._core.EXIT_CODES == {"BUG": 1, "SUSPECT": 2, "CHECKED": 0, "VERIFIED": 0, "TIMEOUT": 3,
-                                       "UNSUPPORTED": 4}
+                                       "UNSUPPORTED": 4, "ERROR": 70}
     assert dirigo.api.EXIT_CODES == dirigo._core.EXIT_CODES
 
 
