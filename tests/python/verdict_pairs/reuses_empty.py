@@ -1,4 +1,4 @@
-# expect: BUG evidence=call-history stage=trace reason~never\ wrote
+# expect: BUG evidence=call-history stage=trace reason~memory\ it\ never\ wr
 # reference: ref_conv.py
 import torch
 import torch.nn as nn
