@@ -8,8 +8,8 @@ MODE=${1:-all}
 # What the C++ core links and how it builds.
 APT_PKGS=(build-essential python3-dev libz3-dev libgmp-dev nlohmann-json3-dev libfmt-dev libcli11-dev)
 if [ "$MODE" != "--demo" ]; then
-  # Tests, benchmarks, the fuzz run (clang), and the HTML report's rendering test (a headless Chromium).
-  APT_PKGS+=(libgtest-dev libgmock-dev libbenchmark-dev clang chromium)
+  # Tests, benchmarks, the fuzz run (clang with its sanitizer and libFuzzer runtimes), and the HTML report's rendering test (a headless Chromium).
+  APT_PKGS+=(libgtest-dev libgmock-dev libbenchmark-dev clang libclang-rt-14-dev chromium)
 fi
 missing=()
 for p in "${APT_PKGS[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
