@@ -189,6 +189,7 @@ class LoadedFile:
     namespace: dict
     extensions: list[ExtensionRecord]
     functional_file: str | None = None  # the functional program a .cu file is paired with
+    imports_triton: bool = False  # loading it imported triton (itself, or through a module it imports)
 
 
 def detect_kind(path: str, text: str) -> str:
@@ -216,6 +217,30 @@ def harness_names(text: str, reference_ns: dict | None) -> dict:
     if not reference_ns or not re.search(r"^def\s+functional_model\s*\(", text, re.M):
         return {}
     return {k: v for k, v in reference_ns.items() if not k.startswith("__") and k not in _PROGRAM_NAMES}
+
+
+@contextlib.contextmanager
+def watch_imports(package: str, seen: list[str]):
+    """Append to `seen` what code run inside imports of `package` (or its submodules). An import statement
+    counts even when the module is already loaded: a warm worker (dirigo.worker) has imported
+    torch._dynamo, which imports triton, so "triton in sys.modules" says nothing about the program there.
+    A first import by anything the code calls counts too (importlib.import_module bypasses the hook)."""
+    import builtins
+    loaded_before = package in sys.modules
+    orig = builtins.__import__
+
+    def hook(name, globals=None, locals=None, fromlist=(), level=0):
+        if level == 0 and (name == package or name.startswith(package + ".")):
+            seen.append(name)
+        return orig(name, globals, locals, fromlist, level)
+
+    builtins.__import__ = hook
+    try:
+        yield
+    finally:
+        builtins.__import__ = orig
+        if not loaded_before and package in sys.modules:
+            seen.append(package)
 
 
 def _exec_file(path: str, records: list[ExtensionRecord], allow_cuda: bool,
@@ -246,6 +271,14 @@ def load_file(path: str, allow_cuda: bool, functional_file: str | None = None,
         text = fh.read()
     kind = detect_kind(path, text)
     records: list[ExtensionRecord] = []
+    triton: list[str] = []
+    with watch_imports("triton", triton):
+        loaded = _load_kind(path, kind, text, records, allow_cuda, functional_file, reference)
+    loaded.imports_triton = bool(triton)
+    return loaded
+
+
+def _load_kind(path, kind, text, records, allow_cuda, functional_file, reference) -> LoadedFile:
     if kind == "cuda-engineer":
         if not functional_file:
             raise LoadError(f"{path}: an AI CUDA Engineer .cu file must be paired with the functional "

@@ -404,11 +404,11 @@ def trace_once(call, module, inputs, input_names, device, capture_values: bool,
     return rec, values
 
 
-def _triton_setup(loaded) -> bool:
-    """Whether the program uses Triton (defines kernels, or imported triton: its kernels may live in a
+def _triton_setup(*loaded) -> bool:
+    """Whether the programs loaded here use Triton (loading one imported triton: its kernels may live in a
     module it imports); if so, Triton's launch path records into the trace."""
     from . import triton_trace
-    if not triton_trace.uses_triton():
+    if not triton_trace.uses_triton(*loaded):
         return False
     triton_trace.install()
     return True
@@ -778,7 +778,7 @@ def run_worker(spec: dict) -> dict:
     mode = spec["mode"]
     attempts = ["fake", "real"] if mode == "auto" and device == "cpu" else (
         ["real"] if mode == "auto" else [mode])
-    uses_triton = _triton_setup(loaded)
+    uses_triton = _triton_setup(loaded, ref_loaded)
     if mode == "auto" and (loaded.extensions or uses_triton):
         attempts = ["real"]  # extension code and Triton's launcher read data_ptr(): fake tensors have none
     elif attempts == ["fake", "real"]:

@@ -41,12 +41,11 @@ def available() -> bool:
         return False
 
 
-def uses_triton() -> bool:
-    """Whether a loaded program may launch Triton kernels: it imported triton (its kernels may be defined
-    in a module it imports, so its own namespace is not enough). Called in the trace worker, after the
-    program is loaded; importing torch does not import triton."""
-    import sys
-    return "triton" in sys.modules
+def uses_triton(*loaded) -> bool:
+    """Whether a loaded program may launch Triton kernels: loading it imported triton (its kernels may be
+    defined in a module it imports, so its own namespace is not enough; dirigo.load.watch_imports). Not
+    "triton in sys.modules": the warm worker's torch._dynamo import brings triton into every child."""
+    return any(getattr(f, "imports_triton", False) for f in loaded)
 
 
 class _CompileOnlyUtils:

@@ -179,12 +179,36 @@ def test_autotuned_kernel_records_the_config_launched_and_nothing_of_the_tuning(
     assert launch["grid"] == [4, 10, 1] and launch["triton"]["constexprs"] == {"BLOCK": 16}
 
 
-def test_programs_without_triton_keep_the_fake_tensor_path():
-    """Only a program that imported triton gets the Triton path (and loses the fake-tensor attempt)."""
-    code = ("import sys; sys.path.insert(0, sys.argv[1]); import torch; from dirigo import triton_trace; "
-            "a = triton_trace.uses_triton(); import triton; print(a, triton_trace.uses_triton())")
+def test_programs_without_triton_keep_the_fake_tensor_path(tmp_path):
+    """Only a program whose loading imports triton gets the Triton path (and loses the fake-tensor attempt),
+    even where triton is already loaded (a warm worker's torch._dynamo import brings it in)."""
+    from dirigo import load
+    from tracing import write_program
+    assert "triton" in __import__("sys").modules  # this process is like a warm child
+    plain = load.load_file(write_program(tmp_path, "plain.py", "class Model(nn.Module):\n    pass\n"), False)
+    direct = load.load_file(write_program(tmp_path, "direct.py", "import triton.language as tl\n"
+                                          "class Model(nn.Module):\n    pass\n"), False)
+    (tmp_path / "helper_kernels.py").write_text("import triton\n")
+    sys.path.insert(0, str(tmp_path))
+    try:
+        indirect = load.load_file(write_program(tmp_path, "indirect.py", "import helper_kernels\n"
+                                                "class Model(nn.Module):\n    pass\n"), False)
+    finally:
+        sys.path.remove(str(tmp_path))
+        sys.modules.pop("helper_kernels", None)
+    assert not triton_trace.uses_triton(plain)
+    assert triton_trace.uses_triton(direct) and triton_trace.uses_triton(indirect)
+    assert triton_trace.uses_triton(plain, direct)
+
+
+def test_first_import_of_triton_while_loading_counts():
+    """Where triton is not loaded yet, its first import by anything the program runs counts (the hook
+    sees import statements; importlib.import_module is seen by the change in sys.modules)."""
+    code = ("import sys, importlib; sys.path.insert(0, sys.argv[1]); import torch; from dirigo import load; "
+            "seen = []\nwith load.watch_imports('triton', seen): importlib.import_module('triton')\n"
+            "other = []\nwith load.watch_imports('triton', other): import numpy\nprint(bool(seen), bool(other))")
     p = subprocess.run([sys.executable, "-c", code, str(ROOT / "python")], capture_output=True, text=True)
-    assert p.stdout.split() == ["False", "True"], p.stdout + p.stderr
+    assert p.stdout.split() == ["True", "False"], p.stdout + p.stderr
 
 
 def test_launch_on_a_gpu_keeps_the_shim_off_around_the_launcher(monkeypatch):

@@ -98,6 +98,19 @@ def test_only_dirigos_job_modules_run(warm, tmp_path):
         warm.spawn("os", [], stdout=str(tmp_path / "o"))
 
 
+def test_a_warm_child_traces_large_programs_on_fake_tensors(warm, tmp_path):
+    """The worker has imported torch._dynamo, which imports triton; a program that never imports triton
+    still takes the fake-tensor path there (it once ran on real tensors, 6 GiB in test_trace's case)."""
+    from tracing import manifest, write_program
+    ref = write_program(tmp_path, "ref.py", "class Model(nn.Module):\n    def forward(self, x):\n"
+                        "        return torch.softmax(x, dim=1)\n", inputs="[torch.rand(64, 256)]")
+    with worker.warm():
+        r = trace.trace(ref, None, str(tmp_path / "b"), timeout=90, real_limit_bytes=4096)
+    assert r.status == "ok", r.message
+    m, files = manifest(str(tmp_path / "b"))
+    assert "fake" in m["trace_notes"][0] and not any(k.startswith("data/") for k in files)
+
+
 def test_check_gives_the_same_verdict_warm_and_cold():
     warm_v = api.check(str(GELU / "ref.py"), str(GELU / "bad.py"), device="cpu")
     cold_v = api.check(str(GELU / "ref.py"), str(GELU / "bad.py"), device="cpu", warm=False)
