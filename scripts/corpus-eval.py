@@ -175,7 +175,7 @@ def fmt_s(x: float | None) -> str:
 
 def markdown_outcome_table(results: list[dict]) -> str:
     t = outcome_table(results)
-    cols = list(OUTCOMES) + [x for x in (CRASH, NOT_TRACED) if any(x in c for c in t.values())]
+    cols = list(OUTCOMES) + [x for x in ("ERROR", CRASH, NOT_TRACED) if any(x in c for c in t.values())]
     rows = [k for k in ("correct", *INCORRECT_LABELS) if k in t] + sorted(
         k for k in t if k not in ("correct", *INCORRECT_LABELS, "all")) + ["all"]
     out = ["| KernelBench label | " + " | ".join(cols) + " | total |", "|---" * (len(cols) + 2) + "|"]
@@ -712,6 +712,170 @@ def cmd_table(a) -> int:
     return 0
 
 
+# ----------------------------------------------------------------------------------------------
+# the CPU evaluation: KernelBench level-2 problems at today's shapes, candidates generated here
+
+
+def cmd_cpu_gen(a) -> int:
+    """Candidates for a seeded sample of problems (scripts/cpu_candidates.py, one process per problem), and
+    OUT/pairs.json: every candidate with its label (correct / incorrect = a fault some input shows /
+    equivalent-fault = a fault no input showed / unconfirmed-fault / crashing-fault)."""
+    problems = sorted(glob.glob(os.path.join(a.corpus, "*.py")))
+    random.Random(a.seed).shuffle(problems)
+    problems = problems[: a.problems]
+    os.makedirs(a.out, exist_ok=True)
+    gen = os.path.join(ROOT, "scripts", "cpu_candidates.py")
+
+    def one(path: str) -> dict:
+        num = int(os.path.basename(path).split("_")[0])
+        d = os.path.join(a.out, f"{num:03d}")
+        if a.resume and os.path.exists(os.path.join(d, "meta.json")):
+            return {"num": num, "problem": os.path.basename(path), "dir": d, "error": None, "seconds": 0.0}
+        cmd = ["nice", "-n", "10", sys.executable, gen, path, d, "--seed", str(a.seed), "--faults", str(a.faults),
+               "--confirm-mb", str(a.confirm_mb), "--confirm-gflop", str(a.confirm_gflop)]
+        t0 = time.monotonic()
+        try:
+            p = subprocess.run(cmd, capture_output=True, text=True, timeout=a.timeout)
+            err = None if p.returncode == 0 else (p.stderr.strip().splitlines() or ["?"])[-1][:300]
+        except subprocess.TimeoutExpired:
+            err = f"generation timed out after {a.timeout:g} s"
+        return {"num": num, "problem": os.path.basename(path), "dir": d, "error": err,
+                "seconds": round(time.monotonic() - t0, 1)}
+
+    gens = []
+    with cf.ThreadPoolExecutor(max(1, min(a.jobs, 2))) as pool:
+        for g in pool.map(one, problems):
+            gens.append(g)
+            print(f"{g['num']:03d} {g['seconds']:6.1f}s {g['error'] or 'ok'}", flush=True)
+    pairs = []
+    for g in sorted(gens, key=lambda g: g["num"]):
+        meta_path = os.path.join(g["dir"], "meta.json")
+        if g["error"] or not os.path.exists(meta_path):
+            continue
+        meta = json.load(open(meta_path))
+        for c in meta["candidates"]:
+            conf = c.get("confirm")
+            if c["label"] == "correct":
+                label = "correct" if conf in ("equivalent", "unconfirmed") else f"correct ({conf})"
+            else:
+                label = {"different": "incorrect", "equivalent": "equivalent-fault",
+                         "unconfirmed": "unconfirmed-fault"}.get(conf, "crashing-fault")
+            pairs.append({"k": len(pairs), "problem": meta["problem"], "num": g["num"], "candidate": c["name"],
+                          "label": label, "what": c["what"], "ref": os.path.join(g["dir"], "ref.py"),
+                          "new": c["file"], "confirm": c.get("runs")})
+    json.dump({"generated": gens, "pairs": pairs}, open(os.path.join(a.out, "pairs.json"), "w"), indent=1)
+    n = collections.Counter(p["label"] for p in pairs)
+    print(f"{len(pairs)} pairs from {sum(1 for g in gens if not g['error'])} of {len(gens)} problems: {dict(n)}")
+    for g in gens:
+        if g["error"]:
+            print(f"  not generated: {g['num']:03d} {g['error']}")
+    return 0
+
+
+def run_timed(cmd: list[str], timeout: float) -> tuple[int | None, str, str, float, float]:
+    """(exit status or None when killed, stdout, stderr, wall s, CPU s of the process and its waited-for
+    children: user + sys from wait4)."""
+    import tempfile
+    import threading
+    with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
+        t0 = time.monotonic()
+        p = subprocess.Popen(cmd, stdout=out, stderr=err, text=True, start_new_session=True)
+        killed = []
+
+        def kill():
+            killed.append(True)
+            try:
+                os.killpg(p.pid, 9)
+            except ProcessLookupError:
+                pass
+        timer = threading.Timer(timeout, kill)
+        timer.start()
+        _, status, ru = os.wait4(p.pid, 0)
+        timer.cancel()
+        p.returncode = os.waitstatus_to_exitcode(status)
+        wall = time.monotonic() - t0
+        out.seek(0)
+        err.seek(0)
+        return (None if killed else p.returncode), out.read(), err.read(), wall, ru.ru_utime + ru.ru_stime
+
+
+def cmd_cpu_run(a) -> int:
+    """`dirigo check REF.py NEW.py --budget B --json` over OUT/pairs.json (traced here, on the CPU)."""
+    data = json.load(open(os.path.join(a.pairs, "pairs.json")))
+    pairs = [p for p in data["pairs"] if not a.only or p["k"] in set(a.only)]
+    res_path = os.path.join(a.out, "results.json")
+    os.makedirs(os.path.join(a.out, "reports"), exist_ok=True)
+    done = {r["k"]: r for r in json.load(open(res_path))} if a.resume and os.path.exists(res_path) else {}
+
+    def one(p: dict) -> dict:
+        cmd = ["nice", "-n", str(a.nice), a.dirigo, "check", p["ref"], p["new"], "--json", "--budget", str(a.budget),
+               "--seed", str(a.seed), *(a.extra or [])]
+        limit = a.budget * 3 + 120  # tracing is outside the budget; a hang is reported, not waited for
+        code, out, err, wall, cpu = run_timed(cmd, limit)
+        try:
+            rep = json.loads(out)
+        except json.JSONDecodeError:
+            tail = (err or out).strip().splitlines()[-3:]
+            rep = {"outcome": CRASH if code is not None else "TIMEOUT",
+                   "reason": (f"killed after {limit:.0f} s" if code is None else f"exit {code}, no JSON report: ")
+                   + " | ".join(tail)}
+        rep["wall_seconds"], rep["exit"], rep["command"] = round(wall, 2), code, " ".join(cmd)
+        json.dump(slim_report(rep), open(os.path.join(a.out, "reports", f"{p['k']:03d}.json"), "w"), indent=1)
+        r = {"k": p["k"], "label": p["label"], "problem": p["problem"], "candidate": p["candidate"], "what": p["what"],
+             "trace_status": "ok", "cpu_seconds": round(cpu, 2)}
+        r.update(summarize_report(rep))
+        r["stage"], r["evidence"] = rep.get("stage"), rep.get("evidence")
+        return r
+
+    results = dict(done)
+    todo = [p for p in pairs if p["k"] not in done]
+    t0 = time.monotonic()
+    with cf.ThreadPoolExecutor(max(1, min(a.jobs, 2))) as pool:
+        for r in pool.map(one, todo):
+            results[r["k"]] = r
+            print(f"{r['k']:03d} {r['problem'][:34]:34s} {r['candidate']:14s} [{r['label']}] {outcome_of(r):11s} "
+                  f"{r.get('wall_seconds') or 0:6.1f}s wall {r['cpu_seconds']:6.1f}s cpu "
+                  f"{(r.get('reason') or '')[:110]}", flush=True)
+            json.dump([results[k] for k in sorted(results)], open(res_path, "w"), indent=1)
+    print(f"wrote {res_path} ({time.monotonic() - t0:.0f} s)")
+    return cmd_cpu_table(argparse.Namespace(results=res_path, budget=a.budget))
+
+
+def cpu_table(results: list[dict], budget: float) -> str:
+    """The markdown of docs/evaluation.md's CPU-evaluation section: outcomes per label, recall, correct
+    pairs called BUG/SUSPECT, time per pair."""
+    lines = [markdown_outcome_table(results), ""]
+    f, s = recall(results, labels=("incorrect",))
+    lines.append(f"- recall on confirmed-incorrect, supported (BUG or SUSPECT): **{f}/{s}**"
+                 + (f" = {100 * f / s:.1f} %" if s else ""))
+    fa = sum(1 for r in results if r.get("label") == "incorrect" and outcome_of(r) in ("BUG", "SUSPECT"))
+    na = sum(1 for r in results if r.get("label") == "incorrect")
+    lines.append(f"- recall on confirmed-incorrect, all: {fa}/{na}" + (f" = {100 * fa / na:.1f} %" if na else ""))
+    wrong = [r for r in results if r.get("label", "").startswith("correct") and outcome_of(r) in ("BUG", "SUSPECT")]
+    lines.append(f"- correct-labelled BUG/SUSPECT: **{len(wrong)}**"
+                 + "".join(f"\n  - {r['k']:03d} {r['problem']} {r['candidate']}: {outcome_of(r)} {(r.get('reason') or '')[:160]}"
+                           for r in wrong))
+    walls = [r.get("wall_seconds") for r in results if r.get("wall_seconds") is not None]
+    cpus = [r.get("cpu_seconds") for r in results if r.get("cpu_seconds") is not None]
+    over = sum(1 for w in walls if w > budget * 1.1)
+    lines += ["", "| per pair (s) | n | median | p90 | max |", "|---|---|---|---|---|",
+              distribution_line("wall (trace + check)", walls), distribution_line("CPU (user + sys)", cpus),
+              "", f"- wall over budget + 10 % ({budget * 1.1:g} s): {over} of {len(walls)}"]
+    return "\n".join(lines)
+
+
+def cmd_cpu_table(a) -> int:
+    results = json.load(open(a.results))
+    print(cpu_table(results, a.budget))
+    for o in ("UNSUPPORTED", "TIMEOUT", "CRASH", "ERROR"):
+        g = group_reasons(results, o)
+        if g:
+            print(f"\n{o} reasons:\n\n| count | reason | pairs |\n|---|---|---|")
+            for text, n, ks in g:
+                print(f"| {n} | {text.replace('|', '/')} | {', '.join(f'{k:03d}' for k in ks)} |")
+    return 0
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = ap.add_subparsers(dest="cmd", required=True)
@@ -777,8 +941,33 @@ def main() -> int:
     tr.add_argument("--min-left", type=float, default=130,
                     help="do not start a pair with less time left (a build alone takes ~100 s beside others)")
     tr.add_argument("--results", default="results3.json")
+    cg = sub.add_parser("cpu-gen", help="candidates of a seeded problem sample (CPU evaluation, no GPU)")
+    cg.add_argument("--corpus", default="/work/shared/corpus/kernelbench/level2")
+    cg.add_argument("--out", default=os.path.join(CACHE, "cpueval"))
+    cg.add_argument("--problems", type=int, default=40)
+    cg.add_argument("--seed", type=int, default=1)
+    cg.add_argument("--faults", type=int, default=2)
+    cg.add_argument("--confirm-mb", type=float, default=1200, help="largest input or intermediate run to confirm a fault")
+    cg.add_argument("--confirm-gflop", type=float, default=60, help="largest forward run to confirm a fault")
+    cg.add_argument("--jobs", type=int, default=2)
+    cg.add_argument("--timeout", type=float, default=900)
+    cg.add_argument("--resume", action="store_true", help="keep problems generated earlier (their meta.json)")
+    cr = sub.add_parser("cpu-run", help="dirigo check REF.py NEW.py over cpu-gen's pairs")
+    cr.add_argument("--pairs", default=os.path.join(CACHE, "cpueval"))
+    cr.add_argument("--out", default=os.path.join(CACHE, "cpueval-run"))
+    cr.add_argument("--dirigo", default=os.path.join(ROOT, "build", "dirigo"))
+    cr.add_argument("--budget", type=float, default=20)
+    cr.add_argument("--seed", type=int, default=1)
+    cr.add_argument("--jobs", type=int, default=2)
+    cr.add_argument("--nice", type=int, default=10)
+    cr.add_argument("--only", type=int, nargs="*")
+    cr.add_argument("--resume", action="store_true")
+    cr.add_argument("--extra", nargs=argparse.REMAINDER)
+    ct = sub.add_parser("cpu-table")
+    ct.add_argument("--results", default=os.path.join(CACHE, "cpueval-run", "results.json"))
+    ct.add_argument("--budget", type=float, default=20)
     a = ap.parse_args()
-    return {"run": cmd_run, "fold": cmd_fold, "table": cmd_table, "pick": cmd_pick, "trace": cmd_trace,
+    return {"cpu-gen": cmd_cpu_gen, "cpu-run": cmd_cpu_run, "cpu-table": cmd_cpu_table, "run": cmd_run, "fold": cmd_fold, "table": cmd_table, "pick": cmd_pick, "trace": cmd_trace,
             "stage": cmd_stage, "merge": cmd_merge, "state": cmd_state}[a.cmd](a)
 
 
