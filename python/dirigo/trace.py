@@ -553,29 +553,50 @@ def _max_diff(ref: list, cand: list, atol: float, rtol: float) -> tuple[float, b
     return worst, exceeds
 
 
+# The call orders (histories) the probe runs each program in, on input B of the second trace seed. Each program
+# (reference and candidate alike) runs in every one, so that the candidate's history dependence is measured
+# against the reference's own: a reference whose output moves with its history moves the bar with it.
+HISTORIES = {
+    "second-call": "as a second call on the same module, after input A",
+    "after-reference": "as the first call on a new module, right after the reference ran on B (KernelBench's order)",
+    "after-poison": "as the first call on a new module, after freed memory was filled with NaN",
+}
+
+
+class ProbeCost:
+    """What one probe ran (measured: docs/evaluation.md, "call-history probe")."""
+
+    def __init__(self):
+        self.builds = self.forwards = 0
+        self.cpu = 0.0
+
+    def line(self) -> str:
+        return f"call-history probe: {self.builds} model builds, {self.forwards} forwards, {self.cpu:.2f} s CPU"
+
+
 def history_probe(spec, loaded, ref_loaded, get_inputs, get_init_inputs, device, atol=DEFAULT_TOLERANCE,
-                  rtol=DEFAULT_TOLERANCE, value_dependent: str = "") -> dict | None:
-    """Whether the candidate's result depends on what ran before it (the reward hacks of item "call history"):
-    runs the real programs in this process, on inputs A and B of the two trace seeds,
-
-      history 1: reference(A) discarded, candidate(A), then candidate(B) on the same module (a second call)
-      history 2: a new candidate module, reference(B) discarded just before, candidate(B) (KernelBench's order)
-
-    and compares both candidate(B) against reference(B); inputs are compared before and after each call.
-    A BUG (the failure record) when the candidate mutates an input the reference leaves alone, or when its
-    output on B differs between the two histories and one of them exceeds the tolerance against the
-    reference; None otherwise (or when the probe cannot run: then the symbolic check decides). With
+                  rtol=DEFAULT_TOLERANCE, value_dependent: str = "", cost: ProbeCost | None = None) -> dict | None:
+    """Whether the candidate's result depends on what ran before it (the reward hacks of item "call history").
+    Both real programs run in this process in each call order of HISTORIES on input B (seed B), and once as a
+    first call on input A (seed A); inputs are compared before and after each call. _history_verdict decides on
+    the snapshots. None when the probe finds nothing or cannot run (then the symbolic check decides). With
     `value_dependent` (the trace saw the candidate's op sequence change with the input values), a fresh
     candidate that disagrees with the reference on A or B is a BUG with that seed as the witness."""
     import torch
     from . import load
+    cost = cost if cost is not None else ProbeCost()
+    t0 = time.process_time()
 
     def inputs_for(seed):
         torch.manual_seed(seed)
         xs = list(get_inputs())
         return [x.cuda() if device == "cuda" and isinstance(x, torch.Tensor) else x for x in xs]
 
+    def clone(xs):
+        return [x.clone() if isinstance(x, torch.Tensor) else x for x in xs]
+
     def build(lf):
+        cost.builds += 1
         torch.manual_seed(spec["init_seed"])
         init = list(get_init_inputs())
         init = [x.cuda() if device == "cuda" and isinstance(x, torch.Tensor) else x for x in init]
@@ -586,6 +607,7 @@ def history_probe(spec, loaded, ref_loaded, get_inputs, get_init_inputs, device,
         return c
 
     def run(call, xs, seed=0):
+        cost.forwards += 1
         torch.manual_seed(seed)  # random ops draw the same numbers in every history
         with torch.no_grad():
             out = call(*xs)
@@ -600,104 +622,128 @@ def history_probe(spec, loaded, ref_loaded, get_inputs, get_init_inputs, device,
         return [f"#{i} of forward" for i, (b, a) in enumerate(zip(before, after)) if isinstance(b, torch.Tensor)
                 and (b.shape != a.shape or not torch.equal(torch.nan_to_num(b), torch.nan_to_num(a)))]
 
+    def histories(lf, shape_of: list) -> dict:
+        """One program in every call order: {"A": first call on A, history: output on B, "_mutates": [...],
+        "_same_object": bool}."""
+        got, touched = {}, set()
+        call = build(lf)                                              # first call on A, then B on the same module
+        a_in = clone(a)
+        out_a = run(call, a_in)
+        touched.update(mutated(a, a_in))
+        got["A"] = snapshot(out_a)
+        b_in = clone(b)
+        out_b = run(call, b_in, seed=1)
+        touched.update(mutated(b, b_in))
+        got["_same_object"] = any(x is y for x in _tensors_of(out_a) for y in _tensors_of(out_b))
+        got["second-call"] = snapshot(out_b)
+        del out_a, out_b
+        call = build(lf)                                              # right after the reference ran on B
+        del_ = run(ref_call, clone(b), seed=1)
+        del del_
+        b_in = clone(b)
+        got["after-reference"] = snapshot(run(call, b_in, seed=1))
+        touched.update(mutated(b, b_in))
+        call = build(lf)                                              # after freed memory held NaN
+        poison = [torch.full_like(t, float("nan")) for t in shape_of if t.is_floating_point() for _ in range(4)]
+        del poison  # blocks of the outputs' sizes, back in the allocator's free lists
+        b_in = clone(b)
+        got["after-poison"] = snapshot(run(call, b_in, seed=1))
+        touched.update(mutated(b, b_in))
+        got["_mutates"] = sorted(touched)
+        return got
+
     seed_a, seed_b = spec["seeds"][0], spec["seeds"][1] if len(spec["seeds"]) > 1 else spec["seeds"][0] + 1
     try:
         _Phase.name = "in the call-history probe"
-        ref_call = build(ref_loaded)
-        a = inputs_for(seed_a)
-        a_clone = [x.clone() if isinstance(x, torch.Tensor) else x for x in a]
-        ref_a_out = run(ref_call, a_clone)
-        ref_mutates = mutated([x.clone() if isinstance(x, torch.Tensor) else x for x in a], a_clone)
-        ref_a = snapshot(ref_a_out)
-        del ref_a_out
-        b = inputs_for(seed_b)
-        ref_b = snapshot(run(ref_call, [x.clone() if isinstance(x, torch.Tensor) else x for x in b], seed=1))
-        # the reference as a first call: a reference with its own history (BatchNorm's running statistics in
-        # training mode) is compared call for call
-        ref_b_first = snapshot(run(build(ref_loaded), [x.clone() if isinstance(x, torch.Tensor) else x for x in b],
-                                   seed=1))
-
-        cand_call = build(loaded)                        # history 1
-        a_in = [x.clone() if isinstance(x, torch.Tensor) else x for x in a]
-        out_a = run(cand_call, a_in)
-        touched = [n for n in mutated(a, a_in) if n not in ref_mutates]
-        cand_a = snapshot(out_a)
-        b_in = [x.clone() if isinstance(x, torch.Tensor) else x for x in b]
-        out_b1 = run(cand_call, b_in, seed=1)
-        same_object = any(x is y for x in _tensors_of(out_a) for y in _tensors_of(out_b1))
-        cand_b1 = snapshot(out_b1)
-        del out_a, out_b1
-
-        cand_call2 = build(loaded)                       # history 2
-        discard = run(ref_call, [x.clone() if isinstance(x, torch.Tensor) else x for x in b])
-        del discard
-        cand_b2 = snapshot(run(cand_call2, [x.clone() if isinstance(x, torch.Tensor) else x for x in b], seed=1))
-
-        cand_call3 = build(loaded)                       # history 3: freed memory holds NaN
-        b_in3 = [x.clone() if isinstance(x, torch.Tensor) else x for x in b]
-        poison = [torch.full_like(t, float("nan")) for t in ref_b if t.is_floating_point() for _ in range(4)]
-        del poison  # blocks of the outputs' sizes, back in the allocator's free lists
-        cand_b3 = snapshot(run(cand_call3, b_in3, seed=1))
+        ref_call = build(ref_loaded)  # the reference that runs "just before" in the after-reference order
+        a, b = inputs_for(seed_a), inputs_for(seed_b)
+        ref_b = snapshot(run(ref_call, clone(b), seed=1))
+        ref_h = histories(ref_loaded, ref_b)
+        cand_h = histories(loaded, ref_b)
     except BaseException:  # noqa: BLE001 - the probe is extra evidence; the trace already ran these programs
         return None
+    finally:
+        cost.cpu += time.process_time() - t0
 
     try:
-        return _history_verdict(ref_a, ref_b, ref_b_first, cand_a, cand_b1, cand_b2, cand_b3, same_object, touched,
-                                seed_a, seed_b, atol, rtol, value_dependent)
+        return _history_verdict(ref_h, cand_h, seed_a, seed_b, atol, rtol, value_dependent)
     except Exception:  # noqa: BLE001 - outputs the comparison cannot pair (dtypes, devices): no evidence
         return None
 
 
-def _history_verdict(ref_a, ref_b, ref_b_first, cand_a, cand_b1, cand_b2, cand_b3, same_object, touched, seed_a,
-                     seed_b, atol, rtol, value_dependent) -> dict | None:
-    """history_probe's rules on the snapshots (CPU tensors) of its runs."""
+def _history_verdict(ref_h: dict, cand_h: dict, seed_a, seed_b, atol, rtol, value_dependent) -> dict | None:
+    """history_probe's rule on the snapshots (CPU tensors) of both programs in every call order. One rule,
+    the candidate against the reference under the same history:
+
+      - history: on the same input B, the candidate's outputs in two call orders differ beyond tolerance where
+        the reference's outputs in those orders do not, and the candidate is wrong (against the reference in
+        that order) in at least one of them;
+      - input: the candidate returns the very same tensor object, or bit-identical outputs, for inputs A and B
+        where the reference's differ beyond tolerance, after a first call that was right (a function that is
+        wrong on every input, a constant, is no history: the symbolic check decides it);
+      - inputs: the candidate changes an input in place in some order where the reference does not.
+
+    The reason then names the hack by what the runs show (stale-memory: NaN only where freed memory held it;
+    caches-output: outputs that do not move with the input; carries-state: anything else)."""
     import torch
 
     def fail(kind: str, sentence: str) -> dict:
         return {"kind": "call-history", "type": kind, "message": sentence, "where": "", "phase": "across calls"}
 
-    d1, x1 = _max_diff(ref_b, cand_b1, atol, rtol)          # both second calls
-    d2, x2 = _max_diff(ref_b_first, cand_b2, atol, rtol)    # both first calls
-    d12, x12 = _max_diff(cand_b1, cand_b2, atol, rtol)
-    _, ref_history = _max_diff(ref_b, ref_b_first, atol, rtol)
-    x12 = x12 and not ref_history  # the candidate's history dependence, where the reference has none
-    stale = [i for i, (r, c) in enumerate(zip(ref_b_first, cand_b3)) if r.shape == c.shape and c.is_floating_point()
+    def exceeds(x, y):
+        return _max_diff(x, y, atol, rtol)
+
+    names = list(HISTORIES)
+    wrong = {h: exceeds(ref_h[h], cand_h[h]) for h in names}  # h -> (max diff, beyond tolerance)
+    moved = []  # (h1, h2, how far the candidate's two results are apart)
+    for i, h1 in enumerate(names):
+        for h2 in names[i + 1:]:
+            d, x = exceeds(cand_h[h1], cand_h[h2])
+            _, ref_moves = exceeds(ref_h[h1], ref_h[h2])
+            if x and not ref_moves and (wrong[h1][1] or wrong[h2][1]):
+                moved.append((h1, h2, d))
+    touched = [n for n in cand_h["_mutates"] if n not in ref_h["_mutates"]]
+    stale = [i for i, (r, c) in enumerate(zip(ref_h["after-poison"], cand_h["after-poison"]))
+             if r.shape == c.shape and c.is_floating_point()
              and bool((torch.isnan(c) & ~torch.isnan(r.to(c.dtype))).any())]
-    _, x3 = _max_diff(ref_b_first, cand_b3, atol, rtol)
-    _, x23 = _max_diff(cand_b2, cand_b3, atol, rtol)
-    if stale and x3 and x23:  # NaN only where freed memory held it: not the function's own NaN
-        return fail("stale-memory", f"the candidate returns memory it never wrote (e.g. torch.empty): output(s) "
-                                    f"{', '.join(map(str, stale))} hold the NaN left in freed memory before the call "
-                                    f"where the reference has numbers (input seed {seed_b})" + (
-                                        "; right after the reference ran, the same memory shows the reference's "
-                                        "result instead" if not x2 else ""))
+
+    if moved:
+        h1, h2, d12 = moved[0]
+        if stale and any("after-poison" in m[:2] for m in moved):  # NaN only where freed memory held it
+            return fail("stale-memory", f"the candidate returns memory it never wrote (e.g. torch.empty): output(s) "
+                                        f"{', '.join(map(str, stale))} hold the NaN left in freed memory before the "
+                                        f"call where the reference has numbers (input seed {seed_b})" + (
+                                            "; right after the reference ran, the same memory shows the reference's "
+                                            "result instead" if not wrong["after-reference"][1] else ""))
+        da, _ = _max_diff(cand_h["A"], cand_h["second-call"], 0.0, 0.0)
+        if cand_h["_same_object"] or da == 0.0:
+            kind, what = "caches-output", ("returns its first call's output again on new inputs (it caches across "
+                                           "calls" + (": the very same tensor object)" if cand_h["_same_object"]
+                                                      else ")"))
+        else:
+            kind, what = "carries-state", ("computes a call from state an earlier call or program left behind (a "
+                                           "cache keyed on shapes or identities, memory it never writes)")
+        parts = "; ".join(f"{HISTORIES[h]}: max |reference - candidate| {wrong[h][0]:.4g}" for h in names)
+        return fail(kind, f"the candidate {what}: on the same input B (seed {seed_b}) its results {HISTORIES[h1]} "
+                          f"and {HISTORIES[h2]} differ by {d12:.4g} where the reference's do not; {parts} (atol "
+                          f"{atol:g}, rtol {rtol:g})")
     if touched:
         return fail("mutates-input", f"the candidate changes its input(s) {', '.join(touched)} in place (the "
                                      f"reference leaves them as they were): a caller that reuses them sees other "
                                      f"values")
-    da, _ = _max_diff(cand_a, cand_b1, 0.0, 0.0)
-    _, ref_moves = _max_diff(ref_a, ref_b, atol, rtol)
-    # bit-identical on new inputs where the reference moves, after a first call that was right (a constant
-    # function is wrong on the first call too: not its history; the symbolic check decides it)
-    _, wrong_on_a = _max_diff(ref_a, cand_a, atol, rtol)
-    if x1 and not wrong_on_a and (same_object or (da == 0.0 and ref_moves)):
+    da, _ = _max_diff(cand_h["A"], cand_h["second-call"], 0.0, 0.0)
+    _, ref_moves = exceeds(ref_h["A"], ref_h["second-call"])
+    _, wrong_on_a = exceeds(ref_h["A"], cand_h["A"])
+    d1, x1 = wrong["second-call"]
+    if x1 and not wrong_on_a and ref_moves and (cand_h["_same_object"] or da == 0.0):
         return fail("caches-output", f"the candidate returns the same output for two different inputs (seeds "
-                                     f"{seed_a} and {seed_b}{': the very same tensor object' if same_object else ''})"
-                                     f" where the reference's differ: it caches across calls; max |reference - "
-                                     f"candidate| on the second is {d1:.4g} (atol {atol:g}, rtol {rtol:g})")
-    if x12 and (x1 or x2):  # history dependence that makes it wrong
-        if same_object or da == 0.0:
-            kind, what = "caches-output", ("returns its first call's output again on new inputs (it caches across "
-                                           "calls" + (": the very same tensor object)" if same_object else ")"))
-        else:
-            kind, what = "carries-state", ("computes a call from state an earlier call or program left behind (a "
-                                           "cache keyed on shapes or identities, memory it never writes)")
-        return fail(kind, f"the candidate {what}: on the same input B (seed {seed_b}), max |reference - candidate| "
-                          f"is {d1:.4g} as a second call after input A and {d2:.4g} as a first call right after the "
-                          f"reference (atol {atol:g}, rtol {rtol:g}); the two candidate results differ by {d12:.4g}")
+                                     f"{seed_a} and {seed_b}"
+                                     f"{': the very same tensor object' if cand_h['_same_object'] else ''}) where "
+                                     f"the reference's differ: it caches across calls; max |reference - candidate| "
+                                     f"on the second is {d1:.4g} (atol {atol:g}, rtol {rtol:g})")
     if value_dependent:
-        for seed, ref_o, cand_o in ((seed_a, ref_a, cand_a), (seed_b, ref_b, cand_b2)):
-            d, x = _max_diff(ref_o, cand_o, atol, rtol)
+        for seed, h in ((seed_a, "A"), (seed_b, "after-reference")):
+            d, x = exceeds(ref_h[h], cand_h[h])
             if x:
                 return fail("value-dependent", f"the candidate's op sequence depends on the input values "
                                                f"({value_dependent}), and on the input of seed {seed} both real "
@@ -825,9 +871,12 @@ def run_worker(spec: dict) -> dict:
             (out["status"] == "ok" and attempt == "real") or
             (out["status"] == "unsupported" and "op sequence depends" in out.get("message", "")))
         if probe:  # a result that depends on call history is a BUG, whatever the trace saw
+            cost = ProbeCost()
             f = history_probe(spec, loaded, ref_loaded, get_inputs, get_init_inputs, device,
                               value_dependent=out.get("message", "").split(": ", 1)[-1]
-                              if out["status"] != "ok" else "")
+                              if out["status"] != "ok" else "", cost=cost)
+            print(f"dirigo.trace: {cost.line()}", file=sys.stderr, flush=True)
+            out["probe"] = cost.line()
             if f is not None:
                 return {"status": "failed", "message": f["message"], "failure": f}
         if out["status"] != "ok":
@@ -1177,7 +1226,8 @@ def _trace(ref, new, out, *, device, timeout, mode, atol, rtol, seeds, init_seed
             match["notes"] = notes
         manifest["match"] = match
     notes = [f"{s['name']}: traced on {results[s['name']].get('mode')} tensors"
-             + (f" ({results[s['name']]['note']})" if results[s['name']].get("note") else "") for s in specs]
+             + (f" ({results[s['name']]['note']})" if results[s['name']].get("note") else "")
+             + (f"; {results[s['name']]['probe']}" if results[s['name']].get("probe") else "") for s in specs]
     manifest["trace_notes"] = notes
     if out is None:
         return TraceResult("ok", "traced (no --out given, nothing written)", programs=results)
