@@ -129,6 +129,11 @@ class LaunchHook:
 
     def _flush(self):
         for r in drain(self.lib):
+            if "sync" in r:  # an event record / wait / synchronize: dirigo.streams orders the streams with it
+                self.rec.ops.append({"kind": "stream-sync", "sync": r["sync"],
+                                     "stream": int(r["stream"], 16) if "stream" in r else None,
+                                     "event": int(r["event"], 16) if "event" in r else None})
+                continue
             self.rec.ops.append({"kind": "library" if "library" in r else "launch", "_raw": r})
 
     def before_op(self):
@@ -144,12 +149,17 @@ class LaunchHook:
         if self.depth == 0:
             self._set(1)
 
+    def stop(self):
+        """Recording off before the tracer's own synchronize (it is not the program's)."""
+        self._set(0)
+        self.depth = 1 << 20  # no op re-enables it
+
     def detach(self):
         import torch
+        self.stop()
         if torch.cuda.is_available():
             torch.cuda.synchronize()
         self._flush()
-        self._set(0)
         self.rec.launch_hook = None
 
 
@@ -287,7 +297,7 @@ def finalize_launches(rec, modules: list[dict]) -> None:
         mod = entry_module.get(name)
         launch = {"kind": "launch", "module": mod[0] if mod else None, "kernel": name, "grid": raw["grid"],
                   "block": raw["block"], "shared_bytes": raw["shared"], "args": [],
-                  "stream": int(raw["stream"], 16), "source_lines": False}
+                  "stream": int(raw["stream"], 16), "stream_flags": raw.get("stream_flags"), "source_lines": False}
         if mod:
             launch["source_lines"] = ".loc" in next(m["ptx"] for m in modules if m["id"] == mod[0])
         params = mod[1] if mod else []

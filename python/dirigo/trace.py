@@ -229,6 +229,8 @@ class Recorder:
         op = {"kind": "aten", "name": op_name, "overload": schema.overload_name or "default",
               "schema": str(schema).split("::", 1)[-1], "args": pos, "kwargs": kw, "outputs": outs,
               "mutates": [self.tensor_id(t) for t in written], "from": "python"}
+        if self.launch_hook is not None:  # on the GPU: the stream it was issued on (dirigo.streams)
+            op["_stream"] = torch.cuda.current_stream().cuda_stream
         from .load import EXTENSION_CONTEXT
         if EXTENSION_CONTEXT.stack:
             op["from"] = "extension"
@@ -374,11 +376,14 @@ def trace_once(call, module, inputs, input_names, device, capture_values: bool,
     _Phase.name = "in forward"
     if device == "cuda":  # attached for the forward only: the state record's statistics launch ATen copy kernels
         from . import launch
+        rec.caller_stream = torch.cuda.current_stream().cuda_stream
         hook = launch.LaunchHook.attach(rec)
     try:
         with torch.no_grad(), rec.mode(), _triton_recording(rec):
             result = call(*inputs)
         if device == "cuda":
+            if hook is not None:
+                hook.stop()
             torch.cuda.synchronize()
     finally:
         if hook is not None:
@@ -964,6 +969,12 @@ def _trace_program(spec, loaded, get_inputs, get_init_inputs, attempt, device) -
                 launch.finalize_launches(rec, modules)
                 from . import cublas
                 cublas.finalize_library(rec)  # cuBLAS calls of the program's own code -> library ops
+                from . import streams
+                caller = streams.canonicalize(rec.ops, first=getattr(rec, "caller_stream", 0))
+                race = streams.find_race(rec.program(spec["name"], spec["role"], ""), caller_stream=caller)
+                rec.ops[:] = streams.strip(rec.ops)
+                if race and spec["role"] == "candidate":  # unsynchronized side stream: item "call history"
+                    return {"status": "failed", "message": race["message"], "failure": race}
                 bad = next((op for op in rec.ops if op.get("unresolved")), None)
                 if bad:
                     raise Unsupported(f"kernel {bad['kernel']} was launched {_Phase.name}: {bad['unresolved']}")

@@ -98,3 +98,71 @@ def test_every_record_is_one_valid_json_line_with_the_exact_name_and_bytes(tmp_p
         assert all(p[2] == blob[:2 * p[1]] for p in rec["params"])
         offs = [p[0] for p in rec["params"]]
         assert offs == [sum(case["sizes"][:i]) for i in range(len(case["sizes"]))]
+
+
+# The calls that order streams, recorded by the shim and passed through to the stand-in runtime.
+SYNC_DRIVER = FAKE_DRIVER + r"""
+static int calls;
+int fake_calls(void) { return calls; }
+int cudaEventRecord(void *e, void *s) { calls++; return 0; }
+int cudaStreamWaitEvent(void *s, void *e, unsigned f) { calls++; return 0; }
+int cudaStreamSynchronize(void *s) { calls++; return 0; }
+int cudaEventSynchronize(void *e) { calls++; return 0; }
+int cudaDeviceSynchronize(void) { calls++; return 0; }
+int cudaStreamGetFlags(void *s, unsigned *flags) { *flags = 1; return 0; }
+"""
+
+SYNC_CHILD = textwrap.dedent(r"""
+    import ctypes, json, sys
+    shim = ctypes.CDLL(sys.argv[2], mode=ctypes.RTLD_GLOBAL)
+    fake = ctypes.CDLL(sys.argv[1], mode=ctypes.RTLD_GLOBAL)
+    class dim3(ctypes.Structure):
+        _fields_ = [("x", ctypes.c_uint), ("y", ctypes.c_uint), ("z", ctypes.c_uint)]
+    shim.cudaLaunchKernel.argtypes = [ctypes.c_void_p, dim3, dim3, ctypes.POINTER(ctypes.c_void_p),
+                                      ctypes.c_size_t, ctypes.c_void_p]
+    shim.dirigo_shim_drain.restype = ctypes.c_size_t
+    shim.dirigo_shim_drain.argtypes = [ctypes.c_char_p, ctypes.c_size_t]
+    for f in ("cudaEventRecord", "cudaStreamWaitEvent", "cudaStreamSynchronize", "cudaEventSynchronize"):
+        getattr(shim, f).argtypes = [ctypes.c_void_p] * (3 if f == "cudaStreamWaitEvent" else
+                                                         2 if f == "cudaEventRecord" else 1)
+    shim.cudaStreamSynchronize(ctypes.c_void_p(0x99))  # not recording yet: passed through, not logged
+    shim.dirigo_shim_set_enabled(1)
+    fake.fake_set(b"k", (ctypes.c_size_t * 1)(4), 1)
+    x = ctypes.c_int(3)
+    args = (ctypes.c_void_p * 1)(ctypes.cast(ctypes.pointer(x), ctypes.c_void_p).value)
+    shim.cudaEventRecord(ctypes.c_void_p(0xe1), None)
+    shim.cudaStreamWaitEvent(ctypes.c_void_p(0x5100), ctypes.c_void_p(0xe1), None)
+    shim.cudaLaunchKernel(ctypes.c_void_p(0x1000), dim3(1, 1, 1), dim3(32, 1, 1), args, 0, ctypes.c_void_p(0x5100))
+    shim.cudaEventRecord(ctypes.c_void_p(0xe1), ctypes.c_void_p(0x5100))
+    shim.cudaStreamWaitEvent(None, ctypes.c_void_p(0xe1), None)
+    shim.cudaStreamSynchronize(ctypes.c_void_p(0x5100))
+    shim.cudaEventSynchronize(ctypes.c_void_p(0xe1))
+    shim.cudaDeviceSynchronize()
+    need = shim.dirigo_shim_drain(None, 0)
+    buf = ctypes.create_string_buffer(need + 16)
+    n = shim.dirigo_shim_drain(buf, len(buf))
+    print(json.dumps({"log": buf.raw[:n].decode(), "calls": fake.fake_calls()}))
+""")
+
+
+@pytest.mark.skipif(CC is None, reason="needs a C compiler")
+def test_stream_ordering_calls_are_recorded_in_order_and_passed_through(tmp_path):
+    shim = launch.build_shim(str(tmp_path))
+    fake = tmp_path / "libfakesync.so"
+    subprocess.run([CC, "-shared", "-fPIC", "-o", str(fake), "-x", "c", "-"], input=SYNC_DRIVER, text=True,
+                   check=True)
+    # preloaded, as the tracer runs it: the shim's dlsym(RTLD_NEXT) then finds the runtime loaded after it
+    env = dict({k: v for k, v in os.environ.items() if k != "LD_PRELOAD"}, LD_PRELOAD=shim)
+    p = subprocess.run([sys.executable, "-c", SYNC_CHILD, str(fake), shim], capture_output=True, text=True, env=env,
+                       timeout=120)
+    assert p.returncode == 0, p.stderr
+    out = json.loads(p.stdout)
+    assert out["calls"] == 8  # every call reached the runtime, recorded or not
+    recs = [json.loads(ln) for ln in out["log"].splitlines()]
+    assert [r.get("sync", "launch") for r in recs] == [
+        "event-record", "stream-wait-event", "launch", "event-record", "stream-wait-event", "stream-synchronize",
+        "event-synchronize", "device-synchronize"]
+    assert recs[0] == {"sync": "event-record", "stream": "0x0", "event": "0xe1"}
+    assert recs[2]["stream"] == "0x5100" and recs[2]["stream_flags"] == 1  # non-blocking, from cudaStreamGetFlags
+    assert recs[5] == {"sync": "stream-synchronize", "stream": "0x5100"}
+    assert recs[7] == {"sync": "device-synchronize"}

@@ -113,6 +113,17 @@ static void put_json_string(sbuf *b, const char *s) {
   }
 }
 
+/* The stream's creation flags (cudaStreamNonBlocking = 1), -1 where they cannot be asked: dirigo.streams
+ * takes an unknown stream as blocking (it then synchronizes with the legacy default stream). */
+typedef cudaError_t (*stream_flags_fn)(cudaStream_t, unsigned int *);
+static int stream_flags(cudaStream_t stream) {
+  static stream_flags_fn get;
+  if ((uintptr_t)stream <= 2) return 0; /* the legacy and per-thread default streams */
+  if (!get) get = (stream_flags_fn)find("cudaStreamGetFlags", NULL);
+  unsigned int flags = 0;
+  return get && get(stream, &flags) == 0 ? (int)flags : -1;
+}
+
 /* `func` is a host stub (cudaLaunchKernel) or, when is_kernel, a CUkernel handle (__cudaLaunchKernel, what
  * CUDA 13 host stubs call for <<<...>>>). Name and parameter layout come from the driver. */
 static void record(const void *func, int is_kernel, dim3 grid, dim3 block, size_t shared, cudaStream_t stream,
@@ -141,9 +152,9 @@ static void record(const void *func, int is_kernel, dim3 grid, dim3 block, size_
   sbuf b = {0};
   put(&b, "{\"kernel\":\"");
   put_json_string(&b, name ? name : "");
-  put(&b, "\",\"grid\":[%u,%u,%u],\"block\":[%u,%u,%u],\"shared\":%zu,\"stream\":\"0x%llx\",\"host_func\":\"0x%llx\","
-      "\"params\":", grid.x, grid.y, grid.z, block.x, block.y, block.z, shared,
-      (unsigned long long)(uintptr_t)stream, (unsigned long long)(uintptr_t)func);
+  put(&b, "\",\"grid\":[%u,%u,%u],\"block\":[%u,%u,%u],\"shared\":%zu,\"stream\":\"0x%llx\",\"stream_flags\":%d,"
+      "\"host_func\":\"0x%llx\",\"params\":", grid.x, grid.y, grid.z, block.x, block.y, block.z, shared,
+      (unsigned long long)(uintptr_t)stream, stream_flags(stream), (unsigned long long)(uintptr_t)func);
   if (!f || !param_info || !args) {
     put(&b, "null}\n");
   } else {
@@ -197,3 +208,70 @@ INTERPOSE_LAUNCH(__cudaLaunchKernel_ptsz)
 
 INTERPOSE_LAUNCH_EXC(cudaLaunchKernelExC)
 INTERPOSE_LAUNCH_EXC(cudaLaunchKernelExC_ptsz)
+
+/* ---- the calls that order streams: one "sync" record each (dirigo.streams), passed through to the runtime */
+typedef void *cudaEvent_t;
+static void record_sync(const char *what, cudaStream_t stream, int has_stream, cudaEvent_t event, int has_event) {
+  sbuf b = {0};
+  put(&b, "{\"sync\":\"%s\"", what);
+  if (has_stream) put(&b, ",\"stream\":\"0x%llx\"", (unsigned long long)(uintptr_t)stream);
+  if (has_event) put(&b, ",\"event\":\"0x%llx\"", (unsigned long long)(uintptr_t)event);
+  put(&b, "}\n");
+  if (!b.failed && b.s) {
+    pthread_mutex_lock(&log_lock);
+    log_append_locked(b.s, b.n);
+    pthread_mutex_unlock(&log_lock);
+  }
+  free(b.s);
+}
+
+#define PASS(SYM, TYPE, ...)                                 \
+  static TYPE real;                                         \
+  if (!real) real = (TYPE)dlsym(RTLD_NEXT, SYM);            \
+  return real ? real(__VA_ARGS__) : 1 /* cudaErrorInvalidValue */
+
+typedef cudaError_t (*event_record_fn)(cudaEvent_t, cudaStream_t);
+typedef cudaError_t (*event_record_flags_fn)(cudaEvent_t, cudaStream_t, unsigned int);
+typedef cudaError_t (*wait_event_fn)(cudaStream_t, cudaEvent_t, unsigned int);
+typedef cudaError_t (*stream_fn)(cudaStream_t);
+typedef cudaError_t (*event_fn)(cudaEvent_t);
+typedef cudaError_t (*void_fn)(void);
+
+cudaError_t cudaEventRecord(cudaEvent_t e, cudaStream_t s) {
+  if (recording) record_sync("event-record", s, 1, e, 1);
+  PASS("cudaEventRecord", event_record_fn, e, s);
+}
+cudaError_t cudaEventRecord_ptsz(cudaEvent_t e, cudaStream_t s) {
+  if (recording) record_sync("event-record", s, 1, e, 1);
+  PASS("cudaEventRecord_ptsz", event_record_fn, e, s);
+}
+cudaError_t cudaEventRecordWithFlags(cudaEvent_t e, cudaStream_t s, unsigned int flags) {
+  if (recording) record_sync("event-record", s, 1, e, 1);
+  PASS("cudaEventRecordWithFlags", event_record_flags_fn, e, s, flags);
+}
+cudaError_t cudaStreamWaitEvent(cudaStream_t s, cudaEvent_t e, unsigned int flags) {
+  if (recording) record_sync("stream-wait-event", s, 1, e, 1);
+  PASS("cudaStreamWaitEvent", wait_event_fn, s, e, flags);
+}
+cudaError_t cudaStreamWaitEvent_ptsz(cudaStream_t s, cudaEvent_t e, unsigned int flags) {
+  if (recording) record_sync("stream-wait-event", s, 1, e, 1);
+  PASS("cudaStreamWaitEvent_ptsz", wait_event_fn, s, e, flags);
+}
+cudaError_t cudaStreamSynchronize(cudaStream_t s) {
+  if (recording) record_sync("stream-synchronize", s, 1, NULL, 0);
+  PASS("cudaStreamSynchronize", stream_fn, s);
+}
+cudaError_t cudaStreamSynchronize_ptsz(cudaStream_t s) {
+  if (recording) record_sync("stream-synchronize", s, 1, NULL, 0);
+  PASS("cudaStreamSynchronize_ptsz", stream_fn, s);
+}
+cudaError_t cudaEventSynchronize(cudaEvent_t e) {
+  if (recording) record_sync("event-synchronize", NULL, 0, e, 1);
+  PASS("cudaEventSynchronize", event_fn, e);
+}
+cudaError_t cudaDeviceSynchronize(void) {
+  if (recording) record_sync("device-synchronize", NULL, 0, NULL, 0);
+  static void_fn real;
+  if (!real) real = (void_fn)dlsym(RTLD_NEXT, "cudaDeviceSynchronize");
+  return real ? real() : 1;
+}
