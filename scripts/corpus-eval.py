@@ -729,7 +729,7 @@ def cmd_cpu_gen(a) -> int:
     def one(path: str) -> dict:
         num = int(os.path.basename(path).split("_")[0])
         d = os.path.join(a.out, f"{num:03d}")
-        if a.resume and os.path.exists(os.path.join(d, "meta.json")):
+        if a.collect_only or (a.resume and os.path.exists(os.path.join(d, "meta.json"))):
             return {"num": num, "problem": os.path.basename(path), "dir": d, "error": None, "seconds": 0.0}
         cmd = ["nice", "-n", "10", sys.executable, gen, path, d, "--seed", str(a.seed), "--faults", str(a.faults),
                "--confirm-mb", str(a.confirm_mb), "--confirm-gflop", str(a.confirm_gflop)]
@@ -751,6 +751,7 @@ def cmd_cpu_gen(a) -> int:
     for g in sorted(gens, key=lambda g: g["num"]):
         meta_path = os.path.join(g["dir"], "meta.json")
         if g["error"] or not os.path.exists(meta_path):
+            g["error"] = g["error"] or "not generated"
             continue
         meta = json.load(open(meta_path))
         for c in meta["candidates"]:
@@ -952,6 +953,8 @@ def main() -> int:
     cg.add_argument("--jobs", type=int, default=2)
     cg.add_argument("--timeout", type=float, default=900)
     cg.add_argument("--resume", action="store_true", help="keep problems generated earlier (their meta.json)")
+    cg.add_argument("--collect-only", action="store_true",
+                    help="generate nothing: pairs.json from the problems of the sample generated so far")
     cr = sub.add_parser("cpu-run", help="dirigo check REF.py NEW.py over cpu-gen's pairs")
     cr.add_argument("--pairs", default=os.path.join(CACHE, "cpueval"))
     cr.add_argument("--out", default=os.path.join(CACHE, "cpueval-run"))

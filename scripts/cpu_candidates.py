@@ -401,13 +401,13 @@ _REF_OUT: dict = {}
 
 def ref_output(mod, seed: int):
     """The reference's output on the KernelBench-protocol input of this seed (computed once per seed)."""
-    if seed not in _REF_OUT:
+    if (id(mod), seed) not in _REF_OUT:
         ref = build(mod)
         torch.manual_seed(seed)
         xs = mod.get_inputs()
         with torch.no_grad():
-            _REF_OUT[seed] = ref(*xs)
-    return _REF_OUT[seed]
+            _REF_OUT[id(mod), seed] = ref(*xs)
+    return _REF_OUT[id(mod), seed]
 
 
 def run_pair(mod, graph_fn, seeds) -> list[dict]:
@@ -446,7 +446,55 @@ def compare(r, c) -> dict:
         return {"max_abs_diff": worst, "differs": bad}
 
 
-def add_rewrite(a, meta: dict, mod) -> None:
+def confirm_reduced(a, meta: dict, gm: fx.GraphModule, faults: list) -> None:
+    """A problem too large to run here: the same candidates rebuilt at batch size 2 (the problem's module-level
+    `batch_size`; every other size as it is) and run there. The same graph (node for node) with the same fault
+    applied to the same node; a fault that changes the function at batch 2 changes it at the problem's batch
+    too (the faults act per sample or on non-batch dims; "short" on the batch dim is left unconfirmed)."""
+    small = load(a.problem)
+    if getattr(small, "batch_size", None) is None or small.batch_size <= 2:
+        return _unconfirmed(a, meta, "no smaller batch to run")
+    small.batch_size = 2
+    try:
+        gs, _ = trace_graph(small)
+    except Exception as e:  # noqa: BLE001
+        return _unconfirmed(a, meta, f"batch 2 does not trace: {type(e).__name__}")
+    if [(n.op, n.name, n.target) for n in gs.graph.nodes] != [(n.op, n.name, n.target) for n in gm.graph.nodes]:
+        return _unconfirmed(a, meta, "the graph at batch 2 is another graph")
+    meta["confirm_shapes"] = "batch 2"
+    todo = [(meta["candidates"][0], gs)]
+    for c, _ in faults:
+        kind, node, fseed = c["fault"]
+        g2, desc = apply_fault(gs, kind, node, fseed)
+        same = desc is not None and desc.split(":")[0] == c["what"].split(":")[0]
+        if not same or (kind == "short" and "dim 0 " in desc):
+            c["confirm"] = "unconfirmed"
+            continue
+        todo.append((c, g2))
+    for c, g in todo:
+        g.recompile()
+        fn = lambda *xs, g=g: g(*xs)
+        try:
+            runs = run_pair(small, fn, [42])
+            if not runs[0]["differs"] and c["label"] == "fault":
+                runs += run_pair(small, fn, [1234])
+        except Exception as e:  # noqa: BLE001
+            c["confirm"], c["confirm_error"] = "crashes", f"{type(e).__name__}: {str(e)[:200]}"
+            continue
+        c["runs"] = runs
+        c["confirm"] = "different" if any(r["differs"] for r in runs) else "equivalent"
+    add_rewrite(a, meta, load(a.problem), small)
+
+
+def _unconfirmed(a, meta: dict, why: str) -> None:
+    meta["confirm_shapes"] = None
+    meta["unconfirmed_because"] = why
+    for c in meta["candidates"]:
+        c["confirm"] = "unconfirmed"
+    add_rewrite(a, meta, None, None)
+
+
+def add_rewrite(a, meta: dict, mod, run_mod) -> None:
     """The functional form of the problem (kernelbench-functional) with its library calls spelled out, as a
     correct candidate, run against the reference like the faults (when the problem is small enough)."""
     fpath = os.path.join(a.functional, meta["problem"])
@@ -458,9 +506,12 @@ def add_rewrite(a, meta: dict, mod) -> None:
     open(path, "w").write(rw[0])
     c = {"name": "rewrite", "file": path, "label": "correct", "what": "functional form, " + "; ".join(rw[1])}
     meta["candidates"].append(c)
-    if meta.get("confirmable"):
+    if run_mod is not None:
         try:
-            c["runs"] = run_modules(mod, load(path), [42])
+            new_mod = load(path)
+            if run_mod is not mod:
+                new_mod.batch_size = run_mod.batch_size
+            c["runs"] = run_modules(run_mod, new_mod, [42])
             c["confirm"] = "different" if any(r["differs"] for r in c["runs"]) else "equivalent"
         except Exception as e:
             c["confirm"], c["confirm_error"] = "crashes", f"{type(e).__name__}: {str(e)[:200]}"
@@ -489,7 +540,8 @@ def main() -> int:
     if a.only == "rewrite":  # add the rewrite candidate to an earlier generation
         meta = json.load(open(meta_path))
         meta["candidates"] = [c for c in meta["candidates"] if c["name"] != "rewrite"]
-        add_rewrite(a, meta, load(a.problem))
+        m = load(a.problem)
+        add_rewrite(a, meta, m, m if meta.get("confirmable") else None)
         json.dump(meta, open(meta_path, "w"), indent=1)
         print(json.dumps({"problem": meta["problem"], "rewrite": meta.get("rewrite")}))
         return 0
@@ -520,8 +572,11 @@ def main() -> int:
         chosen.append((k, rng.choice(by_kind[k])))
     faults = []
     for i, (kind, node) in enumerate(chosen):
-        g2, desc = apply_fault(gm, kind, node, rng.randrange(1 << 30))
-        faults.append((write(f"fault-{i}-{kind}", g2, desc, "fault"), g2))
+        fseed = rng.randrange(1 << 30)
+        g2, desc = apply_fault(gm, kind, node, fseed)
+        c = write(f"fault-{i}-{kind}", g2, desc, "fault")
+        c["fault"] = [kind, node, fseed]
+        faults.append((c, g2))
     meta["fault_sites"] = len(sites)
     meta["gen_cpu_seconds"] = round(time.process_time() - t0, 2)
 
@@ -547,11 +602,11 @@ def main() -> int:
                 continue
             c["runs"] = runs
             c["confirm"] = "different" if any(r["differs"] for r in runs) else "equivalent"
+        meta["confirm_shapes"] = "the problem's own"
+        add_rewrite(a, meta, mod, mod)
     else:
-        for c in meta["candidates"]:
-            c["confirm"] = "unconfirmed"
+        confirm_reduced(a, meta, gm, faults)
     meta["confirm_cpu_seconds"] = round(time.process_time() - t1, 2)
-    add_rewrite(a, meta, mod)
     json.dump(meta, open(meta_path, "w"), indent=1)
     print(json.dumps({k: meta[k] for k in ("problem", "fault_sites", "input_mib", "gen_cpu_seconds", "confirm_cpu_seconds")}))
     return 0
