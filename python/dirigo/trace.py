@@ -229,7 +229,7 @@ class Recorder:
         op = {"kind": "aten", "name": op_name, "overload": schema.overload_name or "default",
               "schema": str(schema).split("::", 1)[-1], "args": pos, "kwargs": kw, "outputs": outs,
               "mutates": [self.tensor_id(t) for t in written], "from": "python"}
-        if self.launch_hook is not None:  # on the GPU: the stream it was issued on (dirigo.streams)
+        if self.launch_hook is not None and torch.cuda.is_available():  # the stream it was issued on (streams.py)
             op["_stream"] = torch.cuda.current_stream().cuda_stream
         from .load import EXTENSION_CONTEXT
         if EXTENSION_CONTEXT.stack:
