@@ -376,7 +376,7 @@ def trace_once(call, module, inputs, input_names, device, capture_values: bool,
     _Phase.name = "in forward"
     if device == "cuda":  # attached for the forward only: the state record's statistics launch ATen copy kernels
         from . import launch
-        rec.caller_stream = torch.cuda.current_stream().cuda_stream
+        rec.caller_stream = torch.cuda.current_stream().cuda_stream if torch.cuda.is_available() else 0
         hook = launch.LaunchHook.attach(rec)
     try:
         with torch.no_grad(), rec.mode(), _triton_recording(rec):

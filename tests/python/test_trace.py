@@ -433,6 +433,9 @@ def test_launch_hook_is_attached_for_the_forward_only(monkeypatch):
             events.append(f"attach after {len(stats)} parameter statistics")
             return cls()
 
+        def stop(self):
+            events.append("stop")
+
         def detach(self):
             events.append("detach")
 
@@ -440,5 +443,5 @@ def test_launch_hook_is_attached_for_the_forward_only(monkeypatch):
     monkeypatch.setattr(torch.cuda, "synchronize", lambda: None)
     m = Model()
     rec, _ = trace.trace_once(m, m, [torch.randn(4, 3)], ["x"], "cuda", capture_values=False, record_state=True)
-    assert events == ["attach after 2 parameter statistics", "forward", "detach"]
+    assert events == ["attach after 2 parameter statistics", "forward", "stop", "detach"]
     assert len(rec.outputs) == 1
