@@ -166,6 +166,27 @@ std::optional<Bounds> quotient_pairs(Expr sum, const std::unordered_map<Expr, Bo
   return Bounds{uint64_t(lo), uint64_t(hi)};
 }
 
+// A sum whose operands lie wholly above 2^(w-1) (negative constants and offsets: `-40004 + 4*tid.x
+// + ...` at 64 bits) taken with those operands as negative numbers: when the integer sum then stays
+// inside one window [m 2^w, (m+1) 2^w), the w-bit sum is that integer minus m 2^w, exactly. The
+// unsigned sum of the same operands wraps for some threads and not others and says nothing.
+std::optional<Bounds> signed_sum(Expr sum, const std::unordered_map<Expr, Bounds>& r) {
+  const unsigned w = ir::bv_width(sum->sort);
+  const __int128 half = __int128(1) << (w - 1), mod = half * 2;
+  __int128 lo = 0, hi = 0;
+  bool negative = false;
+  for (Expr a : sum->args()) {
+    const Bounds b = r.at(a);
+    if (__int128(b.lo) >= half) lo += __int128(b.lo) - mod, hi += __int128(b.hi) - mod, negative = true;
+    else lo += b.lo, hi += b.hi;
+  }
+  if (!negative) return std::nullopt;
+  auto floor_div = [](__int128 a, __int128 m) { return a >= 0 ? a / m : -((-a + m - 1) / m); };
+  const __int128 m = floor_div(lo, mod);
+  if (floor_div(hi, mod) != m) return std::nullopt;
+  return Bounds{uint64_t(lo - m * mod), uint64_t(hi - m * mod)};
+}
+
 // What a condition says when it holds (or fails): the atoms below its conjunctions, De Morgan
 // through negated disjunctions, and `g ? a : b` as a (as b) once the facts so far decide g. These
 // are the guards of if-converted and merged regions: `!(g ? ((32 <=s i) || (i <s 0)) : false) && g`
@@ -288,6 +309,15 @@ bool guards_from(const Facts& f, Guards& g) {
   }
   for (auto& [x, b] : shifted)
     if (!narrow(x, b)) return false;
+  // each operand of an OR is at most the OR (unsigned): nvcc tests `r - 1 >= 0 && c - 1 >= 0` as
+  // `0 <=s ((c - 1) | (r - 1))`, whose sign bit is clear only when both operands' are
+  std::vector<std::pair<Expr, uint64_t>> ors;
+  for (auto& [s, b] : g)
+    if (s->op == Op::BvOr) ors.push_back({s, b.hi});
+  for (auto& [s, hi] : ors)
+    if (hi < ir::width_mask(ir::bv_width(s->sort)))
+      for (Expr a : s->args())
+        if (a->op != Op::ConstBV && !narrow(a, {0, hi})) return false;
   return true;
 }
 
@@ -378,6 +408,7 @@ std::optional<Bounds> range_in(Expr root, const ThreadVars& tv, const ThreadBox&
         if (w < 64 && (lo >> w) == (hi >> w)) out = {uint64_t(lo) & ir::width_mask(w), uint64_t(hi) & ir::width_mask(w)};
         else if (w == 64 && (lo >> 64) == (hi >> 64)) out = {uint64_t(lo), uint64_t(hi)};
         if (auto q = quotient_pairs(e, r)) out = {std::max(out.lo, q->lo), std::min(out.hi, q->hi)};
+        if (auto s = signed_sum(e, r)) out = {std::max(out.lo, s->lo), std::min(out.hi, s->hi)};
         break;
       }
       case Op::BvMul: {
@@ -705,6 +736,266 @@ std::optional<ThreadCoord> sample_witness(const ThreadVars& tv, Expr pred, unsig
     if (out) return found();
   }
   return std::nullopt;
+}
+
+}  // namespace dirigo::exec
+
+// ---------------------------------------------------------------- decisions over sub-boxes
+
+namespace dirigo::exec {
+namespace {
+
+// F = k + sum c_i v_i over the thread Vars, as integers; `congruent_form` gives an F equal to the
+// expression modulo 2^w at every point of the box, `exact_form` one equal to its unsigned (or, for
+// a sign extension's operand, signed) value: F shifted by the one multiple of 2^w that puts F's
+// range over the box inside the window. nullopt: not affine, or the range spans two windows.
+struct Affine {
+  __int128 k = 0;
+  __int128 c[6] = {0, 0, 0, 0, 0, 0};
+};
+
+__int128 floor_div(__int128 a, __int128 m) { return a >= 0 ? a / m : -((-a + m - 1) / m); }
+
+std::pair<__int128, __int128> form_range(const Affine& f, const ThreadBox& box) {
+  __int128 lo = f.k, hi = f.k;
+  for (int i = 0; i < 6; ++i) {
+    if (f.c[i] == 0) continue;
+    __int128 a = f.c[i] * __int128(box[i].lo), b = f.c[i] * __int128(box[i].hi);
+    lo += std::min(a, b), hi += std::max(a, b);
+  }
+  return {lo, hi};
+}
+
+std::optional<Affine> exact_form(Expr e, const ThreadVars& tv, const ThreadBox& box, bool as_signed, int depth);
+
+std::optional<Affine> congruent_form(Expr e, const ThreadVars& tv, const ThreadBox& box, int depth) {
+  if (depth > 8 || !ir::is_bv(e->sort)) return std::nullopt;
+  const unsigned w = ir::bv_width(e->sort);
+  Affine f;
+  switch (e->op) {
+    case Op::ConstBV: f.k = __int128(e->bv_signed()); return f;
+    case Op::Var: {
+      int i = var_index(tv, e);
+      if (i < 0) return std::nullopt;
+      f.c[i] = 1;
+      return f;
+    }
+    case Op::BvAdd:
+      for (Expr a : e->args()) {
+        auto g = congruent_form(a, tv, box, depth + 1);
+        if (!g) return std::nullopt;
+        f.k += g->k;
+        for (int i = 0; i < 6; ++i) f.c[i] += g->c[i];
+      }
+      return f;
+    case Op::BvMul: case Op::BvShl: {
+      if (e->nargs != 2) return std::nullopt;
+      Expr k = e->op == Op::BvShl ? e->arg(1) : e->arg(0)->op == Op::ConstBV ? e->arg(0) : e->arg(1);
+      Expr x = k == e->arg(0) ? e->arg(1) : e->arg(0);
+      if (k->op != Op::ConstBV || x->op == Op::ConstBV) return std::nullopt;
+      if (e->op == Op::BvShl && k->bv_value() >= w) return std::nullopt;
+      __int128 m = e->op == Op::BvShl ? __int128(1) << k->bv_value() : __int128(k->bv_signed());
+      auto g = congruent_form(x, tv, box, depth + 1);
+      if (!g) return std::nullopt;
+      f.k = g->k * m;
+      for (int i = 0; i < 6; ++i) f.c[i] = g->c[i] * m;
+      // keep the numbers small: a huge coefficient means the product wraps (caller's windows fail)
+      for (int i = 0; i < 6; ++i)
+        if (f.c[i] > (__int128(1) << 80) || f.c[i] < -(__int128(1) << 80)) return std::nullopt;
+      return f;
+    }
+    case Op::ZExt: return exact_form(e->arg(0), tv, box, false, depth + 1);
+    case Op::SExt: return exact_form(e->arg(0), tv, box, true, depth + 1);
+    default: return std::nullopt;
+  }
+}
+
+std::optional<Affine> exact_form(Expr e, const ThreadVars& tv, const ThreadBox& box, bool as_signed, int depth) {
+  auto f = congruent_form(e, tv, box, depth);
+  if (!f) return std::nullopt;
+  const unsigned w = ir::bv_width(e->sort);
+  const __int128 mod = __int128(1) << w, base = as_signed ? -(mod / 2) : 0;
+  auto [lo, hi] = form_range(*f, box);
+  const __int128 m = floor_div(lo - base, mod);
+  if (floor_div(hi - base, mod) != m) return std::nullopt;
+  f->k -= m * mod;
+  return f;
+}
+
+// One guard `s in [lo, hi]` (unsigned, s of width w) over an affine s: the integer interval F must
+// lie in, over this box (the one window where F's range meets the guard); nullopt when F's range
+// meets the guard in several windows (no single interval says it).
+struct AffineGuard { Affine f; unsigned w; Bounds b; };
+enum class Meets { None, One, Several };
+Meets guard_interval(const AffineGuard& g, const ThreadBox& box, __int128& L, __int128& H) {
+  const __int128 mod = __int128(1) << g.w;
+  auto [flo, fhi] = form_range(g.f, box);
+  const __int128 m0 = floor_div(flo - __int128(g.b.hi), mod), m1 = floor_div(fhi - __int128(g.b.lo), mod);
+  int found = 0;
+  for (__int128 m = m0; m <= m1 + 1 && m <= m0 + 3; ++m) {
+    __int128 a = __int128(g.b.lo) + m * mod, b = __int128(g.b.hi) + m * mod;
+    if (b < flo || a > fhi) continue;
+    if (++found > 1) return Meets::Several;
+    L = std::max(a, flo), H = std::min(b, fhi);
+  }
+  if (m1 + 1 > m0 + 3) return Meets::Several;
+  return found ? Meets::One : Meets::None;
+}
+
+std::vector<AffineGuard> affine_guards(const ThreadVars& tv, const Guards& guards, const ThreadBox& box) {
+  std::vector<AffineGuard> out;
+  for (auto& [s, b] : guards) {
+    if (s->op == Op::Var || !ir::is_bv(s->sort)) continue;  // box_of took those
+    auto f = congruent_form(s, tv, box, 0);
+    if (!f) continue;
+    bool any = false;
+    for (int i = 0; i < 6; ++i) any = any || f->c[i] != 0;
+    if (any) out.push_back({*f, ir::bv_width(s->sort), b});
+  }
+  return out;
+}
+
+// Bounds propagation: each guard F in [L, H] narrows every Var of F to what the other Vars' ranges
+// leave room for. false: some guard holds for no point of the box.
+bool propagate(const std::vector<AffineGuard>& gs, ThreadBox& box) {
+  for (int round = 0; round < 8; ++round) {
+    bool changed = false;
+    for (const auto& g : gs) {
+      __int128 L, H;
+      Meets m = guard_interval(g, box, L, H);
+      if (m == Meets::None) return false;
+      if (m == Meets::Several) continue;
+      auto [flo, fhi] = form_range(g.f, box);
+      for (int i = 0; i < 6; ++i) {
+        const __int128 c = g.f.c[i];
+        if (c == 0) continue;
+        __int128 a = c * __int128(box[i].lo), b = c * __int128(box[i].hi);
+        const __int128 tmin = std::min(a, b), tmax = std::max(a, b);
+        // F = c v_i + (the rest), the rest in [flo - tmin, fhi - tmax]: c v_i >= L - its max, <= H - its min
+        __int128 lo = L - (fhi - tmax), hi = H - (flo - tmin);
+        __int128 vlo, vhi;
+        if (c > 0) vlo = -floor_div(-lo, c), vhi = floor_div(hi, c);
+        else vlo = -floor_div(hi, -c), vhi = floor_div(-lo, -c);
+        if (vlo > __int128(box[i].lo)) box[i].lo = uint64_t(vlo), changed = true;
+        if (vhi < __int128(box[i].hi)) box[i].hi = uint64_t(std::max<__int128>(vhi, 0)), changed = true;
+        if (vhi < 0 || box[i].lo > box[i].hi) return false;
+      }
+    }
+    if (!changed) break;
+  }
+  return true;
+}
+
+// Where a guard holds for every point of the box, as a range of its widest Var (the others
+// anywhere in the box): the boundary at which to split. nullopt: no proper split point.
+std::optional<std::pair<int, Bounds>> guard_split(const std::vector<AffineGuard>& gs, const ThreadBox& box) {
+  for (const auto& g : gs) {
+    __int128 L, H;
+    if (guard_interval(g, box, L, H) != Meets::One) continue;
+    auto [flo, fhi] = form_range(g.f, box);
+    if (flo >= L && fhi <= H) continue;  // holds everywhere: nothing to split
+    int best = -1;
+    __int128 best_span = 0;
+    for (int i = 0; i < 6; ++i) {
+      __int128 span = (g.f.c[i] < 0 ? -g.f.c[i] : g.f.c[i]) * __int128(box[i].hi - box[i].lo);
+      if (g.f.c[i] != 0 && box[i].hi > box[i].lo && span > best_span) best = i, best_span = span;
+    }
+    if (best < 0) continue;
+    const __int128 c = g.f.c[best];
+    __int128 a = c * __int128(box[best].lo), b = c * __int128(box[best].hi);
+    const __int128 tmin = std::min(a, b), tmax = std::max(a, b);
+    // c v in [L - (flo - tmin), H - (fhi - tmax)] keeps F in [L, H] whatever the others are
+    __int128 lo = L - (flo - tmin), hi = H - (fhi - tmax);
+    __int128 vlo = c > 0 ? -floor_div(-lo, c) : -floor_div(hi, -c);
+    __int128 vhi = c > 0 ? floor_div(hi, c) : floor_div(-lo, -c);
+    vlo = std::max<__int128>(vlo, box[best].lo), vhi = std::min<__int128>(vhi, box[best].hi);
+    if (vlo > vhi) continue;
+    if (vlo == __int128(box[best].lo) && vhi == __int128(box[best].hi)) continue;
+    return std::make_pair(best, Bounds{uint64_t(vlo), uint64_t(vhi)});
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+std::optional<ThreadBox> propagate_guards(const ThreadVars& tv, ir::Expr pred, const ThreadBox& box) {
+  auto guards = guards_of(pred);
+  if (!guards) return std::nullopt;
+  ThreadBox b = box;
+  if (!propagate(affine_guards(tv, *guards, b), b)) return std::nullopt;
+  return b;
+}
+
+BoundsOverRanges bounds_over_ranges(const ThreadVars& tv, Expr pred, Expr index, uint64_t extent, size_t max_boxes,
+                                    Deadline* deadline) {
+  BoundsOverRanges out;
+  auto guards = guards_of(pred);
+  auto box0 = box_of(tv, pred);
+  if (!guards || !box0) { out.answer = BoundsOverRanges::Answer::InBounds; return out; }  // no thread
+  std::vector<Expr> vars = tv.all();
+  Expr roots[] = {pred, index};
+  BvProgram prog(vars, roots);
+  const auto gs = affine_guards(tv, *guards, *box0);
+  unsigned mentioned = 0;  // Vars the question depends on: the only ones worth splitting
+  for (Expr l : ir::leaves(pred)) if (int i = var_index(tv, l); i >= 0) mentioned |= 1u << i;
+  for (Expr l : ir::leaves(index)) if (int i = var_index(tv, l); i >= 0) mentioned |= 1u << i;
+  auto violated_at = [&](const uint64_t* p) {
+    uint64_t r[2];
+    prog.eval(p, r);
+    return r[0] && r[1] >= extent;
+  };
+  std::vector<ThreadBox> work{*box0};
+  while (!work.empty()) {
+    if (deadline) deadline->tick("in the bounds check over thread ranges");
+    ThreadBox box = work.back();
+    work.pop_back();
+    if (++out.boxes > max_boxes) { out.answer = BoundsOverRanges::Answer::Unknown; return out; }
+    if (!propagate(gs, box)) continue;  // no thread of pred in this box
+    if (auto r = range_over(index, tv, box, &*guards); r && r->hi < extent) continue;
+    if (prog.ok()) {  // a thread of the box that commits the access out of bounds: a witness
+      uint64_t p[6];
+      for (unsigned corner = 0; corner <= 64; ++corner) {
+        for (int i = 0; i < 6; ++i)
+          p[i] = corner == 64 ? box[i].lo + (box[i].hi - box[i].lo) / 2 : (corner >> i & 1) ? box[i].hi : box[i].lo;
+        if (violated_at(p)) {
+          out.answer = BoundsOverRanges::Answer::Violated;
+          out.witness = ThreadCoord{{uint32_t(p[0]), uint32_t(p[1]), uint32_t(p[2])},
+                                    {uint32_t(p[3]), uint32_t(p[4]), uint32_t(p[5])}};
+          return out;
+        }
+      }
+    }
+    bool point = true;
+    for (int i = 0; i < 6; ++i) point = point && (box[i].lo == box[i].hi || !(mentioned >> i & 1));
+    if (point) {  // every thread of the box evaluates alike: the corners were all of it
+      if (prog.ok()) continue;
+      out.answer = BoundsOverRanges::Answer::Unknown;
+      return out;
+    }
+    // split where a guard starts to hold for the whole box, else halve the widest Var
+    int var = -1;
+    std::vector<Bounds> parts;
+    if (auto s = guard_split(gs, box)) {
+      var = s->first;
+      const Bounds full = box[var], mid = s->second;
+      if (full.lo < mid.lo) parts.push_back({full.lo, mid.lo - 1});
+      parts.push_back(mid);
+      if (mid.hi < full.hi) parts.push_back({mid.hi + 1, full.hi});
+    } else {
+      uint64_t widest = 0;
+      for (int i = 0; i < 6; ++i)
+        if ((mentioned >> i & 1) && box[i].hi - box[i].lo > widest) var = i, widest = box[i].hi - box[i].lo;
+      const uint64_t half = box[var].lo + widest / 2;
+      parts = {{box[var].lo, half}, {half + 1, box[var].hi}};
+    }
+    for (const Bounds& b : parts) {
+      ThreadBox sub = box;
+      sub[var] = b;
+      work.push_back(sub);
+    }
+  }
+  out.answer = BoundsOverRanges::Answer::InBounds;
+  return out;
 }
 
 }  // namespace dirigo::exec

@@ -78,4 +78,22 @@ class RangeCache {
 // (for predicates too large to enumerate). Every answer is checked by evaluation.
 std::optional<ThreadCoord> sample_witness(const ThreadVars& tv, ir::Expr pred, unsigned samples = 4096);
 
+// `index <u extent` for every thread of `pred`, decided over sub-boxes of pred's thread box rather
+// than thread by thread (10^8-thread launches): each sub-box is narrowed by bounds propagation over
+// pred's affine guards (`-1 + 16*ctaid.y + tid.y >= 0` with ctaid.y = 0 says tid.y >= 1), then the
+// index is ranged over it (range_over); a box left undecided is split where a guard starts to hold
+// for all of it (ctaid.y = 0 | ctaid.y >= 1), else halved on its widest Var. Its corners and center
+// are evaluated first: a thread of pred whose index is past the extent is a witness (Violated).
+// Unknown after max_boxes sub-boxes, or where the question does not compile to a BvProgram.
+struct BoundsOverRanges {
+  enum class Answer { InBounds, Violated, Unknown } answer = Answer::Unknown;
+  std::optional<ThreadCoord> witness;  // Violated: evaluated, pred holds and the index is >= extent
+  size_t boxes = 0;                    // sub-boxes looked at
+};
+BoundsOverRanges bounds_over_ranges(const ThreadVars& tv, ir::Expr pred, ir::Expr index, uint64_t extent,
+                                    size_t max_boxes = 512, Deadline* deadline = nullptr);
+// `box` narrowed by bounds propagation over the affine guards of `pred` (exposed for tests);
+// nullopt when no point of the box satisfies them.
+std::optional<ThreadBox> propagate_guards(const ThreadVars& tv, ir::Expr pred, const ThreadBox& box);
+
 }  // namespace dirigo::exec

@@ -362,7 +362,7 @@ ThreadCoord Machine::coord_of(uint64_t lin, const Dim3& ctaid) const {
 }
 
 bool Machine::finding(const std::string& kind, const ptx::Instruction& in, Bundle& b, Expr where_pred, std::string msg,
-                      Expr holds) {
+                      Expr holds, std::optional<ThreadCoord> thread) {
   std::string key = kind + "@" + std::to_string(in.loc.ptx_line);
   if (!reported_.insert(key).second) return true;
   Finding fd;
@@ -371,6 +371,7 @@ bool Machine::finding(const std::string& kind, const ptx::Instruction& in, Bundl
   fd.where = where(in);
   fd.message = std::move(msg);
   if (b.coord) fd.thread = b.coord;
+  else if (thread) fd.thread = thread;
   else if (where_pred) {
     // A finding needs a thread that commits it; sat() answers "satisfiable" when it cannot enumerate.
     fd.thread = sat_.witness(where_pred);

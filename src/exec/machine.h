@@ -256,9 +256,10 @@ class Machine {
   bool sat(ir::Expr e) { return sat_.sat(e); }
   ir::Expr tighten(ir::Expr pred);
   // false: no thread could be exhibited (recorded as undecided). `holds`, when given, must
-  // evaluate to true at the witness thread (an over-approximated domain proposes it)
+  // evaluate to true at the witness thread (an over-approximated domain proposes it); `thread`,
+  // when given, is a witness the caller already evaluated
   bool finding(const std::string& kind, const ptx::Instruction& in, Bundle& b, ir::Expr where_pred, std::string msg,
-               ir::Expr holds = nullptr);
+               ir::Expr holds = nullptr, std::optional<ThreadCoord> thread = std::nullopt);
   void undef_sink(Bundle& b, const ptx::Instruction& in, ir::Expr v, const char* kind, const char* what);
   ir::Expr undef_holds(Bundle& b, ir::Expr v);  // where v is undefined here (the witness check of undef-*)
   Where where(const ptx::Instruction& in) const;

@@ -277,6 +277,16 @@ void Machine::check_global_bounds(Bundle& b, const ptx::Instruction& in, const A
     if (auto r = ranges_.range(index, b.pred); r && r->hi < extent) return;
   }
   Expr bad = ctx_.and_(b.pred, ctx_.ule(ctx_.bv_const(Sort::BV64, extent), index));
+  if (!b.coord) {  // over sub-boxes of the thread ranges, before any enumeration
+    auto d = bounds_over_ranges(tv_, b.pred, index, extent, 512, &deadline_);
+    if (d.answer == BoundsOverRanges::Answer::InBounds) return;
+    if (d.answer == BoundsOverRanges::Answer::Violated) {
+      finding("global-out-of-bounds", in, b, bad,
+              fmt::format("index outside {} (extent {} elements)", ctx_.tensor_name(a.tensor), extent), nullptr,
+              d.witness);
+      return;
+    }
+  }
   if (sat(bad))
     finding("global-out-of-bounds", in, b, bad,
             fmt::format("index outside {} (extent {} elements)", ctx_.tensor_name(a.tensor), extent));

@@ -1,0 +1,249 @@
+// Safety checks decided over thread ranges, not threads (exec/interval.h: bounds_over_ranges and
+// the rules under it), each rule with a case where it applies and one where it must not; and
+// 10^8-thread launches whose bounds are proven, or broken with a thread, over ranges.
+#include <gtest/gtest.h>
+
+#include <random>
+
+#include "exec/interval.h"
+#include "exec/sat.h"
+#include "exec_test_util.h"
+
+namespace dirigo::exec::test {
+namespace {
+
+using ir::Bounds;
+using ir::Expr;
+using ir::Sort;
+
+// A 2D launch of 16x16 blocks over a 10000 x 10000 image (10^8 threads), as a conv kernel has it.
+struct Image {
+  ir::Context ctx;
+  ThreadVars tv{ctx, {16, 16, 1}, {625, 625, 1}};
+  Expr c32(uint64_t v) { return ctx.bv_const(Sort::BV32, v); }
+  Expr c64(uint64_t v) { return ctx.bv_const(Sort::BV64, v); }
+  Expr z(Expr e) { return ctx.zext(e, Sort::BV64); }
+  Expr col() { return ctx.bv_add(tv.tid[0], ctx.bv_mul(c32(16), tv.ctaid[0])); }
+  Expr row() { return ctx.bv_add(tv.tid[1], ctx.bv_mul(c32(16), tv.ctaid[1])); }
+  Expr minus1(Expr e) { return ctx.bv_add(e, c32(0xffffffff)); }
+  // nvcc's `r - 1 >= 0 && c - 1 >= 0`
+  Expr up_left_ok() { return ctx.sle(c32(0), ctx.bv_or(minus1(col()), minus1(row()))); }
+  ThreadBox full() { return *box_of(tv, ctx.bool_const(true)); }
+};
+
+// --- guards_of: an OR's upper bound bounds its operands
+
+TEST(RangeRules, NonNegativeOrBoundsBothOperands) {
+  Image im;
+  auto g = guards_of(im.up_left_ok());
+  ASSERT_TRUE(g);
+  auto it = g->find(im.minus1(im.row()));
+  ASSERT_NE(it, g->end());
+  EXPECT_EQ(it->second.hi, 0x7fffffffu);  // r - 1 >= 0 as a signed value
+}
+
+TEST(RangeRules, NegativeOrSaysNothingAboutItsOperands) {
+  Image im;
+  auto g = guards_of(im.ctx.slt(im.ctx.bv_or(im.minus1(im.col()), im.minus1(im.row())), im.c32(0)));
+  ASSERT_TRUE(g);
+  EXPECT_EQ(g->count(im.minus1(im.row())), 0u);  // one of them is negative, not which
+}
+
+// --- range_over: a sum with a negative constant, taken with signed representatives
+
+TEST(RangeRules, SignedSumFitsOneWindow) {
+  Image im;
+  ThreadBox box = im.full();
+  box[0] = {1, 15};  // tid.x >= 1
+  Expr e = im.ctx.bv_add(im.c64(uint64_t(-4)), im.ctx.bv_mul(im.c64(4), im.z(im.tv.tid[0])));
+  auto r = range_over(e, im.tv, box);
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->lo, 0u);
+  EXPECT_EQ(r->hi, 56u);
+}
+
+TEST(RangeRules, SignedSumAcrossZeroIsNotNarrowed) {
+  Image im;
+  Expr e = im.ctx.bv_add(im.c64(uint64_t(-4)), im.ctx.bv_mul(im.c64(4), im.z(im.tv.tid[0])));
+  auto r = range_over(e, im.tv, im.full());  // tid.x = 0 gives 2^64 - 4, tid.x = 1 gives 0
+  EXPECT_TRUE(!r || r->hi > 56u);
+}
+
+// --- propagate_guards: bounds propagation over affine guards
+
+TEST(RangeRules, AffineGuardNarrowsTheOtherVar) {
+  Image im;
+  ThreadBox box = im.full();
+  box[4] = {0, 0};  // first block row
+  auto b = propagate_guards(im.tv, im.up_left_ok(), box);
+  ASSERT_TRUE(b);
+  EXPECT_EQ((*b)[1].lo, 1u);  // -1 + 16*0 + tid.y >= 0
+  box[4] = {0, 0}, box[3] = {0, 0};
+  b = propagate_guards(im.tv, im.up_left_ok(), box);
+  ASSERT_TRUE(b);
+  EXPECT_EQ((*b)[0].lo, 1u);
+  EXPECT_EQ((*b)[1].lo, 1u);
+}
+
+TEST(RangeRules, GuardOverAWideBoxLeavesItAlone) {
+  Image im;
+  auto b = propagate_guards(im.tv, im.up_left_ok(), im.full());  // ctaid.y = 1 admits tid.y = 0
+  ASSERT_TRUE(b);
+  EXPECT_EQ((*b)[1].lo, 0u);
+  // a non-affine subject (tid.x * tid.y) is no affine guard: nothing narrowed
+  Expr prod = im.ctx.bv_mul(im.tv.tid[0], im.tv.tid[1]);
+  ThreadBox box = im.full();
+  box[3] = box[4] = {0, 0};
+  b = propagate_guards(im.tv, im.ctx.ule(im.c32(1), prod), box);
+  ASSERT_TRUE(b);
+  EXPECT_EQ((*b)[0].lo, 0u);
+  EXPECT_EQ((*b)[1].lo, 0u);
+}
+
+TEST(RangeRules, ContradictoryGuardEmptiesTheBox) {
+  Image im;
+  ThreadBox box = im.full();
+  // 16*ctaid.y + tid.y >= 20000: no row of a 10000-row grid
+  EXPECT_FALSE(propagate_guards(im.tv, im.ctx.ule(im.c32(20000), im.row()), box));
+}
+
+// --- bounds_over_ranges
+
+// x[(r - 1) * 10000 + (c - 1)] under r - 1 >= 0 && c - 1 >= 0, as nvcc writes it (a byte offset
+// with the constant folded in, then >> 2).
+Expr halo_index(Image& im, uint64_t w) {
+  Expr terms[] = {im.c64(uint64_t(-int64_t(4 * w + 4))), im.ctx.bv_mul(im.c64(64), im.z(im.tv.ctaid[0])),
+                  im.ctx.bv_mul(im.c64(4 * w), im.z(im.tv.tid[1])), im.ctx.bv_mul(im.c64(4), im.z(im.tv.tid[0])),
+                  im.ctx.bv_mul(im.c64(64 * w), im.z(im.tv.ctaid[1]))};
+  Expr off = im.ctx.bv_add(terms);
+  return im.ctx.bv_lshr(off, im.c64(2));
+}
+
+TEST(BoundsOverRanges, HaloLoadProvenWithoutEnumerating) {
+  Image im;
+  Expr idx = halo_index(im, 10000);
+  // one interval over the whole box cannot: r = 0 would wrap below zero
+  auto g = guards_of(im.up_left_ok());
+  auto r = range_over(idx, im.tv, *box_of(im.tv, im.up_left_ok()), &*g);
+  EXPECT_TRUE(!r || r->hi >= 100000000u);
+  auto d = bounds_over_ranges(im.tv, im.up_left_ok(), idx, 100000000);
+  EXPECT_EQ(d.answer, BoundsOverRanges::Answer::InBounds);
+  EXPECT_LE(d.boxes, 16u);  // split at the guards' boundaries: a handful of boxes, not 10^8 threads
+}
+
+TEST(BoundsOverRanges, MissingGuardGivesAnEvaluatedWitness) {
+  Image im;
+  Expr idx = halo_index(im, 10000);
+  // only r - 1 >= 0 guarded: at row 1, column 0 the byte offset is -4 (element 2^62 - 1); every
+  // other thread stays inside
+  Expr pred = im.ctx.sle(im.c32(0), im.minus1(im.row()));
+  auto d = bounds_over_ranges(im.tv, pred, idx, 100000000);
+  ASSERT_EQ(d.answer, BoundsOverRanges::Answer::Violated);
+  ASSERT_TRUE(d.witness);
+  const auto& t = *d.witness;
+  EXPECT_EQ(t.tid.x + 16 * t.ctaid.x, 0u);           // column 0: c - 1 = -1
+  EXPECT_EQ(t.tid.y + 16 * t.ctaid.y, 1u);           // row 1: the only row whose offset stays in
+}
+
+TEST(BoundsOverRanges, UnknownWhenTheBoxBudgetEnds) {
+  Image im;
+  auto d = bounds_over_ranges(im.tv, im.up_left_ok(), halo_index(im, 10000), 100000000, 1);
+  EXPECT_EQ(d.answer, BoundsOverRanges::Answer::Unknown);
+}
+
+// Random affine guards (plain, signed, nvcc's OR form) and 64-bit indices with negative offsets
+// over a small 2D launch: InBounds must mean no thread of the predicate is out of bounds (brute
+// force over all 960 threads), Violated must come with such a thread.
+TEST(BoundsOverRanges, AgreesWithBruteForce) {
+  std::mt19937 g(7);
+  size_t in_bounds = 0, violated = 0;
+  for (int iter = 0; iter < 400; ++iter) {
+    ir::Context ctx;
+    ThreadVars tv{ctx, {8, 4, 1}, {5, 6, 1}};
+    auto c32 = [&](int64_t v) { return ctx.bv_const(Sort::BV32, uint64_t(v) & 0xffffffffu); };
+    auto c64 = [&](int64_t v) { return ctx.bv_const(Sort::BV64, uint64_t(v)); };
+    Expr col = ctx.bv_add(tv.tid[0], ctx.bv_mul(c32(8), tv.ctaid[0]));  // 0..39
+    Expr row = ctx.bv_add(tv.tid[1], ctx.bv_mul(c32(4), tv.ctaid[1]));  // 0..23
+    auto pick = [&](int n) { return int(g() % unsigned(n)); };
+    auto shifted = [&](Expr e) { return ctx.bv_add(e, c32(pick(5) - 2)); };
+    std::vector<Expr> atoms;
+    for (int a = pick(4); a-- > 0;) {
+      Expr s = pick(2) ? shifted(col) : shifted(row);
+      switch (pick(4)) {
+        case 0: atoms.push_back(ctx.ult(s, c32(pick(40)))); break;
+        case 1: atoms.push_back(ctx.sle(c32(0), s)); break;
+        case 2: atoms.push_back(ctx.slt(s, c32(pick(40)))); break;
+        default: atoms.push_back(ctx.sle(c32(0), ctx.bv_or(shifted(col), shifted(row)))); break;
+      }
+    }
+    Expr pred = ctx.and_(atoms);
+    const int64_t w = 40, dr = pick(5) - 2, dc = pick(5) - 2;
+    // 4 * ((row + dr) * w + col + dc) at 64 bits, then >> 2: the element index
+    Expr terms[] = {c64(4 * (dr * w + dc)), ctx.bv_mul(c64(4 * w), ctx.zext(tv.tid[1], Sort::BV64)),
+                    ctx.bv_mul(c64(16 * w), ctx.zext(tv.ctaid[1], Sort::BV64)),
+                    ctx.bv_mul(c64(4), ctx.zext(tv.tid[0], Sort::BV64)),
+                    ctx.bv_mul(c64(32), ctx.zext(tv.ctaid[0], Sort::BV64))};
+    Expr idx = ctx.bv_lshr(ctx.bv_add(terms), c64(2));
+    const uint64_t extent = 40 * 24 - uint64_t(pick(3)) * 40;
+    auto vars = tv.all();
+    Expr roots[] = {pred, idx};
+    BvProgram prog(vars, roots);
+    bool any_bad = false;
+    uint64_t p[6] = {0, 0, 0, 0, 0, 0}, out[2];
+    for (p[4] = 0; p[4] < 6; ++p[4]) for (p[3] = 0; p[3] < 5; ++p[3]) for (p[1] = 0; p[1] < 4; ++p[1])
+      for (p[0] = 0; p[0] < 8; ++p[0]) {
+        prog.eval(p, out);
+        any_bad = any_bad || (out[0] && out[1] >= extent);
+      }
+    auto d = bounds_over_ranges(tv, pred, idx, extent);
+    if (d.answer == BoundsOverRanges::Answer::InBounds) {
+      ++in_bounds;
+      EXPECT_FALSE(any_bad) << "iteration " << iter;
+    } else if (d.answer == BoundsOverRanges::Answer::Violated) {
+      ++violated;
+      ASSERT_TRUE(d.witness);
+      uint64_t q[6] = {d.witness->tid.x, d.witness->tid.y, 0, d.witness->ctaid.x, d.witness->ctaid.y, 0};
+      prog.eval(q, out);
+      EXPECT_TRUE(out[0] && out[1] >= extent) << "iteration " << iter;
+    }
+  }
+  EXPECT_GT(in_bounds, 50u);  // both answers occur
+  EXPECT_GT(violated, 50u);
+}
+
+// --- Execute on 10^8-thread launches of our conv kernels (tests/exec/cuda/ranges.cu)
+
+ExecResult run_conv(Harness& h, const ptx::Module& m, const std::string& kernel, uint32_t hw) {
+  h.launch.params.push_back(ParamBinding::tensor_arg(h.ctx.tensor("x"), DType::F32, uint64_t(hw) * hw));
+  h.launch.params.push_back(ParamBinding::tensor_arg(h.ctx.tensor("w"), DType::F32, 9));
+  h.launch.params.push_back(ParamBinding::tensor_arg(h.ctx.tensor("y"), DType::F32, uint64_t(hw) * hw));
+  h.scalar(hw);
+  h.scalar(hw);
+  h.launch.grid = {(hw + 15) / 16, (hw + 15) / 16, 1};
+  h.launch.block = {16, 16, 1};
+  return execute(h.ctx, m, kernel, h.launch);
+}
+
+TEST(Ranges, HugeConvHaloLoadsProvenInBounds) {
+  DIRIGO_LOAD(m, "ranges");
+  Harness h;
+  auto r = run_conv(h, *m, "conv3x3", 10000);  // 10^8 threads
+  EXPECT_TRUE(r.ok()) << r.unsupported.value_or("") << to_text(h.ctx, r);
+  EXPECT_TRUE(r.findings.empty());
+  for (const auto& u : r.undecided) ADD_FAILURE() << u;
+}
+
+TEST(Ranges, HugeConvOffByOneHaloFoundWithAThread) {
+  DIRIGO_LOAD(m, "ranges");
+  Harness h;
+  auto r = run_conv(h, *m, "conv3x3_oob", 10000);
+  ASSERT_FALSE(r.findings.empty()) << to_text(h.ctx, r);
+  const Finding& f = r.findings.front();
+  EXPECT_EQ(f.kind, "global-out-of-bounds");
+  ASSERT_TRUE(f.thread);
+  EXPECT_EQ(f.thread->tid.y + 16 * f.thread->ctaid.y, 9999u);  // the last row reads row 10000
+  EXPECT_NE(f.where.source.find("ranges.cu:"), std::string::npos) << f.where.source;
+}
+
+}  // namespace
+}  // namespace dirigo::exec::test
