@@ -463,6 +463,8 @@ std::optional<Bounds> range_in(Expr root, const ThreadVars& tv, const ThreadBox&
         while (p <= m && p != 0) p <<= 1;
         out = {0, p == 0 ? UINT64_MAX : p - 1};
         out.hi = std::min(out.hi, ir::width_mask(w));
+        if (e->op == Op::BvOr)  // an OR is at least each operand: `(c - 1) | r <s 0` once c - 1 is negative
+          for (unsigned i = 0; i < e->nargs; ++i) out.lo = std::max(out.lo, arg(i).lo);
         break;
       }
       case Op::BvUMin: case Op::BvUMax: {
@@ -916,7 +918,68 @@ std::optional<std::pair<int, Bounds>> guard_split(const std::vector<AffineGuard>
   return std::nullopt;
 }
 
+// A comparison's truth over the box from its operands' ranges; nullopt: both values occur.
+std::optional<bool> atom_truth(Expr a, const ThreadVars& tv, const ThreadBox& box, RangeMemo& memo) {
+  if (a->nargs != 2 || !ir::is_bv(a->arg(0)->sort)) return std::nullopt;
+  auto x = range_over(a->arg(0), tv, box, memo), y = range_over(a->arg(1), tv, box, memo);
+  if (!x || !y) return std::nullopt;
+  Bounds bx = *x, by = *y;
+  if (a->op == Op::Slt || a->op == Op::Sle) {  // signed: each range must lie in one half
+    const uint64_t half = uint64_t(1) << (ir::bv_width(a->arg(0)->sort) - 1);
+    auto to_signed = [&](Bounds b, __int128& lo, __int128& hi) {
+      if (b.hi < half) { lo = b.lo, hi = b.hi; return true; }
+      if (b.lo >= half) { lo = __int128(b.lo) - 2 * __int128(half), hi = __int128(b.hi) - 2 * __int128(half); return true; }
+      return false;
+    };
+    __int128 xl, xh, yl, yh;
+    if (!to_signed(bx, xl, xh) || !to_signed(by, yl, yh)) return std::nullopt;
+    if (a->op == Op::Slt) { if (xh < yl) return true; if (xl >= yh) return false; }
+    else { if (xh <= yl) return true; if (xl > yh) return false; }
+    return std::nullopt;
+  }
+  switch (a->op) {
+    case Op::Ult: if (bx.hi < by.lo) return true; if (bx.lo >= by.hi) return false; break;
+    case Op::Ule: if (bx.hi <= by.lo) return true; if (bx.lo > by.hi) return false; break;
+    case Op::Eq:
+      if (bx.lo == bx.hi && by.lo == by.hi && bx.lo == by.lo) return true;
+      if (bx.hi < by.lo || by.hi < bx.lo) return false;
+      break;
+    default: break;
+  }
+  return std::nullopt;
+}
+
+// Three-valued truth of a thread condition over the box (And/Or/Not over comparisons).
+std::optional<bool> truth_over(Expr c, const ThreadVars& tv, const ThreadBox& box, RangeMemo& memo, int depth = 0) {
+  if (depth > 24) return std::nullopt;
+  switch (c->op) {
+    case Op::ConstBool: return c->bool_value();
+    case Op::Not: {
+      auto v = truth_over(c->arg(0), tv, box, memo, depth + 1);
+      if (!v) return std::nullopt;
+      return !*v;
+    }
+    case Op::And: case Op::Or: {
+      const bool is_and = c->op == Op::And;
+      bool all = true;
+      for (Expr a : c->args()) {
+        auto v = truth_over(a, tv, box, memo, depth + 1);
+        if (!v) all = false;
+        else if (*v != is_and) return !is_and;  // a false conjunct, a true disjunct
+      }
+      if (all) return is_and;
+      return std::nullopt;
+    }
+    default: return atom_truth(c, tv, box, memo);
+  }
+}
+
 }  // namespace
+
+std::optional<bool> truth_over_box(const ThreadVars& tv, ir::Expr cond, const ThreadBox& box) {
+  RangeMemo memo;
+  return truth_over(cond, tv, box, memo);
+}
 
 std::optional<ThreadBox> propagate_guards(const ThreadVars& tv, ir::Expr pred, const ThreadBox& box) {
   auto guards = guards_of(pred);
@@ -951,6 +1014,8 @@ BoundsOverRanges bounds_over_ranges(const ThreadVars& tv, Expr pred, Expr index,
     work.pop_back();
     if (++out.boxes > max_boxes) { out.answer = BoundsOverRanges::Answer::Unknown; return out; }
     if (!propagate(gs, box)) continue;  // no thread of pred in this box
+    RangeMemo memo;
+    if (truth_over(pred, tv, box, memo) == false) continue;  // nor here
     if (auto r = range_over(index, tv, box, &*guards); r && r->hi < extent) continue;
     if (prog.ok()) {  // a thread of the box that commits the access out of bounds: a witness
       uint64_t p[6];

@@ -92,6 +92,9 @@ struct BoundsOverRanges {
 };
 BoundsOverRanges bounds_over_ranges(const ThreadVars& tv, ir::Expr pred, ir::Expr index, uint64_t extent,
                                     size_t max_boxes = 512, Deadline* deadline = nullptr);
+// Three-valued truth of a thread condition (And/Or/Not over comparisons) over every point of the
+// box, from interval ranges of the comparisons' operands; nullopt: not decided that way.
+std::optional<bool> truth_over_box(const ThreadVars& tv, ir::Expr cond, const ThreadBox& box);
 // `box` narrowed by bounds propagation over the affine guards of `pred` (exposed for tests);
 // nullopt when no point of the box satisfies them.
 std::optional<ThreadBox> propagate_guards(const ThreadVars& tv, ir::Expr pred, const ThreadBox& box);

@@ -100,6 +100,18 @@ TEST(RangeRules, GuardOverAWideBoxLeavesItAlone) {
   EXPECT_EQ((*b)[1].lo, 0u);
 }
 
+TEST(RangeRules, TruthOverABoxFromOperandRanges) {
+  Image im;
+  ThreadBox box = im.full();
+  box[0] = box[3] = {0, 0};  // column 0: c - 1 = 0xffffffff, negative
+  Expr neg = im.ctx.slt(im.ctx.bv_or(im.minus1(im.col()), im.row()), im.c32(0));
+  EXPECT_EQ(truth_over_box(im.tv, neg, box), true);  // an OR is at least its operands
+  EXPECT_EQ(truth_over_box(im.tv, im.ctx.not_(neg), box), false);
+  EXPECT_EQ(truth_over_box(im.tv, neg, im.full()), std::nullopt);  // columns >= 1 make it false
+  Expr either = im.ctx.or_(im.ctx.ult(im.col(), im.c32(0)), neg);
+  EXPECT_EQ(truth_over_box(im.tv, either, box), true);
+}
+
 TEST(RangeRules, ContradictoryGuardEmptiesTheBox) {
   Image im;
   ThreadBox box = im.full();
@@ -151,7 +163,7 @@ TEST(BoundsOverRanges, UnknownWhenTheBoxBudgetEnds) {
   EXPECT_EQ(d.answer, BoundsOverRanges::Answer::Unknown);
 }
 
-// Random affine guards (plain, signed, nvcc's OR form) and 64-bit indices with negative offsets
+// Random affine guards (plain, signed, nvcc's OR form, some under Or/Not) and 64-bit indices with negative offsets
 // over a small 2D launch: InBounds must mean no thread of the predicate is out of bounds (brute
 // force over all 960 threads), Violated must come with such a thread.
 TEST(BoundsOverRanges, AgreesWithBruteForce) {
@@ -176,6 +188,9 @@ TEST(BoundsOverRanges, AgreesWithBruteForce) {
         default: atoms.push_back(ctx.sle(c32(0), ctx.bv_or(shifted(col), shifted(row)))); break;
       }
     }
+    // disjunctions and negations too (decided over a box by truth_over_box, not by guards)
+    if (atoms.size() >= 2 && pick(2)) atoms = {ctx.or_(atoms[0], atoms[1]), atoms.size() > 2 ? atoms[2] : atoms[0]};
+    if (!atoms.empty() && pick(3) == 0) atoms[0] = ctx.not_(atoms[0]);
     Expr pred = ctx.and_(atoms);
     const int64_t w = 40, dr = pick(5) - 2, dc = pick(5) - 2;
     // 4 * ((row + dr) * w + col + dc) at 64 bits, then >> 2: the element index
@@ -243,6 +258,7 @@ TEST(Ranges, HugeConvOffByOneHaloFoundWithAThread) {
   ASSERT_TRUE(f.thread);
   EXPECT_EQ(f.thread->tid.y + 16 * f.thread->ctaid.y, 9999u);  // the last row reads row 10000
   EXPECT_NE(f.where.source.find("ranges.cu:"), std::string::npos) << f.where.source;
+  for (const auto& u : r.undecided) ADD_FAILURE() << u;
 }
 
 }  // namespace
