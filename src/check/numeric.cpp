@@ -511,7 +511,9 @@ struct NumericEvaluator::Impl {
                          std::pair<int64_t, int64_t> extent) {
     int64_t numel = x.shared->numel, u = first - x.shared->offset;
     auto [lo, hi] = std::minmax_element(taps.begin(), taps.end());
-    bool blocks = step > 0 && u >= 0 && step <= numel / runs && numel % (step * runs) == 0;
+    // one run (a single input channel) is the logical layout already: drawing its whole block would
+    // draw the whole tensor per location (a 10^7-pixel image: 1-2 s), not the extent the taps read
+    bool blocks = runs > 1 && step > 0 && u >= 0 && step <= numel / runs && numel % (step * runs) == 0;
     if (opt.products_path == NumericOptions::ProductsPath::Tight && blocks && size_t(numel) * npoints <= kCachedDraws) {
       int64_t block = step * runs, in = u % block;
       if (in < step && in + *lo >= 0 && in + *hi < step) {

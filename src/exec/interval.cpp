@@ -989,44 +989,50 @@ std::optional<ThreadBox> propagate_guards(const ThreadVars& tv, ir::Expr pred, c
   return b;
 }
 
-BoundsOverRanges bounds_over_ranges(const ThreadVars& tv, Expr pred, Expr index, uint64_t extent, size_t max_boxes,
-                                    Deadline* deadline) {
-  BoundsOverRanges out;
+namespace {
+// The sub-box search under bounds_over_ranges and sat_over_ranges: boxes of pred's threads are
+// narrowed (propagate), dropped where pred is false (truth_over) or `clear` says no thread of the
+// box is bad, probed at their corners and center for a bad thread (`bad` over the evaluated roots
+// {pred, extra}), and otherwise split. Found: a bad point; Clear: no box left; Unknown: budget.
+enum class Search { Clear, Found, Unknown };
+template <class ClearFn, class BadFn>
+Search search_boxes(const ThreadVars& tv, Expr pred, Expr extra, size_t max_boxes, Deadline* deadline, ClearFn clear,
+                    BadFn bad, std::optional<ThreadCoord>& witness, size_t& boxes, const ThreadBox* start = nullptr) {
   auto guards = guards_of(pred);
   auto box0 = box_of(tv, pred);
-  if (!guards || !box0) { out.answer = BoundsOverRanges::Answer::InBounds; return out; }  // no thread
+  if (!guards || !box0) return Search::Clear;  // no thread
+  if (start)
+    for (int i = 0; i < 6; ++i) {
+      (*box0)[i] = {std::max((*box0)[i].lo, (*start)[i].lo), std::min((*box0)[i].hi, (*start)[i].hi)};
+      if ((*box0)[i].lo > (*box0)[i].hi) return Search::Clear;
+    }
   std::vector<Expr> vars = tv.all();
-  Expr roots[] = {pred, index};
+  std::vector<Expr> roots{pred};
+  if (extra) roots.push_back(extra);
   BvProgram prog(vars, roots);
   const auto gs = affine_guards(tv, *guards, *box0);
   unsigned mentioned = 0;  // Vars the question depends on: the only ones worth splitting
-  for (Expr l : ir::leaves(pred)) if (int i = var_index(tv, l); i >= 0) mentioned |= 1u << i;
-  for (Expr l : ir::leaves(index)) if (int i = var_index(tv, l); i >= 0) mentioned |= 1u << i;
-  auto violated_at = [&](const uint64_t* p) {
-    uint64_t r[2];
-    prog.eval(p, r);
-    return r[0] && r[1] >= extent;
-  };
+  for (Expr r : roots)
+    for (Expr l : ir::leaves(r)) if (int i = var_index(tv, l); i >= 0) mentioned |= 1u << i;
   std::vector<ThreadBox> work{*box0};
   while (!work.empty()) {
-    if (deadline) deadline->tick("in the bounds check over thread ranges");
+    if (deadline) deadline->tick("in a check over thread ranges");
     ThreadBox box = work.back();
     work.pop_back();
-    if (++out.boxes > max_boxes) { out.answer = BoundsOverRanges::Answer::Unknown; return out; }
+    if (++boxes > max_boxes) return Search::Unknown;
     if (!propagate(gs, box)) continue;  // no thread of pred in this box
     RangeMemo memo;
     if (truth_over(pred, tv, box, memo) == false) continue;  // nor here
-    if (auto r = range_over(index, tv, box, &*guards); r && r->hi < extent) continue;
-    if (prog.ok()) {  // a thread of the box that commits the access out of bounds: a witness
-      uint64_t p[6];
+    if (clear(box, *guards)) continue;
+    if (prog.ok()) {
+      uint64_t p[6], r[2];
       for (unsigned corner = 0; corner <= 64; ++corner) {
         for (int i = 0; i < 6; ++i)
           p[i] = corner == 64 ? box[i].lo + (box[i].hi - box[i].lo) / 2 : (corner >> i & 1) ? box[i].hi : box[i].lo;
-        if (violated_at(p)) {
-          out.answer = BoundsOverRanges::Answer::Violated;
-          out.witness = ThreadCoord{{uint32_t(p[0]), uint32_t(p[1]), uint32_t(p[2])},
-                                    {uint32_t(p[3]), uint32_t(p[4]), uint32_t(p[5])}};
-          return out;
+        prog.eval(p, r);
+        if (bad(r)) {
+          witness = ThreadCoord{{uint32_t(p[0]), uint32_t(p[1]), uint32_t(p[2])}, {uint32_t(p[3]), uint32_t(p[4]), uint32_t(p[5])}};
+          return Search::Found;
         }
       }
     }
@@ -1034,15 +1040,14 @@ BoundsOverRanges bounds_over_ranges(const ThreadVars& tv, Expr pred, Expr index,
     for (int i = 0; i < 6; ++i) point = point && (box[i].lo == box[i].hi || !(mentioned >> i & 1));
     if (point) {  // every thread of the box evaluates alike: the corners were all of it
       if (prog.ok()) continue;
-      out.answer = BoundsOverRanges::Answer::Unknown;
-      return out;
+      return Search::Unknown;
     }
     // split where a guard starts to hold for the whole box, else halve the widest Var
     int var = -1;
     std::vector<Bounds> parts;
-    if (auto s = guard_split(gs, box)) {
-      var = s->first;
-      const Bounds full = box[var], mid = s->second;
+    if (auto sp = guard_split(gs, box)) {
+      var = sp->first;
+      const Bounds full = box[var], mid = sp->second;
       if (full.lo < mid.lo) parts.push_back({full.lo, mid.lo - 1});
       parts.push_back(mid);
       if (mid.hi < full.hi) parts.push_back({mid.hi + 1, full.hi});
@@ -1059,7 +1064,36 @@ BoundsOverRanges bounds_over_ranges(const ThreadVars& tv, Expr pred, Expr index,
       work.push_back(sub);
     }
   }
-  out.answer = BoundsOverRanges::Answer::InBounds;
+  return Search::Clear;
+}
+}  // namespace
+
+BoundsOverRanges bounds_over_ranges(const ThreadVars& tv, Expr pred, Expr index, uint64_t extent, size_t max_boxes,
+                                    Deadline* deadline) {
+  BoundsOverRanges out;
+  auto clear = [&](const ThreadBox& box, const Guards& guards) {
+    auto r = range_over(index, tv, box, &guards);
+    return r && r->hi < extent;
+  };
+  auto bad = [&](const uint64_t* r) { return r[0] && r[1] >= extent; };
+  switch (search_boxes(tv, pred, index, max_boxes, deadline, clear, bad, out.witness, out.boxes)) {
+    case Search::Clear: out.answer = BoundsOverRanges::Answer::InBounds; break;
+    case Search::Found: out.answer = BoundsOverRanges::Answer::Violated; break;
+    case Search::Unknown: out.answer = BoundsOverRanges::Answer::Unknown; break;
+  }
+  return out;
+}
+
+SatOverRanges sat_over_ranges(const ThreadVars& tv, Expr pred, const ThreadBox* box, size_t max_boxes,
+                              Deadline* deadline) {
+  SatOverRanges out;
+  auto clear = [](const ThreadBox&, const Guards&) { return false; };
+  auto bad = [](const uint64_t* r) { return r[0] != 0; };
+  switch (search_boxes(tv, pred, nullptr, max_boxes, deadline, clear, bad, out.witness, out.boxes, box)) {
+    case Search::Clear: out.answer = SatOverRanges::Answer::Unsat; break;
+    case Search::Found: out.answer = SatOverRanges::Answer::Sat; break;
+    case Search::Unknown: out.answer = SatOverRanges::Answer::Unknown; break;
+  }
   return out;
 }
 

@@ -92,6 +92,16 @@ struct BoundsOverRanges {
 };
 BoundsOverRanges bounds_over_ranges(const ThreadVars& tv, ir::Expr pred, ir::Expr index, uint64_t extent,
                                     size_t max_boxes = 512, Deadline* deadline = nullptr);
+// Satisfiability of a thread predicate by the same sub-box search (within `box` when given): Sat
+// with an evaluated thread, Unsat when every sub-box is refuted (propagation or truth_over_box),
+// Unknown after max_boxes sub-boxes.
+struct SatOverRanges {
+  enum class Answer { Sat, Unsat, Unknown } answer = Answer::Unknown;
+  std::optional<ThreadCoord> witness;
+  size_t boxes = 0;
+};
+SatOverRanges sat_over_ranges(const ThreadVars& tv, ir::Expr pred, const ThreadBox* box = nullptr, size_t max_boxes = 256,
+                              Deadline* deadline = nullptr);
 // Three-valued truth of a thread condition (And/Or/Not over comparisons) over every point of the
 // box, from interval ranges of the comparisons' operands; nullopt: not decided that way.
 std::optional<bool> truth_over_box(const ThreadVars& tv, ir::Expr cond, const ThreadBox& box);

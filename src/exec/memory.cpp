@@ -274,11 +274,10 @@ void Machine::check_global_bounds(Bundle& b, const ptx::Instruction& in, const A
     if (!box) return;  // no thread runs this bundle
     auto guards = guards_of(b.pred);
     if (auto r = range_over(index, tv_, *box, &*guards); r && r->hi < extent) return;
-    if (auto r = ranges_.range(index, b.pred); r && r->hi < extent) return;
   }
   Expr bad = ctx_.and_(b.pred, ctx_.ule(ctx_.bv_const(Sort::BV64, extent), index));
   if (!b.coord) {  // over sub-boxes of the thread ranges, before any enumeration
-    auto d = bounds_over_ranges(tv_, b.pred, index, extent, 512, &deadline_);
+    auto d = bounds_over_ranges(tv_, b.pred, index, extent, 128, &deadline_);
     if (d.answer == BoundsOverRanges::Answer::InBounds) return;
     if (d.answer == BoundsOverRanges::Answer::Violated) {
       finding("global-out-of-bounds", in, b, bad,
@@ -286,6 +285,7 @@ void Machine::check_global_bounds(Bundle& b, const ptx::Instruction& in, const A
               d.witness);
       return;
     }
+    if (auto r = ranges_.range(index, b.pred); r && r->hi < extent) return;
   }
   if (sat(bad))
     finding("global-out-of-bounds", in, b, bad,

@@ -355,7 +355,22 @@ std::optional<std::vector<uint64_t>> ThreadSat::solve_component(Expr conj, const
   for (int id : ids) vars.push_back(all[id]);
   Expr roots[] = {conj};
   BvProgram prog(vars, roots);
+  // over thread ranges first: sub-boxes refuted by their guards' bounds or holding an evaluated
+  // thread decide most large questions without enumerating (a partial tile's `r >= h` half)
+  auto over_ranges = [&]() -> std::optional<std::optional<std::vector<uint64_t>>> {
+    ThreadBox box = box_of(ids, range);
+    auto d = sat_over_ranges(tv_, conj, &box, 64, deadline_);
+    if (d.answer == SatOverRanges::Answer::Unknown) return std::nullopt;
+    if (d.answer == SatOverRanges::Answer::Unsat) return std::optional<std::vector<uint64_t>>{};
+    const uint32_t c[6] = {d.witness->tid.x, d.witness->tid.y, d.witness->tid.z,
+                           d.witness->ctaid.x, d.witness->ctaid.y, d.witness->ctaid.z};
+    std::vector<uint64_t> q;
+    for (int id : ids) q.push_back(c[id]);
+    return q;
+  };
   if (!prog.ok() || total > (long double)max_enum_) {
+    if (want_point && prog.ok())
+      if (auto d = over_ranges(); d && *d) return *d;  // an evaluated thread, where enumeration cannot
     if (!want_point && prog.ok() && refuted_by_cuts(conj, ids, range)) return std::nullopt;
     ++inexact_;
     if (want_point) return std::nullopt;
@@ -363,6 +378,8 @@ std::optional<std::vector<uint64_t>> ThreadSat::solve_component(Expr conj, const
     for (auto& r : range) p.push_back(r.lo);
     return p;  // undecided: answered satisfiable
   }
+  if (total > (long double)kProbeAbove)
+    if (auto d = over_ranges()) return *d;
   if (!want_point && total > (long double)kProbeAbove) {
     // a long exact enumeration: a satisfiable question is usually answered by a few sampled
     // points, an unsatisfiable one by two of its atoms (see refuted_by_atom_pairs)
