@@ -226,6 +226,55 @@ TEST(BoundsOverRanges, AgreesWithBruteForce) {
   EXPECT_GT(violated, 50u);
 }
 
+// --- sat_over_ranges and ThreadSat's use of it
+
+TEST(SatOverRanges, PartialLastTileRowFoundAtACorner) {
+  Image im;
+  // rows >= 9990 of the 10000: only the last block row's upper lanes
+  auto d = sat_over_ranges(im.tv, im.ctx.ule(im.c32(9990), im.row()));
+  ASSERT_EQ(d.answer, SatOverRanges::Answer::Sat);
+  EXPECT_GE(d.witness->tid.y + 16 * d.witness->ctaid.y, 9990u);
+  EXPECT_LE(d.boxes, 4u);
+}
+
+TEST(SatOverRanges, ContradictoryAffineGuardsRefuted) {
+  Image im;
+  // r >= 5000 and r - 1 < 3000 (an nvcc-style shifted subject): no thread
+  Expr pred = im.ctx.and_(im.ctx.ule(im.c32(5000), im.row()), im.ctx.ult(im.minus1(im.row()), im.c32(3000)));
+  auto d = sat_over_ranges(im.tv, pred);
+  EXPECT_EQ(d.answer, SatOverRanges::Answer::Unsat);
+}
+
+TEST(SatOverRanges, NonAffineContradictionIsLeftUnknown) {
+  Image im;
+  // tid.x * ctaid.x == 7 with both even: parity, which no range rule sees (16 boxes reach no points)
+  Expr prod = im.ctx.bv_mul(im.tv.tid[0], im.tv.ctaid[0]);
+  Expr even_t = im.ctx.eq(im.ctx.bv_and(im.tv.tid[0], im.c32(1)), im.c32(0));
+  Expr even_c = im.ctx.eq(im.ctx.bv_and(im.tv.ctaid[0], im.c32(1)), im.c32(0));
+  Expr atoms[] = {im.ctx.eq(prod, im.c32(7)), even_t, even_c};
+  Expr pred = im.ctx.and_(atoms);
+  auto d = sat_over_ranges(im.tv, pred, nullptr, 16);
+  EXPECT_EQ(d.answer, SatOverRanges::Answer::Unknown);
+}
+
+TEST(SatOverRanges, ThreadSatDecidesLargeQuestionsWithoutEnumerating) {
+  ir::Context ctx;
+  ThreadVars tv{ctx, {16, 16, 1}, {63, 63, 1}};  // 1008 x 1008: 10^6 threads, below the 2^24 cap
+  Expr row = ctx.bv_add(tv.tid[1], ctx.bv_mul(ctx.bv_const(Sort::BV32, 16), tv.ctaid[1]));
+  Expr col = ctx.bv_add(tv.tid[0], ctx.bv_mul(ctx.bv_const(Sort::BV32, 16), tv.ctaid[0]));
+  ThreadSat sat(ctx, tv, uint64_t(1) << 24);
+  // r + c >= 2000 (one component over four Vars: 10^6 points): a corner of the image; with
+  // r < 990 no thread (c would pass 1007)
+  Expr sum = ctx.bv_add(row, col);
+  Expr corner = ctx.ule(ctx.bv_const(Sort::BV32, 2000), sum);
+  EXPECT_TRUE(sat.sat(corner));
+  auto w = sat.witness(corner);
+  ASSERT_TRUE(w);
+  EXPECT_GE(w->tid.y + 16 * w->ctaid.y + w->tid.x + 16 * w->ctaid.x, 2000u);
+  EXPECT_FALSE(sat.sat(ctx.and_(corner, ctx.ult(row, ctx.bv_const(Sort::BV32, 990)))));
+  EXPECT_LT(sat.points_evaluated(), 1000u);  // enumeration would evaluate up to 10^6 points per question
+}
+
 // --- Execute on 10^8-thread launches of our conv kernels (tests/exec/cuda/ranges.cu)
 
 ExecResult run_conv(Harness& h, const ptx::Module& m, const std::string& kernel, uint32_t hw) {
