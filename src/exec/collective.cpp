@@ -3,6 +3,7 @@
 // bundles of the warp (paper §3.3.4).
 #include <fmt/format.h>
 
+#include "exec/interval.h"
 #include "exec/machine.h"
 
 namespace dirigo::exec {
@@ -24,6 +25,81 @@ std::vector<ThreadCoord> Machine::sample_blocks(bool depends_on_ctaid) {
   lins.erase(std::unique(lins.begin(), lins.end()), lins.end());
   std::vector<ThreadCoord> out;
   for (uint64_t l : lins) out.push_back({{0, 0, 0}, block_of(l, launch_.grid)});
+  return out;
+}
+
+std::optional<std::vector<ThreadCoord>> Machine::block_classes() {
+  const Dim3& G = launch_.grid;
+  if (block_classes_failed_) return std::nullopt;
+  if (block_classes_.empty()) block_classes_.push_back({{0, 0, 0}, {G.x - 1, G.y - 1, G.z - 1}, 0});
+  // the comparisons through which the accesses see ctaid; a ctaid Var met outside one: no classes
+  std::vector<Expr> atoms;
+  std::unordered_set<Expr> seen;
+  bool other = false;
+  auto vars = tv_.all();
+  std::vector<Expr> stack;
+  for (const auto& a : epoch_access_) stack.insert(stack.end(), {a.pred, a.addr});
+  while (!stack.empty() && !other) {
+    Expr e = stack.back();
+    stack.pop_back();
+    if (!seen.insert(e).second || !sat_.mentions_ctaid(e)) continue;
+    bool cmp = (e->op == Op::Ult || e->op == Op::Ule || e->op == Op::Slt || e->op == Op::Sle || e->op == Op::Eq) &&
+               e->nargs == 2 && ir::is_bv(e->arg(0)->sort);
+    if (cmp) { atoms.push_back(e); continue; }
+    if (e->op == Op::Var) { other = true; break; }
+    for (Expr x : e->args()) stack.push_back(x);
+  }
+  // giving up: the sampled blocks inherit the bytes of the classes they were in until now
+  auto give_up = [&]() -> std::optional<std::vector<ThreadCoord>> {
+    block_classes_failed_ = true;
+    for (const auto& blk : sample_blocks(true)) {
+      uint64_t b = linear_of(blk.ctaid, G);
+      const Dim3& t = blk.ctaid;
+      for (const auto& c : block_classes_)
+        if (t.x >= c.lo.x && t.x <= c.hi.x && t.y >= c.lo.y && t.y <= c.hi.y && t.z >= c.lo.z && t.z <= c.hi.z) {
+          if (auto it = initialized_.find(c.rep); it != initialized_.end() && b != c.rep) initialized_[b] = it->second;
+          break;
+        }
+    }
+    return std::nullopt;
+  };
+  if (other) return give_up();
+  ThreadBox tids;
+  for (int i = 0; i < 6; ++i) tids[i] = vars[i]->bounds();
+  std::vector<BlockClass> refined;
+  for (const BlockClass& c : block_classes_) {
+    std::vector<std::pair<Dim3, Dim3>> work{{c.lo, c.hi}};
+    while (!work.empty()) {
+      auto [lo, hi] = work.back();
+      work.pop_back();
+      ThreadBox box = tids;
+      box[3] = {lo.x, hi.x}, box[4] = {lo.y, hi.y}, box[5] = {lo.z, hi.z};
+      bool single = lo.x == hi.x && lo.y == hi.y && lo.z == hi.z;
+      bool uniform = true;
+      for (size_t k = 0; k < atoms.size() && uniform; ++k) uniform = truth_over_box(tv_, atoms[k], box).has_value();
+      if (!uniform && !single) {  // halve the widest ctaid range
+        uint32_t w[3] = {hi.x - lo.x, hi.y - lo.y, hi.z - lo.z};
+        int d = w[0] >= w[1] && w[0] >= w[2] ? 0 : w[1] >= w[2] ? 1 : 2;
+        Dim3 mid_hi = hi, mid_lo = lo;
+        uint32_t* h = d == 0 ? &mid_hi.x : d == 1 ? &mid_hi.y : &mid_hi.z;
+        uint32_t* l = d == 0 ? &mid_lo.x : d == 1 ? &mid_lo.y : &mid_lo.z;
+        const uint32_t half = (d == 0 ? lo.x : d == 1 ? lo.y : lo.z) + w[d] / 2;
+        *h = half, *l = half + 1;
+        work.push_back({mid_lo, hi});
+        work.push_back({lo, mid_hi});
+        if (refined.size() + work.size() > kMaxBlockClasses) return give_up();
+        continue;
+      }
+      // the new class behaved like c's representative in every earlier epoch: it inherits its bytes
+      uint64_t rep = linear_of(lo, G);
+      if (rep != c.rep)
+        if (auto it = initialized_.find(c.rep); it != initialized_.end()) initialized_[rep] = it->second;
+      refined.push_back({lo, hi, rep});
+    }
+  }
+  block_classes_ = std::move(refined);
+  std::vector<ThreadCoord> out;
+  for (const auto& c : block_classes_) out.push_back({{0, 0, 0}, block_of(c.rep, G)});
   return out;
 }
 
@@ -135,7 +211,13 @@ void Machine::check_shared_epoch() {
   struct Touch { uint32_t lin; uint32_t access; };
   struct Race { Touch w, t; bool cross; Dim3 ctaid; uint64_t byte; };
   std::map<std::pair<int, int>, Race> races;  // (write line, other line) -> example
-  for (const auto& blk : sample_blocks(dep)) {
+  auto classes = block_classes();
+  if (!classes && dep && launch_.grid.count() > opt_.check_blocks && reported_.insert("shared-blocks-sampled").second)
+    out_.undecided.push_back(fmt::format(
+        "shared-race/uninitialized-shared-read in {}: the shared accesses depend on the block in ways not split into "
+        "at most {} classes of alike blocks; {} of {} blocks checked",
+        f_.name, kMaxBlockClasses, std::min<uint64_t>(opt_.check_blocks, launch_.grid.count()), launch_.grid.count()));
+  for (const auto& blk : classes ? *classes : sample_blocks(dep)) {
     uint64_t blin = linear_of(blk.ctaid, launch_.grid);
     auto& init = initialized_[blin];
     init.resize(out_.smem_bytes, false);

@@ -310,5 +310,34 @@ TEST(Ranges, HugeConvOffByOneHaloFoundWithAThread) {
   for (const auto& u : r.undecided) ADD_FAILURE() << u;
 }
 
+// Shared-memory checks run on one block per class of alike blocks, not on three sampled blocks:
+// the race of blocks 50 and 51 (of 100) is found; blocks 0, 33 and 99 alone showed none.
+ExecResult run_some_blocks(Harness& h, const ptx::Module& m, int64_t lo, int64_t hi) {
+  h.launch.params.push_back(ParamBinding::tensor_arg(h.ctx.tensor("x"), DType::F32, 100 * 128));
+  h.launch.params.push_back(ParamBinding::tensor_arg(h.ctx.tensor("out"), DType::F32, 100));
+  h.scalar(lo);
+  h.scalar(hi);
+  h.launch.grid = {100, 1, 1};
+  h.launch.block = {128, 1, 1};
+  return execute(h.ctx, m, "rowsum_race_in_some_blocks", h.launch);
+}
+
+TEST(Ranges, SharedRaceInUnsampledBlocksFoundByBlockClasses) {
+  DIRIGO_LOAD(m, "ranges");
+  Harness h;
+  auto r = run_some_blocks(h, *m, 50, 52);
+  const Finding* f = nullptr;
+  for (const auto& x : r.findings) if (x.kind == "shared-race") f = &x;
+  for (const auto& u : r.undecided) ADD_FAILURE() << u;
+  ASSERT_NE(f, nullptr) << r.unsupported.value_or("") << to_text(h.ctx, r);
+  ASSERT_TRUE(f->thread);
+  EXPECT_TRUE(f->thread->ctaid.x == 50 || f->thread->ctaid.x == 51) << f->thread->str();
+  // no block skips the barrier: no race, and every block class decided
+  Harness ok;
+  auto r2 = run_some_blocks(ok, *m, 200, 200);
+  EXPECT_TRUE(r2.findings.empty()) << to_text(ok.ctx, r2);
+  for (const auto& u : r2.undecided) ADD_FAILURE() << u;
+}
+
 }  // namespace
 }  // namespace dirigo::exec::test

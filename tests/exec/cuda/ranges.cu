@@ -29,3 +29,17 @@ extern "C" __global__ void conv3x3_oob(const float* __restrict__ x, const float*
     }
   y[r * w + c] = acc;
 }
+
+// A tree row sum whose blocks in [bad_lo, bad_hi) skip the barrier after filling shared memory:
+// a race in those blocks only (a block-uniform condition, so no barrier divergence).
+extern "C" __global__ void rowsum_race_in_some_blocks(const float* x, float* out, int bad_lo, int bad_hi) {
+  __shared__ float s[128];
+  int t = threadIdx.x;
+  s[t] = x[blockIdx.x * 128 + t];
+  if (blockIdx.x < bad_lo || blockIdx.x >= bad_hi) __syncthreads();
+  for (int k = 64; k > 0; k >>= 1) {
+    if (t < k) s[t] += s[t + k];
+    __syncthreads();
+  }
+  if (t == 0) out[blockIdx.x] = s[0];
+}
