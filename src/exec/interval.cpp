@@ -422,6 +422,29 @@ std::optional<Bounds> range_in(Expr root, const ThreadVars& tv, const ThreadBox&
         if (fits) out = {uint64_t(lo), uint64_t(hi)};
         break;
       }
+      case Op::BvMulHiU: case Op::BvMulHiS: {
+        // high half of c * x (nvcc's division by a constant): monotone in x for one constant c, x
+        // ranged as a signed value for mulhi_s (then the result's sign may not change over the range)
+        if (e->nargs != 2 || w > 32) break;
+        const bool sgn = e->op == Op::BvMulHiS;
+        int ci = e->arg(0)->op == Op::ConstBV ? 0 : e->arg(1)->op == Op::ConstBV ? 1 : -1;
+        if (ci < 0) break;
+        Expr k = e->arg(ci);
+        Bounds x = arg(1 - ci);
+        const __int128 mod = __int128(1) << w, half = mod / 2;
+        __int128 c = sgn ? __int128(k->bv_signed()) : __int128(k->bv_value()), xl = x.lo, xh = x.hi;
+        if (sgn) {
+          if (x.hi < uint64_t(half)) {}  // non-negative
+          else if (x.lo >= uint64_t(half)) xl -= mod, xh -= mod;
+          else break;
+        }
+        auto hi_half = [&](__int128 v) { return v >= 0 ? v >> w : -((-v + mod - 1) >> w); };  // floor(v / 2^w)
+        __int128 a = hi_half(c * xl), b = hi_half(c * xh);
+        __int128 lo = std::min(a, b), hi = std::max(a, b);
+        if (lo >= 0) out = {uint64_t(lo), uint64_t(hi)};
+        else if (hi < 0) out = {uint64_t(lo + mod), uint64_t(hi + mod)};
+        break;
+      }
       case Op::BvShl:
         if (e->arg(1)->op == Op::ConstBV && e->arg(1)->bv_value() < w) {
           unsigned s = unsigned(e->arg(1)->bv_value());
@@ -1067,6 +1090,61 @@ Search search_boxes(const ThreadVars& tv, Expr pred, Expr extra, size_t max_boxe
   return Search::Clear;
 }
 }  // namespace
+
+std::optional<std::vector<ThreadCoord>> solutions_over_ranges(const ThreadVars& tv, Expr cond, size_t max_boxes,
+                                                              size_t max_solutions, Deadline* deadline) {
+  std::vector<ThreadCoord> out;
+  auto guards = guards_of(cond);
+  auto box0 = box_of(tv, cond);
+  if (!guards || !box0) return out;
+  std::vector<Expr> vars = tv.all();
+  Expr roots[] = {cond};
+  BvProgram prog(vars, roots);
+  if (!prog.ok()) return std::nullopt;
+  const auto gs = affine_guards(tv, *guards, *box0);
+  unsigned mentioned = 0;
+  for (Expr l : ir::leaves(cond)) if (int i = var_index(tv, l); i >= 0) mentioned |= 1u << i;
+  std::vector<ThreadBox> work{*box0};
+  size_t boxes = 0;
+  while (!work.empty()) {
+    if (deadline) deadline->tick("in a search over thread ranges");
+    ThreadBox box = work.back();
+    work.pop_back();
+    if (++boxes > max_boxes) return std::nullopt;
+    if (!propagate(gs, box)) continue;
+    RangeMemo memo;
+    if (truth_over(cond, tv, box, memo) == false) continue;
+    int var = -1;
+    uint64_t widest = 0;
+    for (int i = 0; i < 6; ++i)
+      if ((mentioned >> i & 1) && box[i].hi - box[i].lo >= widest && box[i].hi > box[i].lo)
+        var = i, widest = box[i].hi - box[i].lo;
+    if (var < 0) {  // every mentioned Var fixed: one evaluation; the others take every value
+      uint64_t p[6], r = 0;
+      for (int i = 0; i < 6; ++i) p[i] = box[i].lo;
+      prog.eval(p, &r);
+      if (!r) continue;
+      uint64_t count = 1;
+      for (int i = 0; i < 6; ++i) count *= box[i].hi - box[i].lo + 1;
+      if (out.size() + count > max_solutions) return std::nullopt;
+      for (uint64_t n = 0; n < count; ++n) {
+        uint64_t q = n;
+        for (int i = 0; i < 6; ++i) {
+          const uint64_t w = box[i].hi - box[i].lo + 1;
+          p[i] = box[i].lo + q % w, q /= w;
+        }
+        out.push_back({{uint32_t(p[0]), uint32_t(p[1]), uint32_t(p[2])}, {uint32_t(p[3]), uint32_t(p[4]), uint32_t(p[5])}});
+      }
+      continue;
+    }
+    const uint64_t half = box[var].lo + widest / 2;
+    ThreadBox a = box, b = box;
+    a[var].hi = half, b[var].lo = half + 1;
+    work.push_back(b);
+    work.push_back(a);
+  }
+  return out;
+}
 
 BoundsOverRanges bounds_over_ranges(const ThreadVars& tv, Expr pred, Expr index, uint64_t extent, size_t max_boxes,
                                     Deadline* deadline) {

@@ -102,6 +102,12 @@ struct SatOverRanges {
 };
 SatOverRanges sat_over_ranges(const ThreadVars& tv, ir::Expr pred, const ThreadBox* box = nullptr, size_t max_boxes = 256,
                               Deadline* deadline = nullptr);
+// Every thread satisfying `cond`, found over sub-boxes (propagation and truth_over_box prune, the
+// widest mentioned Var is halved down to single values, each evaluated): the threads writing one
+// element of a non-affine store index (`cond` = pred && index == element) without enumerating the
+// launch. nullopt after max_boxes boxes or max_solutions threads, or if cond does not compile.
+std::optional<std::vector<ThreadCoord>> solutions_over_ranges(const ThreadVars& tv, ir::Expr cond, size_t max_boxes = 4096,
+                                                              size_t max_solutions = 4096, Deadline* deadline = nullptr);
 // Three-valued truth of a thread condition (And/Or/Not over comparisons) over every point of the
 // box, from interval ranges of the comparisons' operands; nullopt: not decided that way.
 std::optional<bool> truth_over_box(const ThreadVars& tv, ir::Expr cond, const ThreadBox& box);

@@ -10,6 +10,7 @@
 
 #include "exec/deadline.h"
 #include "exec/exec.h"
+#include "exec/interval.h"
 #include "exec/inffold.h"
 #include "exec/sat.h"
 #include "ir/bits.h"
@@ -433,9 +434,21 @@ std::vector<Writer> writers_of(ir::Context& ctx, const ExecResult& r, int32_t te
       }
       continue;
     }
-    // 2. bounded enumeration over every thread
+    // 2. over thread ranges: sub-boxes whose index range misses the element are dropped (a padded
+    // layout's `8*(i/7) + i%7` is monotone in i), so a 2^25-thread launch costs a few hundred boxes
     uint64_t total = 1;
     for (auto x : range) total *= x;
+    if (total > (uint64_t(1) << 16)) {
+      Expr cond = ctx.and_(w.pred, ctx.eq(w.index, ctx.bv_const(w.index->sort, uint64_t(flat))));
+      if (auto sols = solutions_over_ranges(tv, cond)) {
+        for (const ThreadCoord& t : *sols) {
+          uint64_t p[6] = {t.tid.x, t.tid.y, t.tid.z, t.ctaid.x, t.ctaid.y, t.ctaid.z};
+          if (hit(p)) add(p);
+        }
+        continue;
+      }
+    }
+    // 3. bounded enumeration over every thread
     if (total > (uint64_t(1) << 26)) throw std::runtime_error("write inversion: launch too large to enumerate");
     uint64_t p[6];
     for (uint64_t n = 0; n < total; ++n) {

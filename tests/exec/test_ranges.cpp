@@ -3,6 +3,8 @@
 // 10^8-thread launches whose bounds are proven, or broken with a thread, over ranges.
 #include <gtest/gtest.h>
 
+#include <chrono>
+#include <cstdio>
 #include <random>
 
 #include "exec/interval.h"
@@ -117,6 +119,47 @@ TEST(RangeRules, ContradictoryGuardEmptiesTheBox) {
   ThreadBox box = im.full();
   // 16*ctaid.y + tid.y >= 20000: no row of a 10000-row grid
   EXPECT_FALSE(propagate_guards(im.tv, im.ctx.ule(im.c32(20000), im.row()), box));
+}
+
+// --- range_over: the high half of a product with a constant (nvcc's division by a constant)
+
+TEST(RangeRules, MulHiByAConstantIsNeverUnderApproximated) {
+  std::mt19937 g(11);
+  for (int iter = 0; iter < 300; ++iter) {
+    ir::Context ctx;
+    ThreadVars tv{ctx, {256, 1, 1}, {64, 1, 1}};
+    const bool sgn = g() % 2;
+    const uint32_t c = g(), k = g() % 3 == 0 ? g() : g() % 1000;
+    Expr L = ctx.bv_add(ctx.bv_add(tv.tid[0], ctx.bv_mul(ctx.bv_const(Sort::BV32, 256), tv.ctaid[0])),
+                        ctx.bv_const(Sort::BV32, k));
+    Expr e = ctx.bv_mulhi(ctx.bv_const(Sort::BV32, c), L, sgn);
+    ThreadBox box = *box_of(tv, ctx.bool_const(true));
+    box[0] = {g() % 128, 128 + g() % 128};
+    box[3] = {g() % 32, 32 + g() % 32};
+    auto r = range_over(e, tv, box);
+    auto vars = tv.all();
+    Expr roots[] = {e};
+    BvProgram prog(vars, roots);
+    uint64_t p[6] = {0, 0, 0, 0, 0, 0}, v, lo = UINT64_MAX, hi = 0;
+    for (p[3] = box[3].lo; p[3] <= box[3].hi; ++p[3])
+      for (p[0] = box[0].lo; p[0] <= box[0].hi; ++p[0]) prog.eval(p, &v), lo = std::min(lo, v), hi = std::max(hi, v);
+    if (r) EXPECT_TRUE(r->lo <= lo && hi <= r->hi) << "iteration " << iter << ": [" << r->lo << ", " << r->hi
+                                                   << "] misses [" << lo << ", " << hi << "]";
+  }
+}
+
+TEST(RangeRules, MulHiOverASignChangeIsNotNarrowed) {
+  Image im;
+  // x = col - 8 is negative for the first 8 columns: mulhi_s over both signs has no monotone range
+  Expr x = im.ctx.bv_add(im.col(), im.c32(uint64_t(-8) & 0xffffffffu));
+  ThreadBox box = im.full();
+  box[3] = {0, 0};
+  auto r = range_over(im.ctx.bv_mulhi(im.c32(0x92492493u), x, true), im.tv, box);
+  EXPECT_TRUE(!r || (r->lo == 0 && r->hi == 0xffffffffu));
+  box[0] = {8, 15};  // x in [0, 7]: exact, floor(c * x / 2^32) in [-4, 0] — still both signs
+  r = range_over(im.ctx.bv_mulhi(im.c32(0x12492493u), x, true), im.tv, box);  // c > 0: [0, 0]
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->hi, 0u);
 }
 
 // --- bounds_over_ranges
@@ -337,6 +380,32 @@ TEST(Ranges, SharedRaceInUnsampledBlocksFoundByBlockClasses) {
   auto r2 = run_some_blocks(ok, *m, 200, 200);
   EXPECT_TRUE(r2.findings.empty()) << to_text(ok.ctx, r2);
   for (const auto& u : r2.undecided) ADD_FAILURE() << u;
+}
+
+// A non-affine store index inverted over thread ranges, not by enumerating the 2^25-thread launch.
+TEST(Ranges, PaddedStoreWritersFoundWithoutEnumerating) {
+  DIRIGO_LOAD(m, "ranges");
+  Harness h;
+  const uint64_t n = uint64_t(1) << 25;
+  int32_t y = h.ctx.tensor("y");
+  h.launch.params.push_back(ParamBinding::tensor_arg(h.ctx.tensor("x"), DType::F32, n));
+  h.launch.params.push_back(ParamBinding::tensor_arg(y, DType::F32, n / 7 * 8 + 8));
+  h.scalar(int64_t(n));
+  h.launch.grid = {uint32_t(n / 256), 1, 1};
+  h.launch.block = {256, 1, 1};
+  auto r = execute(h.ctx, *m, "pad_rows", h.launch);
+  ASSERT_TRUE(r.ok()) << r.unsupported.value_or("") << to_text(h.ctx, r);
+  Resolver res(h.ctx, r);
+  auto t0 = std::chrono::steady_clock::now();
+  for (uint64_t i : {uint64_t(0), uint64_t(12345678), n - 1}) {
+    auto ws = writers_of(h.ctx, r, y, int64_t(i / 7 * 8 + i % 7), &res, false);
+    ASSERT_EQ(ws.size(), 1u) << i;
+    EXPECT_EQ(ws[0].thread.ctaid.x * 256 + ws[0].thread.tid.x, i);
+  }
+  EXPECT_TRUE(writers_of(h.ctx, r, y, 8 * 1000 + 7, &res, false).empty());  // a padding element
+  double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  std::printf("[ ranges ] 4 elements of a 2^25-thread non-affine store inverted in %.1f ms\n", ms);
+  EXPECT_LT(ms, 2000);  // enumeration: 2^25 evaluations per element
 }
 
 }  // namespace
