@@ -28,7 +28,9 @@ std::vector<ThreadCoord> Machine::sample_blocks(bool depends_on_ctaid) {
   return out;
 }
 
-std::optional<std::vector<ThreadCoord>> Machine::block_classes() {
+std::optional<std::vector<ThreadCoord>> Machine::block_classes(const std::vector<Expr>& exprs,
+                                                               std::vector<BlockClass>& block_classes_,
+                                                               bool& block_classes_failed_, bool inherit) {
   const Dim3& G = launch_.grid;
   if (block_classes_failed_) return std::nullopt;
   if (block_classes_.empty()) block_classes_.push_back({{0, 0, 0}, {G.x - 1, G.y - 1, G.z - 1}, 0});
@@ -37,8 +39,7 @@ std::optional<std::vector<ThreadCoord>> Machine::block_classes() {
   std::unordered_set<Expr> seen;
   bool other = false;
   auto vars = tv_.all();
-  std::vector<Expr> stack;
-  for (const auto& a : epoch_access_) stack.insert(stack.end(), {a.pred, a.addr});
+  std::vector<Expr> stack = exprs;
   while (!stack.empty() && !other) {
     Expr e = stack.back();
     stack.pop_back();
@@ -52,7 +53,7 @@ std::optional<std::vector<ThreadCoord>> Machine::block_classes() {
   // giving up: the sampled blocks inherit the bytes of the classes they were in until now
   auto give_up = [&]() -> std::optional<std::vector<ThreadCoord>> {
     block_classes_failed_ = true;
-    for (const auto& blk : sample_blocks(true)) {
+    if (inherit) for (const auto& blk : sample_blocks(true)) {
       uint64_t b = linear_of(blk.ctaid, G);
       const Dim3& t = blk.ctaid;
       for (const auto& c : block_classes_)
@@ -92,7 +93,7 @@ std::optional<std::vector<ThreadCoord>> Machine::block_classes() {
       }
       // the new class behaved like c's representative in every earlier epoch: it inherits its bytes
       uint64_t rep = linear_of(lo, G);
-      if (rep != c.rep)
+      if (inherit && rep != c.rep)
         if (auto it = initialized_.find(c.rep); it != initialized_.end()) initialized_[rep] = it->second;
       refined.push_back({lo, hi, rep});
     }
@@ -140,7 +141,23 @@ void Machine::barrier(std::vector<size_t> group) {
     dep = dep || sat_.mentions_ctaid(b.pred);
     any_exited = any_exited || b.state == Bundle::State::Exited;
   }
-  for (const auto& blk : pcs.size() > 1 || any_exited ? sample_blocks(dep) : std::vector<ThreadCoord>{}) {
+  std::vector<ThreadCoord> blocks;
+  if (pcs.size() > 1 || any_exited) {  // one block per class of blocks whose bundles split alike
+    std::vector<Expr> preds;
+    for (const auto& b : bundles_) if (!b.coord) preds.push_back(b.pred);
+    std::vector<BlockClass> classes;
+    bool failed = false;
+    std::optional<std::vector<ThreadCoord>> c;
+    if (!concrete_) c = block_classes(preds, classes, failed, false);
+    blocks = c ? *c : sample_blocks(dep);
+    if (!c && !concrete_ && dep && launch_.grid.count() > opt_.check_blocks &&
+        reported_.insert("barrier-blocks-sampled").second)
+      out_.undecided.push_back(fmt::format(
+          "barrier-divergence in {}: the threads' paths depend on the block in ways not split into at most {} classes "
+          "of alike blocks; {} of {} blocks checked",
+          f_.name, kMaxBlockClasses, std::min<uint64_t>(opt_.check_blocks, launch_.grid.count()), launch_.grid.count()));
+  }
+  for (const auto& blk : blocks) {
     auto holder = holders_of(this, bundles_, tv_, launch_.block, blk.ctaid, false);
     std::map<size_t, uint64_t> pc_thread;  // barrier pc -> a thread waiting there
     std::optional<std::pair<size_t, uint64_t>> exited;  // (bundle, thread) that exited
@@ -211,7 +228,9 @@ void Machine::check_shared_epoch() {
   struct Touch { uint32_t lin; uint32_t access; };
   struct Race { Touch w, t; bool cross; Dim3 ctaid; uint64_t byte; };
   std::map<std::pair<int, int>, Race> races;  // (write line, other line) -> example
-  auto classes = block_classes();
+  std::vector<Expr> exprs;
+  for (const auto& a : epoch_access_) exprs.insert(exprs.end(), {a.pred, a.addr});
+  auto classes = block_classes(exprs, shared_classes_, shared_classes_failed_, true);
   if (!classes && dep && launch_.grid.count() > opt_.check_blocks && reported_.insert("shared-blocks-sampled").second)
     out_.undecided.push_back(fmt::format(
         "shared-race/uninitialized-shared-read in {}: the shared accesses depend on the block in ways not split into "

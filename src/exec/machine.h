@@ -272,16 +272,19 @@ class Machine {
   void check_shared_epoch();
   void check_global_reads();
   std::vector<ThreadCoord> sample_blocks(bool depends_on_ctaid);
-  // The blocks the shared-memory epoch check runs on: one per class of blocks whose accesses are the
+  // The blocks the shared-memory epoch check runs on: one per class of blocks whose accesses (exprs) are the
   // same functions of tid (every ctaid atom of every access decided alike over the class's block
   // range, or a class of one block), refined epoch by epoch; nullopt when the accesses see ctaid
   // other than through comparisons, or the classes outgrow kMaxBlockClasses (then sampled, and
   // reported undecided).
-  std::optional<std::vector<ThreadCoord>> block_classes();
-  static constexpr size_t kMaxBlockClasses = 64;
+  // The same classes serve the barrier-divergence check over the bundles' predicates (fresh each
+  // time, no bytes to inherit).
   struct BlockClass { Dim3 lo, hi; uint64_t rep; };  // ctaid ranges (inclusive), representative's linear id
-  std::vector<BlockClass> block_classes_;
-  bool block_classes_failed_ = false;
+  std::optional<std::vector<ThreadCoord>> block_classes(const std::vector<ir::Expr>& exprs,
+                                                        std::vector<BlockClass>& classes, bool& failed, bool inherit);
+  static constexpr size_t kMaxBlockClasses = 64;
+  std::vector<BlockClass> shared_classes_;
+  bool shared_classes_failed_ = false;
   ThreadCoord coord_of(uint64_t lin_tid, const Dim3& ctaid) const;
   bool is_thread_pred(ir::Expr e) { return sat_.thread_only(e); }
   bool is_concrete() const { return concrete_; }

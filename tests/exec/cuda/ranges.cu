@@ -49,3 +49,13 @@ extern "C" __global__ void pad_rows(const float* x, float* y, int n) {
   int i = blockIdx.x * blockDim.x + threadIdx.x;
   if (i < n) y[(i / 7) * 8 + i % 7] = x[i];
 }
+
+// Half of each block in [bad_lo, bad_hi) returns before the barrier the other half waits at.
+extern "C" __global__ void early_exit_in_some_blocks(const float* x, float* out, int bad_lo, int bad_hi) {
+  __shared__ float s[128];
+  int t = threadIdx.x;
+  if (blockIdx.x >= bad_lo && blockIdx.x < bad_hi && t < 64) return;
+  s[t] = x[blockIdx.x * 128 + t];
+  __syncthreads();
+  out[blockIdx.x * 128 + t] = s[127 - t];
+}
