@@ -104,6 +104,18 @@ std::optional<std::vector<ThreadCoord>> Machine::block_classes(const std::vector
   return out;
 }
 
+const std::optional<std::vector<ThreadCoord>>& Machine::bundle_block_classes() {
+  std::vector<Expr> preds;
+  for (const auto& b : bundles_)
+    if (!b.coord) preds.push_back(b.pred);
+  auto it = bundle_classes_memo_.find(preds);
+  if (it != bundle_classes_memo_.end()) return it->second;
+  std::vector<BlockClass> classes;
+  bool failed = false;
+  auto c = block_classes(preds, classes, failed, false);
+  return bundle_classes_memo_.emplace(std::move(preds), std::move(c)).first->second;
+}
+
 // Which bundle holds each thread of one block (-1: none alive), by evaluating bundle predicates.
 static std::vector<int> holders_of(Machine*, const std::vector<Bundle>& bundles, const ThreadVars& tv, const Dim3& block,
                                    const Dim3& ctaid, bool skip_exited) {
@@ -143,12 +155,8 @@ void Machine::barrier(std::vector<size_t> group) {
   }
   std::vector<ThreadCoord> blocks;
   if (pcs.size() > 1 || any_exited) {  // one block per class of blocks whose bundles split alike
-    std::vector<Expr> preds;
-    for (const auto& b : bundles_) if (!b.coord) preds.push_back(b.pred);
-    std::vector<BlockClass> classes;
-    bool failed = false;
     std::optional<std::vector<ThreadCoord>> c;
-    if (!concrete_) c = block_classes(preds, classes, failed, false);
+    if (!concrete_) c = bundle_block_classes();
     blocks = c ? *c : sample_blocks(dep);
     if (!c && !concrete_ && dep && launch_.grid.count() > opt_.check_blocks &&
         reported_.insert("barrier-blocks-sampled").second)
@@ -357,7 +365,17 @@ void Machine::collective_warp(std::vector<size_t> group) {
     bool dep = false;
     for (size_t i : group) dep = dep || sat_.mentions_ctaid(bundles_[i].pred);
     std::set<size_t> in_group(group.begin(), group.end());
-    for (const auto& blk : concrete_ ? std::vector<ThreadCoord>{} : sample_blocks(dep)) {
+    std::vector<ThreadCoord> blocks;
+    if (!concrete_) {  // one block per class of blocks whose bundles split alike, as for barriers
+      auto c = bundle_block_classes();
+      blocks = c ? *c : sample_blocks(dep);
+      if (!c && dep && launch_.grid.count() > opt_.check_blocks && reported_.insert("warp-blocks-sampled").second)
+        out_.undecided.push_back(fmt::format(
+            "shuffle-inactive-lane/shuffle-outside-block in {}: the threads' paths depend on the block in ways not split "
+            "into at most {} classes of alike blocks; {} of {} blocks checked",
+            f_.name, kMaxBlockClasses, std::min<uint64_t>(opt_.check_blocks, launch_.grid.count()), launch_.grid.count()));
+    }
+    for (const auto& blk : blocks) {
       auto holder = holders_of(this, bundles_, tv_, B, blk.ctaid, false);
       for (uint64_t lin = 0; lin < nthreads; ++lin) {
         if (holder[lin] < 0 || !in_group.count(size_t(holder[lin]))) continue;

@@ -283,6 +283,9 @@ class Machine {
   std::optional<std::vector<ThreadCoord>> block_classes(const std::vector<ir::Expr>& exprs,
                                                         std::vector<BlockClass>& classes, bool& failed, bool inherit);
   static constexpr size_t kMaxBlockClasses = 64;
+  // block classes of the live bundles' predicates (barrier and warp-collective checks), memoized by them
+  const std::optional<std::vector<ThreadCoord>>& bundle_block_classes();
+  std::map<std::vector<ir::Expr>, std::optional<std::vector<ThreadCoord>>> bundle_classes_memo_;
   std::vector<BlockClass> shared_classes_;
   bool shared_classes_failed_ = false;
   ThreadCoord coord_of(uint64_t lin_tid, const Dim3& ctaid) const;

@@ -407,6 +407,31 @@ TEST(Ranges, BarrierDivergenceInUnsampledBlocksFoundByBlockClasses) {
   for (const auto& u : r2.undecided) ADD_FAILURE() << u;
 }
 
+TEST(Ranges, ShuffleInactiveLaneInUnsampledBlocksFoundByBlockClasses) {
+  DIRIGO_LOAD(m, "ranges");
+  auto run = [&](Harness& h, int64_t lo, int64_t hi) {
+    h.launch.params.push_back(ParamBinding::tensor_arg(h.ctx.tensor("x"), DType::F32, 100 * 32));
+    h.launch.params.push_back(ParamBinding::tensor_arg(h.ctx.tensor("out"), DType::F32, 100 * 32));
+    h.scalar(lo);
+    h.scalar(hi);
+    h.launch.grid = {100, 1, 1};
+    h.launch.block = {32, 1, 1};
+    return execute(h.ctx, *m, "shuffle_exit_in_some_blocks", h.launch);
+  };
+  Harness h;
+  auto r = run(h, 50, 52);
+  const Finding* f = nullptr;
+  for (const auto& x : r.findings) if (x.kind == "shuffle-inactive-lane") f = &x;
+  for (const auto& u : r.undecided) ADD_FAILURE() << u;
+  ASSERT_NE(f, nullptr) << r.unsupported.value_or("") << to_text(h.ctx, r);
+  ASSERT_TRUE(f->thread);
+  EXPECT_TRUE(f->thread->ctaid.x == 50 || f->thread->ctaid.x == 51) << f->thread->str();
+  Harness ok;
+  auto r2 = run(ok, 200, 200);
+  EXPECT_TRUE(r2.findings.empty()) << to_text(ok.ctx, r2);
+  for (const auto& u : r2.undecided) ADD_FAILURE() << u;
+}
+
 // A non-affine store index inverted over thread ranges, not by enumerating the 2^25-thread launch.
 TEST(Ranges, PaddedStoreWritersFoundWithoutEnumerating) {
   DIRIGO_LOAD(m, "ranges");

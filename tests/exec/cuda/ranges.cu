@@ -59,3 +59,12 @@ extern "C" __global__ void early_exit_in_some_blocks(const float* x, float* out,
   __syncthreads();
   out[blockIdx.x * 128 + t] = s[127 - t];
 }
+
+// Lanes 16..31 of blocks in [bad_lo, bad_hi) return before a full-mask shuffle.
+extern "C" __global__ void shuffle_exit_in_some_blocks(const float* x, float* out, int bad_lo, int bad_hi) {
+  int t = threadIdx.x;
+  if (blockIdx.x >= bad_lo && blockIdx.x < bad_hi && t >= 16) return;
+  float v = x[blockIdx.x * 32 + t];
+  v += __shfl_down_sync(0xffffffffu, v, 1);
+  out[blockIdx.x * 32 + t] = v;
+}
