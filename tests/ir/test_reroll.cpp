@@ -1,0 +1,194 @@
+// Re-rolling expanded reductions (ir/reroll.h): one "applies / does not apply" case per pattern — a
+// plain loop, strided partial sums combined by a tree, a shuffle tree, a max, a missing term, two
+// bodies — and the normal form of existing reductions (re-based, dims coalesced).
+#include <gtest/gtest.h>
+
+#include "ir/eval.h"
+#include "ir/expr.h"
+#include "ir/print.h"
+#include "ir/reduce.h"
+#include "ir/reroll.h"
+
+using namespace dirigo::ir;
+
+namespace {
+struct Reroll : ::testing::Test {
+  Context c;
+  int32_t X = c.tensor("x"), W = c.tensor("w");
+  Expr k = c.var("k", Sort::BV64), i = c.var("i", Sort::BV64);
+  Expr bv(int64_t v) { return c.bv_const(Sort::BV64, static_cast<uint64_t>(v)); }
+  Expr x(int64_t q) { return c.elem(X, q); }
+  Expr w(int64_t q) { return c.elem(W, q); }
+  Expr sum(Expr var, int64_t lo, int64_t hi, Expr body, ReduceOp op = ReduceOp::Sum) {
+    Expr vs[] = {var};
+    std::pair<int64_t, int64_t> box[] = {{lo, hi}};
+    return c.reduce(op, vs, box, body);
+  }
+  // The reference's dot product row 3: Σ_k x[3·K + k]·w[k·J + j]
+  Expr dot_ref(int64_t K, int64_t J, int64_t j) {
+    return sum(k, 0, K, c.mul(c.load(X, c.bv_add(bv(3 * K), k)), c.load(W, c.bv_add(bv(j), c.bv_mul(bv(J), k)))));
+  }
+  std::string str(Expr e) { return to_string(c, e); }
+};
+}  // namespace
+
+TEST_F(Reroll, PlainLoop) {
+  // acc += x[3K + k]·w[kJ + j], accumulated left to right
+  const int64_t K = 64, J = 5, j = 2;
+  Expr acc = c.real_const(0);
+  for (int64_t q = 0; q < K; ++q) acc = c.add(acc, c.mul(x(3 * K + q), w(q * J + j)));
+  RerollStats st;
+  Expr r = reroll_node(c, acc, {}, &st);
+  EXPECT_EQ(r, normalize_reduce(c, dot_ref(K, J, j))) << str(r);
+  EXPECT_EQ(st.sums, 1u);
+  EXPECT_EQ(st.terms, uint64_t(K));
+  // does not apply: a single term, or no tensor reads
+  EXPECT_EQ(reroll_node(c, c.mul(x(1), w(2))), c.mul(x(1), w(2)));
+  Expr y = c.var("y", Sort::Real), z = c.var("z", Sort::Real);
+  EXPECT_EQ(reroll_node(c, c.add(y, z)), c.add(y, z));
+}
+
+TEST_F(Reroll, StridedPartialsAndTreeCombine) {
+  // 8 threads, each summing a strided slice x[t + 8·m] (m < 16), then a shared-memory tree: the
+  // canonical flat sum is the terms in no particular order
+  std::vector<Expr> partial(8, c.real_const(0));
+  for (int64_t t = 0; t < 8; ++t)
+    for (int64_t m = 0; m < 16; ++m) partial[t] = c.add(partial[t], x(t + 8 * m));
+  for (int64_t s = 4; s > 0; s /= 2)
+    for (int64_t t = 0; t < s; ++t) partial[t] = c.add(partial[t], partial[t + s]);
+  Expr whole = sum(k, 0, 128, c.load(X, k));
+  EXPECT_EQ(reroll_node(c, partial[0]), whole);
+  // a stride that skips (every other element): a 1-D lattice of step 2 — not the whole row
+  std::vector<Expr> even;
+  for (int64_t q = 0; q < 128; q += 2) even.push_back(x(q));
+  Expr r = reroll_node(c, c.add(even));
+  EXPECT_EQ(r, sum(k, 0, 64, c.load(X, c.bv_mul(bv(2), k))));
+  EXPECT_NE(r, whole);
+}
+
+TEST_F(Reroll, ShuffleTreeWithTwoColumnsPerLane) {
+  // lane l holds x[r·64 + l] and x[r·64 + l + 32]; a butterfly adds all 32 lanes
+  const int64_t row = 5;
+  std::vector<Expr> v(32);
+  for (int64_t l = 0; l < 32; ++l) v[l] = c.add(x(row * 64 + l), x(row * 64 + l + 32));
+  for (int64_t off = 16; off > 0; off /= 2) {
+    std::vector<Expr> n(32);
+    for (int64_t l = 0; l < 32; ++l) n[l] = c.add(v[l], v[l ^ off]);
+    v = n;
+  }
+  Expr ref = sum(k, 0, 64, c.load(X, c.bv_add(bv(row * 64), k)));
+  EXPECT_EQ(reroll_node(c, v[7]), ref);
+  // the mean subtracted from one element: x_i − (1/64)Σ x re-rolls with the lone coefficient kept apart
+  Expr d = c.sub(x(row * 64 + 3), c.mul(c.real_const(mpq_class(1, 64)), v[0]));
+  Reroller rr(c);
+  EXPECT_EQ(rr(d), c.sub(x(row * 64 + 3), c.mul(c.real_const(mpq_class(1, 64)), ref))) << str(rr(d));
+  // two-pass variance Σ (x_i − mean)² equals E[x²]-form once both are re-rolled
+  std::vector<Expr> sq, xs;
+  for (int64_t l = 0; l < 64; ++l) {
+    Expr dl = c.sub(x(row * 64 + l), c.mul(c.real_const(mpq_class(1, 64)), v[0]));
+    sq.push_back(c.mul(dl, dl));
+    xs.push_back(c.mul(x(row * 64 + l), x(row * 64 + l)));
+  }
+  Expr two_pass = c.mul(c.real_const(mpq_class(1, 64)), c.add(sq));
+  Expr mean = c.mul(c.real_const(mpq_class(1, 64)), v[0]);
+  Expr one_pass = c.sub(c.mul(c.real_const(mpq_class(1, 64)), c.add(xs)), c.mul(mean, mean));
+  EXPECT_NE(two_pass, one_pass);
+  Expr eps = c.real_const(mpq_class(1, 100000));
+  Expr a = c.call(Fn::Rsqrt, c.add(two_pass, eps)), b = c.call(Fn::Rsqrt, c.add(one_pass, eps));
+  EXPECT_EQ(rr(a), rr(b)) << str(rr(a)) << "\nvs\n" << str(rr(b));
+  EXPECT_GT(rr.stats().sums, 0u);
+}
+
+TEST_F(Reroll, MaxReduction) {
+  std::vector<Expr> v;
+  for (int64_t q = 0; q < 100; ++q) v.push_back(x(700 + q));
+  Expr m = c.max(v);
+  EXPECT_EQ(reroll_node(c, m), sum(k, 0, 100, c.load(X, c.bv_add(bv(700), k)), ReduceOp::Max));
+  std::vector<Expr> mins;
+  for (int64_t q = 0; q < 100; ++q) mins.push_back(c.mul(c.real_const(2), x(q)));
+  EXPECT_EQ(reroll_node(c, c.min(mins)), sum(k, 0, 100, c.mul(c.real_const(2), c.load(X, k)), ReduceOp::Min));
+  // does not apply: a max with a duplicate-free set that is no lattice (indices 0, 1, 3)
+  Expr gap = c.max(std::vector<Expr>{x(0), x(1), x(3)});
+  EXPECT_EQ(reroll_node(c, gap), gap);
+}
+
+TEST_F(Reroll, MissingTermDoesNotRerollToTheFullBox) {
+  std::vector<Expr> t;
+  for (int64_t q = 0; q < 64; ++q)
+    if (q != 40) t.push_back(x(q));
+  Expr s = c.add(t);
+  Expr r = reroll_node(c, s);
+  EXPECT_NE(r, sum(k, 0, 64, c.load(X, k)));
+  EXPECT_FALSE(contains_reduce(r) && reduce_count(r) == 64) << str(r);
+  // evaluation agrees with the original whatever was done
+  Env env;
+  env.elem = [](int32_t, int64_t idx, Sort) { return Value::of_real(double(idx % 7) - 3); };
+  Evaluator e1(env), e2(env);
+  EXPECT_EQ(e1(r).real, e2(s).real);
+  // the last term missing: a shorter box, never the full one
+  t.clear();
+  for (int64_t q = 0; q < 63; ++q) t.push_back(x(q));
+  EXPECT_EQ(reroll_node(c, c.add(t)), sum(k, 0, 63, c.load(X, k)));
+}
+
+TEST_F(Reroll, DifferentBodiesDoNotMerge) {
+  // x[q]·w[q] for even q and x[q]·x[q] for odd q: two shapes, two groups, no single body
+  std::vector<Expr> t;
+  for (int64_t q = 0; q < 32; ++q) t.push_back(q % 2 ? c.mul(x(q), x(q)) : c.mul(x(q), w(q)));
+  Expr r = reroll_node(c, c.add(t));
+  Expr want = c.add(sum(k, 0, 16, c.mul(c.load(X, c.bv_mul(bv(2), k)), c.load(W, c.bv_mul(bv(2), k)))),
+                    sum(k, 0, 16, c.mul(c.load(X, c.bv_add(bv(1), c.bv_mul(bv(2), k))),
+                                        c.load(X, c.bv_add(bv(1), c.bv_mul(bv(2), k))))));
+  EXPECT_EQ(r, want) << str(r);
+  // one body with different functions: exp(x[q]) and tanh(x[q]) never share a reduction
+  std::vector<Expr> f;
+  for (int64_t q = 0; q < 8; ++q) f.push_back(c.call(q < 4 ? Fn::Exp : Fn::Tanh, x(q)));
+  Expr rf = reroll_node(c, c.add(f));
+  EXPECT_EQ(rf, c.add(sum(k, 0, 4, c.call(Fn::Exp, c.load(X, k))),
+                      sum(k, 0, 4, c.call(Fn::Tanh, c.load(X, c.bv_add(bv(4), k))))));
+}
+
+TEST_F(Reroll, TwoDimensionalLattice) {
+  // a batch-norm channel statistic: x[n·C·HW + c·HW + hw], n < 4, hw < 16, C = 3, c = 1
+  std::vector<Expr> t;
+  for (int64_t n = 0; n < 4; ++n)
+    for (int64_t hw = 0; hw < 16; ++hw) t.push_back(x(n * 48 + 16 + hw));
+  Expr r = reroll_node(c, c.add(t));
+  // the reference over (n, h, w) with h, w < 4: coalesced to (n, hw)
+  Expr n = c.var("n", Sort::BV64), h = c.var("h", Sort::BV64), ww = c.var("w", Sort::BV64);
+  Expr vs[] = {n, h, ww};
+  std::pair<int64_t, int64_t> box[] = {{0, 4}, {0, 4}, {0, 4}};
+  Expr ref = c.reduce(ReduceOp::Sum, vs, box,
+                      c.load(X, c.bv_add(std::vector<Expr>{bv(16), c.bv_mul(bv(48), n), c.bv_mul(bv(4), h), ww})));
+  EXPECT_NE(ref, r);
+  EXPECT_EQ(normalize_reduce(c, ref), r) << str(normalize_reduce(c, ref)) << " vs " << str(r);
+}
+
+TEST_F(Reroll, NormalizeReduce) {
+  // applies: a box not starting at 0 is re-based
+  Expr shifted = sum(k, 8, 24, c.load(X, k));
+  EXPECT_EQ(normalize_reduce(c, shifted), sum(k, 0, 16, c.load(X, c.bv_add(bv(8), k))));
+  // does not apply: dims whose strides do not nest (x[8i + 2k], k < 8: overlapping rows) stay apart
+  Expr vs[] = {i, k};
+  std::pair<int64_t, int64_t> box[] = {{0, 4}, {0, 8}};
+  Expr overlap = c.reduce(ReduceOp::Sum, vs, box, c.load(X, c.bv_add(c.bv_mul(bv(8), i), c.bv_mul(bv(2), k))));
+  EXPECT_EQ(normalize_reduce(c, overlap), overlap);
+  EXPECT_EQ(normalize_reduce(c, sum(k, 0, 16, c.load(X, k))), sum(k, 0, 16, c.load(X, k)));
+}
+
+TEST_F(Reroll, SimplestRational) {
+  // fp32 1/768 (0x3aaaaaab) and 1e-5f read as the rationals they round from
+  float f = 1.0f / 768;
+  EXPECT_EQ(simplest_rational_near(mpq_class(double(f)), mpq_class(1, 1 << 22)), mpq_class(1, 768));
+  EXPECT_EQ(simplest_rational_near(mpq_class(double(1e-5f)), mpq_class(1, 1 << 22)), mpq_class(1, 100000));
+  EXPECT_EQ(simplest_rational_near(mpq_class(-double(f)), mpq_class(1, 1 << 22)), mpq_class(-1, 768));
+  // does not apply: exact already (1/4096 is 0x39800000), or nothing simpler nearby
+  EXPECT_EQ(simplest_rational_near(mpq_class(1, 4096), mpq_class(1, 1 << 22)), mpq_class(1, 4096));
+  EXPECT_EQ(simplest_rational_near(mpq_class(3, 7), mpq_class(1, 1 << 22)), mpq_class(3, 7));
+  // the Reroller snaps only when asked
+  Expr cf = c.mul(c.real_const_from_double(double(f)), x(0));
+  Reroller plain(c), snap(c, {.snap_constants = true});
+  EXPECT_EQ(plain(cf), cf);
+  EXPECT_EQ(snap(cf), c.mul(c.real_const(mpq_class(1, 768)), x(0)));
+  EXPECT_EQ(snap.stats().snapped, 1u);
+}
