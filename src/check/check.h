@@ -47,6 +47,9 @@ struct Options {
   bool progress = false;         // progress line on stderr for runs longer than a second
   size_t jobs = 1;               // location workers (threads); the verdict does not depend on it
   bool dedup = true;             // --full: decide queries identical up to leaf renaming once
+  // A location whose sides still differ is tried again with both sides' expanded sums re-rolled into
+  // reductions (ir/reroll.h); kept only where that makes them equal (--no-reroll: off).
+  bool reroll = true;
   // Nodes one location may add to its worker's ir::Context (~100 bytes each with the unique table):
   // a location that would not fit ends as TIMEOUT naming the node budget instead of swapping.
   size_t max_location_nodes = 30'000'000;

@@ -29,6 +29,7 @@
 #include "ir/eval.h"
 #include "ir/limits.h"
 #include "ir/print.h"
+#include "ir/reroll.h"
 #include "program/merge.h"
 #include "smt/falsify.h"
 
@@ -89,7 +90,7 @@ constexpr uint64_t kExpandReductionPoints = 1u << 14;
 // index (one decision with the index a bounded integer and tensor reads uninterpreted functions of it)
 // are made one node; equal bodies over different boxes are named (the terms one side lacks); what
 // still differs is expanded when small. Returns what was done, for the location's reason.
-std::string Search::match_reductions(ir::Context& ctx, smt::Solver& solver, ir::Expr& ea, ir::Expr& eb) {
+std::string Search::match_reductions(ir::Context& ctx, smt::Solver& solver, ir::Expr& ea, ir::Expr& eb, bool expand) {
   auto ra = top_reductions(ea), rb = top_reductions(eb);
   uint64_t points = 0;
   for (auto* v : {&ra, &rb})
@@ -134,7 +135,7 @@ std::string Search::match_reductions(ir::Context& ctx, smt::Solver& solver, ir::
                       points);
     if (proved) how += fmt::format("; {} pair(s) of bodies proved equal for a symbolic index", proved);
     how += ")";
-  } else if (points <= kExpandReductionPoints) {
+  } else if (expand && points <= kExpandReductionPoints) {
     ea = ir::expand_reductions(ctx, ea, kExpandReductionPoints);
     eb = ir::expand_reductions(ctx, eb, kExpandReductionPoints);
     how = fmt::format("reductions: expanded ({} terms)", points);
@@ -143,6 +144,47 @@ std::string Search::match_reductions(ir::Context& ctx, smt::Solver& solver, ir::
   }
   for (const auto& n : notes) how += "; " + n;
   return how;
+}
+
+// Both sides re-rolled: an expanded sum (a kernel's loop, tree or shuffle butterfly; a small
+// reference reduction ATen expanded) becomes the Reduce node the other side has, and what differed
+// only in how the terms were grouped (two-pass variance under rsqrt) is one node. Tried plainly, then
+// with every constant read as the simplest rational within 2^-22 of it (a kernel's 1.0f/768 as
+// 1/768: an approximation, named Fp32Constants). Only an Equal is kept.
+std::optional<smt::Decision> Search::reroll_decide(ir::Context& ctx, smt::Solver& solver, ir::Expr ea, ir::Expr eb,
+                                                   const smt::DecideOptions& dopt, std::string& how) {
+  auto t0 = Clock::now();
+  for (bool snap : {false, true}) {
+    ir::Reroller rr(ctx, {.snap_constants = snap});
+    ir::Expr ra = rr(ea), rb = rr(eb);
+    const ir::RerollStats& st = rr.stats();
+    if (st.sums == 0 && (!snap || st.snapped == 0)) continue;  // the same pair as before
+    how = fmt::format("re-rolled: {} expanded sum(s) of {} terms into reductions", st.sums, st.terms);
+    if (st.normalized) how += fmt::format(", {} reduction(s) re-based or coalesced", st.normalized);
+    if (snap) how += fmt::format(", {} constant(s) read as the rational they round from (fp32)", st.snapped);
+    smt::Decision d;
+    d.verdict = smt::Verdict::Equal;
+    d.stage = smt::Stage::Canonical;
+    if (ra != rb && (ir::contains_reduce(ra) || ir::contains_reduce(rb))) {
+      std::string m = match_reductions(ctx, solver, ra, rb, false);
+      if (ra == rb) how += "; " + m;
+    }
+    if (ra != rb) {
+      smt::DecideOptions o = dopt;
+      o.timeout_ms = std::min(o.timeout_ms, 3000u);
+      o.falsify_points = 0;  // a difference is the originals' to find
+      d = solver.decide(ctx, ra, rb, o);
+      if (d.verdict != smt::Verdict::Equal) continue;
+      how += fmt::format("; the re-rolled pair decided equal ({})", smt::stage_name(d.stage));
+    } else {
+      how += "; both sides one node";
+    }
+    if (snap) d.approximations.insert(d.approximations.begin(), "Fp32Constants");
+    d.ms = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+    return d;
+  }
+  how.clear();
+  return std::nullopt;
 }
 
 Slot Search::evaluate(ir::Context& ctx, Lowering& ref, Lowering& cand, smt::Solver& solver, const Location& loc, size_t seq) {
@@ -348,7 +390,28 @@ Slot Search::evaluate(ir::Context& ctx, Lowering& ref, Lowering& cand, smt::Solv
       }
     }
   } else {
-    d = solver.decide(ctx, ea, eb, dopt);
+    std::optional<smt::Decision> rd;
+    std::string reroll_how;
+    if (opt_.reroll && ea != eb) {
+      // within half of what the location may still add, so that a failed try leaves room for the rest
+      ir::Limits saved = ir::limits(ctx);
+      size_t now = ctx.node_units();
+      ir::Limits half = saved;
+      if (saved.max_nodes != SIZE_MAX && saved.max_nodes > now) half.max_nodes = now + (saved.max_nodes - now) / 2;
+      ir::set_limits(ctx, half);
+      try {
+        rd = reroll_decide(ctx, solver, ea, eb, dopt, reroll_how);
+      } catch (const ir::LimitExceeded&) {  // too large to re-roll here: the originals as they are
+        rd.reset();
+      }
+      ir::set_limits(ctx, saved);
+    }
+    if (rd) {
+      d = std::move(*rd);
+      reduce_how = reduce_how.empty() ? reroll_how : reduce_how + "; " + reroll_how;
+    } else {
+      d = solver.decide(ctx, ea, eb, dopt);
+    }
   }
   limited.reset();
   lr.verdict = d.verdict;

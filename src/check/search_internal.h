@@ -137,7 +137,12 @@ class Search {
   std::unordered_set<size_t> reduce_tried_outputs_;  // outputs estimated too large and built once under a small cap
   static constexpr size_t kReduceTrialNodes = 200'000;
   std::atomic<uint64_t> seq_reduce_index_{0};  // names of symbolic reduction indices (decide.cpp)
-  std::string match_reductions(ir::Context& ctx, smt::Solver& solver, ir::Expr& ea, ir::Expr& eb);
+  // expand: what still differs afterwards is expanded when small (the term-by-term stages' form)
+  std::string match_reductions(ir::Context& ctx, smt::Solver& solver, ir::Expr& ea, ir::Expr& eb, bool expand = true);
+  // Both sides re-rolled (ir/reroll.h): a Decision when that makes them equal (nullopt: go on with
+  // the originals); `how` says what decided it.
+  std::optional<smt::Decision> reroll_decide(ir::Context& ctx, smt::Solver& solver, ir::Expr ea, ir::Expr eb,
+                                             const smt::DecideOptions& dopt, std::string& how);
   std::map<std::pair<const Lowering*, unsigned>, std::unique_ptr<NumericEvaluator>> numeric_;  // by first point
   std::map<unsigned, std::shared_ptr<ProductsCache>> numeric_products_;  // by first point, both programs'
   // the falsification tier's evaluators (its distribution points, fp64 and fp32 lanes), by lowering and round

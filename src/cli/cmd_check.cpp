@@ -28,7 +28,7 @@ using dirigo::cli::run_python;
 struct CheckArgs {
   std::vector<std::string> inputs;  // BUNDLE, or REF.py NEW.py
   std::string device, keep, witness_out, replay_device, ref_file, new_file, html;
-  bool no_replay = false, no_dedup = false, no_state = false, observe = false, no_observe = false;
+  bool no_replay = false, no_dedup = false, no_reroll = false, no_state = false, observe = false, no_observe = false;
   double trace_timeout = 300;
   double budget = 30;
   uint64_t seed = 0;
@@ -172,6 +172,7 @@ dirigo::cli::Register register_check({"check", "check a trace bundle: BUG / SUSP
   sub.add_option("--ref-file", a->ref_file, "BUNDLE: the reference program it was traced from (named in the witness)");
   sub.add_option("--new-file", a->new_file, "BUNDLE: the candidate program it was traced from (named in the witness)");
   sub.add_flag("--no-dedup", a->no_dedup, "--full: solve every location, even queries identical up to renaming");
+  sub.add_flag("--no-reroll", a->no_reroll, "do not re-try differing locations with expanded sums re-rolled into reductions");
   sub.add_flag("--no-replay", a->no_replay, "REF.py NEW.py: do not replay the witness on the real programs");
   sub.add_option("--replay-device", a->replay_device, "replay (and the state stage) on cpu or cuda (default: cuda when a GPU is present)");
   sub.add_flag("--no-state", a->no_state, "do not compare the programs' parameters as constructed (the state stage; "
@@ -208,6 +209,7 @@ int run_check(CheckArgs& args) {
     opt.falsify_locations = a->falsify;
     opt.jobs = std::max<size_t>(1, a->jobs);
     opt.dedup = !a->no_dedup;
+    opt.reroll = !a->no_reroll;
     opt.release_memory = false;  // the process exits after the report: freeing 10^6-entry tables took seconds
     opt.trim_prefix = !a->no_trim;
     opt.progress = !a->json && isatty(2);

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <map>
+#include <set>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -228,6 +229,35 @@ std::optional<Rerolled> reroll_group(Context& ctx, ReduceOp op, std::vector<Term
   return Rerolled{normalize_reduce(ctx, ctx.reduce_abstracted(op, box, body)), coef};
 }
 
+// The expanded square of a sum: c·x_a·x_b over every pair a < b of an index set A of one tensor (no
+// other factor) is (c/2)·((Σ_A x)² − Σ_A x²), with both sums re-rolled; nullptr when the group is not
+// exactly that.
+Expr reroll_pairs(Context& ctx, const std::vector<Term*>& g) {
+  if (g.size() < 3) return nullptr;
+  const Expr coef = g[0]->coef;
+  std::set<int64_t> set;
+  std::set<std::pair<int64_t, int64_t>> pairs;
+  for (const Term* t : g) {
+    if (t->coef != coef || t->reads.size() != 2 || t->reads[0]->tensor() != t->reads[1]->tensor()) return nullptr;
+    if (strip(ctx, *t) != ctx.mul(t->reads[0], t->reads[1])) return nullptr;
+    set.insert(t->at[0]), set.insert(t->at[1]);
+    if (!pairs.emplace(t->at[0], t->at[1]).second) return nullptr;
+  }
+  const size_t n = set.size();
+  if (pairs.size() != n * (n - 1) / 2) return nullptr;  // distinct pairs a < b of n elements: all of them
+  const int32_t T = g[0]->reads[0]->tensor();
+  const Sort sort = g[0]->reads[0]->sort;
+  std::vector<Expr> xs, sq;
+  for (int64_t a : set) {
+    xs.push_back(ctx.elem(T, a, sort));
+    sq.push_back(ctx.mul(xs.back(), xs.back()));
+  }
+  Expr r = reroll_node(ctx, ctx.add(xs)), q = reroll_node(ctx, ctx.add(sq));
+  if (r->op != Op::Reduce || q->op != Op::Reduce) return nullptr;
+  const mpq_class half = (coef ? coef->rational() : mpq_class(1)) / 2;
+  return ctx.add(ctx.mul(ctx.real_const(half), ctx.mul(r, r)), ctx.mul(ctx.real_const(mpq_class(-half)), q));
+}
+
 uint64_t divrem_nodes(Expr e) {
   uint64_t n = 0;
   std::unordered_set<Expr> seen;
@@ -311,6 +341,13 @@ Expr reroll_node(Context& ctx, Expr e, RerollOptions opt, RerollStats* stats) {
   for (auto& [key, g] : groups) {
     std::optional<Rerolled> rr;
     if (g.size() >= std::max<size_t>(opt.min_terms, 2)) rr = reroll_group(ctx, op, g);
+    if (!rr && sum)
+      if (Expr p = reroll_pairs(ctx, g)) {
+        any = true;
+        if (stats) ++stats->sums, stats->terms += g.size();
+        out.push_back(p);
+        continue;
+      }
     if (!rr) {
       for (Term* t : g) out.push_back(t->term);
       continue;

@@ -192,3 +192,22 @@ TEST_F(Reroll, SimplestRational) {
   EXPECT_EQ(snap(cf), c.mul(c.real_const(mpq_class(1, 768)), x(0)));
   EXPECT_EQ(snap.stats().snapped, 1u);
 }
+
+TEST_F(Reroll, ExpandedSquareOfASum) {
+  // (Σ_{a<12} x_a)² fully distributed: squares plus 2·x_a·x_b for every pair a < b
+  auto build = [&](int64_t skip_b) {
+    std::vector<Expr> t;
+    for (int64_t a = 0; a < 12; ++a) {
+      t.push_back(c.mul(x(a), x(a)));
+      for (int64_t b = a + 1; b < 12; ++b)
+        if (!(a == 0 && b == skip_b)) t.push_back(c.mul(std::vector<Expr>{c.real_const(2), x(a), x(b)}));
+    }
+    return c.add(t);
+  };
+  Expr r = sum(k, 0, 12, c.load(X, k));
+  EXPECT_EQ(reroll_node(c, build(-1)), c.mul(r, r)) << str(reroll_node(c, build(-1)));
+  // does not apply: one pair missing
+  Expr miss = reroll_node(c, build(5));
+  EXPECT_NE(miss, c.mul(r, r));
+  EXPECT_FALSE(contains_op(miss, Op::Reduce) && miss->op == Op::Mul) << str(miss);
+}

@@ -23,13 +23,7 @@ BUDGET_S = 20
 
 # Correct programs the checker cannot yet prove: the expected verdict stays what is true; the test
 # fails loudly (strict xfail) once the gap closes so the entry gets removed.
-_LAYERNORM_GAP = ("smt: two-pass variance sum_i (x_i - mean)^2 / n vs E[x^2] - mean^2 under rsqrt; "
-                  "Z3 times out")
-KNOWN_GAPS = {  # by example folder, or by bundle path under examples/
-    "layernorm_correct": _LAYERNORM_GAP,
-    "triton/layernorm/bundle-good": _LAYERNORM_GAP,
-    "triton/layernorm/bundle-gpu-good": _LAYERNORM_GAP,
-}
+KNOWN_GAPS: dict[str, str] = {}  # by example folder, or by bundle path under examples/
 
 # our example programs (examples/substrates belongs to the mutation module, examples/cublas to the cuBLAS capture)
 FOLDERS = ("running_example", "gelu_linear", "execute_bugs", "triton")
