@@ -154,6 +154,15 @@ std::string Search::match_reductions(ir::Context& ctx, smt::Solver& solver, ir::
 std::optional<smt::Decision> Search::reroll_decide(ir::Context& ctx, smt::Solver& solver, ir::Expr ea, ir::Expr eb,
                                                    const smt::DecideOptions& dopt, std::string& how) {
   auto t0 = Clock::now();
+  // A location whose originals differ beyond the tolerance at a random point is a difference, not a
+  // grouping of terms: no retry (it would only delay the witness).
+  {
+    smt::FalsifyOptions fo{.points = 2, .seed = dopt.random_seed, .bound = ladder_bound(dopt),
+                           .tolerance = dopt.tolerance, .confirm_rtol = dopt.confirm_rtol,
+                           .confirm_atol = dopt.confirm_atol, .assumptions = &dopt.assumptions,
+                           .key_of = [&ctx](int32_t t) { return smt::name_key(ctx.tensor_name(t)); }};
+    if (auto w = smt::falsify(ea, eb, fo); w && (w->exceeds_tolerance || !dopt.tolerance)) return std::nullopt;
+  }
   for (bool snap : {false, true}) {
     ir::Reroller rr(ctx, {.snap_constants = snap});
     ir::Expr ra = rr(ea), rb = rr(eb);
