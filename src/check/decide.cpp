@@ -152,22 +152,29 @@ std::string Search::match_reductions(ir::Context& ctx, smt::Solver& solver, ir::
 // with every constant read as the simplest rational within 2^-22 of it (a kernel's 1.0f/768 as
 // 1/768: an approximation, named Fp32Constants). Only an Equal is kept.
 std::optional<smt::Decision> Search::reroll_decide(ir::Context& ctx, smt::Solver& solver, ir::Expr ea, ir::Expr eb,
-                                                   const smt::DecideOptions& dopt, std::string& how) {
+                                                   const smt::DecideOptions& dopt, std::string& how, bool snap_too) {
   auto t0 = Clock::now();
   // A location whose originals differ beyond the tolerance at a random point is a difference, not a
-  // grouping of terms: no retry (it would only delay the witness).
-  {
-    smt::FalsifyOptions fo{.points = 2, .seed = dopt.random_seed, .bound = ladder_bound(dopt),
-                           .tolerance = dopt.tolerance, .confirm_rtol = dopt.confirm_rtol,
-                           .confirm_atol = dopt.confirm_atol, .assumptions = &dopt.assumptions,
-                           .key_of = [&ctx](int32_t t) { return smt::name_key(ctx.tensor_name(t)); }};
-    if (auto w = smt::falsify(ea, eb, fo); w && (w->exceeds_tolerance || !dopt.tolerance)) return std::nullopt;
-  }
+  // grouping of terms: no retry (it would only delay the witness). Looked at once something re-rolled.
+  std::optional<bool> differs;
+  auto originals_differ = [&] {
+    if (!differs) {
+      smt::FalsifyOptions fo{.points = 2, .seed = dopt.random_seed, .bound = ladder_bound(dopt),
+                             .tolerance = dopt.tolerance, .confirm_rtol = dopt.confirm_rtol,
+                             .confirm_atol = dopt.confirm_atol, .assumptions = &dopt.assumptions,
+                             .key_of = [&ctx](int32_t t) { return smt::name_key(ctx.tensor_name(t)); }};
+      auto w = smt::falsify(ea, eb, fo);
+      differs = w && (w->exceeds_tolerance || !dopt.tolerance);
+    }
+    return *differs;
+  };
   for (bool snap : {false, true}) {
+    if (snap && !snap_too) break;
     ir::Reroller rr(ctx, {.snap_constants = snap});
     ir::Expr ra = rr(ea), rb = rr(eb);
     const ir::RerollStats& st = rr.stats();
     if (st.sums == 0 && (!snap || st.snapped == 0)) continue;  // the same pair as before
+    if (originals_differ()) break;
     how = fmt::format("re-rolled: {} expanded sum(s) of {} terms into reductions", st.sums, st.terms);
     if (st.normalized) how += fmt::format(", {} reduction(s) re-based or coalesced", st.normalized);
     if (snap) how += fmt::format(", {} constant(s) read as the rational they round from (fp32)", st.snapped);
@@ -401,6 +408,7 @@ Slot Search::evaluate(ir::Context& ctx, Lowering& ref, Lowering& cand, smt::Solv
   } else {
     std::optional<smt::Decision> rd;
     std::string reroll_how;
+    bool decided = false;
     if (opt_.reroll && ea != eb) {
       // within half of what the location may still add, so that a failed try leaves room for the rest
       ir::Limits saved = ir::limits(ctx);
@@ -409,7 +417,17 @@ Slot Search::evaluate(ir::Context& ctx, Lowering& ref, Lowering& cand, smt::Solv
       if (saved.max_nodes != SIZE_MAX && saved.max_nodes > now) half.max_nodes = now + (saved.max_nodes - now) / 2;
       ir::set_limits(ctx, half);
       try {
-        rd = reroll_decide(ctx, solver, ea, eb, dopt, reroll_how);
+        rd = reroll_decide(ctx, solver, ea, eb, dopt, reroll_how, false);
+        if (!rd) {
+          // Exact first: the originals' own stages short of Z3 (rlimit 1) may prove them equal; only
+          // where they do not are the constants read as the rationals they round from.
+          smt::DecideOptions quick = dopt;
+          quick.rlimit = 1;
+          quick.use_cache = false;
+          smt::Decision q = solver.decide(ctx, ea, eb, quick);
+          if (q.verdict == smt::Verdict::Equal || q.verdict == smt::Verdict::Differ) d = std::move(q), decided = true;
+          else rd = reroll_decide(ctx, solver, ea, eb, dopt, reroll_how, true);
+        }
       } catch (const ir::LimitExceeded&) {  // too large to re-roll here: the originals as they are
         rd.reset();
       }
@@ -418,7 +436,7 @@ Slot Search::evaluate(ir::Context& ctx, Lowering& ref, Lowering& cand, smt::Solv
     if (rd) {
       d = std::move(*rd);
       reduce_how = reduce_how.empty() ? reroll_how : reduce_how + "; " + reroll_how;
-    } else {
+    } else if (!decided) {
       d = solver.decide(ctx, ea, eb, dopt);
     }
   }

@@ -140,9 +140,9 @@ class Search {
   // expand: what still differs afterwards is expanded when small (the term-by-term stages' form)
   std::string match_reductions(ir::Context& ctx, smt::Solver& solver, ir::Expr& ea, ir::Expr& eb, bool expand = true);
   // Both sides re-rolled (ir/reroll.h): a Decision when that makes them equal (nullopt: go on with
-  // the originals); `how` says what decided it.
+  // the originals); `how` says what decided it. snap_too: also with constants snapped (Fp32Constants).
   std::optional<smt::Decision> reroll_decide(ir::Context& ctx, smt::Solver& solver, ir::Expr ea, ir::Expr eb,
-                                             const smt::DecideOptions& dopt, std::string& how);
+                                             const smt::DecideOptions& dopt, std::string& how, bool snap_too);
   std::map<std::pair<const Lowering*, unsigned>, std::unique_ptr<NumericEvaluator>> numeric_;  // by first point
   std::map<unsigned, std::shared_ptr<ProductsCache>> numeric_products_;  // by first point, both programs'
   // the falsification tier's evaluators (its distribution points, fp64 and fp32 lanes), by lowering and round
