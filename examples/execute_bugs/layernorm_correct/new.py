@@ -1,4 +1,4 @@
-# Expected verdict: CHECKED (VERIFIED with --full) — a correct fused LayerNorm: one warp per row, each lane
+# Expected verdict: CHECKED (VERIFIED modulo Fp32Constants with --full: the kernel adds eps as a float) — a correct fused LayerNorm: one warp per row, each lane
 # holds two columns, mean and biased variance by __shfl_xor_sync butterflies, then (x - mean) * rsqrt(var + eps).
 import torch
 import torch.nn as nn
