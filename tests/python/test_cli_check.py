@@ -138,3 +138,18 @@ def test_verdict_and_witness_are_the_same_under_a_cpu_hog():
             h.wait()
     assert quiet[0] == "BUG" and quiet[2], quiet
     assert busy == quiet
+
+
+def test_no_reroll_leaves_the_kernels_sums_expanded():
+    # the Triton layer norm's kernel sums re-roll into the reference's reductions; with --no-reroll they
+    # stay expanded and the same locations go to Z3 instead
+    bundle = ROOT / "examples" / "triton" / "layernorm" / "bundle-good"
+    reasons = {}
+    for flag in ([], ["--no-reroll"]):
+        p = run(bundle, "--budget", "3" if flag else "15", "--max-locations", "8", "--json", *flag)
+        rep = json.loads(p.stdout)
+        reasons[bool(flag)] = [loc.get("reason", "") for loc in rep["locations"]]
+        if not flag:
+            assert rep["outcome"] == "CHECKED", rep["reason"]
+    assert reasons[False] and all(r.startswith("re-rolled:") for r in reasons[False]), reasons[False]
+    assert not any("re-rolled" in r for r in reasons[True]), reasons[True]
