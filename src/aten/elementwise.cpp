@@ -3,6 +3,7 @@
 // float results are computed in the reals, integer add/sub/mul/neg wrap around
 // as bitvectors, predicates are Bool (stored as 0/1 bytes).
 #include <cmath>
+#include <optional>
 
 #include "aten/internal.h"
 
@@ -86,9 +87,30 @@ Expr divide(const Env& e, Expr a, Expr b) {
   e.unsupported("rounding_mode '" + mode + "'");
 }
 
+// A comparison with a non-finite scalar (`x == inf`, `x < inf`, `x != nan`: core ATen's logsumexp
+// masks an infinite max with `abs(amax) == inf`): the elements are reals, so every real lies strictly
+// between -inf and +inf and compares false with NaN except for `ne`. The answer, by the comparison's
+// name: eq ne lt le gt ge.
+std::optional<bool> against_non_finite(const std::string& name, double c) {
+  if (std::isnan(c)) return name == "ne";
+  bool above = c > 0;  // x < +inf; x > -inf
+  if (name == "eq") return false;
+  if (name == "ne") return true;
+  if (name == "lt" || name == "le") return above;
+  return !above;  // gt, ge
+}
+
 void compare(Registry& r, const std::string& name, std::function<Expr(ir::Context&, Expr, Expr)> f) {
-  for (const char* ov : {".Tensor", ".Scalar"})
-    r.add(name + ov, "self other", [f](Env& e) { return f(e.cx, e.operand("self"), e.operand("other")); });
+  r.add(name + ".Tensor", "self other", [f](Env& e) { return f(e.cx, e.operand("self"), e.operand("other")); });
+  r.add(name + ".Scalar", "self other", [f, name](Env& e) {
+    if (!e.is_tensor("other"))
+      if (auto c = e.opt_real("other"); c && !std::isfinite(*c))
+        if (auto v = against_non_finite(name, *c)) {
+          e.operand("self");  // still read: an unsupported operand stays unsupported
+          return e.cx.bool_const(*v);
+        }
+    return f(e.cx, e.operand("self"), e.operand("other"));
+  });
 }
 
 }  // namespace

@@ -90,7 +90,8 @@ constexpr uint64_t kExpandReductionPoints = 1u << 14;
 // index (one decision with the index a bounded integer and tensor reads uninterpreted functions of it)
 // are made one node; equal bodies over different boxes are named (the terms one side lacks); what
 // still differs is expanded when small. Returns what was done, for the location's reason.
-std::string Search::match_reductions(ir::Context& ctx, smt::Solver& solver, ir::Expr& ea, ir::Expr& eb, bool expand) {
+std::string Search::match_reductions(ir::Context& ctx, smt::Solver& solver, ir::Expr& ea, ir::Expr& eb,
+                                     std::vector<ir::Expr>& lone, bool expand) {
   auto ra = top_reductions(ea), rb = top_reductions(eb);
   uint64_t points = 0;
   for (auto* v : {&ra, &rb})
@@ -105,13 +106,16 @@ std::string Search::match_reductions(ir::Context& ctx, smt::Solver& solver, ir::
     if (in_a.count(b) || repl.count(b)) continue;
     for (ir::Expr a : ra) {
       if (in_b.count(a) || a->reduce_op() != b->reduce_op() || a->reduce_rank() != b->reduce_rank()) continue;
-      if (auto d = ir::domain_difference(a, b)) {
-        std::string pt;
+      if (auto d = ir::domain_difference(ctx, a, b)) {
+        std::string pt, off;
         for (auto c : d->point) pt += (pt.empty() ? "" : ", ") + std::to_string(c);
-        notes.push_back(fmt::format("the same {} over different domains: {} point(s) only in the reference's, {} only in "
-                                    "the candidate's (e.g. index ({}) of the {}'s)",
-                                    ir::reduce_op_name(a->reduce_op()), d->only_a, d->only_b, pt,
-                                    d->in_a ? "reference" : "candidate"));
+        if (std::any_of(d->offset.begin(), d->offset.end(), [](int64_t o) { return o != 0; }))
+          for (auto c : d->offset) off += (off.empty() ? " at index offset (" : ", ") + std::to_string(c);
+        notes.push_back(fmt::format("the same {}{} over different domains: {} point(s) only in the reference's, {} only "
+                                    "in the candidate's (e.g. index ({}) of the {}'s)",
+                                    ir::reduce_op_name(a->reduce_op()), off.empty() ? "" : off + ")", d->only_a,
+                                    d->only_b, pt, d->in_a ? "reference" : "candidate"));
+        if (lone.size() < 4) lone.push_back(ir::instantiate(ctx, d->in_a ? a : b, d->point));
         continue;
       }
       if (ir::reduce_box(a) != ir::reduce_box(b)) continue;
@@ -182,7 +186,8 @@ std::optional<smt::Decision> Search::reroll_decide(ir::Context& ctx, smt::Solver
     d.verdict = smt::Verdict::Equal;
     d.stage = smt::Stage::Canonical;
     if (ra != rb && (ir::contains_reduce(ra) || ir::contains_reduce(rb))) {
-      std::string m = match_reductions(ctx, solver, ra, rb, false);
+      std::vector<ir::Expr> lone;  // unused: only an Equal is kept here, a difference is the originals' to find
+      std::string m = match_reductions(ctx, solver, ra, rb, lone, false);
       if (ra == rb) how += "; " + m;
     }
     if (ra != rb) {
@@ -200,6 +205,51 @@ std::optional<smt::Decision> Search::reroll_decide(ir::Context& ctx, smt::Solver
     return d;
   }
   how.clear();
+  return std::nullopt;
+}
+
+// A sum (max, min) that one side takes over terms the other lacks differs wherever those terms
+// dominate: every leaf of one lone term at a value v, every other leaf 0, for v in ±bound and ±1 (a
+// product body needs a large v, a max over signed terms a positive one). The verdict rests on both
+// original expressions evaluated at that input, never on the domains alone.
+std::optional<smt::Witness> Search::domain_witness(ir::Expr ea, ir::Expr eb, const std::vector<ir::Expr>& lone) {
+  double bound = tol_.bound;
+  for (ir::Expr term : lone) {
+    std::vector<ir::Expr> elems;
+    for (ir::Expr l : ir::leaves(term))
+      if (l->op == ir::Op::TensorElem && l->sort == ir::Sort::Real) elems.push_back(l);
+    if (elems.empty()) continue;
+    for (double v : {bound, -bound, 1.0, -1.0}) {
+      if (opt_.budget_s > 0 && Clock::now() >= budget_end()) return std::nullopt;
+      smt::Witness w;
+      for (ir::Expr l : elems) {
+        smt::LeafValue lv;
+        lv.tensor = l->tensor();
+        lv.index = l->index();
+        lv.value = ir::Value::of_real(v);
+        w.leaves.push_back(lv);
+      }
+      ir::Env env = w.env();
+      if (opt_.budget_s > 0)
+        env.tick = [this] {
+          if (Clock::now() > budget_end()) throw OutOfTime("the budget ran out evaluating a domain witness");
+        };
+      try {
+        ir::Value a = ir::Evaluator(env, ir::Precision::F64)(ea), b = ir::Evaluator(env, ir::Precision::F64)(eb);
+        if (a.undef || b.undef || !std::isfinite(a.real) || !std::isfinite(b.real) || !beyond_tolerance(a.real, b.real, tol_))
+          continue;
+        ir::Value a32 = ir::Evaluator(env, ir::Precision::F32)(ea), b32 = ir::Evaluator(env, ir::Precision::F32)(eb);
+        if (!std::isfinite(a32.real) || !std::isfinite(b32.real) || !beyond_tolerance(a32.real, b32.real, tol_)) continue;
+        w.a = a;
+        w.b = b;
+        w.exceeds_tolerance = true;
+        return w;
+      } catch (const OutOfTime&) {
+        return std::nullopt;
+      } catch (const std::exception&) {  // an evaluation error at this input (e.g. a leaf of no value): the next
+      }
+    }
+  }
   return std::nullopt;
 }
 
@@ -329,9 +379,10 @@ Slot Search::evaluate(ir::Context& ctx, Lowering& ref, Lowering& cand, smt::Solv
     return slot;
   }
   std::string reduce_how;
+  std::vector<ir::Expr> lone;  // terms only one side's reduction sums
   if (ea != eb && (ir::contains_reduce(ea) || ir::contains_reduce(eb))) {
     try {
-      reduce_how = match_reductions(ctx, solver, ea, eb);
+      reduce_how = match_reductions(ctx, solver, ea, eb, lone);
     } catch (const ir::LimitExceeded& x) {
       if (falsified) return as_falsified();
       lr.verdict = smt::Verdict::Timeout;
@@ -373,7 +424,14 @@ Slot Search::evaluate(ir::Context& ctx, Lowering& ref, Lowering& cand, smt::Solv
   }
   smt::Decision d;
   std::optional<unsigned> sampled_point;  // the giant path's ladder point that showed the difference
-  if (lr.ref_nodes + lr.cand_nodes > opt_.giant_location_nodes) {
+  std::optional<smt::Witness> by_domain;
+  if (!lone.empty() && ea != eb) by_domain = domain_witness(ea, eb, lone);
+  if (by_domain) {
+    d.verdict = smt::Verdict::Differ;
+    d.stage = smt::Stage::Domain;
+    d.witness = std::move(by_domain);
+    d.reason = reduce_how;
+  } else if (lr.ref_nodes + lr.cand_nodes > opt_.giant_location_nodes) {
     // Normalizing, bounding or sending tens of millions of nodes to Z3 does not finish within a
     // budget; random points do (a linear evaluation each). A difference found there is the usual
     // sampling witness (fp32 evaluation below); none found leaves the location undecided.

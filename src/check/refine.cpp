@@ -228,6 +228,10 @@ void Search::witness_values(ir::Context& ctx, ir::Expr ea, ir::Expr eb, const sm
     for (ir::Expr root : {ea, eb})
       for (ir::Expr l : ir::leaves(root))
         if (l->op == ir::Op::TensorElem && seen.insert(l).second) leaves.push_back(l);
+    // Elements only a reduction's body reads at some point (not leaves of the roots): the witness's own.
+    for (const smt::LeafValue& lv : w.leaves)
+      if (lv.kind == smt::LeafValue::Kind::Elem)
+        if (ir::Expr l = ctx.elem(lv.tensor, lv.index, lv.value.sort); seen.insert(l).second) leaves.push_back(l);
   }
   ir::Env wenv = w.env();  // the solver's model
   std::vector<double> values;

@@ -137,12 +137,18 @@ class Search {
   std::unordered_set<size_t> reduce_tried_outputs_;  // outputs estimated too large and built once under a small cap
   static constexpr size_t kReduceTrialNodes = 200'000;
   std::atomic<uint64_t> seq_reduce_index_{0};  // names of symbolic reduction indices (decide.cpp)
-  // expand: what still differs afterwards is expanded when small (the term-by-term stages' form)
-  std::string match_reductions(ir::Context& ctx, smt::Solver& solver, ir::Expr& ea, ir::Expr& eb, bool expand = true);
+  // `lone`: per pair of reductions summing one body over different domains, the body at a point only
+  // one side has (closed), for domain_witness. expand: what still differs afterwards is expanded when
+  // small (the term-by-term stages' form)
+  std::string match_reductions(ir::Context& ctx, smt::Solver& solver, ir::Expr& ea, ir::Expr& eb,
+                               std::vector<ir::Expr>& lone, bool expand = true);
   // Both sides re-rolled (ir/reroll.h): a Decision when that makes them equal (nullopt: go on with
   // the originals); `how` says what decided it. snap_too: also with constants snapped (Fp32Constants).
   std::optional<smt::Decision> reroll_decide(ir::Context& ctx, smt::Solver& solver, ir::Expr ea, ir::Expr eb,
                                              const smt::DecideOptions& dopt, std::string& how, bool snap_too);
+  // A witness from the terms one side lacks: the leaves of a `lone` term set (everything else 0), kept
+  // only when both sides, evaluated in fp64 and IEEE fp32, differ beyond the tolerance.
+  std::optional<smt::Witness> domain_witness(ir::Expr ea, ir::Expr eb, const std::vector<ir::Expr>& lone);
   std::map<std::pair<const Lowering*, unsigned>, std::unique_ptr<NumericEvaluator>> numeric_;  // by first point
   std::map<unsigned, std::shared_ptr<ProductsCache>> numeric_products_;  // by first point, both programs'
   // the falsification tier's evaluators (its distribution points, fp64 and fp32 lanes), by lowering and round

@@ -69,7 +69,8 @@ std::string_view rule_name(Rule r) {
       "IteNegCond", "IteToMinMax", "BoolSimplify", "CmpCanon", "BvAffine", "BvExtMerge",
       "BvSignedToUnsigned", "BvExtPush", "BvTruncPush", "BvBitFold", "BvDivRemConst", "BvDivModRecombine", "LoadFold",
       "AbsCanon", "MinMaxFloatLimit", "MulDistributeMinMax", "MulSumContent", "IteLeakyToMax", "ClampOrder",
-      "ReduceEmpty", "ReduceInvariant", "ReduceFactor", "ReduceSplitSum", "ReduceFlatten", "ReduceMerge"};
+      "ReduceEmpty", "ReduceInvariant", "ReduceFactor", "ReduceSplitSum", "ReduceFlatten", "ReduceMerge",
+      "ReduceOrigin"};
   static_assert(std::size(n) == static_cast<size_t>(Rule::Count_));
   return n[static_cast<unsigned>(r)];
 }

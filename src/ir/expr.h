@@ -194,7 +194,10 @@ enum class Rule : uint8_t {
   ReduceFactor,       // sum of c*f*g(k) -> c*f*sum g(k) for constants c and loop-invariant factors f
   ReduceSplitSum,     // sum of (a(k) + b(k)) -> sum a + sum b : a sum is a linear combination of sums of monomials
   ReduceFlatten,      // a reduction whose body is a reduction of the same op -> one reduction over both domains
-  ReduceMerge,        // sum_{k in [a,b)} f + sum_{k in [b,c)} f -> sum_{k in [a,c)} f (max/min likewise)
+  ReduceMerge,        // sum_{k in [a,b)} f + sum_{k in [b,c)} f -> sum_{k in [a,c)} f (max/min likewise), also when
+                      // one body reads the other's at an index offset (see ReduceOrigin)
+  ReduceOrigin,       // a box dim [lo, hi) -> [0, hi - lo) with k -> k + lo in the body: sum_{k in [1,n)} x[k] and
+                      // sum_{k<n-1} x[k+1] are one node
   Count_
 };
 std::string_view rule_name(Rule r);

@@ -381,6 +381,15 @@ struct Context::Impl {
   // Bound(depth + j) -> values[j] for j < n and Bound(depth + j) -> Bound(depth + j - n) for j >= n,
   // values closed; the body of a reduction opened at one point.
   Expr instantiate(Expr e, std::span<const Expr> values);
+  // body with the reduction's own indices moved by constants: Bound(n-1-d) -> Bound(n-1-d) + off[d] for
+  // the n = off.size() dims (dim order, the last dim is Bound(0)); enclosing indices untouched.
+  Expr offset_indices(Expr body, std::span<const int64_t> off);
+  // The reduction over `box` (lo may be negative: a box in another reduction's coordinates) with its
+  // origin at 0 (ReduceOrigin; always when some lo < 0, which no box can hold).
+  Expr reduce_from(ReduceOp op, std::span<const std::pair<int64_t, int64_t>> box, Expr body);
+  // An offset per dim with body_b(k) == body_a(k + off) (pointer-equal after offset_indices), found
+  // from the index difference of reads of one tensor; nullopt when none is found. Same rank assumed.
+  std::optional<std::vector<int64_t>> align_bodies(Expr body_a, Expr body_b, unsigned rank);
   // Reduce terms of one sum / operands of one max or min over adjacent boxes with equal bodies merged;
   // false when nothing merged.
   bool merge_reductions(Op combine, std::vector<Expr>& xs);

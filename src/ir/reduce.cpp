@@ -113,11 +113,18 @@ Expr expand_reductions(Context& ctx, Expr e, uint64_t max_points) {
   return memo.at(e);
 }
 
-std::optional<DomainDifference> domain_difference(Expr a, Expr b) {
+std::optional<std::vector<int64_t>> body_offset(Context& ctx, Expr a, Expr b) {
   if (a->op != Op::Reduce || b->op != Op::Reduce || a->reduce_op() != b->reduce_op() ||
-      a->reduce_body() != b->reduce_body() || a->reduce_rank() != b->reduce_rank())
+      a->reduce_rank() != b->reduce_rank())
     return std::nullopt;
+  return ContextAccess::impl(ctx).align_bodies(a->reduce_body(), b->reduce_body(), a->reduce_rank());
+}
+
+std::optional<DomainDifference> domain_difference(Context& ctx, Expr a, Expr b) {
+  auto off = body_offset(ctx, a, b);
+  if (!off) return std::nullopt;
   Box ba = reduce_box(a), bb = reduce_box(b);
+  for (size_t d = 0; d < bb.size(); ++d) bb[d] = {bb[d].first + (*off)[d], bb[d].second + (*off)[d]};  // in a's coordinates
   if (ba == bb) return std::nullopt;
   auto inter = [](const Box& x, const Box& y) {
     unsigned __int128 n = 1;
@@ -128,22 +135,23 @@ std::optional<DomainDifference> domain_difference(Expr a, Expr b) {
     return n > UINT64_MAX ? UINT64_MAX : static_cast<uint64_t>(n);
   };
   DomainDifference r;
+  r.offset = *off;
   uint64_t common = inter(ba, bb);
   r.only_a = reduce_count(a) - common;
   r.only_b = reduce_count(b) - common;
   // A point of x outside y: in some dim, a coordinate of x's range outside y's, the others anywhere in x.
   auto outside = [](const Box& x, const Box& y) -> std::optional<std::vector<int64_t>> {
     for (size_t d = 0; d < x.size(); ++d) {
-      int64_t c = -1;
+      std::optional<int64_t> c;  // (b's box in a's coordinates may start below 0)
       if (x[d].first < x[d].second) {
         if (x[d].first < y[d].first) c = x[d].first;
         else if (x[d].second > y[d].second) c = x[d].second - 1;
       }
-      if (c < 0) continue;
+      if (!c) continue;
       std::vector<int64_t> p;
       bool empty = false;
       for (size_t e = 0; e < x.size(); ++e) {
-        p.push_back(e == d ? c : x[e].first);
+        p.push_back(e == d ? *c : x[e].first);
         empty |= x[e].first >= x[e].second;
       }
       if (!empty) return p;
@@ -151,8 +159,12 @@ std::optional<DomainDifference> domain_difference(Expr a, Expr b) {
     return std::nullopt;
   };
   if (auto p = outside(ba, bb)) r.point = *p, r.in_a = true;
-  else if (auto q = outside(bb, ba)) r.point = *q, r.in_a = false;
-  else return std::nullopt;
+  else if (auto q = outside(bb, ba)) {
+    r.point = *q, r.in_a = false;
+    for (size_t d = 0; d < r.point.size(); ++d) r.point[d] -= r.offset[d];  // back to b's coordinates
+  } else {
+    return std::nullopt;
+  }
   return r;
 }
 

@@ -28,14 +28,19 @@ Expr expand_reduce(Context& ctx, Expr reduce);
 // ones stay. The result equals e for every input.
 Expr expand_reductions(Context& ctx, Expr e, uint64_t max_points);
 
-// Two reductions of one op and one body over different boxes: a point of one box outside the other
-// (the term only one side has), with the side it belongs to (true: a). nullopt when the ops or bodies
-// differ or the boxes are equal.
+// Two reductions of one op whose bodies are one function up to an index offset (body_b(k) ==
+// body_a(k + offset); offset 0 when the bodies are equal) over boxes that differ in a's coordinates:
+// a point one side sums and the other does not (the term only one side has), in the coordinates of
+// the side it belongs to (in_a: a's), and how many points each lacks. nullopt when the ops differ, no
+// offset relates the bodies, or the boxes cover the same points.
 struct DomainDifference {
   std::vector<int64_t> point;
   bool in_a = true;
   uint64_t only_a = 0, only_b = 0;  // points in a but not b, and in b but not a
+  std::vector<int64_t> offset;      // per dim: b's index k reads a's body at k + offset
 };
-std::optional<DomainDifference> domain_difference(Expr a, Expr b);
+std::optional<DomainDifference> domain_difference(Context& ctx, Expr a, Expr b);
+// The offset per dim with body_b(k) == body_a(k + offset), when one is found (ReduceMerge's alignment).
+std::optional<std::vector<int64_t>> body_offset(Context& ctx, Expr a, Expr b);
 
 }  // namespace dirigo::ir

@@ -111,6 +111,50 @@ Expr Context::Impl::instantiate(Expr e, std::span<const Expr> values) {
   return go(e, 0);
 }
 
+// ---- ReduceOrigin: every box dim starts at 0, its lo moved into the body's index (k -> k + lo). A
+// reduction is a set of body values, and its box's placement is a choice of coordinates: fixing it
+// makes a sum over x[1..n) read as a slice (Σ_{k<n-1} x[k+1]) and as a range (Σ_{k∈[1,n)} x[k]) one
+// node. Reductions with bodies at shifted indices are related by align_bodies (rewrite_reduce_merge.cpp).
+Expr Context::Impl::offset_indices(Expr body, std::span<const int64_t> off) {
+  const uint32_t n = static_cast<uint32_t>(off.size());
+  if (std::all_of(off.begin(), off.end(), [](int64_t o) { return o == 0; })) return body;
+  std::map<std::pair<Expr, uint32_t>, Expr> memo;
+  std::function<Expr(Expr, uint32_t)> go = [&](Expr x, uint32_t depth) -> Expr {
+    if (loose(x) <= depth) return x;
+    if (x->op == Op::Bound) {
+      uint64_t j = x->u - depth;  // the reduction's dim n-1-j
+      if (j >= n || off[n - 1 - j] == 0) return x;
+      Expr xs[] = {x, mk_bv(Sort::BV64, static_cast<uint64_t>(off[n - 1 - j]))};
+      return add_n(Sort::BV64, xs);
+    }
+    auto key = std::make_pair(x, depth);
+    if (auto it = memo.find(key); it != memo.end()) return it->second;
+    Expr r;
+    if (x->op == Op::Reduce) {
+      r = reduce_n(x->reduce_op(), box_of(x), go(x->reduce_body(), depth + x->reduce_rank()));
+    } else {
+      std::vector<Expr> a;
+      for (Expr c : x->args()) a.push_back(go(c, depth));
+      r = rebuild(x, a);
+    }
+    memo.emplace(key, r);
+    return r;
+  };
+  return go(body, 0);
+}
+
+Expr Context::Impl::reduce_from(ReduceOp op, std::span<const std::pair<int64_t, int64_t>> box, Expr body) {
+  bool negative = std::any_of(box.begin(), box.end(), [](auto d) { return d.first < 0; });
+  if (!negative) return reduce_n(op, box, body);
+  Box zero;
+  std::vector<int64_t> off;
+  for (auto [lo, hi] : box) {
+    zero.emplace_back(0, hi - lo);
+    off.push_back(lo);
+  }
+  return reduce_n(op, zero, offset_indices(body, off));
+}
+
 Expr Context::Impl::reduce_raw(ReduceOp op, std::span<const std::pair<int64_t, int64_t>> box, Expr body) {
   std::vector<Expr> args{body};
   for (auto [lo, hi] : box) {
@@ -153,6 +197,15 @@ Expr Context::Impl::reduce_n(ReduceOp op, std::span<const std::pair<int64_t, int
       return mul_n(Sort::Real, xs);
     }
     return b;
+  }
+  if (std::any_of(box.begin(), box.end(), [](auto d) { return d.first != 0; }) && apply(Rule::ReduceOrigin)) {
+    Box zero;
+    std::vector<int64_t> off;
+    for (auto [lo, hi] : box) {
+      zero.emplace_back(0, hi - lo);
+      off.push_back(lo);
+    }
+    return reduce_n(op, zero, offset_indices(body, off));
   }
   if (op == ReduceOp::Sum && body->op == Op::Add && apply(Rule::ReduceSplitSum)) {
     std::vector<Expr> parts;

@@ -38,7 +38,9 @@ std::string_view verdict_name(Verdict v);
 // Tolerance: not equal over the reals, but |a - b| <= atol for every real leaf in [-bound, bound]
 // (smt/tolerance.h): a rounding-only difference such as x/6 vs x*0.16666667f.
 // Sampling: random-point falsification (smt/falsify.h) found a witness before Z3 was asked.
-enum class Stage : uint8_t { Canonical, Axioms, CutPoints, Cache, Solver, Tolerance, Sampling, Error };
+// Domain: two reductions of one body over different domains (check's match_reductions); the witness
+// sets the terms only one side sums.
+enum class Stage : uint8_t { Canonical, Axioms, CutPoints, Cache, Solver, Tolerance, Sampling, Error, Domain };
 std::string_view stage_name(Stage s);
 
 // A value for one leaf of the original expressions.

@@ -175,15 +175,96 @@ TEST_F(Reduce, MergeAdjacentDomains) {
 TEST_F(Reduce, DomainDifference) {
   Expr body = c.mul(xk(k), wk(k));
   Expr a = sum(k, 0, 8192, body), b = sum(k, 0, 4096, body);
-  auto d = domain_difference(a, b);
+  auto d = domain_difference(c, a, b);
   ASSERT_TRUE(d);
   EXPECT_TRUE(d->in_a);
   EXPECT_EQ(d->only_a, 4096u);
   EXPECT_EQ(d->only_b, 0u);
   ASSERT_EQ(d->point.size(), 1u);
   EXPECT_GE(d->point[0], 4096);
-  EXPECT_FALSE(domain_difference(a, a));
-  EXPECT_FALSE(domain_difference(a, sum(k, 0, 4096, xk(k))));
+  EXPECT_FALSE(domain_difference(c, a, a));
+  EXPECT_FALSE(domain_difference(c, a, sum(k, 0, 4096, xk(k))));
+}
+
+TEST_F(Reduce, OriginAtZero) {
+  // Σ_{k∈[1,n)} x[k] (a range) and Σ_{k<n-1} x[k+1] (a slice) are one node
+  auto range = [&] { return sum(k, 1, 8192, xk(k)); };
+  Expr slice = sum(k, 0, 8191, xk(c.bv_add(k, bv(1))));
+  check(Rule::ReduceOrigin, range, slice);
+  EXPECT_EQ(reduce_box(slice), (Box{{0, 8191}}));
+  // the enclosing reduction's index is left alone: Σ_i Σ_{k∈[2,8)} x[8i + k]
+  Expr body = c.load(X, c.bv_add(c.bv_mul(bv(8), i), k));
+  Expr inner = red(ReduceOp::Max, k, 2, 8, body);
+  Expr outer = sum(i, 0, 4, inner);
+  std::vector<Expr> terms;
+  for (int64_t r = 0; r < 4; ++r) {
+    std::vector<Expr> row;
+    for (int64_t q = 2; q < 8; ++q) row.push_back(c.elem(X, 8 * r + q));
+    terms.push_back(c.max(row));
+  }
+  EXPECT_EQ(expand_reductions(c, outer, 100), c.add(terms));
+  Evaluator e1(env()), e2(env());
+  EXPECT_EQ(e1(range()).real, e2(expand_reduce(c, slice)).real);
+  untouched(Rule::ReduceOrigin, [&] { return sum(k, 0, 8192, xk(k)); });
+}
+
+TEST_F(Reduce, MergeChunksAtAnOffset) {
+  // with ReduceOrigin the second chunk reads x[k + 4096] over [0, 4096): aligned, then merged
+  Expr whole = sum(k, 0, 8192, c.mul(xk(k), wk(k)));
+  check(Rule::ReduceMerge,
+        [&] { return c.add(sum(k, 4096, 8192, c.mul(xk(k), wk(k))), sum(k, 0, 4096, c.mul(xk(k), wk(k)))); }, whole);
+  // three chunks of a 2-d box, listed out of order
+  auto box2 = [&](int64_t lo, int64_t hi) {
+    Expr vs[] = {i, k};
+    std::pair<int64_t, int64_t> b[] = {{0, 4}, {lo, hi}};
+    return c.reduce(ReduceOp::Sum, vs, b, c.load(X, c.bv_add(c.bv_mul(bv(64), i), k)));
+  };
+  check(Rule::ReduceMerge, [&] { return c.add(std::vector<Expr>{box2(32, 64), box2(0, 16), box2(16, 32)}); }, box2(0, 64));
+  // an offset that leaves a gap (x[k+4097]) or a different stride (x[2k]) does not merge
+  untouched(Rule::ReduceMerge, [&] { return c.add(sum(k, 4097, 8192, xk(k)), sum(k, 0, 4096, xk(k))); });
+  untouched(Rule::ReduceMerge, [&] { return c.add(sum(k, 0, 4096, xk(c.bv_mul(bv(2), k))), sum(k, 0, 4096, xk(k))); });
+}
+
+TEST_F(Reduce, BodyOffset) {
+  Expr a = sum(k, 0, 1 << 20, xk(k, 1 << 20)), b = sum(k, 0, (1 << 20) - 1, xk(c.bv_add(k, bv(1)), 1 << 20));
+  auto off = body_offset(c, a, b);
+  ASSERT_TRUE(off);
+  EXPECT_EQ(*off, std::vector<int64_t>{1});
+  // two dims: x[64(i+1) + (k+2)] is x[64i + k] at offset (1, 2)
+  auto two = [&](Expr di, Expr dk) {
+    Expr vs[] = {i, k};
+    std::pair<int64_t, int64_t> bx[] = {{0, 4}, {0, 32}};
+    return c.reduce(ReduceOp::Sum, vs, bx, c.load(X, c.bv_add(c.bv_mul(bv(64), c.bv_add(i, di)), c.bv_add(k, dk))));
+  };
+  auto off2 = body_offset(c, two(bv(0), bv(0)), two(bv(1), bv(2)));
+  ASSERT_TRUE(off2);
+  EXPECT_EQ(*off2, (std::vector<int64_t>{1, 2}));
+  // reads of another tensor, another op, or a non-affine index: no offset
+  EXPECT_FALSE(body_offset(c, a, sum(k, 0, 100, wk(k))));
+  EXPECT_FALSE(body_offset(c, a, red(ReduceOp::Max, k, 0, 100, xk(k, 1 << 20))));
+  EXPECT_FALSE(body_offset(c, a, sum(k, 0, 100, c.load(X, c.bv_udiv(k, bv(3))))));
+}
+
+TEST_F(Reduce, DomainDifferenceAtAnOffset) {
+  // sum_dim/buggy: x[:, 1:].sum(1) against x.sum(1): the reference's first element is the lone term
+  const int64_t n = 1 << 20;
+  Expr a = sum(k, 0, n, xk(k, n)), b = sum(k, 0, n - 1, xk(c.bv_add(k, bv(1)), n));
+  auto d = domain_difference(c, a, b);
+  ASSERT_TRUE(d);
+  EXPECT_TRUE(d->in_a);
+  EXPECT_EQ(d->only_a, 1u);
+  EXPECT_EQ(d->only_b, 0u);
+  EXPECT_EQ(d->point, std::vector<int64_t>{0});
+  EXPECT_EQ(instantiate(c, a, d->point), c.elem(X, 3 * n));
+  // a shifted read over the whole range: one point on each side; b's in b's coordinates
+  Expr s = sum(k, 0, n, xk(c.bv_add(k, bv(1)), n));
+  auto e = domain_difference(c, s, a);  // a reads s's body at k - 1
+  ASSERT_TRUE(e);
+  EXPECT_EQ(e->only_a, 1u);
+  EXPECT_EQ(e->only_b, 1u);
+  EXPECT_EQ(instantiate(c, e->in_a ? s : a, e->point), e->in_a ? c.elem(X, 3 * n + n) : c.elem(X, 3 * n));
+  // the same terms: no difference
+  EXPECT_FALSE(domain_difference(c, b, sum(k, 1, n, xk(k, n))));
 }
 
 TEST_F(Reduce, BadInputIsAnError) {
