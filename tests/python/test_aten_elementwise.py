@@ -204,3 +204,19 @@ def test_masked_fill_with_minus_inf_is_unsupported_not_wrong():
     mask = ~torch.tril(torch.ones(3, 3, dtype=torch.bool))
     with pytest.raises(NotImplementedError, match="non-finite constant -inf"):
         run_op("aten.masked_fill.Scalar", [x, mask, float("-inf")])
+
+
+@pytest.mark.parametrize("op", ["eq", "ne", "lt", "le", "gt", "ge"])
+@pytest.mark.parametrize("c", [float("inf"), float("-inf"), float("nan")])
+def test_compare_with_non_finite_scalar(op, c):
+    """Core ATen's logsumexp masks an infinite max with `abs(amax) == inf`: against a non-finite scalar a
+    finite element's comparison is a constant (the elements are reals), the same as PyTorch's."""
+    rng = np.random.default_rng(7)
+    x = rand(rng, 3, 4)
+    run_op(f"aten.{op}.Scalar", [x, c], rng=rng, n=8)
+
+
+def test_compare_with_finite_scalar_still_reads_the_element():
+    rng = np.random.default_rng(8)
+    x = rand(rng, 3, 4)
+    run_op("aten.lt.Scalar", [x, 0.25], rng=rng, n=8)
