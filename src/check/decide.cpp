@@ -187,7 +187,7 @@ std::optional<smt::Decision> Search::reroll_decide(ir::Context& ctx, smt::Solver
     if (st.sums == 0 && (!snap || st.snapped == 0)) continue;  // the same pair as before
     if (originals_differ()) break;
     how = fmt::format("re-rolled: {} expanded sum(s) of {} terms into reductions", st.sums, st.terms);
-    if (st.normalized) how += fmt::format(", {} reduction(s) re-based or coalesced", st.normalized);
+    if (st.normalized) how += fmt::format(", {} reduction(s) with dims coalesced", st.normalized);
     if (snap) how += fmt::format(", {} constant(s) read as the rational they round from (fp32)", st.snapped);
     smt::Decision d;
     d.verdict = smt::Verdict::Equal;

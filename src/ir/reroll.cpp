@@ -274,19 +274,19 @@ Expr normalize_reduce(Context& ctx, Expr r, RerollStats* stats) {
   if (!closed_reduce(r) || contains_reduce(r->reduce_body())) return r;
   Box box = reduce_box(r);
   const size_t D = box.size();
+  // zero-based boxes are the constructor's canonical form (ReduceOrigin); with that rule switched off
+  // a shifted box is left as it is
+  if (std::any_of(box.begin(), box.end(), [](auto d) { return d.first != 0; })) return r;
   auto& I = ContextAccess::impl(ctx);
   auto index_var = [&](size_t d, int64_t n) {
     return ctx.var(fmt::format("!reroll.i{}", d), Sort::BV64, {0, static_cast<uint64_t>(std::max<int64_t>(n, 1) - 1)});
   };
-  // the body over named, zero-based indices
+  // the body over named indices
   std::vector<Expr> vars(D), at(D);
   bool changed = false;
   for (size_t d = 0; d < D; ++d) {
-    vars[d] = index_var(d, box[d].second - box[d].first);
-    Expr v = vars[d];
-    if (box[d].first != 0) v = ctx.bv_add(v, ctx.bv_const(Sort::BV64, static_cast<uint64_t>(box[d].first))), changed = true;
-    at[D - 1 - d] = v;
-    box[d] = {0, box[d].second - box[d].first};
+    vars[d] = index_var(d, box[d].second);
+    at[D - 1 - d] = vars[d];
   }
   Expr body = I.instantiate(r->reduce_body(), at);
   // merge (d, d+1), innermost pairs first, while the index arithmetic folds back (no new div/rem)

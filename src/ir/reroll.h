@@ -22,7 +22,7 @@ struct RerollOptions {
 struct RerollStats {
   uint64_t sums = 0;       // n-ary nodes that gained a Reduce
   uint64_t terms = 0;      // terms folded into those Reduce nodes
-  uint64_t normalized = 0; // existing reductions re-based to 0 or with dims coalesced
+  uint64_t normalized = 0; // existing reductions with dims coalesced
   uint64_t snapped = 0;    // constants replaced by a simpler rational (snap_constants)
 };
 
@@ -47,9 +47,9 @@ class Reroller {
 // Returns e itself when nothing re-rolls.
 Expr reroll_node(Context& ctx, Expr e, RerollOptions opt = {}, RerollStats* stats = nullptr);
 
-// A closed reduction with every dim re-based to start at 0 and adjacent dims whose indices only
-// appear as outer·n_inner + inner merged into one (ATen's [0,6)×[0,8) over x[48·r + 8·i + j] is
-// the kernel's [0,48) over x[48·r + k]). Returns r itself when neither applies.
+// A closed (zero-based: ReduceOrigin) reduction with adjacent dims whose indices only appear as
+// outer·n_inner + inner merged into one (ATen's [0,6)×[0,8) over x[48·r + 8·i + j] is
+// the kernel's [0,48) over x[48·r + k]). Returns r itself when nothing merges.
 Expr normalize_reduce(Context& ctx, Expr r, RerollStats* stats = nullptr);
 
 // The simplest rational (smallest denominator) within a relative `rel` of q; q itself when none is

@@ -1,6 +1,6 @@
 // Re-rolling expanded reductions (ir/reroll.h): one "applies / does not apply" case per pattern — a
 // plain loop, strided partial sums combined by a tree, a shuffle tree, a max, a missing term, two
-// bodies — and the normal form of existing reductions (re-based, dims coalesced).
+// bodies — and the normal form of existing reductions (dims coalesced; zero-based boxes come from ReduceOrigin).
 #include <gtest/gtest.h>
 
 #include "ir/eval.h"
@@ -165,7 +165,7 @@ TEST_F(Reroll, TwoDimensionalLattice) {
 }
 
 TEST_F(Reroll, NormalizeReduce) {
-  // applies: a box not starting at 0 is re-based
+  // a box not starting at 0 is zero-based already (ReduceOrigin in the constructor): the same node
   Expr shifted = sum(k, 8, 24, c.load(X, k));
   EXPECT_EQ(normalize_reduce(c, shifted), sum(k, 0, 16, c.load(X, c.bv_add(bv(8), k))));
   // does not apply: dims whose strides do not nest (x[8i + 2k], k < 8: overlapping rows) stay apart
