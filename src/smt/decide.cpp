@@ -246,12 +246,15 @@ struct Solver::Impl {
     std::condition_variable cv;
     bool done = false, fired = false;
     auto deadline = Clock::now() + std::chrono::milliseconds(std::max(1u, timeout_ms));
+    // Past the deadline the interrupt is repeated until Z3 returns: one delivered between the
+    // assertions and check() (or in a phase that clears the cancel flag) would otherwise be lost, and
+    // Z3 gets no timeout of its own.
     std::thread dog([&] {
       std::unique_lock lock(m);
-      if (!cv.wait_until(lock, deadline, [&] { return done; })) {
-        fired = true;
-        ctx->interrupt();
-      }
+      if (cv.wait_until(lock, deadline, [&] { return done; })) return;
+      fired = true;
+      do ctx->interrupt();
+      while (!cv.wait_for(lock, std::chrono::milliseconds(50), [&] { return done; }));
     });
     z3::check_result r = z3::unknown;
     try {
