@@ -84,8 +84,8 @@ ir::Expr replace_reductions(ir::Context& ctx, ir::Expr e, const std::unordered_m
 // are expanded so that the term-by-term stages (and Z3) see their terms.
 constexpr uint64_t kExpandReductionPoints = 1u << 14;
 // A domain witness is tried only on locations of at most this many reduction points: each try evaluates
-// both sides four times (fp64, fp32), ~0.5 s per 10^6 points here; a conv-transpose location of 6.8·10^7
-// points (CPU evaluation pair 017) spent its whole budget on tries.
+// both sides four times (fp64, fp32), about 0.5 s per 10^6 points on one core, so on larger locations the
+// tries alone would spend the location's budget.
 constexpr uint64_t kDomainWitnessPoints = 1u << 23;
 
 }  // namespace
