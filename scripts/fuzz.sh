@@ -1,20 +1,17 @@
 #!/usr/bin/env bash
-# Bounded fuzz run: builds every fuzz/fuzz_*.cpp with clang (-fsanitize=fuzzer,address,undefined)
-# in build-fuzz/ and runs each for FUZZ_SECONDS (default 60) from its seeds in fuzz/seeds/<name>/.
+# Bounded fuzz run: builds every fuzz/fuzz_*.cpp in the sanitizer build (scripts/sanitizer-build.sh,
+# build-san/: clang, -fsanitize=fuzzer,address,undefined) and runs each for FUZZ_SECONDS (default 60)
+# from its seeds in fuzz/seeds/<name>/.
 # Exits non-zero if a target fails to build or any input crashes one; crashing inputs are kept
-# in build-fuzz/artifacts/ (reproduce with: build-fuzz/fuzz/<name> <file>).
+# in build-san/artifacts/ (reproduce with: build-san/fuzz/<name> <file>).
 #   FUZZ_SECONDS=N   seconds per target        FUZZ_TARGETS="fuzz_bundle ..."  run only these
 #   FUZZ_JOBS=N      build parallelism (default 2)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
-BUILD=${FUZZ_BUILD_DIR:-build-fuzz}
+BUILD=${SAN_BUILD_DIR:-build-san}
 SECONDS_EACH=${FUZZ_SECONDS:-60}
 
-if ! command -v clang++ >/dev/null; then
-  echo "fuzz.sh: clang++ not found (scripts/install-deps.sh installs it)" >&2
-  exit 1
-fi
 targets=()
 if [ -n "${FUZZ_TARGETS:-}" ]; then
   read -r -a targets <<<"$FUZZ_TARGETS"
@@ -28,14 +25,7 @@ if [ ${#targets[@]} -eq 0 ]; then
   exit 0
 fi
 
-# Instrument all code for coverage and ASan/UBSan; only the fuzz targets link libFuzzer's main.
-SAN="-fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer"
-cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-  -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ \
-  -DCMAKE_C_FLAGS="$SAN" -DCMAKE_CXX_FLAGS="$SAN" \
-  -DCMAKE_EXE_LINKER_FLAGS="-fsanitize=address,undefined" \
-  -DDIRIGO_FUZZ=ON -DDIRIGO_BUILD_TESTS=OFF -DDIRIGO_BUILD_BENCH=OFF -DDIRIGO_BUILD_PYTHON=OFF >/dev/null
-cmake --build "$BUILD" -j "${FUZZ_JOBS:-2}" --target "${targets[@]}"
+SAN_BUILD_DIR="$BUILD" JOBS="${FUZZ_JOBS:-2}" bash scripts/sanitizer-build.sh "${targets[@]}"
 
 mkdir -p "$BUILD/artifacts"
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1}

@@ -1,14 +1,11 @@
 #!/usr/bin/env bash
-# AddressSanitizer + UndefinedBehaviorSanitizer: the C++ suite and the CLI built with both (build-asan/, no
-# benchmarks, no Python extension), then ctest and `dirigo check` on every committed bundle. Any report of
-# either sanitizer fails the run (halt_on_error). Meant for .ci/run; JOBS sets the build's parallelism.
+# AddressSanitizer + UndefinedBehaviorSanitizer: the C++ suite (unit and golden kernels) and `dirigo check` on
+# every committed bundle, from the sanitizer build (scripts/sanitizer-build.sh, build-san/). Any report of either
+# sanitizer fails the run (halt_on_error). scripts/test.sh runs it; JOBS sets the parallelism.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-B=${ASAN_BUILD_DIR:-build-asan}
-cmake -S . -B "$B" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DDIRIGO_BUILD_TESTS=ON -DDIRIGO_BUILD_BENCH=OFF \
-  -DDIRIGO_BUILD_PYTHON=OFF -DCMAKE_CXX_FLAGS="-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all" \
-  -DCMAKE_EXE_LINKER_FLAGS="-fsanitize=address,undefined" >/dev/null
-cmake --build "$B" -j "${JOBS:-$(nproc)}"
+B=${SAN_BUILD_DIR:-build-san}
+bash scripts/sanitizer-build.sh
 export ASAN_OPTIONS=halt_on_error=1:detect_leaks=0 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
 echo "== C++ tests under ASan+UBSan"
 ctest --test-dir "$B" --output-on-failure -j "${JOBS:-$(nproc)}" --timeout 1200

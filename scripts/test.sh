@@ -1,16 +1,16 @@
 #!/usr/bin/env bash
-# Fresh-machine set-up plus the whole test suite: C++ unit and golden tests (ctest),
-# Python tests (pytest), and a bounded fuzz run. GPU-only tests are skipped without a GPU.
+# Fresh-machine set-up plus the whole test suite. The Release build gives pytest its `dirigo` binary and
+# `_core` extension (only those targets); the C++ unit and golden tests (ctest), every committed bundle and a
+# bounded fuzz run then run in the AddressSanitizer + UndefinedBehaviorSanitizer build (scripts/sanitize.sh),
+# so the suite is compiled once. GPU-only tests are skipped without a GPU. `bash scripts/build.sh` and
+# `ctest --test-dir build` run the C++ suite on the Release build too.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install-deps.sh
-# the tests need no benchmarks: leave them out unless asked for
-DIRIGO_BUILD_BENCH=${DIRIGO_BUILD_BENCH:-OFF} bash scripts/build.sh
-echo "== C++ tests (ctest)"
-ctest --test-dir build --output-on-failure -j "$(nproc)" --timeout 600
+DIRIGO_BUILD_BENCH=${DIRIGO_BUILD_BENCH:-OFF} bash scripts/build.sh dirigo _core
 echo "== Python tests (pytest)"
 python3 -m pytest -q tests/python
-if [ -x scripts/fuzz.sh ]; then
-  echo "== bounded fuzz run"
-  bash scripts/fuzz.sh
-fi
+echo "== ASan+UBSan: C++ unit and golden tests, every committed bundle"
+bash scripts/sanitize.sh
+echo "== bounded fuzz run (the same sanitizer build)"
+bash scripts/fuzz.sh

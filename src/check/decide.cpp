@@ -270,9 +270,10 @@ Slot Search::evaluate(ir::Context& ctx, Lowering& ref, Lowering& cand, smt::Solv
   const char* building = "reference";
   // The check's deadline and the location's node budget also bind inside the canonicalizer's loops.
   struct LimitGuard {  // only while this location is built and decided
-    ir::Context& ctx;
-    ir::Limits saved = ir::limits(ctx);
+    explicit LimitGuard(ir::Context& c) : ctx(c), saved(ir::limits(c)) {}
     ~LimitGuard() { ir::set_limits(ctx, saved); }
+    ir::Context& ctx;
+    ir::Limits saved;
   };
   std::optional<LimitGuard> limited;
   limited.emplace(ctx);

@@ -231,7 +231,10 @@ struct KernelNumeric::Impl {
     Tape& T = *it->second;
     exec::ThreadVars tv(low.launch_context(), launch->result->launch.block, launch->result->launch.grid);
     auto vars = tv.all();
-    auto [thread_only, post] = exec::split_thread_only(root, vars);
+    // named members, not a structured binding: lambdas below capture them (clang 14 rejects that)
+    const exec::ThreadOnlySplit split = exec::split_thread_only(root, vars);
+    const auto& thread_only = split.thread_only;
+    const auto& post = split.post;
     std::unordered_map<ir::Expr, uint32_t> slot;
     std::vector<ir::Expr> roots;
     auto slot_of = [&](ir::Expr x) -> uint32_t {

@@ -377,7 +377,9 @@ std::optional<Bounds> range_in(Expr root, const ThreadVars& tv, const ThreadBox&
   RangeMemo& r = memo ? *memo : local;
   std::vector<std::pair<Expr, bool>> stack{{root, false}};
   while (!stack.empty()) {
-    auto [e, expanded] = stack.back();
+    // not a structured binding: the lambdas below capture e, which clang 14 (the sanitizer build) rejects
+    const Expr e = stack.back().first;
+    const bool expanded = stack.back().second;
     stack.pop_back();
     if (r.count(e)) continue;
     if (!ir::is_bv(e->sort)) return std::nullopt;

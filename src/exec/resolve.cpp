@@ -95,7 +95,10 @@ struct Resolver::Impl {
     SpecPlan& P = it->second;
     if (!fresh) return P;
     auto all = tv.all();
-    auto [thread_only, post] = split_thread_only(e, all);
+    // named members, not a structured binding: the lambda below captures them (clang 14 rejects that)
+    const ThreadOnlySplit split = split_thread_only(e, all);
+    const auto& thread_only = split.thread_only;
+    const auto& post = split.post;
     std::vector<Expr> roots;
     auto mark = [&](Expr x) {
       if (thread_only.at(x) && !x->is_const() && !P.frontier.count(x)) {

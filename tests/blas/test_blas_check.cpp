@@ -47,7 +47,9 @@ check::Report check_candidate(const std::string& tag, json cand_op) {
              {"schema", "mm(Tensor self, Tensor mat2) -> Tensor"}, {"args", {{{"tensor", "t0"}}, {{"tensor", "t1"}}}},
              {"kwargs", json::object()}, {"outputs", {"t2"}}, {"mutates", json::array()}, {"from", "python"}};
   json manifest = {{"format", "dirigo-bundle"}, {"version", 1}, {"modules", json::array()},
-                   {"programs", {program("ref", "reference", {mm}), program("new", "candidate", {cand_op})}},
+                   // json::array: a one-element brace list is the element itself under clang (CWG 2137)
+                   {"programs", {program("ref", "reference", json::array({mm})),
+                                 program("new", "candidate", json::array({cand_op}))}},
                    {"match", {{"inputs", json::array({json::array({"ref.x", "new.x"}), json::array({"ref.w", "new.w"})})},
                               {"outputs", json::array({json::array({"ref.out0", "new.out0"})})}}}};
   auto dir = std::filesystem::temp_directory_path() / ("dirigo-blas-check-" + tag);

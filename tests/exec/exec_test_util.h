@@ -19,6 +19,20 @@
 
 namespace dirigo::exec::test {
 
+// Wall-clock budgets in these tests are sized for a Release build; AddressSanitizer's instrumentation
+// runs the same work several times slower (scripts/sanitize.sh), so budgets scale by this factor there.
+#if defined(__SANITIZE_ADDRESS__)
+inline constexpr double kBudgetScale = 10;
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+inline constexpr double kBudgetScale = 10;
+#else
+inline constexpr double kBudgetScale = 1;
+#endif
+#else
+inline constexpr double kBudgetScale = 1;
+#endif
+
 inline std::string ptx_path(const std::string& stem, bool fast = false) {
   return std::string(DIRIGO_EXEC_PTX_DIR) + "/" + stem + (fast ? ".fast.ptx" : ".plain.ptx");
 }
