@@ -3,6 +3,7 @@
 
 #include <array>
 #include <cstdlib>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <span>
@@ -376,6 +377,10 @@ struct Context::Impl {
   // 1 + the largest free de Bruijn index below e (0: e is closed); memoized.
   detail::NodeMap<uint32_t> loose_memo;
   uint32_t loose(Expr e);
+  // e with each free Bound leaf x replaced by leaf(x, d), d the binders above x counted from `depth`
+  // (a reduction's body is one level deeper per dim); closed parts are kept, results memoized by
+  // (node, depth). The walk of shift, instantiate and offset_indices.
+  Expr map_bound_leaves(Expr e, uint32_t depth, const std::function<Expr(Expr, uint32_t)>& leaf);
   // e with free Bound(k), k >= cutoff, replaced by Bound(k + delta) (delta may be negative).
   Expr shift(Expr e, uint32_t cutoff, int64_t delta);
   // Bound(depth + j) -> values[j] for j < n and Bound(depth + j) -> Bound(depth + j - n) for j >= n,

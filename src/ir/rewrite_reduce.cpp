@@ -58,57 +58,44 @@ bool uses_indices(Expr e, uint32_t depth, uint32_t n, std::map<std::pair<Expr, u
 }
 }  // namespace
 
-Expr Context::Impl::shift(Expr e, uint32_t cutoff, int64_t delta) {
-  if (delta == 0 || loose(e) <= cutoff) return e;
+Expr Context::Impl::map_bound_leaves(Expr e, uint32_t depth, const std::function<Expr(Expr, uint32_t)>& leaf) {
   std::map<std::pair<Expr, uint32_t>, Expr> memo;
-  std::function<Expr(Expr, uint32_t)> go = [&](Expr x, uint32_t cut) -> Expr {
-    if (loose(x) <= cut) return x;
-    if (x->op == Op::Bound) {
-      int64_t k = static_cast<int64_t>(x->u) + delta;
-      if (k < static_cast<int64_t>(cut)) throw std::logic_error("shift: a bound index would be captured");
-      return bound_leaf(static_cast<uint32_t>(k));
-    }
-    auto key = std::make_pair(x, cut);
+  std::function<Expr(Expr, uint32_t)> go = [&](Expr x, uint32_t d) -> Expr {
+    if (loose(x) <= d) return x;
+    if (x->op == Op::Bound) return leaf(x, d);
+    auto key = std::make_pair(x, d);
     if (auto it = memo.find(key); it != memo.end()) return it->second;
     Expr r;
     if (x->op == Op::Reduce) {
-      r = reduce_n(x->reduce_op(), box_of(x), go(x->reduce_body(), cut + x->reduce_rank()));
+      r = reduce_n(x->reduce_op(), box_of(x), go(x->reduce_body(), d + x->reduce_rank()));
     } else {
       std::vector<Expr> a;
-      for (Expr c : x->args()) a.push_back(go(c, cut));
+      for (Expr c : x->args()) a.push_back(go(c, d));
       r = rebuild(x, a);
     }
     memo.emplace(key, r);
     return r;
   };
-  return go(e, cutoff);
+  return go(e, depth);
+}
+
+Expr Context::Impl::shift(Expr e, uint32_t cutoff, int64_t delta) {
+  if (delta == 0 || loose(e) <= cutoff) return e;
+  return map_bound_leaves(e, cutoff, [&](Expr x, uint32_t cut) {
+    int64_t k = static_cast<int64_t>(x->u) + delta;
+    if (k < static_cast<int64_t>(cut)) throw std::logic_error("shift: a bound index would be captured");
+    return bound_leaf(static_cast<uint32_t>(k));
+  });
 }
 
 Expr Context::Impl::instantiate(Expr e, std::span<const Expr> values) {
   const uint32_t n = static_cast<uint32_t>(values.size());
   for (Expr v : values)
     if (v->has_free_bound()) throw std::invalid_argument("instantiate: index values must be closed");
-  std::map<std::pair<Expr, uint32_t>, Expr> memo;
-  std::function<Expr(Expr, uint32_t)> go = [&](Expr x, uint32_t depth) -> Expr {
-    if (loose(x) <= depth) return x;
-    if (x->op == Op::Bound) {
-      uint32_t j = static_cast<uint32_t>(x->u) - depth;
-      return j < n ? values[j] : bound_leaf(static_cast<uint32_t>(x->u) - n);
-    }
-    auto key = std::make_pair(x, depth);
-    if (auto it = memo.find(key); it != memo.end()) return it->second;
-    Expr r;
-    if (x->op == Op::Reduce) {
-      r = reduce_n(x->reduce_op(), box_of(x), go(x->reduce_body(), depth + x->reduce_rank()));
-    } else {
-      std::vector<Expr> a;
-      for (Expr c : x->args()) a.push_back(go(c, depth));
-      r = rebuild(x, a);
-    }
-    memo.emplace(key, r);
-    return r;
-  };
-  return go(e, 0);
+  return map_bound_leaves(e, 0, [&](Expr x, uint32_t depth) {
+    uint32_t j = static_cast<uint32_t>(x->u) - depth;
+    return j < n ? values[j] : bound_leaf(static_cast<uint32_t>(x->u) - n);
+  });
 }
 
 // ---- ReduceOrigin: every box dim starts at 0, its lo moved into the body's index (k -> k + lo). A
@@ -118,29 +105,12 @@ Expr Context::Impl::instantiate(Expr e, std::span<const Expr> values) {
 Expr Context::Impl::offset_indices(Expr body, std::span<const int64_t> off) {
   const uint32_t n = static_cast<uint32_t>(off.size());
   if (std::all_of(off.begin(), off.end(), [](int64_t o) { return o == 0; })) return body;
-  std::map<std::pair<Expr, uint32_t>, Expr> memo;
-  std::function<Expr(Expr, uint32_t)> go = [&](Expr x, uint32_t depth) -> Expr {
-    if (loose(x) <= depth) return x;
-    if (x->op == Op::Bound) {
-      uint64_t j = x->u - depth;  // the reduction's dim n-1-j
-      if (j >= n || off[n - 1 - j] == 0) return x;
-      Expr xs[] = {x, mk_bv(Sort::BV64, static_cast<uint64_t>(off[n - 1 - j]))};
-      return add_n(Sort::BV64, xs);
-    }
-    auto key = std::make_pair(x, depth);
-    if (auto it = memo.find(key); it != memo.end()) return it->second;
-    Expr r;
-    if (x->op == Op::Reduce) {
-      r = reduce_n(x->reduce_op(), box_of(x), go(x->reduce_body(), depth + x->reduce_rank()));
-    } else {
-      std::vector<Expr> a;
-      for (Expr c : x->args()) a.push_back(go(c, depth));
-      r = rebuild(x, a);
-    }
-    memo.emplace(key, r);
-    return r;
-  };
-  return go(body, 0);
+  return map_bound_leaves(body, 0, [&](Expr x, uint32_t depth) {
+    uint64_t j = x->u - depth;  // the reduction's dim n-1-j
+    if (j >= n || off[n - 1 - j] == 0) return x;
+    Expr xs[] = {x, mk_bv(Sort::BV64, static_cast<uint64_t>(off[n - 1 - j]))};
+    return add_n(Sort::BV64, xs);
+  });
 }
 
 Expr Context::Impl::reduce_from(ReduceOp op, std::span<const std::pair<int64_t, int64_t>> box, Expr body) {
