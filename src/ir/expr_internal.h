@@ -392,6 +392,8 @@ struct Context::Impl {
   // The reduction over `box` (lo may be negative: a box in another reduction's coordinates) with its
   // origin at 0 (ReduceOrigin; always when some lo < 0, which no box can hold).
   Expr reduce_from(ReduceOp op, std::span<const std::pair<int64_t, int64_t>> box, Expr body);
+  // The same reduction with every dim of `box` moved to start at 0 (its lo moved into the body).
+  Expr reduce_at_origin(ReduceOp op, std::span<const std::pair<int64_t, int64_t>> box, Expr body);
   // An offset per dim with body_b(k) == body_a(k + off) (pointer-equal after offset_indices), found
   // from the index difference of reads of one tensor; nullopt when none is found. Same rank assumed.
   std::optional<std::vector<int64_t>> align_bodies(Expr body_a, Expr body_b, unsigned rank);

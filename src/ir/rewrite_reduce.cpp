@@ -115,7 +115,10 @@ Expr Context::Impl::offset_indices(Expr body, std::span<const int64_t> off) {
 
 Expr Context::Impl::reduce_from(ReduceOp op, std::span<const std::pair<int64_t, int64_t>> box, Expr body) {
   bool negative = std::any_of(box.begin(), box.end(), [](auto d) { return d.first < 0; });
-  if (!negative) return reduce_n(op, box, body);
+  return negative ? reduce_at_origin(op, box, body) : reduce_n(op, box, body);
+}
+
+Expr Context::Impl::reduce_at_origin(ReduceOp op, std::span<const std::pair<int64_t, int64_t>> box, Expr body) {
   Box zero;
   std::vector<int64_t> off;
   for (auto [lo, hi] : box) {
@@ -169,13 +172,7 @@ Expr Context::Impl::reduce_n(ReduceOp op, std::span<const std::pair<int64_t, int
     return b;
   }
   if (std::any_of(box.begin(), box.end(), [](auto d) { return d.first != 0; }) && apply(Rule::ReduceOrigin)) {
-    Box zero;
-    std::vector<int64_t> off;
-    for (auto [lo, hi] : box) {
-      zero.emplace_back(0, hi - lo);
-      off.push_back(lo);
-    }
-    return reduce_n(op, zero, offset_indices(body, off));
+    return reduce_at_origin(op, box, body);
   }
   if (op == ReduceOp::Sum && body->op == Op::Add && apply(Rule::ReduceSplitSum)) {
     std::vector<Expr> parts;
