@@ -238,6 +238,23 @@ struct Context::Impl {
     ++hits[static_cast<unsigned>(r)];
     return true;
   }
+  // The operands xs of an n-ary `op` gathered into atoms: a nested `op` node is flattened (rule
+  // `flatten`) with its leading constant offered to konst, a constant operand is offered to konst
+  // (an atom when konst declines it). False when an Undef operand makes the whole node Undef.
+  template <class Konst>
+  bool gather_operands(Op op, Rule flatten, std::span<const Expr> xs, std::vector<Expr>& atoms, Konst&& konst) {
+    for (Expr x : xs) {
+      if (x->op == Op::Undef && apply(Rule::UndefPropagate)) return false;
+      if (x->op == op && apply(flatten)) {
+        uint32_t j = 0;
+        if (x->args_[0]->is_const() && konst(x->args_[0])) j = 1;
+        atoms.insert(atoms.end(), x->args_ + j, x->args_ + x->nargs);
+      } else if (!(x->is_const() && konst(x))) {
+        atoms.push_back(x);
+      }
+    }
+    return true;
+  }
 
   // ---- constants
   std::array<Expr, 6> zero_{}, one_{};

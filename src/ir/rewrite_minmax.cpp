@@ -75,17 +75,7 @@ Expr Context::Impl::minmax_n(Op op, Sort s, std::span<const Expr> xs) {
     if (mn ? c < 0 : c > 0) best = k;
     return true;
   };
-  for (Expr x : xs) {
-    if (x->op == Op::Undef && apply(Rule::UndefPropagate)) return undef(s);
-    if (x->op == op && apply(Rule::MinMaxFlatten)) {
-      uint32_t j = 0;
-      if (x->args_[0]->is_const() && konst(x->args_[0])) j = 1;
-      atoms.insert(atoms.end(), x->args_ + j, x->args_ + x->nargs);
-    } else if (x->is_const() && konst(x)) {
-    } else {
-      atoms.push_back(x);
-    }
-  }
+  if (!gather_operands(op, Rule::MinMaxFlatten, xs, atoms, konst)) return undef(s);
   if (on(Rule::MinMaxSortDedup)) {
     bool changed = sort_runs(atoms, [&](Expr a, Expr b) { return less(a, b); });
     size_t before = atoms.size();

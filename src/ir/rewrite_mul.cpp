@@ -32,17 +32,7 @@ Expr Context::Impl::mul_n(Sort s, std::span<const Expr> xs) {
     }
     return false;
   };
-  for (Expr x : xs) {
-    if (x->op == Op::Undef && apply(Rule::UndefPropagate)) return undef(s);
-    if (x->op == mulop && apply(Rule::MulFlatten)) {
-      uint32_t j = 0;
-      if (x->args_[0]->is_const() && konst(x->args_[0])) j = 1;
-      atoms.insert(atoms.end(), x->args_ + j, x->args_ + x->nargs);
-    } else if (x->is_const() && konst(x)) {
-    } else {
-      atoms.push_back(x);
-    }
-  }
+  if (!gather_operands(mulop, Rule::MulFlatten, xs, atoms, konst)) return undef(s);
   if (atoms.empty()) return c;
   if (is_zero(c) && std::none_of(atoms.begin(), atoms.end(), [](Expr a) { return a->has_undef(); }) &&
       apply(Rule::MulIdentity))
