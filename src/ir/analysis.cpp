@@ -3,6 +3,7 @@
 #include <unordered_set>
 
 #include "ir/expr_internal.h"
+#include "ir/walk.h"
 
 namespace dirigo::ir {
 using detail::NodeMap;
@@ -10,39 +11,6 @@ using detail::NodeSet;
 
 namespace {
 bool is_mapped_leaf(Expr e) { return e->op == Op::Var || e->op == Op::TensorElem || e->op == Op::Load; }
-
-// Post-order rebuild of e: `leaf(x)` returns a replacement or nullptr (then the node's
-// children are visited and it is rebuilt through the canonicalizer); results memoized.
-template <class Stop, class After>
-Expr rebuild_dag(Context& ctx, Expr e, NodeMap<Expr>& memo, Stop stop, After after) {
-  if (auto it = memo.find(e); it != memo.end()) return it->second;
-  std::vector<std::pair<Expr, bool>> st{{e, false}};
-  std::vector<Expr> args;
-  while (!st.empty()) {
-    auto [x, done] = st.back();
-    st.pop_back();
-    if (memo.count(x)) continue;
-    if (!done) {
-      if (Expr r = stop(x)) {
-        memo.emplace(x, r);
-        continue;
-      }
-      st.emplace_back(x, true);
-      for (Expr c : x->args())
-        if (!memo.count(c)) st.emplace_back(c, false);
-      continue;
-    }
-    args.clear();
-    bool same = true;
-    for (Expr c : x->args()) {
-      args.push_back(memo.at(c));
-      same &= args.back() == c;
-    }
-    Expr r = same ? x : ctx.rebuild(x, args);
-    memo.emplace(x, after(x, r));
-  }
-  return memo.at(e);
-}
 }  // namespace
 
 struct Substituter::Impl {
@@ -67,7 +35,7 @@ Expr Substituter::operator()(Expr e) {
       if (Expr m = I.map(r)) return m;
     return r;
   };
-  return rebuild_dag(I.ctx, e, I.memo, stop, after);
+  return rebuild_post_order(I.ctx, e, I.memo, stop, after);
 }
 
 Expr substitute(Context& ctx, Expr e, const Substituter::LeafMap& map) { return Substituter(ctx, map)(e); }
@@ -143,9 +111,8 @@ CutResult cut_shared(Context& ctx, Expr a, Expr b) {
     r.cuts.emplace_back(v, c);
   }
   auto stop = [](Expr x) -> Expr { return x->nargs ? nullptr : x; };
-  auto same = [](Expr, Expr r) { return r; };
-  r.a = rebuild_dag(ctx, a, memo, stop, same);
-  r.b = rebuild_dag(ctx, b, memo, stop, same);
+  r.a = rebuild_post_order(ctx, a, memo, stop);
+  r.b = rebuild_post_order(ctx, b, memo, stop);
   return r;
 }
 

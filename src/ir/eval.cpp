@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "ir/expr_internal.h"
+#include "ir/walk.h"
 
 namespace dirigo::ir {
 
@@ -344,33 +345,27 @@ struct Evaluator::Impl {
   Value eval(Expr e) {
     if (auto it = memo.find(e); it != memo.end()) return it->second;
     if (e->has_free_bound()) throw std::runtime_error("evaluate: the expression reads a bound index of no reduction");
-    std::vector<std::pair<Expr, bool>> st{{e, false}};
     std::vector<const Value*> args;
-    while (!st.empty()) {
-      auto [x, done] = st.back();
-      st.pop_back();
-      if (memo.count(x)) continue;
+    auto has = [&](Expr x) { return memo.count(x) > 0; };
+    auto stop = [&](Expr x) {
       if (x->op == Op::Reduce) {  // its body is evaluated per point, never through the memo
         Value v = reduce_value(x);
         memo.emplace(x, v);
-        continue;
+        return true;
       }
       if (x->nargs == 0) {
         memo.emplace(x, leaf(x));
-        continue;
+        return true;
       }
-      if (!done) {
-        st.emplace_back(x, true);
-        for (Expr c : x->args())
-          if (!memo.count(c)) st.emplace_back(c, false);
-        continue;
-      }
+      return false;
+    };
+    post_order(e, has, stop, [&](Expr x) {
       args.clear();
       for (Expr c : x->args()) args.push_back(&memo.at(c));
       Value v = compute(x, args);
       memo.emplace(x, v);
       if (env.tick && (++computed & 0xFFFF) == 0) env.tick();
-    }
+    });
     return memo.at(e);
   }
 };

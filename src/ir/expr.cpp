@@ -11,6 +11,7 @@
 #include <fmt/format.h>
 #include "ir/expr_internal.h"
 #include "ir/limits.h"
+#include "ir/walk.h"
 
 namespace dirigo::ir {
 using namespace detail;
@@ -245,18 +246,8 @@ Expr Importer::operator()(Expr e) {
   auto& memo = impl_->memo;
   auto& I = ContextAccess::impl(impl_->to);
   if (auto it = memo.find(e); it != memo.end()) return it->second;
-  std::vector<std::pair<Expr, bool>> st{{e, false}};
   std::vector<Expr> args;
-  while (!st.empty()) {
-    auto [x, done] = st.back();
-    st.pop_back();
-    if (memo.count(x)) continue;
-    if (!done) {
-      st.emplace_back(x, true);
-      for (Expr c : x->args())
-        if (!memo.count(c)) st.emplace_back(c, false);
-      continue;
-    }
+  post_order(e, [&](Expr x) { return memo.count(x) > 0; }, [&](Expr x) {
     args.clear();
     for (Expr c : x->args()) args.push_back(memo.at(c));
     Key k{x->op, x->sort, x->flags, args};
@@ -269,7 +260,7 @@ Expr Importer::operator()(Expr e) {
       I.var_names.emplace(k.name);
     }
     memo.emplace(x, I.intern(k));
-  }
+  });
   return memo.at(e);
 }
 

@@ -11,6 +11,7 @@
 
 #include "ir/expr_internal.h"
 #include "ir/print_internal.h"
+#include "ir/walk.h"
 
 namespace dirigo::ir {
 
@@ -131,17 +132,8 @@ std::string to_string(const Context& ctx, Expr e, const PrintOptions& opt) {
   NodeMap<std::string> str;
   std::string lets;
   unsigned next_name = 0;
-  std::vector<std::pair<Expr, bool>> st{{e, false}};
-  while (!st.empty()) {
-    auto [x, done] = st.back();
-    st.pop_back();
-    if (str.count(x)) continue;
-    if (!done) {
-      st.emplace_back(x, true);
-      for (Expr c : printed_args(x))
-        if (shown.count(c) && !str.count(c)) st.emplace_back(c, false);
-      continue;
-    }
+  auto has = [&](Expr x) { return str.count(x) > 0 || !shown.count(x); };  // elided: never printed
+  walk_post_order(e, printed_args, has, [](Expr) { return false; }, [&](Expr x) {
     std::vector<std::string> parts;
     uint64_t hidden_ops = 0, hidden_nodes = 0;
     auto flush_hidden = [&] {
@@ -199,7 +191,7 @@ std::string to_string(const Context& ctx, Expr e, const PrintOptions& opt) {
       name.emplace(x, n);
     }
     str.emplace(x, std::move(s));
-  }
+  });
   return lets + str.at(e);
 }
 

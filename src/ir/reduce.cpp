@@ -83,34 +83,12 @@ Expr expand_reduce(Context& ctx, Expr r) {
 Expr expand_reductions(Context& ctx, Expr e, uint64_t max_points) {
   NodeMap<Expr> memo;
   // Only closed nodes are rewritten here; a reduction's body is reached through its own expansion.
-  std::vector<std::pair<Expr, bool>> st{{e, false}};
-  while (!st.empty()) {
-    auto [x, done] = st.back();
-    st.pop_back();
-    if (memo.count(x)) continue;
-    if (x->nargs == 0 || (!contains_reduce(x))) {
-      memo.emplace(x, x);
-      continue;
-    }
-    if (x->op == Op::Reduce) {
-      memo.emplace(x, reduce_count(x) <= max_points ? expand_reductions(ctx, expand_reduce(ctx, x), max_points) : x);
-      continue;
-    }
-    if (!done) {
-      st.emplace_back(x, true);
-      for (Expr c : x->args())
-        if (!memo.count(c)) st.emplace_back(c, false);
-      continue;
-    }
-    std::vector<Expr> a;
-    bool same = true;
-    for (Expr c : x->args()) {
-      a.push_back(memo.at(c));
-      same &= a.back() == c;
-    }
-    memo.emplace(x, same ? x : ctx.rebuild(x, a));
-  }
-  return memo.at(e);
+  return rebuild_post_order(ctx, e, memo, [&](Expr x) -> Expr {
+    if (x->nargs == 0 || !contains_reduce(x)) return x;
+    if (x->op == Op::Reduce)
+      return reduce_count(x) <= max_points ? expand_reductions(ctx, expand_reduce(ctx, x), max_points) : x;
+    return nullptr;
+  });
 }
 
 std::optional<std::vector<int64_t>> body_offset(Context& ctx, Expr a, Expr b) {

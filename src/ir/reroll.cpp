@@ -150,29 +150,14 @@ std::optional<Lattice> lattice_of(const std::vector<const std::vector<int64_t>*>
 // e with the leaves in `map` replaced (closed reductions and data-free parts untouched).
 Expr replace_leaves(Context& ctx, Expr e, const std::unordered_map<Expr, Expr>& map) {
   std::unordered_map<Expr, Expr> memo;
-  auto has = [&](Expr x) { return memo.count(x) > 0; };
-  post_order(e, [&](Expr x) {
-    if (has(x)) return true;
+  return rebuild_post_order(ctx, e, memo, [&](Expr x) -> Expr {
     if (x->op == Op::TensorElem) {
       auto it = map.find(x);
-      memo.emplace(x, it == map.end() ? x : it->second);
-      return true;
+      return it == map.end() ? x : it->second;
     }
-    if (x->is_leaf() || !x->has_data() || closed_reduce(x)) {
-      memo.emplace(x, x);
-      return true;
-    }
-    return false;
-  }, [&](Expr x) {
-    std::vector<Expr> a;
-    bool same = true;
-    for (Expr c : x->args()) {
-      a.push_back(memo.at(c));
-      same &= a.back() == c;
-    }
-    memo.emplace(x, same ? x : ctx.rebuild(x, a));
+    if (x->is_leaf() || !x->has_data() || closed_reduce(x)) return x;
+    return nullptr;
   });
-  return memo.at(e);
 }
 
 // The operand without its constant coefficient.
@@ -429,16 +414,7 @@ Expr Reroller::operator()(Expr e) {
       return true;
     }
     return false;
-  }, [&](Expr x) {
-    std::vector<Expr> a;
-    bool same = true;
-    for (Expr c : x->args()) {
-      a.push_back(m.at(c));
-      same &= a.back() == c;
-    }
-    Expr y = same ? x : ctx.rebuild(x, a);
-    m.emplace(x, reroll_node(ctx, y, impl_->opt, &impl_->stats));
-  });
+  }, [&](Expr x) { m.emplace(x, reroll_node(ctx, rebuild_from_children(ctx, x, m), impl_->opt, &impl_->stats)); });
   return m.at(e);
 }
 
