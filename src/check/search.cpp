@@ -1,9 +1,11 @@
 #include "check/search.h"
 
 #include <algorithm>
+#include <ranges>
 
 #include "exec/deadline.h"
 #include "exec/sat.h"
+#include "ir/walk.h"
 
 namespace dirigo::check {
 
@@ -149,20 +151,11 @@ PairKey renamed_pair_key(ir::Expr ea, ir::Expr eb) {
   std::unordered_map<ir::Expr, std::pair<uint64_t, uint64_t>> memo;
   std::unordered_map<std::pair<int32_t, int64_t>, uint64_t, LeafHash> leaf_no;
   std::unordered_map<int32_t, uint64_t> tensor_no;  // Load: the tensor, renamed too
-  std::vector<std::pair<ir::Expr, bool>> stack;
+  // operands pushed last to first, so that they are numbered first to last
+  auto reversed_args = [](ir::Expr e) { return std::views::reverse(e->args()); };
+  auto has = [&](ir::Expr e) { return memo.count(e) > 0; };
   for (ir::Expr root : {ea, eb}) {
-    stack.push_back({root, false});
-    while (!stack.empty()) {
-      auto [e, expanded] = stack.back();
-      stack.pop_back();
-      if (memo.count(e)) continue;
-      if (!expanded) {
-        stack.push_back({e, true});
-        auto args = e->args();
-        for (size_t k = args.size(); k-- > 0;)
-          if (!memo.count(args[k])) stack.push_back({args[k], false});
-        continue;
-      }
+    ir::walk_post_order(root, reversed_args, has, [](ir::Expr) { return false; }, [&](ir::Expr e) {
       uint64_t h1 = mix(uint64_t(e->op) * 131 + uint64_t(e->sort), e->flags);
       uint64_t h2 = mix(h1 ^ 0x5bd1e995, e->nargs);
       if (e->op == ir::Op::TensorElem) {
@@ -187,7 +180,7 @@ PairKey renamed_pair_key(ir::Expr ea, ir::Expr eb) {
         }
       }
       memo.emplace(e, std::make_pair(h1, h2));
-    }
+    });
   }
   const auto& ha = memo.at(ea);
   const auto& hb = memo.at(eb);

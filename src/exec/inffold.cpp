@@ -3,6 +3,8 @@
 #include <unordered_map>
 #include <vector>
 
+#include "ir/walk.h"
+
 namespace dirigo::exec {
 
 using ir::Expr;
@@ -86,31 +88,8 @@ struct Folder {
   }
 
   Expr fold(Expr root) {
-    // iterative post-order over the DAG (values can be deep sums)
-    std::vector<std::pair<Expr, bool>> stack{{root, false}};
-    std::vector<Expr> args;
-    while (!stack.empty()) {
-      auto [x, expanded] = stack.back();
-      if (memo.count(x)) { stack.pop_back(); continue; }
-      if (x->nargs == 0) { memo.emplace(x, x); stack.pop_back(); continue; }
-      if (!expanded) {
-        stack.back().second = true;
-        for (Expr c : x->args())
-          if (!memo.count(c)) stack.push_back({c, false});
-        continue;
-      }
-      stack.pop_back();
-      args.clear();
-      bool changed = false;
-      for (Expr c : x->args()) {
-        Expr v = memo.at(c);
-        changed = changed || v != c;
-        args.push_back(v);
-      }
-      Expr y = changed ? ctx.rebuild(x, args) : x;
-      memo.emplace(x, y->nargs ? fold_node(y) : y);
-    }
-    return memo.at(root);
+    return ir::rebuild_post_order(ctx, root, memo, [](Expr x) { return x->nargs == 0 ? x : nullptr; },
+                                  [&](Expr, Expr y) { return y->nargs ? fold_node(y) : y; });
   }
 };
 

@@ -14,6 +14,7 @@
 #include "exec/inffold.h"
 #include "exec/sat.h"
 #include "ir/bits.h"
+#include "ir/walk.h"
 
 namespace dirigo::exec {
 
@@ -33,17 +34,7 @@ ThreadCoord coord_of_point(const uint64_t* p) {
 ThreadOnlySplit split_thread_only(Expr root, const std::vector<Expr>& thread_vars) {
   ThreadOnlySplit out;
   auto& thread_only = out.thread_only;
-  std::vector<std::pair<Expr, bool>> stack{{root, false}};
-  while (!stack.empty()) {
-    auto [x, expanded] = stack.back();
-    stack.pop_back();
-    if (thread_only.count(x)) continue;
-    if (!expanded) {
-      stack.push_back({x, true});
-      for (Expr a : x->args())
-        if (!thread_only.count(a)) stack.push_back({a, false});
-      continue;
-    }
+  ir::post_order(root, [&](Expr x) { return thread_only.count(x) > 0; }, [&](Expr x) {
     bool t = x->sort == Sort::Bool || ir::is_bv(x->sort);
     if (x->op == Op::Var) t = t && std::find(thread_vars.begin(), thread_vars.end(), x) != thread_vars.end();
     else if (x->nargs == 0) t = t && x->is_const();
@@ -51,7 +42,7 @@ ThreadOnlySplit split_thread_only(Expr root, const std::vector<Expr>& thread_var
     for (Expr a : x->args()) t = t && thread_only.at(a);
     thread_only.emplace(x, t);
     out.post.push_back(x);
-  }
+  });
   return out;
 }
 

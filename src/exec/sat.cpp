@@ -759,17 +759,8 @@ bool ThreadSat::refuted_by_cuts(Expr conj, const std::vector<int>& ids, const st
     if (auto it = offset.find(e); it != offset.end()) return {it->second.rest};
     return {e->args().begin(), e->args().end()};
   };
-  std::vector<std::pair<Expr, bool>> work{{conj, false}};
-  while (!work.empty()) {
-    auto [e, expanded] = work.back();
-    work.pop_back();
-    if (value.count(e)) continue;
-    if (!expanded) {
-      work.push_back({e, true});
-      for (Expr c : children(e))
-        if (!value.count(c)) work.push_back({c, false});
-      continue;
-    }
+  auto has = [&](Expr e) { return value.count(e) > 0; };
+  ir::walk_post_order(conj, children, has, [](Expr) { return false; }, [&](Expr e) {
     if (e->is_const()) value[e] = e;
     else if (auto it = cut.find(e); it != cut.end()) {
       Expr v = ctx_.var(fmt::format("cut{}.{}", fresh.size(), e->id), e->sort, it->second);
@@ -783,7 +774,7 @@ bool ThreadSat::refuted_by_cuts(Expr conj, const std::vector<int>& ids, const st
       for (Expr a : e->args()) args.push_back(value.at(a));
       value[e] = ctx_.rebuild(e, args);
     }
-  }
+  });
   Expr abstract = value.at(conj);
   if (abstract->op == Op::ConstBool) return !abstract->bool_value();
   Expr roots[] = {abstract};

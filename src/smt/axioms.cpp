@@ -8,6 +8,7 @@
 #include <unordered_set>
 #include <vector>
 
+#include "ir/walk.h"
 #include "smt/translate.h"  // kLn2Var
 
 namespace dirigo::smt {
@@ -238,7 +239,6 @@ Expr Normalizer::walk(Expr root, std::unordered_map<Expr, Expr>& memo, Expr (Nor
     Expr pending;
   };
   std::vector<Frame> stack{{root, 0, nullptr}};
-  std::vector<Expr> kids;
   // node size saturates; the limit only guards against a rule cycle
   uint64_t steps = 0, limit = 64 * std::min<uint64_t>(root->size, uint64_t{1} << 40) + (1u << 20);
   while (!stack.empty()) {
@@ -255,14 +255,7 @@ Expr Normalizer::walk(Expr root, std::unordered_map<Expr, Expr>& memo, Expr (Nor
     }
     if (f.state == 1) {
       Expr e = f.e;
-      kids.clear();
-      bool changed = false;
-      for (Expr c : e->args()) {
-        Expr n = memo.at(c);
-        changed = changed || n != c;
-        kids.push_back(n);
-      }
-      Expr r = changed ? ctx_.rebuild(e, kids) : e;
+      Expr r = ir::rebuild_from_children(ctx_, e, memo);
       Expr r2 = (this->*step)(r);
       if (r2 == r) {
         memo[e] = r;
