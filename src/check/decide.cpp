@@ -269,13 +269,7 @@ Slot Search::evaluate(ir::Context& ctx, Lowering& ref, Lowering& cand, smt::Solv
   ir::Expr ea = nullptr, eb = nullptr;
   const char* building = "reference";
   // The check's deadline and the location's node budget also bind inside the canonicalizer's loops.
-  struct LimitGuard {  // only while this location is built and decided
-    explicit LimitGuard(ir::Context& c) : ctx(c), saved(ir::limits(c)) {}
-    ~LimitGuard() { ir::set_limits(ctx, saved); }
-    ir::Context& ctx;
-    ir::Limits saved;
-  };
-  std::optional<LimitGuard> limited;
+  std::optional<ir::LimitsGuard> limited;  // only while this location is built and decided
   limited.emplace(ctx);
   size_t nodes0 = ctx.node_units();
   // Building may take a share of what is left of the budget; past it (or past build_nodes) the
@@ -477,7 +471,8 @@ Slot Search::evaluate(ir::Context& ctx, Lowering& ref, Lowering& cand, smt::Solv
     bool decided = false;
     if (opt_.reroll && ea != eb) {
       // within half of what the location may still add, so that a failed try leaves room for the rest
-      ir::Limits saved = ir::limits(ctx);
+      ir::LimitsGuard restore(ctx);
+      const ir::Limits& saved = restore.saved();
       size_t now = ctx.node_units();
       ir::Limits half = saved;
       if (saved.max_nodes != SIZE_MAX && saved.max_nodes > now) half.max_nodes = now + (saved.max_nodes - now) / 2;
@@ -497,7 +492,6 @@ Slot Search::evaluate(ir::Context& ctx, Lowering& ref, Lowering& cand, smt::Solv
       } catch (const ir::LimitExceeded&) {  // too large to re-roll here: the originals as they are
         rd.reset();
       }
-      ir::set_limits(ctx, saved);
     }
     if (rd) {
       d = std::move(*rd);

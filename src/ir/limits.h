@@ -36,4 +36,19 @@ struct Limits {
 void set_limits(Context& c, const Limits& l);
 Limits limits(Context& c);
 
+// Puts back the limits a Context had when the guard was made, on every way out of its scope (a
+// LimitExceeded thrown by a narrowed stage included); in between they may be set freely.
+class LimitsGuard {
+ public:
+  explicit LimitsGuard(Context& c) : ctx_(c), saved_(limits(c)) {}
+  ~LimitsGuard() { set_limits(ctx_, saved_); }
+  LimitsGuard(const LimitsGuard&) = delete;
+  LimitsGuard& operator=(const LimitsGuard&) = delete;
+  const Limits& saved() const { return saved_; }
+
+ private:
+  Context& ctx_;
+  Limits saved_;
+};
+
 }  // namespace dirigo::ir
