@@ -65,11 +65,21 @@ CASES = {
 }
 
 
+# Included by the conv3x3 kernels by their path from bench/grid_scaling/ (one body with tests/exec).
+SHARED_HEADERS = [os.path.join("tests", "exec", "cuda", "conv3x3.cuh")]
+
+
 def compile_ptx(cu: str) -> str:
+    """nvcc -ptx of a copy in a temporary tree laid out as the repository (the PTX names no local path)."""
     with tempfile.TemporaryDirectory() as d:
-        shutil.copy(os.path.join(SRC, cu), os.path.join(d, cu))
-        subprocess.run([NVCC, "-ptx", *FLAGS, cu, "-o", "k.ptx"], check=True, cwd=d)
-        return open(os.path.join(d, "k.ptx")).read().replace(f'"{d}/', '"')
+        src = os.path.join(d, "bench", "grid_scaling")
+        os.makedirs(src)
+        shutil.copy(os.path.join(SRC, cu), os.path.join(src, cu))
+        for h in SHARED_HEADERS:
+            os.makedirs(os.path.join(d, os.path.dirname(h)), exist_ok=True)
+            shutil.copy(os.path.join(ROOT, h), os.path.join(d, h))
+        subprocess.run([NVCC, "-ptx", *FLAGS, cu, "-o", "k.ptx"], check=True, cwd=src)
+        return open(os.path.join(src, "k.ptx")).read().replace(f'"{d}/', '"')
 
 
 def template(ref: str, cache: str) -> dict:

@@ -1,34 +1,12 @@
 // Huge-grid kernels whose safety checks are decided over thread ranges (test_ranges.cpp).
 
-// 3x3 convolution of one [h, w] channel, zero padding 1, one thread per output pixel (2D grid).
-extern "C" __global__ void conv3x3(const float* __restrict__ x, const float* __restrict__ wt,
-                                   float* __restrict__ y, int h, int w) {
-  int c = blockIdx.x * blockDim.x + threadIdx.x;
-  int r = blockIdx.y * blockDim.y + threadIdx.y;
-  if (r >= h || c >= w) return;
-  float acc = 0.0f;
-  for (int dr = -1; dr <= 1; ++dr)
-    for (int dc = -1; dc <= 1; ++dc) {
-      int rr = r + dr, cc = c + dc;
-      if (rr >= 0 && rr < h && cc >= 0 && cc < w) acc += wt[(dr + 1) * 3 + (dc + 1)] * x[rr * w + cc];
-    }
-  y[r * w + c] = acc;
-}
-
-// The same with the lower-row halo test off by one (`rr <= h`): the last row reads one row past x.
-extern "C" __global__ void conv3x3_oob(const float* __restrict__ x, const float* __restrict__ wt,
-                                       float* __restrict__ y, int h, int w) {
-  int c = blockIdx.x * blockDim.x + threadIdx.x;
-  int r = blockIdx.y * blockDim.y + threadIdx.y;
-  if (r >= h || c >= w) return;
-  float acc = 0.0f;
-  for (int dr = -1; dr <= 1; ++dr)
-    for (int dc = -1; dc <= 1; ++dc) {
-      int rr = r + dr, cc = c + dc;
-      if (rr >= 0 && rr <= h && cc >= 0 && cc < w) acc += wt[(dr + 1) * 3 + (dc + 1)] * x[rr * w + cc];
-    }
-  y[r * w + c] = acc;
-}
+// conv3x3 and conv3x3_oob (the lower-row halo test off by one: the last row reads one row past x).
+#define CONV3X3_NAME conv3x3
+#define CONV3X3_ROW_IN(rr, h) ((rr) < (h))
+#include "conv3x3.cuh"
+#define CONV3X3_NAME conv3x3_oob
+#define CONV3X3_ROW_IN(rr, h) ((rr) <= (h))
+#include "conv3x3.cuh"
 
 // A tree row sum whose blocks in [bad_lo, bad_hi) skip the barrier after filling shared memory:
 // a race in those blocks only (a block-uniform condition, so no barrier divergence).
