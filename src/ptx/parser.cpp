@@ -487,14 +487,7 @@ class Parser {
     do {
       Variable v = proto;
       v.name = expect_word("variable name").text;
-      while (accept("[")) {
-        if (accept("]")) {
-          v.dims.push_back(0);
-          continue;
-        }
-        v.dims.push_back(uint64_t(expect_int("array size")));
-        expect("]");
-      }
+      array_dims(v.dims);
       if (accept("=")) {
         v.has_init = true;
         initializer(v.init);
@@ -503,6 +496,18 @@ class Parser {
     } while (accept(","));
     expect(";");
     return out;
+  }
+
+  // `[N]...` after a name, appended to dims; `[]` (size left to the linker or the launch) is 0.
+  void array_dims(std::vector<uint64_t>& dims) {
+    while (accept("[")) {
+      if (accept("]")) {
+        dims.push_back(0);
+        continue;
+      }
+      dims.push_back(uint64_t(expect_int("array size")));
+      expect("]");
+    }
   }
 
   void skip_parens() {
@@ -572,14 +577,7 @@ class Parser {
     }
     if (p.type == Type::None) fail(peek(), "parameter without a type");
     p.name = expect_word("parameter name").text;
-    while (accept("[")) {
-      if (accept("]")) {
-        p.dims.push_back(0);
-        continue;
-      }
-      p.dims.push_back(uint64_t(expect_int("array size")));
-      expect("]");
-    }
+    array_dims(p.dims);
     return p;
   }
 
