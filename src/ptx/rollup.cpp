@@ -679,15 +679,25 @@ struct CfgMatch {
   std::string idiom;
 };
 
+// The instruction index of MERGE where instruction i is `@p bra MERGE` (p not negated) jumping
+// forward: the entry of a branch region; -1 otherwise.
+int forward_guarded_branch(const Matcher& m, int i) {
+  const Function& f = m.f_;
+  const auto& br = f.body[i];
+  if (br.op != Opcode::Bra || !br.guard || br.guard->negated) return -1;
+  auto merge_it = f.labels.find(br.operands.at(0).name);
+  if (merge_it == f.labels.end() || int(merge_it->second) <= i) return -1;
+  return int(merge_it->second);
+}
+
 // powf (default lowering). Entry: `@p bra MERGE` with p = (x == 1) or ((x == 1) | (y == 0)).
 // y is the factor of nvcc's exact product log2|x| * y (mul.rn d,hi,y; neg n,d; fma e,hi,y,n;
 // fma g,lo,y,e); the constants of the log2 and exp2 kernels must be present.
 std::optional<CfgMatch> match_powf(const Matcher& m, const Rollup& done, int i, CfgRegion& out) {
   const Function& f = m.f_;
   const auto& br = f.body[i];
-  if (br.op != Opcode::Bra || !br.guard || br.guard->negated) return std::nullopt;
-  auto merge_it = f.labels.find(br.operands.at(0).name);
-  if (merge_it == f.labels.end() || int(merge_it->second) <= i) return std::nullopt;
+  const int merge = forward_guarded_branch(m, i);
+  if (merge < 0) return std::nullopt;
   const Instruction* g = m.def_instr(reg_operand(br.guard->reg));
   if (!g) return std::nullopt;
   std::vector<const Instruction*> tests{g};
@@ -717,7 +727,7 @@ std::optional<CfgMatch> match_powf(const Matcher& m, const Rollup& done, int i, 
     if (!y) continue;
     std::set<std::string> inputs{x->name};
     if (y->kind == Operand::Kind::Register) inputs.insert(y->name);
-    auto region = cfg_region(m, done, i, int(merge_it->second), inputs);
+    auto region = cfg_region(m, done, i, merge, inputs);
     if (!region) continue;
     auto consts = m.constants(std::vector<int>(region->body.begin(), region->body.end()));
     for (uint64_t k : {uint64_t(0x3FB8AA3B), uint64_t(0x32A55E34), uint64_t(0x3AAF85ED), uint64_t(0x391FCB8E),
@@ -748,15 +758,14 @@ std::optional<CfgMatch> match_powf(const Matcher& m, const Rollup& done, int i, 
 std::optional<CfgMatch> match_softplus(const Matcher& m, const Rollup& done, int i, CfgRegion& out) {
   const Function& f = m.f_;
   const auto& br = f.body[i];
-  if (br.op != Opcode::Bra || !br.guard || br.guard->negated) return std::nullopt;
-  auto merge_it = f.labels.find(br.operands.at(0).name);
-  if (merge_it == f.labels.end() || int(merge_it->second) <= i) return std::nullopt;
+  const int merge = forward_guarded_branch(m, i);
+  if (merge < 0) return std::nullopt;
   const Instruction* t = m.def_instr(reg_operand(br.guard->reg));
   if (!t || t->op != Opcode::Setp || t->mod.cmp != CmpOp::Gt || t->operands.size() != 3 ||
       m.const_bits(t->operands[2]) != 0x41A00000 || t->operands[1].kind != Operand::Kind::Register)
     return std::nullopt;
   Operand x = t->operands[1];
-  auto region = cfg_region(m, done, i, int(merge_it->second), {x.name});
+  auto region = cfg_region(m, done, i, merge, {x.name});
   if (!region) return std::nullopt;
   // the bypass path must leave x in the result register
   if (region->result != x.name) {
