@@ -101,6 +101,18 @@ void require_leading_dimensions(Call& c) {
     if (m->ld < std::max<int64_t>(1, m->rows)) invalid(c, fmt::format("{} = {} < {}", name, m->ld, m->rows));
 }
 
+// The matrix and vectors of a level-2 call (gemv, ger): A is m x n column-major.
+void require_matrix_vector(Call& c) {
+  if (c.m < 0 || c.n < 0) invalid(c, "a negative size");
+  if (c.A.ld < std::max<int64_t>(1, c.m)) invalid(c, fmt::format("lda = {} < {}", c.A.ld, c.m));
+  if (c.x.inc == 0 || c.y.inc == 0) invalid(c, "incx or incy is 0");
+}
+
+// The stored matrix of an operand op(X) of rows x cols: X itself is cols x rows where op transposes.
+Matrix operand(const char* key, bool trans, int64_t rows, int64_t cols, int64_t ld, int64_t stride) {
+  return {key, trans ? cols : rows, trans ? rows : cols, ld, stride, false};
+}
+
 void require_f32(const Args& a, const std::string& name, std::initializer_list<const char*> keys) {
   for (const char* k : keys)
     if (a.has(k) && a.integer(k) != 0)  // CUDA_R_32F
@@ -136,8 +148,8 @@ void parse_gemm(const Args& a, Call& c) {
       bool needed = k[0] == 'C' || !c.alpha.is(0);  // alpha == 0: A and B are not read (may be null)
       if (needed) a.pointer(c.pointer_arrays ? fmt::format("{}[{}]", k, b) : std::string(k));
     }
-  c.A = {"A", c.ta ? c.k : c.m, c.ta ? c.m : c.k, a.integer("lda"), a.integer_or("strideA", 0), false};
-  c.B = {"B", c.tb ? c.n : c.k, c.tb ? c.k : c.n, a.integer("ldb"), a.integer_or("strideB", 0), false};
+  c.A = operand("A", c.ta, c.m, c.k, a.integer("lda"), a.integer_or("strideA", 0));
+  c.B = operand("B", c.tb, c.k, c.n, a.integer("ldb"), a.integer_or("strideB", 0));
   c.C = {"C", c.m, c.n, a.integer("ldc"), a.integer_or("strideC", 0), false};
   c.D = c.C;
   require_f32(a, c.name, {"Atype", "Btype", "Ctype"});
@@ -157,8 +169,8 @@ void parse_geam(const Args& a, Call& c) {
   if (!c.alpha.is(0)) a.pointer("A");
   if (!c.beta.is(0)) a.pointer("B");
   a.pointer("C");
-  c.A = {"A", c.ta ? c.n : c.m, c.ta ? c.m : c.n, a.integer("lda"), 0, false};
-  c.B = {"B", c.tb ? c.n : c.m, c.tb ? c.m : c.n, a.integer("ldb"), 0, false};
+  c.A = operand("A", c.ta, c.m, c.n, a.integer("lda"), 0);
+  c.B = operand("B", c.tb, c.m, c.n, a.integer("ldb"), 0);
   c.C = {"C", c.m, c.n, a.integer("ldc"), 0, false};
   c.D = c.C;
   if (c.m < 0 || c.n < 0) invalid(c, "a negative size");
@@ -177,9 +189,7 @@ void parse_gemv(const Args& a, Call& c) {
   int64_t lx = c.ta ? c.m : c.n, ly = c.ta ? c.n : c.m;
   c.x = {"x", lx, a.integer("incx")};
   c.y = {"y", ly, a.integer("incy")};
-  if (c.m < 0 || c.n < 0) invalid(c, "a negative size");
-  if (c.A.ld < std::max<int64_t>(1, c.m)) invalid(c, fmt::format("lda = {} < {}", c.A.ld, c.m));
-  if (c.x.inc == 0 || c.y.inc == 0) invalid(c, "incx or incy is 0");
+  require_matrix_vector(c);
 }
 
 void parse_ger(const Args& a, Call& c) {
@@ -191,9 +201,7 @@ void parse_ger(const Args& a, Call& c) {
   c.A = {"A", c.m, c.n, a.integer("lda"), 0, false};
   c.x = {"x", c.m, a.integer("incx")};
   c.y = {"y", c.n, a.integer("incy")};
-  if (c.m < 0 || c.n < 0) invalid(c, "a negative size");
-  if (c.A.ld < std::max<int64_t>(1, c.m)) invalid(c, fmt::format("lda = {} < {}", c.A.ld, c.m));
-  if (c.x.inc == 0 || c.y.inc == 0) invalid(c, "incx or incy is 0");
+  require_matrix_vector(c);
 }
 
 void parse_level1(const Args& a, Call& c) {
