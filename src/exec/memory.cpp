@@ -903,42 +903,42 @@ void Machine::check_global_reads() {
       ThreadCoord c{{uint32_t(p[0]), uint32_t(p[1]), uint32_t(p[2])}, {uint32_t(p[3]), uint32_t(p[4]), uint32_t(p[5])}};
       return c.str();
     };
+    // f(n, element) for every thread n (linear id) whose access (pred, index) happens; an index that
+    // is no function of thread identity is reported by not_a_function first.
+    auto each_thread = [&](Expr pred, Expr index, auto&& not_a_function, auto&& f) {
+      Expr roots[] = {pred, index};
+      BvProgram prog(vars, roots);
+      if (!prog.ok()) not_a_function();
+      for (uint64_t n = 0; n < total; ++n) {
+        deadline_.tick("in the global read-after-write check");
+        uint64_t p[6], o[2];
+        point(n, p);
+        prog.eval(p, o);
+        if (o[0]) f(n, o[1]);
+      }
+    };
     std::set<std::pair<Expr, Expr>> enumerated;  // (predicate, index): one pass each
     for (size_t wi : st) {
       const auto& w = out_.writes[wi];
       if (!enumerated.insert({w.pred, w.index}).second) continue;
-      Expr roots[] = {w.pred, w.index};
-      BvProgram prog(vars, roots);
-      if (!prog.ok()) fail(*open[0], w, "the store's index is not a function of thread identity");
-      for (uint64_t n = 0; n < total; ++n) {
-        deadline_.tick("in the global read-after-write check");
-        uint64_t p[6], o[2];
-        point(n, p);
-        prog.eval(p, o);
-        if (!o[0]) continue;
-        auto [it, fresh] = writers.try_emplace(o[1], Writers{n, UINT64_MAX, wi});
-        if (!fresh && it->second.lin != n && it->second.other == UINT64_MAX) it->second.other = n;
-      }
+      each_thread(w.pred, w.index, [&] { fail(*open[0], w, "the store's index is not a function of thread identity"); },
+                  [&](uint64_t n, uint64_t elem) {
+                    auto [it, fresh] = writers.try_emplace(elem, Writers{n, UINT64_MAX, wi});
+                    if (!fresh && it->second.lin != n && it->second.other == UINT64_MAX) it->second.other = n;
+                  });
     }
     enumerated.clear();
     for (const auto* rd : open) {
       if (!enumerated.insert({rd->pred, rd->index}).second) continue;
-      Expr roots[] = {rd->pred, rd->index};
-      BvProgram prog(vars, roots);
-      if (!prog.ok()) fail(*rd, w0, "the read's index is not a function of thread identity");
-      for (uint64_t n = 0; n < total; ++n) {
-        deadline_.tick("in the global read-after-write check");
-        uint64_t p[6], o[2];
-        point(n, p);
-        prog.eval(p, o);
-        if (!o[0]) continue;
-        auto it = writers.find(o[1]);
-        if (it == writers.end()) continue;
-        uint64_t other = it->second.lin != n ? it->second.lin : it->second.other;
-        if (other == UINT64_MAX) continue;
-        fail(*rd, out_.writes[it->second.rec],
-             fmt::format("thread {} reads element {} that thread {} writes", coord(n), o[1], coord(other)));
-      }
+      each_thread(rd->pred, rd->index, [&] { fail(*rd, w0, "the read's index is not a function of thread identity"); },
+                  [&](uint64_t n, uint64_t elem) {
+                    auto it = writers.find(elem);
+                    if (it == writers.end()) return;
+                    uint64_t other = it->second.lin != n ? it->second.lin : it->second.other;
+                    if (other == UINT64_MAX) return;
+                    fail(*rd, out_.writes[it->second.rec],
+                         fmt::format("thread {} reads element {} that thread {} writes", coord(n), elem, coord(other)));
+                  });
     }
   }
 }
