@@ -492,22 +492,16 @@ std::optional<Bounds> range_in(Expr root, const ThreadVars& tv, const ThreadBox&
           for (unsigned i = 0; i < e->nargs; ++i) out.lo = std::max(out.lo, arg(i).lo);
         break;
       }
-      case Op::BvUMin: case Op::BvUMax: {
-        Bounds b = arg(0);
-        for (unsigned i = 1; i < e->nargs; ++i) {
-          if (e->op == Op::BvUMin) b = {std::min(b.lo, arg(i).lo), std::min(b.hi, arg(i).hi)};
-          else b = {std::max(b.lo, arg(i).lo), std::max(b.hi, arg(i).hi)};
-        }
-        out = b;
-        break;
-      }
-      case Op::BvSMin: case Op::BvSMax: {
+      case Op::BvUMin: case Op::BvUMax: case Op::BvSMin: case Op::BvSMax: {
+        // signed: as unsigned where every operand is non-negative (else the whole range)
+        const bool is_signed = e->op == Op::BvSMin || e->op == Op::BvSMax;
         bool nonneg = true;
-        for (unsigned i = 0; i < e->nargs; ++i) nonneg = nonneg && signed_nonneg(i);
+        for (unsigned i = 0; is_signed && i < e->nargs; ++i) nonneg = nonneg && signed_nonneg(i);
         if (!nonneg) break;
+        const bool is_min = e->op == Op::BvUMin || e->op == Op::BvSMin;
         Bounds b = arg(0);
         for (unsigned i = 1; i < e->nargs; ++i) {
-          if (e->op == Op::BvSMin) b = {std::min(b.lo, arg(i).lo), std::min(b.hi, arg(i).hi)};
+          if (is_min) b = {std::min(b.lo, arg(i).lo), std::min(b.hi, arg(i).hi)};
           else b = {std::max(b.lo, arg(i).lo), std::max(b.hi, arg(i).hi)};
         }
         out = b;
