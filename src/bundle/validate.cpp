@@ -79,6 +79,12 @@ class Validator {
   void add(std::string path, std::string msg) {
     issues_.push_back({std::string(kManifestName), std::move(path), std::move(msg)});
   }
+  // An id or name (key, at path) is non-empty and used once: first_use() records it, false on a repeat.
+  template <class FirstUse>
+  void require_unique(const std::string& path, const std::string& key, const std::string& what, FirstUse first_use) {
+    if (key.empty()) add(path, "empty " + what);
+    else if (!first_use()) add(path, "duplicate " + what + " " + quote(key));
+  }
 
  private:
   void check_modules() {
@@ -86,8 +92,7 @@ class Validator {
     for (size_t i = 0; i < b_.modules.size(); ++i) {
       const Module& m = b_.modules[i];
       std::string mp = elem("modules", i);
-      if (m.id.empty()) add(child(mp, "id"), "empty module id");
-      else if (!ids.insert(m.id).second) add(child(mp, "id"), "duplicate module id " + quote(m.id));
+      require_unique(child(mp, "id"), m.id, "module id", [&] { return ids.insert(m.id).second; });
       if (!detail::is_safe_relative_path(m.path))
         add(child(mp, "path"), "path " + quote(m.path) + " must be relative and stay inside the bundle");
       if (!m.sha256.empty()) {
@@ -137,8 +142,7 @@ class Validator {
       for (size_t i = 0; i < p.storages.size(); ++i) {
         const Storage& s = p.storages[i];
         std::string sp = elem(child(base, "storages"), i);
-        if (s.id.empty()) add(child(sp, "id"), "empty storage id");
-        else if (!storages.emplace(s.id, i).second) add(child(sp, "id"), "duplicate storage id " + quote(s.id));
+        v.require_unique(child(sp, "id"), s.id, "storage id", [&] { return storages.emplace(s.id, i).second; });
         if (s.nbytes < 0) add(child(sp, "nbytes"), "negative size " + std::to_string(s.nbytes));
       }
     }
@@ -147,8 +151,7 @@ class Validator {
       for (size_t i = 0; i < p.tensors.size(); ++i) {
         const Tensor& t = p.tensors[i];
         std::string tp = elem(child(base, "tensors"), i);
-        if (t.id.empty()) add(child(tp, "id"), "empty tensor id");
-        else if (!tensors.emplace(t.id, i).second) add(child(tp, "id"), "duplicate tensor id " + quote(t.id));
+        v.require_unique(child(tp, "id"), t.id, "tensor id", [&] { return tensors.emplace(t.id, i).second; });
         auto st = storages.find(t.storage);
         if (st == storages.end()) add(child(tp, "storage"), "unknown storage id " + quote(t.storage));
         if (t.shape.size() != t.strides.size()) {
@@ -207,23 +210,19 @@ class Validator {
     }
 
     void check_interface() {
-      std::unordered_set<std::string> in_names, out_names;
-      for (size_t i = 0; i < p.inputs.size(); ++i) {
-        std::string ip = elem(child(base, "inputs"), i);
-        if (p.inputs[i].name.empty()) add(child(ip, "name"), "empty input name");
-        else if (!in_names.insert(p.inputs[i].name).second)
-          add(child(ip, "name"), "duplicate input name " + quote(p.inputs[i].name));
-        tensor_at(p.inputs[i].tensor, child(ip, "tensor"));
-        check_data_fields(p.inputs[i].data, p.inputs[i].sha256, ip);
-      }
-      for (size_t i = 0; i < p.outputs.size(); ++i) {
-        std::string op = elem(child(base, "outputs"), i);
-        if (p.outputs[i].name.empty()) add(child(op, "name"), "empty output name");
-        else if (!out_names.insert(p.outputs[i].name).second)
-          add(child(op, "name"), "duplicate output name " + quote(p.outputs[i].name));
-        tensor_at(p.outputs[i].tensor, child(op, "tensor"));
-        check_data_fields(p.outputs[i].data, p.outputs[i].sha256, op);
-      }
+      // inputs and outputs alike: unique non-empty names, a tensor each, well-formed data fields
+      auto check_side = [&](const auto& entries, const char* key, const std::string& what) {
+        std::unordered_set<std::string> names;
+        for (size_t i = 0; i < entries.size(); ++i) {
+          const auto& io = entries[i];
+          std::string ip = elem(child(base, key), i);
+          v.require_unique(child(ip, "name"), io.name, what, [&] { return names.insert(io.name).second; });
+          tensor_at(io.tensor, child(ip, "tensor"));
+          check_data_fields(io.data, io.sha256, ip);
+        }
+      };
+      check_side(p.inputs, "inputs", "input name");
+      check_side(p.outputs, "outputs", "output name");
     }
 
     // A pointer-style reference (launch, copy, library): the address must land inside the storage.
