@@ -219,16 +219,12 @@ std::optional<double> Env::opt_real(std::string_view name) const {
 
 double Env::real(std::string_view name, std::optional<double> def) const {
   if (auto v = opt_real(name)) return *v;
-  if (def) return *def;
-  malformed("missing argument '" + std::string(name) + "'");
+  return default_of(name, def);
 }
 
 int64_t Env::integer(std::string_view name, std::optional<int64_t> def) const {
   const Arg* a = arg(name);
-  if (!a || a->kind == Arg::Kind::None) {
-    if (def) return *def;
-    malformed("missing argument '" + std::string(name) + "'");
-  }
+  if (!a || a->kind == Arg::Kind::None) return default_of(name, def);
   if (a->kind == Arg::Kind::Int || a->kind == Arg::Kind::Bool) return a->integer;
   if (a->kind == Arg::Kind::List && a->list.size() == 1 && a->list[0].kind == Arg::Kind::Int) return a->list[0].integer;
   if (a->kind == Arg::Kind::Real && a->real == static_cast<double>(static_cast<int64_t>(a->real)))
@@ -238,20 +234,14 @@ int64_t Env::integer(std::string_view name, std::optional<int64_t> def) const {
 
 bool Env::flag(std::string_view name, std::optional<bool> def) const {
   const Arg* a = arg(name);
-  if (!a || a->kind == Arg::Kind::None) {
-    if (def) return *def;
-    malformed("missing argument '" + std::string(name) + "'");
-  }
+  if (!a || a->kind == Arg::Kind::None) return default_of(name, def);
   if (a->kind == Arg::Kind::Bool || a->kind == Arg::Kind::Int) return a->integer != 0;
   malformed("argument '" + std::string(name) + "' must be a bool");
 }
 
 std::vector<int64_t> Env::ints(std::string_view name, std::optional<std::vector<int64_t>> def) const {
   const Arg* a = arg(name);
-  if (!a || a->kind == Arg::Kind::None) {
-    if (def) return *def;
-    malformed("missing argument '" + std::string(name) + "'");
-  }
+  if (!a || a->kind == Arg::Kind::None) return default_of(name, def);
   if (a->kind == Arg::Kind::Int) return {a->integer};
   if (a->kind != Arg::Kind::List) malformed("argument '" + std::string(name) + "' must be a list of integers");
   std::vector<int64_t> r;
@@ -264,10 +254,7 @@ std::vector<int64_t> Env::ints(std::string_view name, std::optional<std::vector<
 
 std::string Env::str(std::string_view name, std::optional<std::string> def) const {
   const Arg* a = arg(name);
-  if (!a || a->kind == Arg::Kind::None) {
-    if (def) return *def;
-    malformed("missing argument '" + std::string(name) + "'");
-  }
+  if (!a || a->kind == Arg::Kind::None) return default_of(name, def);
   if (a->kind != Arg::Kind::String) malformed("argument '" + std::string(name) + "' must be a string");
   return a->str;
 }

@@ -89,6 +89,12 @@ class Env {
   std::vector<int64_t> ints(std::string_view name, std::optional<std::vector<int64_t>> def = {}) const;
   std::string str(std::string_view name, std::optional<std::string> def = {}) const;
   std::vector<TensorRef> tensors(std::string_view name) const;
+  // def's value for an argument not given; malformed (missing) without one.
+  template <class T>
+  T default_of(std::string_view name, const std::optional<T>& def) const {
+    if (def) return *def;
+    malformed("missing argument '" + std::string(name) + "'");
+  }
 
   const TensorRef& output(int k) const;
   const TensorRef& output() const { return output(out); }
