@@ -20,6 +20,7 @@
 #include <fmt/format.h>
 
 #include "cli/command.h"
+#include "cli/shared_options.h"
 #include "cli/python_child.h"
 #include "mutate/killmatrix.h"
 #include "mutate/pipeline.h"
@@ -266,7 +267,7 @@ int run_killmatrix(const KillOptions& o) {
     return 64;
   }
   mutate::CompilerOptions co;
-  co.backend = o.compiler == "nvrtc" ? mutate::Backend::Nvrtc : o.compiler == "nvcc" ? mutate::Backend::Nvcc : mutate::Backend::Auto;
+  co.backend = compiler_backend(o.compiler);
   co.cache_dir = o.cache;
   std::string why;
   auto compiler = mutate::make_compiler(co, &why);
@@ -295,8 +296,7 @@ Register register_killmatrix({"killmatrix", "CPU kill matrix: substrate and muta
                 sub.add_option("substrates", o->substrates, "KernelBench-style substrate .py files with dirigo_launches");
                 sub.add_option("--store,--db", o->store, "SQLite results store (default .cache/mutate/killmatrix.sqlite)");
                 sub.add_option("--work", o->work, "inputs and mutant files (default .cache/killmatrix)");
-                sub.add_option("--compiler", o->compiler, "auto (NVRTC, then nvcc), nvrtc or nvcc")
-                    ->check(CLI::IsMember({"auto", "nvrtc", "nvcc"}));
+                add_compiler_option(sub, o->compiler);
                 sub.add_option("--cache", o->cache, "compile cache directory");
                 sub.add_option("-j,--jobs", o->jobs, "parallel interpreter runs (default 2)");
                 sub.add_option("--max-ms", o->max_ms, "wall-clock limit of one run in ms (timeout beyond; default 3000)");

@@ -12,6 +12,7 @@
 #include <fmt/format.h>
 
 #include "cli/command.h"
+#include "cli/shared_options.h"
 #include "mutate/pipeline.h"
 #include "mutate/store.h"
 
@@ -82,7 +83,7 @@ int run_mutate(MutateOptions o) {
   std::unique_ptr<mutate::Compiler> compiler;
   if (!o.no_compile) {
     mutate::CompilerOptions co;
-    co.backend = o.compiler == "nvrtc" ? mutate::Backend::Nvrtc : o.compiler == "nvcc" ? mutate::Backend::Nvcc : mutate::Backend::Auto;
+    co.backend = compiler_backend(o.compiler);
     co.arch = o.arch;
     co.cache_dir = o.cache;
     std::string why;
@@ -144,8 +145,7 @@ Register register_mutate({"mutate", "Generate, compile and de-duplicate mutants 
                 sub.add_option("--families", o->families_csv, "only these families (comma-separated)");
                 sub.add_option("--db", o->db, "SQLite results store (created if missing)");
                 sub.add_flag("--summary", o->summary, "print the per-family table of the whole --db store");
-                sub.add_option("--compiler", o->compiler, "auto (NVRTC, then nvcc), nvrtc or nvcc")
-                    ->check(CLI::IsMember({"auto", "nvrtc", "nvcc"}));
+                add_compiler_option(sub, o->compiler);
                 sub.add_option("--arch", o->arch, "target architecture (PTX for compute_N)");
                 sub.add_option("--cache", o->cache, "compile cache directory");
                 sub.add_flag("--no-compile", o->no_compile, "only generate mutants (no CUDA needed)");

@@ -9,6 +9,7 @@
 #include <memory>
 
 #include "cli/command.h"
+#include "cli/shared_options.h"
 #include "cli/python_child.h"
 #include "score/options.h"
 #include "score/progress.h"
@@ -62,12 +63,7 @@ int run_score(ScoreOptions o) {
 Register register_score({"score", "Score protocols on the kill matrix: miss rate by family and problem (docs/mutation.md)",
               [](CLI::App& sub) -> std::function<int()> {
                 auto o = std::make_shared<ScoreOptions>();
-                sub.add_option("--store,--db", o->src.store, "SQLite results store written by dirigo killmatrix")
-                    ->required();
-                sub.add_option("--protocols", o->src.protocols_file, "JSON array of protocols (replaces the built-ins)");
-                sub.add_option("--only", o->src.only, "only these protocols (comma-separated, in this order)");
-                sub.add_option("--source", o->src.source, "runs to use: auto (gpu if present), cpu, gpu")
-                    ->check(CLI::IsMember({"auto", "cpu", "gpu"}));
+                add_matrix_source_options(sub, o->src, "only these protocols (comma-separated, in this order)");
                 sub.add_option("--witness-tol", o->witness_tols, "witness tolerances (default: the protocols')")
                     ->delimiter(',');
                 sub.add_option("--protocol", o->harnesses,

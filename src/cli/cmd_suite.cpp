@@ -7,6 +7,7 @@
 #include <memory>
 
 #include "cli/command.h"
+#include "cli/shared_options.h"
 #include "score/options.h"
 #include "score/progress.h"
 #include "score/report.h"
@@ -61,16 +62,11 @@ int run_suite(SuiteCliOptions o) {
 Register register_suite({"suite", "Synthesize minimal input suites by greedy set cover over the kill matrix (docs/mutation.md)",
               [](CLI::App& sub) -> std::function<int()> {
                 auto o = std::make_shared<SuiteCliOptions>();
-                sub.add_option("--store,--db", o->src.store, "SQLite results store written by dirigo killmatrix")
-                    ->required();
+                add_matrix_source_options(sub, o->src, "only these protocols (they set the witness tolerances)");
                 sub.add_option("--budget", o->budget, "input budgets: N or A..B (default 1..5)");
                 sub.add_option("--tol", o->tol, "the suite's tolerance (atol = rtol), default 1e-2");
                 sub.add_option("--seed", o->seed, "seed of the 50% dev/held-out split");
                 sub.add_option("--baseline", o->baseline, "protocol to compare with (default kernelbench_v0)");
-                sub.add_option("--protocols", o->src.protocols_file, "JSON array of protocols (replaces the built-ins)");
-                sub.add_option("--only", o->src.only, "only these protocols (they set the witness tolerances)");
-                sub.add_option("--source", o->src.source, "runs to use: auto (gpu if present), cpu, gpu")
-                    ->check(CLI::IsMember({"auto", "cpu", "gpu"}));
                 sub.add_flag("--json", o->json, "print JSON");
                 sub.add_flag("-q,--quiet", o->quiet, "no progress line");
                 return [o] { return run_suite(*o); };
