@@ -94,35 +94,6 @@ static void pause_launches(int paused) {
   if (set) set(!paused);
 }
 
-/* ---- a record under construction */
-typedef struct {
-  char *s;
-  size_t n, cap;
-} sbuf;
-
-static void put(sbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-#include <stdarg.h>
-static void put(sbuf *b, const char *fmt, ...) {
-  for (;;) {
-    va_list ap;
-    va_start(ap, fmt);
-    size_t room = b->cap - b->n;
-    int m = vsnprintf(b->s ? b->s + b->n : NULL, b->s ? room : 0, fmt, ap);
-    va_end(ap);
-    if (m < 0) return;
-    if (b->s && (size_t)m < room) {
-      b->n += (size_t)m;
-      return;
-    }
-    size_t cap = b->cap ? b->cap : 1024;
-    while (cap < b->n + (size_t)m + 1) cap *= 2;
-    char *nb = realloc(b->s, cap);
-    if (!nb) return;
-    b->s = nb;
-    b->cap = cap;
-  }
-}
-
 typedef int (*memcpy_fn)(void *, const void *, size_t, int);
 static int device_read(void *dst, const void *src, size_t n) {
   static memcpy_fn cpy;
@@ -210,7 +181,7 @@ static void finish(sbuf *b, const char *writes) {
   put(b, "},\"writes\":[%s]}\n", writes);
   pthread_mutex_lock(&log_lock);
   move_launch_records_locked();
-  if (b->s) log_append_locked(b->s, b->n);
+  if (!b->failed && b->s) log_append_locked(b->s, b->n);
   pthread_mutex_unlock(&log_lock);
   free(b->s);
 }

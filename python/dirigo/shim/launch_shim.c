@@ -67,42 +67,6 @@ static void *find(const char *name, const char *lib) {
   return p;
 }
 
-/* ---- a record under construction: grows as needed, so no name or parameter list can overrun it */
-typedef struct {
-  char *s;
-  size_t n, cap;
-  int failed; /* an allocation or format failed: the record is incomplete and must not be logged */
-} sbuf;
-
-static void put(sbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void put(sbuf *b, const char *fmt, ...) {
-  if (b->failed) return;
-  for (;;) {
-    va_list ap;
-    va_start(ap, fmt);
-    size_t room = b->cap - b->n;
-    int m = vsnprintf(b->s ? b->s + b->n : NULL, b->s ? room : 0, fmt, ap);
-    va_end(ap);
-    if (m < 0) {
-      b->failed = 1;
-      return;
-    }
-    if (b->s && (size_t)m < room) {
-      b->n += (size_t)m;
-      return;
-    }
-    size_t cap = b->cap ? b->cap : 1024;
-    while (cap < b->n + (size_t)m + 1) cap *= 2;
-    char *nb = realloc(b->s, cap);
-    if (!nb) {
-      b->failed = 1;
-      return;
-    }
-    b->s = nb;
-    b->cap = cap;
-  }
-}
-
 /* A C string as the inside of a JSON string: quotes, backslashes and control bytes escaped; bytes >= 0x80
  * pass through (Python decodes the log with errors="replace"). */
 static void put_json_string(sbuf *b, const char *s) {
@@ -169,12 +133,7 @@ static void record(const void *func, int is_kernel, dim3 grid, dim3 block, size_
     }
     put(&b, "]}\n");
   }
-  if (!b.failed && b.s) {
-    pthread_mutex_lock(&log_lock);
-    log_append_locked(b.s, b.n);
-    pthread_mutex_unlock(&log_lock);
-  }
-  free(b.s);
+  log_record(&b);
 }
 
 #define INTERPOSE_LAUNCH(SYM)                                                                         \
@@ -217,12 +176,7 @@ static void record_sync(const char *what, cudaStream_t stream, int has_stream, c
   if (has_stream) put(&b, ",\"stream\":\"0x%llx\"", (unsigned long long)(uintptr_t)stream);
   if (has_event) put(&b, ",\"event\":\"0x%llx\"", (unsigned long long)(uintptr_t)event);
   put(&b, "}\n");
-  if (!b.failed && b.s) {
-    pthread_mutex_lock(&log_lock);
-    log_append_locked(b.s, b.n);
-    pthread_mutex_unlock(&log_lock);
-  }
-  free(b.s);
+  log_record(&b);
 }
 
 #define PASS(SYM, TYPE, ...)                                 \
