@@ -493,6 +493,17 @@ def environment_problem(exc: BaseException) -> str | None:
     return None
 
 
+def _init_inputs(spec, get_init_inputs, device) -> list:
+    """get_init_inputs() under the program's init seed, moved to the device (KernelBench's order)."""
+    import torch
+    _Phase.name = "in get_init_inputs"
+    torch.manual_seed(spec["init_seed"])
+    init_inputs = list(get_init_inputs())
+    if device == "cuda":
+        init_inputs = [x.cuda() if isinstance(x, torch.Tensor) else x for x in init_inputs]
+    return init_inputs
+
+
 def _plain_run(spec, loaded, get_inputs, get_init_inputs, device) -> BaseException | None:
     """Construct and run the program as KernelBench does, without the tracer (real tensors, no dispatch mode):
     the exception it raises, or None when it runs. An exception seen under the tracer counts as the
@@ -500,11 +511,7 @@ def _plain_run(spec, loaded, get_inputs, get_init_inputs, device) -> BaseExcepti
     import torch
     from . import load
     try:
-        _Phase.name = "in get_init_inputs"
-        torch.manual_seed(spec["init_seed"])
-        init_inputs = list(get_init_inputs())
-        if device == "cuda":
-            init_inputs = [x.cuda() if isinstance(x, torch.Tensor) else x for x in init_inputs]
+        init_inputs = _init_inputs(spec, get_init_inputs, device)
         _Phase.name = "in __init__"
         with torch.no_grad():
             module, call = load.build_model(loaded, init_inputs, spec["init_seed"])
@@ -929,11 +936,7 @@ def _trace_program(spec, loaded, get_inputs, get_init_inputs, attempt, device) -
     from . import load
     ctx = _fake_mode() if attempt == "fake" else contextlib.nullcontext()
     with ctx:
-        _Phase.name = "in get_init_inputs"
-        torch.manual_seed(spec["init_seed"])
-        init_inputs = list(get_init_inputs())
-        if device == "cuda":
-            init_inputs = [x.cuda() if isinstance(x, torch.Tensor) else x for x in init_inputs]
+        init_inputs = _init_inputs(spec, get_init_inputs, device)
         _Phase.name = "in __init__"
         init_note = None
         try:
