@@ -541,30 +541,24 @@ def main(argv: list[str] | None = None) -> int:
                          "check sees (docs/check.md \"Observe\"; needs a GPU for a CUDA candidate)")
     st.add_argument("--json", action="store_true", help="print the dirigo-state answer as JSON")
     a = ap.parse_args(argv)
-    if a.cmd == "state":
-        try:
-            ans = state_bundle(a.bundle, a.ref_file, a.new_file, a.out, a.device, a.report, not a.no_outputs,
-                               observe=a.observe)
-        except BundleError as e:
-            print(f"ERROR: {e}", file=sys.stderr)
-            return 2
-        if a.json:
-            print(json.dumps(ans, indent=1))
-        else:
-            print(f"{a.out or a.bundle}: match.state written")
-            sys.stdout.write(state_text(ans))
-        return 0
     try:
-        if a.cmd == "validate":
+        if a.cmd == "state":
+            r = state_bundle(a.bundle, a.ref_file, a.new_file, a.out, a.device, a.report, not a.no_outputs,
+                             observe=a.observe)
+        elif a.cmd == "validate":
             read_bundle(a.bundle)
             print(f"{a.bundle}: valid")
             return 0
-        r = rematch_bundle(a.bundle, a.out)
+        else:
+            r = rematch_bundle(a.bundle, a.out)
     except BundleError as e:
         print(f"ERROR: {e}", file=sys.stderr)
         return 2
     if a.json:
         print(json.dumps(r, indent=1))
+    elif a.cmd == "state":
+        print(f"{a.out or a.bundle}: match.state written")
+        sys.stdout.write(state_text(r))
     else:
         print(f"{r['out']}: match {'changed' if r['changed'] else 'unchanged'} "
               f"({len((r['old'] or {}).get('inputs', []))} -> {len(r['new']['inputs'])} input pairs)")
