@@ -47,14 +47,28 @@ Expr unwrap(const std::shared_ptr<Context>& ctx, const PyExpr& x) {
   return x.e;
 }
 
-// Arithmetic dispatching on the sort: reals use add/mul/..., bit-vectors bv_add/...
+std::vector<Expr> unwrap_all(const std::shared_ptr<Context>& ctx, const std::vector<PyExpr>& xs) {
+  std::vector<Expr> es;
+  for (const auto& x : xs) es.push_back(unwrap(ctx, x));
+  return es;
+}
+
+// The node build() makes in ctx; the IR's std::invalid_argument (a bad sort, bound or operand)
+// raised in Python as ValueError.
 template <class F>
-PyExpr binary(const PyExpr& a, const PyExpr& b, F f) {
+PyExpr built(const std::shared_ptr<Context>& ctx, F build) {
   try {
-    return {a.ctx, f(*a.ctx, a.e, unwrap(a.ctx, b))};
+    return {ctx, build(*ctx)};
   } catch (const std::invalid_argument& err) {
     throw nb::value_error(err.what());
   }
+}
+
+// Arithmetic dispatching on the sort: reals use add/mul/..., bit-vectors bv_add/...
+template <class F>
+PyExpr binary(const PyExpr& a, const PyExpr& b, F f) {
+  Expr y = unwrap(a.ctx, b);
+  return built(a.ctx, [&](Context& c) { return f(c, a.e, y); });
 }
 
 }  // namespace
@@ -96,20 +110,12 @@ static dirigo::py::RegisterBinder reg([](nb::module_& m) {
              Bounds b;
              if (lo) b.lo = *lo;
              if (hi) b.hi = *hi;
-             try {
-               return PyExpr{c, c->var(name, parse_sort(sort), b)};
-             } catch (const std::invalid_argument& err) {
-               throw nb::value_error(err.what());
-             }
+             return built(c, [&](Context& cx) { return cx.var(name, parse_sort(sort), b); });
            },
            nb::arg("name"), nb::arg("sort") = "real", nb::arg("lo") = nb::none(), nb::arg("hi") = nb::none())
       .def("real", [](const PyCtx& self, double v) {
         const auto& c = self.ptr;
-        try {
-          return PyExpr{c, c->real_const_from_double(v)};
-        } catch (const std::invalid_argument& err) {
-          throw nb::value_error(err.what());
-        }
+        return built(c, [&](Context& cx) { return cx.real_const_from_double(v); });
       })
       .def("bv", [](const PyCtx& self, const std::string& sort, uint64_t v) {
         const auto& c = self.ptr; return PyExpr{c, c->bv_const(parse_sort(sort), v)}; })
@@ -117,31 +123,17 @@ static dirigo::py::RegisterBinder reg([](nb::module_& m) {
         const auto& c = self.ptr; return PyExpr{c, c->elem(c->tensor(tensor), i)}; })
       .def("call", [](const PyCtx& self, const std::string& fn, const PyExpr& x) {
         const auto& c = self.ptr;
-        try {
-          return PyExpr{c, c->call(parse_fn(fn), unwrap(c, x))};
-        } catch (const std::invalid_argument& err) {
-          throw nb::value_error(err.what());
-        }
+        return built(c, [&](Context& cx) { return cx.call(parse_fn(fn), unwrap(c, x)); });
       })
       .def("min", [](const PyCtx& self, const std::vector<PyExpr>& xs) {
         const auto& c = self.ptr;
-        std::vector<Expr> es;
-        for (auto& x : xs) es.push_back(unwrap(c, x));
-        try {
-          return PyExpr{c, c->min(es)};
-        } catch (const std::invalid_argument& err) {
-          throw nb::value_error(err.what());
-        }
+        std::vector<Expr> es = unwrap_all(c, xs);
+        return built(c, [&](Context& cx) { return cx.min(es); });
       })
       .def("max", [](const PyCtx& self, const std::vector<PyExpr>& xs) {
         const auto& c = self.ptr;
-        std::vector<Expr> es;
-        for (auto& x : xs) es.push_back(unwrap(c, x));
-        try {
-          return PyExpr{c, c->max(es)};
-        } catch (const std::invalid_argument& err) {
-          throw nb::value_error(err.what());
-        }
+        std::vector<Expr> es = unwrap_all(c, xs);
+        return built(c, [&](Context& cx) { return cx.max(es); });
       })
       .def("to_smtlib", [](const PyCtx& self, const PyExpr& a, std::optional<PyExpr> b) {
         const auto& c = self.ptr;
