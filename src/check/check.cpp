@@ -152,6 +152,7 @@ Report check_bundle(const bundle::Bundle& b, const Options& user_opt) {
         return finish(Outcome::Bug, "the candidate makes a launch no GPU runs: " + *why);
       }
     }
+    if (opt.on_stage) opt.on_stage("merge");
     program::Merged m = program::merge(b, {opt.trim_prefix, false});
     r.stage_seconds.emplace_back("merge", since(t0));
     r.prefix_trimmed = m.prefix;
@@ -184,6 +185,7 @@ Report check_bundle(const bundle::Bundle& b, const Options& user_opt) {
     Lowering &ref = *ref_held.p, &cand = *cand_held.p;
     std::optional<std::string> stopped;  // why Execute could not finish every launch
     bool out_of_time = false;
+    if (opt.on_stage) opt.on_stage("execute");
     try {
       ref.execute_all();
       cand.execute_all();
@@ -224,6 +226,7 @@ Report check_bundle(const bundle::Bundle& b, const Options& user_opt) {
     smt::DecideOptions dopt = opt.decide;
     dopt.tolerance = tol;
 
+    if (opt.on_stage) opt.on_stage("search");
     Kept<LocationOrder> order_held(std::make_unique<LocationOrder>(ctx, m.outputs, cand, opt.seed, opt.full,
                                                                    opt.exec.deadline.value_or(Clock::time_point::max()),
                                                                    opt.only_locations),
@@ -338,6 +341,7 @@ Report internal_error(const std::string& what) {
 Report check_path(const std::string& dir, const Options& opt) {
   try {
     auto t0 = Clock::now();
+    if (opt.on_stage) opt.on_stage("read");
     bundle::Bundle b = bundle::read_bundle(dir);
     double read_s = since(t0);
     Report r = check_bundle(b, opt);

@@ -12,6 +12,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <utility>
 #include <string>
@@ -84,6 +85,10 @@ struct Options {
   // both symbolic values and every leaf (evidence fp32-evaluation when the proof's witness is
   // confirmed too); past it the tier's numeric BUG stands as it is.
   size_t falsified_build_nodes = 1'000'000;
+  // Called as each stage starts ("read", "merge", "execute", "search"; a nested re-check's stages
+  // prefixed "search: re-check over program inputs: "), from the thread that runs it: the CLI's hard
+  // stop names the stage it ended (cli/hard_stop.h).
+  std::function<void(const std::string& stage)> on_stage;
   // false: the caller exits right after the check (the CLI), so the lowering's memo, the order and
   // the expression nodes are left to the OS instead of freed one by one (seconds for 10^6 locations)
   bool release_memory = true;
@@ -222,6 +227,7 @@ struct Report {
   std::optional<StateFinding> state;     // the state stage's answer, when it ran
   std::string stage;                     // "state": the verdict comes from the state stage
   std::optional<Outcome> function_outcome;  // the function check's own verdict, when the state stage changed it
+  std::string hard_stop;                 // the stage the CLI's hard stop ended (TIMEOUT; docs/cli.md); "": none
 };
 
 // Where the witness's programs come from (dirigo-witness fields; empty: unknown).

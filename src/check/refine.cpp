@@ -336,10 +336,13 @@ void Search::confirm_over_program_inputs(LocationResult& lr) {
     u.budget_s = opt_.budget_s - since(t0_);
     u.deadline = budget_end();  // the re-check's every stage (Execute, build, Z3) ends with this check
   }
+  if (opt_.on_stage)
+    u.on_stage = [outer = opt_.on_stage](const std::string& s) { outer("search: re-check over program inputs: " + s); };
   Report ur;
   if (opt_.budget_s <= 0 || u.budget_s > 0.01) {
     std::lock_guard one_at_a_time(recheck_mu_);  // each re-check lowers both programs again
     ur = check_bundle(b_, u);
+    if (opt_.on_stage) opt_.on_stage("search");
   }
   const LocationResult* again = ur.first_differ ? &ur.locations[*ur.first_differ] : nullptr;
   if (ur.outcome == Outcome::Bug && again && again->confirmed_f32 && again->loc.flat == lr.loc.flat) {

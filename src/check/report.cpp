@@ -295,6 +295,7 @@ void put_verdict(nlohmann::json& j, const Report& r) {
     j["replay"] = p.is_discarded() ? json{{"status", r.replay->status}, {"message", r.replay->message}} : p;
   }
   if (!r.stage.empty()) j["stage"] = r.stage;
+  if (!r.hard_stop.empty()) j["hard_stop"] = r.hard_stop;
   if (r.function_outcome) j["function_outcome"] = std::string(outcome_name(*r.function_outcome));
   if (r.state) {
     json p = json::parse(r.state->json, nullptr, false);

@@ -22,6 +22,12 @@ std::string python_interpreter();
 int run_python(const std::string& module, const std::vector<std::string>& args, const std::string& stdout_file = "",
                double timeout_s = 0);
 
+// Kills this process's children with their process groups and waits (about 2 s at most) until none is
+// left running: with `running_too`, also run_python's children in progress; without, only what was
+// reparented here (arm_hard_stop makes this process a subreaper: the descendants of a killed child
+// that run in sessions of their own, such as the tracer's workers, land here).
+void kill_child_processes(bool running_too);
+
 // Replaces this process with `<interpreter> -m <module> ARGS...` (python_package_root() first on
 // PYTHONPATH): for a subcommand that is all Python, so that signals (Ctrl-C), stdout and the exit status
 // are the module's own. Returns only when the interpreter cannot be started (then 70).
