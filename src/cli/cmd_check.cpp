@@ -11,6 +11,8 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <string_view>
+#include <thread>
 #include <vector>
 
 #include <fmt/format.h>
@@ -19,6 +21,7 @@
 #include "check/check.h"
 #include "check/present.h"
 #include "cli/command.h"
+#include "cli/hard_stop.h"
 #include "cli/python_child.h"
 
 namespace {
@@ -42,15 +45,71 @@ double since(Clock::time_point t0) { return std::chrono::duration<double>(Clock:
 
 std::string default_device() { return std::filesystem::exists("/dev/nvidia0") ? "cuda" : "cpu"; }
 
+// The hard stop (cli/hard_stop.h, docs/cli.md "The hard stop"): the command ends by --budget plus this
+// grace, plus the own limit of each child stage that ran (trace, replay, state), also where a stage
+// ignores its deadline. 10 %, at least 1 s: starting the process and reading a bundle are outside the
+// stages' deadlines.
+constexpr double kHardStopGraceShare = 0.1, kHardStopGraceFloorS = 1;
+double hard_stop_grace_s(double budget_s) { return std::max(kHardStopGraceFloorS, kHardStopGraceShare * budget_s); }
+
+// The tracer's own work besides running the programs (starting Python, matching the programs, writing
+// the bundle): the trace stage is killed at --trace-timeout plus this.
+constexpr double kTraceMarginS = 30;
+
+// Test hook (docs/cli.md): DIRIGO_INJECT_FAULT=stall:STAGE makes STAGE ignore its deadline, for the tests
+// of the hard stop: an in-process stage (read, merge, execute, search) sleeps as it starts, a child stage
+// (trace, replay, state) runs without its limit.
+bool stalls(const std::string& stage) {
+  const char* f = std::getenv("DIRIGO_INJECT_FAULT");
+  return f && std::string_view(f).substr(0, 6) == "stall:" && std::string_view(f).substr(6) == stage;
+}
+
+// The command enters `stage`; a child stage names its own limit (0: none), by which the hard stop moves later.
+void enter(const std::string& stage, double own_limit_s = 0) {
+  dirigo::cli::enter_stage(stage, own_limit_s);
+  bool child = stage == "trace" || stage == "replay" || stage == "state";
+  if (!child && stalls(stage))
+    for (;;) std::this_thread::sleep_for(std::chrono::seconds(1));
+}
+
+// The only way a verdict reaches stdout: rendered first, written only when the hard stop has not fired.
+int emit(const dirigo::check::Report& report, bool json, bool verbose) {
+  std::string text = json ? dirigo::check::to_json(report) + "\n" : dirigo::check::to_text(report, verbose);
+  int code = dirigo::check::exit_code(report.outcome);
+  if (!dirigo::cli::claim_verdict()) dirigo::cli::wait_for_hard_stop();
+  std::cout << text << std::flush;
+  dirigo::cli::verdict_written(code);
+  return code;
+}
+
+// What the hard stop writes when it ends the command in `stage`, `at_s` seconds after the start.
+dirigo::cli::HardStopText hard_stop_text(const std::string& stage, double at_s, double budget_s, bool json) {
+  dirigo::check::Report r;
+  r.outcome = dirigo::check::Outcome::Timeout;
+  r.hard_stop = stage;
+  r.seconds = at_s;
+  r.reason = fmt::format("hard stop: dirigo check was ended {:.1f} s after it started, in stage '{}', which did "
+                         "not stop at its deadline (--budget {:g} s + {:g} s grace, plus the own limit of each child "
+                         "stage that ran; docs/cli.md); please report with the bundle",
+                         at_s, stage, budget_s, hard_stop_grace_s(budget_s));
+  return {json ? dirigo::check::to_json(r) + "\n" : dirigo::check::to_text(r, false),
+          fmt::format("dirigo check: hard stop after {:.1f} s in stage '{}'; its child processes are killed\n", at_s,
+                      stage)};
+}
+
 // `python3 -m dirigo.trace REF NEW --out DIR --device D`: 0 bundle written, 2 UNSUPPORTED, 3 the
 // reference failed (or the candidate only under the tracer), 5 the candidate failed where the reference ran
 // (`evidence` says how), 70 the tracer itself failed, 1 usage. `message`: the tracer's sentence.
+// The tracer is killed, with its workers, at `timeout` + kTraceMarginS (124).
 int trace_programs(const std::string& ref, const std::string& cand, const std::string& out, std::string device,
                    double timeout, std::string& message, std::string& evidence) {
   if (device.empty()) device = default_device();
   std::string answer = out + ".trace.json";
+  bool stalled = stalls("trace");
+  enter("trace", timeout + kTraceMarginS);
   int rc = run_python("dirigo.trace", {ref, cand, "--out", out, "--device", device, "--timeout",
-                                       std::to_string(int(timeout)), "--json"}, answer);
+                                       std::to_string(stalled ? 1000000 : int(timeout)), "--json"},
+                      answer, stalled ? 0 : timeout + kTraceMarginS);
   std::ifstream in(answer);
   auto j = nlohmann::json::parse(in, nullptr, false);
   if (!j.is_discarded() && j.is_object()) {
@@ -93,7 +152,8 @@ void replay_witness(dirigo::check::Report& report, const std::filesystem::path& 
   { std::ofstream(wfile) << witness; }
   std::cerr << "dirigo check: replaying the witness on the real programs (" << device << ")\n";
   double limit = child_limit_s();
-  int rc = run_python("dirigo.replay", {wfile, "--json", "--device", device}, answer, limit);
+  enter("replay", limit);
+  int rc = run_python("dirigo.replay", {wfile, "--json", "--device", device}, answer, stalls("replay") ? 0 : limit);
   std::ifstream in(answer);
   std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   dirigo::check::Replay rp = dirigo::check::parse_replay(text);
@@ -117,7 +177,8 @@ void compare_state(dirigo::check::Report& report, const std::filesystem::path& d
   std::vector<std::string> args{ref, cand, "--bundle", bundle, "--report", rfile, "--json", "--device", device};
   if (run_both) args.push_back("--observe");
   double limit = child_limit_s();
-  int rc = run_python("dirigo.state", args, answer, limit);
+  enter("state", limit);
+  int rc = run_python("dirigo.state", args, answer, stalls("state") ? 0 : limit);
   std::ifstream in(answer);
   std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   dirigo::check::StateFinding st = dirigo::check::parse_state(text);
@@ -188,9 +249,7 @@ dirigo::cli::Register register_check({"check", "check a trace bundle: BUG / SUSP
     try {
       return run_check(*a);
     } catch (const std::exception& e) {  // dirigo failing, not the programs: exit 70, and --json stays JSON
-      auto report = dirigo::check::internal_error(e.what());
-      std::cout << (a->json ? dirigo::check::to_json(report) + "\n" : dirigo::check::to_text(report, false));
-      return dirigo::check::exit_code(report.outcome);
+      return emit(dirigo::check::internal_error(e.what()), a->json, false);
     }
   };
 }});
@@ -198,6 +257,12 @@ dirigo::cli::Register register_check({"check", "check a trace bundle: BUG / SUSP
 int run_check(CheckArgs& args) {
   auto a = &args;
   {
+    if (a->budget > 0)
+      dirigo::cli::arm_hard_stop(a->budget + hard_stop_grace_s(a->budget),
+                                 dirigo::check::exit_code(dirigo::check::Outcome::Timeout),
+                                 [budget = a->budget, json = a->json](const std::string& stage, double at_s) {
+                                   return hard_stop_text(stage, at_s, budget, json);
+                                 });
     dirigo::check::Options opt;
     opt.budget_s = a->budget;
     opt.seed = a->seed;
@@ -236,20 +301,29 @@ int run_check(CheckArgs& args) {
         dirigo::check::Report report;
         if (rc == 5)
           report = dirigo::check::candidate_failure(message, evidence.empty() ? "crash-gpu" : evidence);
-        else if (rc == 2 || rc == 3)
+        else if (rc == 124) {
+          report.outcome = dirigo::check::Outcome::Timeout;
+          report.stage = "trace";
+          report.reason = fmt::format("the tracer did not finish within {:g} s (killed): --trace-timeout {:g} s for the "
+                                      "programs plus {:g} s for its own work",
+                                      a->trace_timeout + kTraceMarginS, a->trace_timeout, kTraceMarginS);
+        } else if (rc == 2 || rc == 3)
           report = dirigo::check::trace_unsupported(
               message.empty() ? fmt::format("UNSUPPORTED: tracing failed (exit status {})", rc) : message);
         else
           report = dirigo::check::internal_error(
               message.empty() ? fmt::format("the tracer exited with status {}", rc) : message);
         report.stage_seconds.emplace_back("trace", trace_s);
-        std::cout << (a->json ? dirigo::check::to_json(report) + "\n" : dirigo::check::to_text(report, false));
-        return dirigo::check::exit_code(report.outcome);
+        return emit(report, a->json, false);
       }
     }
     check_start = Clock::now();
     check_budget_s = a->budget;
+    if (a->budget > 0)  // reading the bundle counts too
+      opt.deadline = check_start + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(a->budget));
+    opt.on_stage = [](const std::string& stage) { enter(stage); };
     auto report = dirigo::check::check_path(bundle, opt);
+    enter("report");
     if (trace_s >= 0) report.stage_seconds.insert(report.stage_seconds.begin(), {"trace", trace_s});
     dirigo::check::WitnessSource src;
     if (a->inputs.size() == 2) {
@@ -286,6 +360,7 @@ int run_check(CheckArgs& args) {
         std::filesystem::remove_all(templ);
       }
     }
+    enter("report");
     if (!tmp.empty()) std::filesystem::remove_all(tmp);
     if (!a->witness_out.empty() && !witness.empty()) std::ofstream(a->witness_out) << witness << "\n";
     if (!a->html.empty()) {
@@ -293,8 +368,7 @@ int run_check(CheckArgs& args) {
       html << dirigo::check::to_html(report);
       if (!html) std::cerr << "dirigo check: cannot write " << a->html << "\n";
     }
-    std::cout << (a->json ? dirigo::check::to_json(report) + "\n" : dirigo::check::to_text(report, a->verbose));
-    return dirigo::check::exit_code(report.outcome);
+    return emit(report, a->json, a->verbose);
   }
 }
 

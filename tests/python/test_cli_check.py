@@ -153,3 +153,93 @@ def test_no_reroll_leaves_the_kernels_sums_expanded():
             assert rep["outcome"] == "CHECKED", rep["reason"]
     assert reasons[False] and all(r.startswith("re-rolled:") for r in reasons[False]), reasons[False]
     assert not any("re-rolled" in r for r in reasons[True]), reasons[True]
+
+
+# The hard stop (docs/cli.md "The hard stop"): a stage made to ignore its deadline by the test hook
+# DIRIGO_INJECT_FAULT=stall:STAGE still ends the command at --budget + max(10 %, 1 s), as TIMEOUT.
+def run_stalled(stage, *args):
+    import time
+    env = dict(os.environ, DIRIGO_INJECT_FAULT=f"stall:{stage}")
+    t0 = time.monotonic()
+    p = subprocess.run([str(DIRIGO), "check", *map(str, args)], capture_output=True, text=True, timeout=600, env=env)
+    return p, time.monotonic() - t0
+
+
+@pytest.mark.parametrize("stage", ["read", "execute", "search", "report"])
+def test_a_stage_that_ignores_its_deadline_is_ended_by_the_hard_stop(stage):
+    bundle = ROOT / "examples" / "running_example" / "bundle-buggy"
+    p, wall = run_stalled(stage, bundle, "--budget", "2", "--json", "--no-state")
+    assert p.returncode == 3, p.stdout + p.stderr
+    rep = json.loads(p.stdout)
+    assert rep["outcome"] == "TIMEOUT" and rep["exit_code"] == 3 and rep["hard_stop"] == stage, rep
+    assert rep["reason"].startswith("hard stop:") and f"in stage '{stage}'" in rep["reason"], rep["reason"]
+    assert 3.0 <= wall < 3.0 + 2.0, wall  # 2 s + 1 s grace, and not before
+    assert f"hard stop after 3.0 s in stage '{stage}'" in p.stderr, p.stderr
+
+
+def test_the_hard_stop_writes_text_without_json():
+    bundle = ROOT / "examples" / "running_example" / "bundle-buggy"
+    p, wall = run_stalled("merge", bundle, "--budget", "1", "--no-state")
+    assert p.returncode == 3, p.stdout + p.stderr
+    assert p.stdout.startswith("TIMEOUT\n  hard stop: dirigo check was ended 2.0 s after it started, in stage 'merge'")
+    assert wall < 2.0 + 2.0, wall
+
+
+def test_a_check_that_keeps_its_deadline_is_untouched_by_the_hard_stop():
+    # the same bundle and budget as above without the stall: the check's own verdict, well before the hard stop
+    bundle = ROOT / "examples" / "running_example" / "bundle-buggy"
+    p, wall = run_stalled("nothing", bundle, "--budget", "2", "--json", "--no-state")
+    assert p.returncode == 1, p.stdout + p.stderr
+    rep = json.loads(p.stdout)
+    assert rep["outcome"] == "BUG" and "hard_stop" not in rep, rep
+    assert "hard stop" not in p.stderr
+    assert wall < 3.0, wall
+
+
+def test_a_nested_re_check_names_its_stage_to_the_hard_stop(tmp_path):
+    # gelu_wrong_scale's first witness sets a trimmed prefix's result, so the location is decided again
+    # over program inputs by a nested check (Search::confirm_over_program_inputs): that check's stages
+    # are the ones the hard stop names when one of them stalls
+    case = GOLDEN / "gelu_wrong_scale"
+    bundle = tmp_path / "b"
+    p = run(case / "ref.py", case / "new.py", "--device", "cpu", "--keep-bundle", bundle, "--no-replay", "--no-state")
+    assert p.returncode == 1, p.stdout + p.stderr
+    stage = "search: re-check over program inputs: execute"
+    p, wall = run_stalled(stage, bundle, "--budget", "3", "--json", "--no-state")
+    assert p.returncode == 3, p.stdout + p.stderr
+    assert json.loads(p.stdout)["hard_stop"] == stage
+    assert wall < 4.0 + 2.0, wall
+
+
+def test_the_hard_stop_kills_the_child_processes(tmp_path):
+    # The tracer is made to ignore its timeout (stall:trace) while the candidate hangs in forward: the hard
+    # stop ends the command at budget + grace + the trace stage's own limit (--trace-timeout + 30 s), and
+    # the candidate's worker, which the tracer runs in a session of its own, is gone with it.
+    import time
+    pidfile = tmp_path / "worker.pid"
+    hang = tmp_path / "new.py"
+    hang.write_text("import os\nimport time\nimport torch.nn as nn\n\n\nclass ModelNew(nn.Module):\n"
+                    "    def __init__(self, cin, cout, k):\n        super().__init__()\n"
+                    "        self.conv = nn.Conv2d(cin, cout, k)\n\n    def forward(self, x):\n"
+                    f"        open({str(pidfile)!r}, 'w').write(str(os.getpid()))\n"
+                    "        while True:\n            time.sleep(0.05)\n")
+    ref = ROOT / "tests" / "python" / "verdict_pairs" / "ref_conv.py"
+    p, wall = run_stalled("trace", ref, hang, "--device", "cpu", "--trace-timeout", "2", "--budget", "1", "--json")
+    assert p.returncode == 3, p.stdout + p.stderr
+    rep = json.loads(p.stdout)
+    assert rep["outcome"] == "TIMEOUT" and rep["hard_stop"] == "trace", rep
+    limit = 1 + 1 + 2 + 30
+    assert limit <= wall < limit + 3, wall
+    pid = int(pidfile.read_text())
+
+    def running():  # a zombie is dead: it waits only for a parent to read its status
+        try:
+            stat = pathlib.Path(f"/proc/{pid}/stat").read_text()
+        except OSError:
+            return False
+        return stat[stat.rindex(")") + 2] not in "ZX"
+    for _ in range(40):
+        if not running():
+            break
+        time.sleep(0.05)
+    assert not running(), f"the candidate's worker {pid} outlived the hard stop"

@@ -1,0 +1,149 @@
+#include "cli/hard_stop.h"
+
+#include <sys/prctl.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <deque>
+#include <mutex>
+#include <thread>
+
+#include "cli/python_child.h"
+
+namespace dirigo::cli {
+
+namespace {
+
+using WatchClock = std::chrono::steady_clock;
+
+// One moment's prepared answer: immutable once published, kept until exit (the watchdog may hold it).
+struct Prepared {
+  WatchClock::time_point end;
+  std::string stage;
+  HardStopText text;
+};
+
+enum class Writer { None, Command, HardStop };
+
+// Never destroyed: the watchdog thread is detached and may run while static destructors do.
+struct Watch {
+  std::mutex mu;  // held only to swap `current` or claim `writer`: no allocation, no I/O under it
+  const Prepared* current = nullptr;
+  std::deque<Prepared> kept;
+  Writer writer = Writer::None;
+  bool written = false;  // the command's verdict is flushed
+  int command_exit = 0, hard_exit = 3;
+  WatchClock::time_point start;
+  HardStopRender render;
+};
+Watch& watch() {
+  static Watch* w = new Watch;
+  return *w;
+}
+
+void write_all(int fd, const std::string& s) {
+  const char* p = s.data();
+  size_t left = s.size();
+  while (left > 0) {
+    ssize_t n = write(fd, p, left);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return;
+    p += n;
+    left -= size_t(n);
+  }
+}
+
+// Children first: once the verdict is out, nothing the command started is left running.
+[[noreturn]] void fire(const Prepared& p, int code) {
+  kill_child_processes(true);
+  write_all(2, p.text.err);
+  write_all(1, p.text.out);
+  _exit(code);
+}
+
+void run_watchdog() {
+  Watch& w = watch();
+  for (;;) {
+    const Prepared* p = nullptr;
+    int exit_now = -1;
+    {
+      std::lock_guard lock(w.mu);
+      auto now = WatchClock::now();
+      if (now >= w.current->end) {
+        if (w.writer == Writer::None) {
+          w.writer = Writer::HardStop;
+          p = w.current;
+        } else if (w.written) {
+          exit_now = w.command_exit;  // the verdict is out; what is left (freeing, exit handlers) is cut
+        }
+      }
+    }
+    if (p) fire(*p, w.hard_exit);
+    if (exit_now >= 0) {
+      kill_child_processes(true);
+      _exit(exit_now);
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+}
+
+// Prepares the answer for `stage` ending at `end` (outside the lock), then publishes it.
+void publish(Watch& w, const std::string& stage, WatchClock::time_point end) {
+  Prepared next{end, stage, w.render(stage, std::chrono::duration<double>(end - w.start).count())};
+  std::lock_guard lock(w.mu);
+  w.kept.push_back(std::move(next));
+  w.current = &w.kept.back();
+}
+
+}  // namespace
+
+void arm_hard_stop(double limit_s, int exit_code, HardStopRender render) {
+  Watch& w = watch();
+  if (w.render) return;  // armed once per process
+  prctl(PR_SET_CHILD_SUBREAPER, 1);
+  w.start = WatchClock::now();
+  w.hard_exit = exit_code;
+  w.render = std::move(render);
+  publish(w, "start", w.start + std::chrono::duration_cast<WatchClock::duration>(std::chrono::duration<double>(limit_s)));
+  std::thread(run_watchdog).detach();
+}
+
+void enter_stage(const std::string& stage, double own_limit_s) {
+  Watch& w = watch();
+  if (!w.render) return;
+  WatchClock::time_point end;
+  {
+    std::lock_guard lock(w.mu);
+    end = w.current->end;
+  }
+  if (own_limit_s > 0)
+    end += std::chrono::duration_cast<WatchClock::duration>(std::chrono::duration<double>(own_limit_s));
+  publish(w, stage, end);
+}
+
+std::string current_stage() {
+  Watch& w = watch();
+  std::lock_guard lock(w.mu);
+  return w.current ? w.current->stage : "";
+}
+
+bool claim_verdict() {
+  Watch& w = watch();
+  std::lock_guard lock(w.mu);
+  if (w.writer == Writer::HardStop) return false;
+  w.writer = Writer::Command;
+  return true;
+}
+
+void verdict_written(int exit_code) {
+  Watch& w = watch();
+  std::lock_guard lock(w.mu);
+  w.command_exit = exit_code;
+  w.written = true;
+}
+
+void wait_for_hard_stop() {
+  for (;;) std::this_thread::sleep_for(std::chrono::seconds(1));
+}
+
+}  // namespace dirigo::cli
