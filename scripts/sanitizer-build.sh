@@ -2,8 +2,7 @@
 # The one AddressSanitizer + UndefinedBehaviorSanitizer build (clang), in build-san/: every core library,
 # the CLI, the C++ tests and the libFuzzer targets, all instrumented alike (plus libFuzzer's coverage
 # hooks, inert outside a fuzz target), so scripts/sanitize.sh and scripts/fuzz.sh share one compile.
-# -O1 with line tables only: sanitizer reports keep file:line while the build stays well under a
-# -O2 -g build's time on 2 cores.
+# -O1 with line tables only: sanitizer reports keep file:line without the compile cost of full debug info.
 #   bash scripts/sanitizer-build.sh [TARGET ...]   (no target: everything)
 #   SAN_BUILD_DIR=dir  JOBS=N
 set -euo pipefail
