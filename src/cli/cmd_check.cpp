@@ -64,12 +64,14 @@ bool stalls(const std::string& stage) {
   return f && std::string_view(f).substr(0, 6) == "stall:" && std::string_view(f).substr(6) == stage;
 }
 
-// The command enters `stage`; a child stage names its own limit (0: none), by which the hard stop moves later.
-void enter(const std::string& stage, double own_limit_s = 0) {
+// The command enters `stage`; a child stage names its own limit (0: none), by which the hard stop moves
+// later, and runs its child with the limit returned (none under the stall hook).
+double enter(const std::string& stage, double own_limit_s = 0) {
   dirigo::cli::enter_stage(stage, own_limit_s);
+  if (!stalls(stage)) return own_limit_s;
   bool child = stage == "trace" || stage == "replay" || stage == "state";
-  if (!child && stalls(stage))
-    for (;;) std::this_thread::sleep_for(std::chrono::seconds(1));
+  if (child) return 0;
+  for (;;) std::this_thread::sleep_for(std::chrono::seconds(1));
 }
 
 // The only way a verdict reaches stdout: rendered first, written only when the hard stop has not fired.
@@ -105,11 +107,10 @@ int trace_programs(const std::string& ref, const std::string& cand, const std::s
                    double timeout, std::string& message, std::string& evidence) {
   if (device.empty()) device = default_device();
   std::string answer = out + ".trace.json";
-  bool stalled = stalls("trace");
-  enter("trace", timeout + kTraceMarginS);
+  double limit = enter("trace", timeout + kTraceMarginS);
   int rc = run_python("dirigo.trace", {ref, cand, "--out", out, "--device", device, "--timeout",
-                                       std::to_string(stalled ? 1000000 : int(timeout)), "--json"},
-                      answer, stalled ? 0 : timeout + kTraceMarginS);
+                                       std::to_string(limit > 0 ? int(timeout) : 1000000), "--json"},
+                      answer, limit);
   std::ifstream in(answer);
   auto j = nlohmann::json::parse(in, nullptr, false);
   if (!j.is_discarded() && j.is_object()) {
@@ -151,9 +152,8 @@ void replay_witness(dirigo::check::Report& report, const std::filesystem::path& 
   auto wfile = (dir / "witness.json").string(), answer = (dir / "replay.json").string();
   { std::ofstream(wfile) << witness; }
   std::cerr << "dirigo check: replaying the witness on the real programs (" << device << ")\n";
-  double limit = child_limit_s();
-  enter("replay", limit);
-  int rc = run_python("dirigo.replay", {wfile, "--json", "--device", device}, answer, stalls("replay") ? 0 : limit);
+  double limit = enter("replay", child_limit_s());
+  int rc = run_python("dirigo.replay", {wfile, "--json", "--device", device}, answer, limit);
   std::ifstream in(answer);
   std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   dirigo::check::Replay rp = dirigo::check::parse_replay(text);
@@ -176,9 +176,8 @@ void compare_state(dirigo::check::Report& report, const std::filesystem::path& d
             << (run_both ? " and their outputs on KernelBench's trial inputs" : "") << " (" << device << ")\n";
   std::vector<std::string> args{ref, cand, "--bundle", bundle, "--report", rfile, "--json", "--device", device};
   if (run_both) args.push_back("--observe");
-  double limit = child_limit_s();
-  enter("state", limit);
-  int rc = run_python("dirigo.state", args, answer, stalls("state") ? 0 : limit);
+  double limit = enter("state", child_limit_s());
+  int rc = run_python("dirigo.state", args, answer, limit);
   std::ifstream in(answer);
   std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   dirigo::check::StateFinding st = dirigo::check::parse_state(text);
