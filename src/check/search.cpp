@@ -1,6 +1,7 @@
 #include "check/search.h"
 
 #include <algorithm>
+#include <utility>
 
 #include "exec/deadline.h"
 #include "exec/sat.h"
@@ -151,11 +152,13 @@ PairKey renamed_pair_key(ir::Expr ea, ir::Expr eb) {
   std::unordered_map<std::pair<int32_t, int64_t>, uint64_t, LeafHash> leaf_no;
   std::unordered_map<int32_t, uint64_t> tensor_no;  // Load: the tensor, renamed too
   // operands pushed last to first, so that they are numbered first to last
-  // (a copy, not std::views::reverse: clang 14 cannot use libstdc++ 12's ranges)
-  auto reversed_args = [](ir::Expr e) {
-    auto a = e->args();
-    return std::vector<ir::Expr>(a.rbegin(), a.rend());
+  // a reversed view by hand: clang 14 (the sanitizer build) cannot use libstdc++ 12's std::views::reverse
+  struct Reversed {
+    decltype(std::declval<ir::Expr>()->args()) a;
+    auto begin() const { return a.rbegin(); }
+    auto end() const { return a.rend(); }
   };
+  auto reversed_args = [](ir::Expr e) { return Reversed{e->args()}; };
   auto has = [&](ir::Expr e) { return memo.count(e) > 0; };
   for (ir::Expr root : {ea, eb}) {
     ir::walk_post_order(root, reversed_args, has, [](ir::Expr) { return false; }, [&](ir::Expr e) {
