@@ -25,6 +25,18 @@ def test_exit_codes_come_from_the_core():
     assert dirigo.api.EXIT_CODES == dirigo._core.EXIT_CODES
 
 
+def test_core_exports_only_its_entry_point():
+    """The extension shares no C++ names with libraries loaded after it: its archives' template statics
+    (fmt, nlohmann::json, dirigo's own) exported as process-wide unique symbols made a later `import torch`
+    or `import ray` abort in free() on the GPU host (python/CMakeLists.txt)."""
+    nm = subprocess.run(["nm", "-D", "-C", "--defined-only", dirigo._core.__file__], capture_output=True, text=True,
+                        check=True).stdout
+    names = [ln.split(" ", 2)[2] for ln in nm.splitlines() if ln.count(" ") >= 2]
+    assert "PyInit__core" in names
+    leaked = [n for n in names if n.startswith(("dirigo::", "fmt::", "nlohmann::", "z3::", "CLI::"))]
+    assert not leaked, leaked[:10]
+
+
 @pytest.mark.slow
 def test_pip_installed_dirigo_runs_from_another_directory(tmp_path):
     """`pip install .` puts a `dirigo` command that works anywhere: its binary finds the installed package
