@@ -48,6 +48,10 @@ struct Options {
   bool progress = false;         // progress line on stderr for runs longer than a second
   size_t jobs = 1;               // location workers (threads); the verdict does not depend on it
   bool dedup = true;             // --full: decide queries identical up to leaf renaming once
+  // A worker whose ir::Context has grown past this many bytes starts over in a fresh one (its own
+  // context, lowerings and Execute records) before its next location: memory stays bounded however
+  // many locations a --full check visits. Recycling re-runs Execute, so it should be rare.
+  size_t worker_context_bytes = size_t(2) << 30;
   // A location whose sides still differ is tried again with both sides' expanded sums re-rolled into
   // reductions (ir/reroll.h); kept only where that makes them equal (--no-reroll: off).
   bool reroll = true;

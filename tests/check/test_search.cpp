@@ -51,6 +51,31 @@ TEST(Jobs, LocationsInSearchOrderForAnySeedAndWorkers) {
   }
 }
 
+TEST(Recycle, WorkersStartingOverInFreshContextsGiveTheSameResults) {
+  // A context cap of one byte: every worker starts over after each location. Verdicts, the locations'
+  // order and their decisions, and deduplication (keyed by structure, not by node) stay the same.
+  for (size_t jobs : {1u, 2u}) {
+    for (const std::string& b : {example("bundle-fixed"), data("tanh_via_sigmoid"), example("bundle-buggy")}) {
+      check::Options opt;
+      opt.budget_s = 120;
+      opt.jobs = jobs;
+      opt.full = true;
+      auto kept = check::check_path(b, opt);
+      opt.worker_context_bytes = 1;
+      auto fresh = check::check_path(b, opt);
+      EXPECT_EQ(fresh.outcome, kept.outcome) << b << " jobs " << jobs << ": " << fresh.reason;
+      EXPECT_EQ(fresh.checked, kept.checked) << b;
+      EXPECT_EQ(fresh.equal, kept.equal) << b;
+      EXPECT_EQ(fresh.deduplicated, kept.deduplicated) << b;
+      ASSERT_EQ(fresh.locations.size(), kept.locations.size()) << b;
+      for (size_t i = 0; i < kept.locations.size(); ++i) {
+        EXPECT_EQ(fresh.locations[i].loc.flat, kept.locations[i].loc.flat) << b;
+        EXPECT_EQ(fresh.locations[i].verdict, kept.locations[i].verdict) << b;
+      }
+    }
+  }
+}
+
 TEST(Dedup, ElementwiseProgramDecidesOneQueryForAllLocations) {
   // (2*sigmoid(2x)-1)*3 vs tanh(x)*3 on a 4x4 input: 16 locations, identical up to renaming x[i].
   auto r = run(data("tanh_via_sigmoid"), 1, true);
