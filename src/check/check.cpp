@@ -244,6 +244,7 @@ Report check_bundle(const bundle::Bundle& b, const Options& user_opt) {
     r.stage_seconds.emplace_back("search", r.search_seconds);
     r.solver_calls = search.solver_calls();
     r.deduplicated = search.deduplicated();
+    r.classes = search.classes();
     r.jobs = search.jobs();
     // Verdict from the slots in search order: the same for any number of workers.
     for (auto& held : slots) {

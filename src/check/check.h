@@ -223,6 +223,7 @@ struct Report {
   std::vector<std::pair<std::string, double>> stage_seconds;
   uint64_t solver_calls = 0;
   size_t deduplicated = 0;               // locations decided by an identical earlier query (--full)
+  size_t classes = 0;                    // --full: distinct location queries up to renaming of input elements
   size_t jobs = 1;
   double projected_full_seconds = 0;     // --full ended by the budget: time the rest would take
   smt::Tolerance tolerance;              // the tolerance witnesses were judged by

@@ -397,10 +397,11 @@ Slot Search::evaluate(ir::Context& ctx, Lowering& ref, Lowering& cand, smt::Solv
   lr.ref_nodes = ir::dag_size(ea);
   lr.cand_nodes = ir::dag_size(eb);
   std::optional<PairKey> key;
-  if (opt_.full && opt_.dedup && ea != eb && !falsified) {
+  if (opt_.full && opt_.dedup && !falsified) {
     key = renamed_pair_key(ea, eb);
     std::lock_guard lock(mu_);
-    if (auto it = decided_.find(*key); it != decided_.end()) {
+    classes_.insert(*key);
+    if (auto it = decided_.find(*key); ea != eb && it != decided_.end()) {
       lr.verdict = it->second.verdict;
       lr.stage = it->second.stage;
       lr.reason = it->second.reason;

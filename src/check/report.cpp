@@ -267,7 +267,11 @@ std::string to_text(const Report& r, bool verbose) {
   s += fmt::format("  {} kernel launch(es) executed, {} prefix op(s) trimmed, {} location(s) checked{}, {} solver call(s), "
                    "{:.2f} s{}\n",
                    r.kernels, r.prefix_trimmed, r.checked,
-                   r.deduplicated ? fmt::format(" ({} decided once for identical queries)", r.deduplicated) : "",
+                   r.classes ? fmt::format(" in {} class(es) up to renaming of input elements{}", r.classes,
+                                           r.deduplicated ? fmt::format(", {} decided by an earlier one of their class",
+                                                                        r.deduplicated)
+                                                          : "")
+                             : (r.deduplicated ? fmt::format(" ({} decided once for identical queries)", r.deduplicated) : ""),
                    r.solver_calls, r.seconds, r.jobs > 1 ? fmt::format(" ({} workers)", r.jobs) : "");
   if (r.projected_full_seconds > 0)
     s += fmt::format("  the remaining locations would take about {:.0f} s more\n", r.projected_full_seconds);
@@ -327,6 +331,7 @@ std::string to_json(const Report& r) {
   j["stage_seconds"] = stages;
   j["solver_calls"] = r.solver_calls;
   j["deduplicated"] = r.deduplicated;
+  j["classes"] = r.classes;
   j["jobs"] = r.jobs;
   if (r.projected_full_seconds > 0) j["projected_full_seconds"] = r.projected_full_seconds;
   json outs = json::array();

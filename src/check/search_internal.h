@@ -63,6 +63,7 @@ class Search {
 
   uint64_t solver_calls() const { return solver_calls_; }
   size_t deduplicated() const { return dedup_hits_; }
+  size_t classes() const { return classes_.size(); }  // --full: distinct queries up to leaf renaming
   size_t jobs() const { return jobs_; }
 
  private:
@@ -132,6 +133,7 @@ class Search {
   uint64_t solver_calls_ = 0;
   std::atomic<size_t> dedup_hits_{0};
   std::unordered_map<PairKey, Decided, PairKeyHash> decided_;
+  std::unordered_set<PairKey, PairKeyHash> classes_;
   std::unordered_set<size_t> numeric_outputs_;  // outputs whose locations are evaluated numerically
   std::unordered_set<size_t> estimated_outputs_;  // outputs whose first location was estimated
   std::unordered_set<size_t> reduce_tried_outputs_;  // outputs estimated too large and built once under a small cap

@@ -67,6 +67,7 @@ TEST(Recycle, WorkersStartingOverInFreshContextsGiveTheSameResults) {
       EXPECT_EQ(fresh.checked, kept.checked) << b;
       EXPECT_EQ(fresh.equal, kept.equal) << b;
       EXPECT_EQ(fresh.deduplicated, kept.deduplicated) << b;
+      EXPECT_EQ(fresh.classes, kept.classes) << b;
       ASSERT_EQ(fresh.locations.size(), kept.locations.size()) << b;
       for (size_t i = 0; i < kept.locations.size(); ++i) {
         EXPECT_EQ(fresh.locations[i].loc.flat, kept.locations[i].loc.flat) << b;
@@ -82,6 +83,7 @@ TEST(Dedup, ElementwiseProgramDecidesOneQueryForAllLocations) {
   ASSERT_EQ(r.outcome, check::Outcome::Verified) << r.reason;
   EXPECT_EQ(r.total_locations, 16);
   EXPECT_EQ(r.deduplicated, 15u);
+  EXPECT_EQ(r.classes, 1u);
   size_t marked = 0;
   for (const auto& l : r.locations) marked += l.deduplicated;
   EXPECT_EQ(marked, 15u);
@@ -91,6 +93,7 @@ TEST(Dedup, ElementwiseProgramDecidesOneQueryForAllLocations) {
 TEST(Dedup, OffWithoutFull) {
   auto r = run(data("tanh_via_sigmoid"), 1, false);
   EXPECT_EQ(r.deduplicated, 0u);
+  EXPECT_EQ(r.classes, 0u);  // counted only where every location is visited
 }
 
 TEST(Dedup, DifferingQueriesAreNeverReused) {
