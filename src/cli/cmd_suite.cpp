@@ -59,18 +59,18 @@ int run_suite(SuiteCliOptions o) {
   }
 }
 
-Register register_suite({"suite", "Synthesize minimal input suites by greedy set cover over the kill matrix (docs/mutation.md)",
-              [](CLI::App& sub) -> std::function<int()> {
-                auto o = std::make_shared<SuiteCliOptions>();
-                add_matrix_source_options(sub, o->src, "only these protocols (they set the witness tolerances)");
-                sub.add_option("--budget", o->budget, "input budgets: N or A..B (default 1..5)");
-                sub.add_option("--tol", o->tol, "the suite's tolerance (atol = rtol), default 1e-2");
-                sub.add_option("--seed", o->seed, "seed of the 50% dev/held-out split");
-                sub.add_option("--baseline", o->baseline, "protocol to compare with (default kernelbench_v0)");
-                sub.add_flag("--json", o->json, "print JSON");
-                sub.add_flag("-q,--quiet", o->quiet, "no progress line");
-                return [o] { return run_suite(*o); };
-              }});
+void add_suite_options(CLI::App& sub, SuiteCliOptions& o) {
+  add_matrix_source_options(sub, o.src, "only these protocols (they set the witness tolerances)");
+  sub.add_option("--budget", o.budget, "input budgets: N or A..B (default 1..5)");
+  sub.add_option("--tol", o.tol, "the suite's tolerance (atol = rtol), default 1e-2");
+  sub.add_option("--seed", o.seed, "seed of the 50% dev/held-out split");
+  sub.add_option("--baseline", o.baseline, "protocol to compare with (default kernelbench_v0)");
+  add_report_flags(sub, o.json, o.quiet);
+}
+
+Register register_suite(options_command<SuiteCliOptions>(
+    "suite", "Synthesize minimal input suites by greedy set cover over the kill matrix (docs/mutation.md)",
+    add_suite_options, run_suite));
 
 }  // namespace
 }  // namespace dirigo::cli

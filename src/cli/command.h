@@ -3,6 +3,7 @@
 #pragma once
 
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -18,6 +19,17 @@ struct Command {
 };
 
 std::vector<Command>& commands();
+
+// A command whose options are one struct: `add(sub, options)` declares them on `sub`, and the
+// command runs `run(options)` with what was parsed into them.
+template <class Options, class Add, class Run>
+Command options_command(std::string name, std::string help, Add add, Run run) {
+  return {std::move(name), std::move(help), [add, run](CLI::App& sub) -> std::function<int()> {
+            auto o = std::make_shared<Options>();
+            add(sub, *o);
+            return [o, run] { return run(*o); };
+          }};
+}
 
 struct Register {
   explicit Register(Command c) { commands().push_back(std::move(c)); }
