@@ -42,12 +42,8 @@ int run_score(ScoreOptions o) {
     auto matrix = score::matrix_for(o.src);
     auto protocols = score::protocols_for(o.src, matrix.harnesses);
     score::ProgressLine line("scoring problems", o.src.progress);
-    auto s = score::score(matrix, protocols, o.witness_tols,
-                          [&](size_t d, size_t t) { line(static_cast<long long>(d), static_cast<long long>(t)); });
-    if (o.json) {
-      std::cout << score::to_json(s).dump(1) << "\n";
-      return 0;
-    }
+    auto s = score::score(matrix, protocols, o.witness_tols, line.callback());
+    if (o.json) return print_json(score::to_json(s));
     std::cout << "Mutants (witness tolerances:";
     for (double t : s.witness_tols) std::cout << " " << t;
     std::cout << ")\n\n" << score::population_table(s) << "\nMiss rate by family (missed/witnessed)\n\n"

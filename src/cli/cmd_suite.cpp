@@ -43,12 +43,8 @@ int run_suite(SuiteCliOptions o) {
     // Same denominator as `dirigo score` with the same protocols.
     auto witnessed = score::witness_sets(matrix, score::witness_tolerances(protocols));
     score::ProgressLine line("synthesizing suites", o.src.progress);
-    auto r = score::synthesize(matrix, witnessed, baseline, so,
-                               [&](size_t d, size_t t) { line(static_cast<long long>(d), static_cast<long long>(t)); });
-    if (o.json) {
-      std::cout << score::to_json(r).dump(1) << "\n";
-      return 0;
-    }
+    auto r = score::synthesize(matrix, witnessed, baseline, so, line.callback());
+    if (o.json) return print_json(score::to_json(r));
     std::cout << "Detection by greedy suites of b inputs (tol " << so.tol << ", split seed " << so.seed << ")\n\n"
               << score::suite_table(r) << "\nGreedy full-coverage suite size: median " << r.median_full_cover
               << ", max " << r.max_full_cover << "\n\n" << score::suite_problem_table(r);

@@ -6,6 +6,7 @@
 #include <string>
 
 #include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
 
 #include "mutate/compiler.h"
 #include "score/options.h"
@@ -38,6 +39,11 @@ inline std::unique_ptr<mutate::Compiler> chosen_compiler(const CompileChoice& c,
 inline void add_report_flags(CLI::App& sub, bool& json, bool& quiet) {
   sub.add_flag("--json", json, "print JSON");
   sub.add_flag("-q,--quiet", quiet, "no progress line");
+}
+// The report as --json prints it; the command then exits 0.
+inline int print_json(const nlohmann::json& report) {
+  std::cout << report.dump(1) << "\n";
+  return 0;
 }
 
 // --store, --protocols, --only and --source: the kill matrix that score and suite read and the
