@@ -180,23 +180,21 @@ int run_execute(const ExecuteOptions& opt) {
   return 0;
 }
 
-void add_execute_options(CLI::App& sub, ExecuteOptions& o) {
-  sub.add_option("file", o.file, "PTX file")->required();
-  sub.add_flag("--json", o.json, "JSON listing");
-  sub.add_flag("--parse-only", o.parse_only, "only parse (no inlining); exit 0 or 4");
-  sub.add_option("--kernel", o.kernel, "kernel to execute symbolically");
-  sub.add_option("--grid", o.grid, "grid dimensions X[,Y[,Z]]");
-  sub.add_option("--block", o.block, "block dimensions X[,Y[,Z]]");
-  sub.add_option("--shared", o.dynamic_shared, "dynamic shared memory bytes");
-  sub.add_option("--arg", o.args, "scalar parameter NAME=VALUE (repeatable)");
-  sub.add_option("--dtype", o.dtypes, "element type of a pointer parameter NAME=TYPE (default f32)");
-  sub.add_option("--max-steps", o.max_steps, "instruction budget");
-  sub.add_option("--max-ms", o.max_ms, "wall-clock budget in ms (0: none)");
-}
-
 Register register_execute(options_command<ExecuteOptions>(
-    "execute", "List the kernels of a PTX file, or execute one symbolically (--kernel)",
-    add_execute_options, run_execute));
+    "execute", "List the kernels of a PTX file, or execute one symbolically (--kernel)", run_execute,
+    [](CLI::App& sub, ExecuteOptions& o) {
+      sub.add_option("file", o.file, "PTX file")->required();
+      sub.add_flag("--json", o.json, "JSON listing");
+      sub.add_flag("--parse-only", o.parse_only, "only parse (no inlining); exit 0 or 4");
+      sub.add_option("--kernel", o.kernel, "kernel to execute symbolically");
+      sub.add_option("--grid", o.grid, "grid dimensions X[,Y[,Z]]");
+      sub.add_option("--block", o.block, "block dimensions X[,Y[,Z]]");
+      sub.add_option("--shared", o.dynamic_shared, "dynamic shared memory bytes");
+      sub.add_option("--arg", o.args, "scalar parameter NAME=VALUE (repeatable)");
+      sub.add_option("--dtype", o.dtypes, "element type of a pointer parameter NAME=TYPE (default f32)");
+      sub.add_option("--max-steps", o.max_steps, "instruction budget");
+      sub.add_option("--max-ms", o.max_ms, "wall-clock budget in ms (0: none)");
+    }));
 
 }  // namespace
 }  // namespace dirigo::cli

@@ -284,24 +284,22 @@ int run_killmatrix(const KillOptions& o) {
   return status;
 }
 
-void add_killmatrix_options(CLI::App& sub, KillOptions& o) {
-  sub.add_option("substrates", o.substrates, "KernelBench-style substrate .py files with dirigo_launches");
-  sub.add_option("--store,--db", o.store, "SQLite results store (default .cache/mutate/killmatrix.sqlite)");
-  sub.add_option("--work", o.work, "inputs and mutant files (default .cache/killmatrix)");
-  add_compile_options(sub, o.compile);
-  sub.add_option("-j,--jobs", o.jobs, "parallel interpreter runs (default 2)");
-  sub.add_option("--max-ms", o.max_ms, "wall-clock limit of one run in ms (timeout beyond; default 3000)");
-  sub.add_flag("-q,--quiet", o.quiet, "no progress bar");
-  sub.add_flag("--no-run", o.no_run, "prepare inputs, mutants and the store only (for the GPU export)");
-  sub.add_flag("--reuse", o.reuse,
-               "run what the store and --work hold (no input drawing, no compiling); host-side mutants "
-               "with a plan from python -m dirigo.killmatrix_host run too");
-  sub.add_flag("--host-only", o.host_only, "with --reuse: only the original and the host-side mutants");
-}
-
 Register register_killmatrix(options_command<KillOptions>(
-    "killmatrix", "CPU kill matrix: substrate and mutants on every input, errors vs fp64 (docs/mutation.md)",
-    add_killmatrix_options, run_killmatrix));
+    "killmatrix", "CPU kill matrix: substrate and mutants on every input, errors vs fp64 (docs/mutation.md)", run_killmatrix,
+    [](CLI::App& sub, KillOptions& o) {
+      sub.add_option("substrates", o.substrates, "KernelBench-style substrate .py files with dirigo_launches");
+      sub.add_option("--store,--db", o.store, "SQLite results store (default .cache/mutate/killmatrix.sqlite)");
+      sub.add_option("--work", o.work, "inputs and mutant files (default .cache/killmatrix)");
+      add_compile_options(sub, o.compile);
+      sub.add_option("-j,--jobs", o.jobs, "parallel interpreter runs (default 2)");
+      sub.add_option("--max-ms", o.max_ms, "wall-clock limit of one run in ms (timeout beyond; default 3000)");
+      sub.add_flag("-q,--quiet", o.quiet, "no progress bar");
+      sub.add_flag("--no-run", o.no_run, "prepare inputs, mutants and the store only (for the GPU export)");
+      sub.add_flag("--reuse", o.reuse,
+                   "run what the store and --work hold (no input drawing, no compiling); host-side mutants "
+                   "with a plan from python -m dirigo.killmatrix_host run too");
+      sub.add_flag("--host-only", o.host_only, "with --reuse: only the original and the host-side mutants");
+    }));
 
 }  // namespace
 }  // namespace dirigo::cli

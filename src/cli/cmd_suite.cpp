@@ -34,7 +34,7 @@ int run_suite(SuiteCliOptions o) {
     std::cerr << "dirigo suite: " << e.what() << "\n";
     return 64;
   }
-  try {
+  return reporting_errors("suite", 2, [&] {
     so.tol = o.tol;
     so.seed = o.seed;
     auto matrix = score::matrix_for(o.src);
@@ -49,24 +49,19 @@ int run_suite(SuiteCliOptions o) {
               << score::suite_table(r) << "\nGreedy full-coverage suite size: median " << r.median_full_cover
               << ", max " << r.max_full_cover << "\n\n" << score::suite_problem_table(r);
     return 0;
-  } catch (const std::exception& e) {
-    std::cerr << "dirigo suite: " << e.what() << "\n";
-    return 2;
-  }
-}
-
-void add_suite_options(CLI::App& sub, SuiteCliOptions& o) {
-  add_matrix_source_options(sub, o.src, "only these protocols (they set the witness tolerances)");
-  sub.add_option("--budget", o.budget, "input budgets: N or A..B (default 1..5)");
-  sub.add_option("--tol", o.tol, "the suite's tolerance (atol = rtol), default 1e-2");
-  sub.add_option("--seed", o.seed, "seed of the 50% dev/held-out split");
-  sub.add_option("--baseline", o.baseline, "protocol to compare with (default kernelbench_v0)");
-  add_report_flags(sub, o.json, o.quiet);
+  });
 }
 
 Register register_suite(options_command<SuiteCliOptions>(
-    "suite", "Synthesize minimal input suites by greedy set cover over the kill matrix (docs/mutation.md)",
-    add_suite_options, run_suite));
+    "suite", "Synthesize minimal input suites by greedy set cover over the kill matrix (docs/mutation.md)", run_suite,
+    [](CLI::App& sub, SuiteCliOptions& o) {
+      add_matrix_source_options(sub, o.src, "only these protocols (they set the witness tolerances)");
+      sub.add_option("--budget", o.budget, "input budgets: N or A..B (default 1..5)");
+      sub.add_option("--tol", o.tol, "the suite's tolerance (atol = rtol), default 1e-2");
+      sub.add_option("--seed", o.seed, "seed of the 50% dev/held-out split");
+      sub.add_option("--baseline", o.baseline, "protocol to compare with (default kernelbench_v0)");
+      add_report_flags(sub, o.json, o.quiet);
+    }));
 
 }  // namespace
 }  // namespace dirigo::cli
