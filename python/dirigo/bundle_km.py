@@ -692,6 +692,17 @@ def unpack_gpu(db: str, res_dir: str) -> dict:
     return counts
 
 
+def store_run_parser(sp, name: str, *positionals: str) -> argparse.ArgumentParser:
+    """The subcommand `name` of a command that runs this store's mutants: DB WORK, then `positionals`,
+    then --device and --only (bundle_km run, witness_inputs search, harness run)."""
+    p = sp.add_parser(name)
+    for arg in ("db", "work", *positionals):
+        p.add_argument(arg)
+    p.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
+    p.add_argument("--only", default="")
+    return p
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m dirigo.bundle_km")
     sp = ap.add_subparsers(dest="cmd", required=True)
@@ -715,11 +726,7 @@ def main(argv: list[str] | None = None) -> int:
     ug.add_argument("res")
     at = sp.add_parser("attach")
     at.add_argument("db")
-    r = sp.add_parser("run")
-    r.add_argument("db")
-    r.add_argument("work")
-    r.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
-    r.add_argument("--only", default="")
+    r = store_run_parser(sp, "run")
     r.add_argument("--limit", type=int, default=0, help="at most N mutants per substrate (0: all)")
     r.add_argument("--deadline", type=float, default=0)
     r.add_argument("--max-ms", type=float, default=3000)

@@ -251,12 +251,8 @@ def main(argv: list[str] | None = None) -> int:
     import argparse
     ap = argparse.ArgumentParser(prog="python -m dirigo.harness")
     sp = ap.add_subparsers(dest="cmd", required=True)
-    r = sp.add_parser("run")
-    r.add_argument("db")
-    r.add_argument("work")
-    r.add_argument("spec")
-    r.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
-    r.add_argument("--only", default="")
+    from .bundle_km import store_run_parser
+    r = store_run_parser(sp, "run", "spec")
     r.add_argument("--limit", type=int, default=0)
     r.add_argument("--max-ms", type=float, default=3000, help="CPU interpreter limit per launch")
     a = ap.parse_args(argv)

@@ -185,11 +185,8 @@ def search(db: str, work: str, device: str = "cpu", only: str = "", tol: float =
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m dirigo.witness_inputs")
     sp = ap.add_subparsers(dest="cmd", required=True)
-    s = sp.add_parser("search")
-    s.add_argument("db")
-    s.add_argument("work")
-    s.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
-    s.add_argument("--only", default="")
+    from .bundle_km import store_run_parser
+    s = store_run_parser(sp, "search")
     s.add_argument("--tol", type=float, default=1e-2)
     s.add_argument("--per-mutant", type=int, default=0, help="candidates per substrate (0: the whole plan)")
     s.add_argument("--deadline", type=float, default=0)

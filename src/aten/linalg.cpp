@@ -90,22 +90,16 @@ Expr matmul(const Env& e, const TensorRef& a, const TensorRef& b) {
     for (size_t d = 0; d < tb; ++d) r.push_back(t.shape[d] == 1 ? 0 : batch[nbatch - tb + d]);
     return r;
   };
+  // An element of a or b: a 1-d operand is indexed by k alone, a matrix by its batch dims and (row, col).
+  auto element = [&](const TensorRef& t, size_t rank, int64_t k, int64_t row, int64_t col) {
+    if (rank == 1) return Index{k};
+    Index r = batch_index(t, 2);
+    r.push_back(row);
+    r.push_back(col);
+    return r;
+  };
   return dot_product(
-      e, a, b, K,
-      [&](int64_t k) {
-        if (ra == 1) return Index{k};
-        Index r = batch_index(a, 2);
-        r.push_back(i);
-        r.push_back(k);
-        return r;
-      },
-      [&](int64_t k) {
-        if (rb == 1) return Index{k};
-        Index r = batch_index(b, 2);
-        r.push_back(k);
-        r.push_back(j);
-        return r;
-      });
+      e, a, b, K, [&](int64_t k) { return element(a, ra, k, i, k); }, [&](int64_t k) { return element(b, rb, k, k, j); });
 }
 
 // ---- einsum

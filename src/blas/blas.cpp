@@ -132,25 +132,39 @@ void compute_type(const Args& a, Call& c) {
   }
 }
 
-void parse_gemm(const Args& a, Call& c) {
-  c.kind = Kind::Gemm;
+std::string batch_key(const Call& c, const char* k, int64_t b) {
+  return c.pointer_arrays ? fmt::format("{}[{}]", k, b) : std::string(k);
+}
+
+// op(A) and op(B) of the calls that take transa and transb.
+void read_ops(const Args& a, Call& c) {
   c.ta = a.trans("transa");
   c.tb = a.trans("transb");
+}
+
+// The sizes m, n (and k where the call has it), then the scalar alpha (and beta where it has it).
+void read_sizes_and_scalars(const Args& a, Call& c, bool with_k, bool with_beta) {
   c.m = a.integer("m");
   c.n = a.integer("n");
-  c.k = a.integer("k");
+  if (with_k) c.k = a.integer("k");
   c.alpha = a.scalar("alpha");
-  c.beta = a.scalar("beta");
+  if (with_beta) c.beta = a.scalar("beta");
+}
+
+void parse_gemm(const Args& a, Call& c) {
+  c.kind = Kind::Gemm;
+  read_ops(a, c);
+  read_sizes_and_scalars(a, c, true, true);
   c.batch = a.integer_or("batchCount", 1);
   c.pointer_arrays = c.name == "cublasSgemmBatched";
   for (int64_t b = 0; b < (c.pointer_arrays ? c.batch : 1); ++b)
     for (const char* k : {"A", "B", "C"}) {
       bool needed = k[0] == 'C' || !c.alpha.is(0);  // alpha == 0: A and B are not read (may be null)
-      if (needed) a.pointer(c.pointer_arrays ? fmt::format("{}[{}]", k, b) : std::string(k));
+      if (needed) a.pointer(batch_key(c, k, b));
     }
   c.A = operand("A", c.ta, c.m, c.k, a.integer("lda"), a.integer_or("strideA", 0));
   c.B = operand("B", c.tb, c.k, c.n, a.integer("ldb"), a.integer_or("strideB", 0));
-  c.C = {"C", c.m, c.n, a.integer("ldc"), a.integer_or("strideC", 0), false};
+  c.C = operand("C", false, c.m, c.n, a.integer("ldc"), a.integer_or("strideC", 0));
   c.D = c.C;
   require_f32(a, c.name, {"Atype", "Btype", "Ctype"});
   compute_type(a, c);
@@ -160,18 +174,14 @@ void parse_gemm(const Args& a, Call& c) {
 
 void parse_geam(const Args& a, Call& c) {
   c.kind = Kind::Geam;
-  c.ta = a.trans("transa");
-  c.tb = a.trans("transb");
-  c.m = a.integer("m");
-  c.n = a.integer("n");
-  c.alpha = a.scalar("alpha");
-  c.beta = a.scalar("beta");
+  read_ops(a, c);
+  read_sizes_and_scalars(a, c, false, true);
   if (!c.alpha.is(0)) a.pointer("A");
   if (!c.beta.is(0)) a.pointer("B");
   a.pointer("C");
   c.A = operand("A", c.ta, c.m, c.n, a.integer("lda"), 0);
   c.B = operand("B", c.tb, c.m, c.n, a.integer("ldb"), 0);
-  c.C = {"C", c.m, c.n, a.integer("ldc"), 0, false};
+  c.C = operand("C", false, c.m, c.n, a.integer("ldc"), 0);
   c.D = c.C;
   if (c.m < 0 || c.n < 0) invalid(c, "a negative size");
   require_leading_dimensions(c);
@@ -180,10 +190,7 @@ void parse_geam(const Args& a, Call& c) {
 void parse_gemv(const Args& a, Call& c) {
   c.kind = Kind::Gemv;
   c.ta = a.trans("trans");
-  c.m = a.integer("m");
-  c.n = a.integer("n");
-  c.alpha = a.scalar("alpha");
-  c.beta = a.scalar("beta");
+  read_sizes_and_scalars(a, c, false, true);
   for (const char* k : {"A", "x", "y"}) a.pointer(k);
   c.A = {"A", c.m, c.n, a.integer("lda"), 0, false};
   int64_t lx = c.ta ? c.m : c.n, ly = c.ta ? c.n : c.m;
@@ -194,9 +201,7 @@ void parse_gemv(const Args& a, Call& c) {
 
 void parse_ger(const Args& a, Call& c) {
   c.kind = Kind::Ger;
-  c.m = a.integer("m");
-  c.n = a.integer("n");
-  c.alpha = a.scalar("alpha");
+  read_sizes_and_scalars(a, c, false, false);
   for (const char* k : {"x", "y", "A"}) a.pointer(k);
   c.A = {"A", c.m, c.n, a.integer("lda"), 0, false};
   c.x = {"x", c.m, a.integer("incx")};
@@ -240,8 +245,7 @@ Matrix lt_layout(const Args& a, const std::string& name, const std::string& key)
 
 void parse_lt(const Args& a, Call& c) {
   c.kind = Kind::LtMatmul;
-  c.ta = a.trans("transa");
-  c.tb = a.trans("transb");
+  read_ops(a, c);
   if (a.integer_or("scaleType", 0) != 0)
     throw Unsupported(fmt::format("{} with scaleType {} (only CUDA_R_32F is modeled)", c.name, a.integer("scaleType")));
   int64_t pm = a.integer_or("lt_pointer_mode", 0);
@@ -310,10 +314,6 @@ std::optional<std::pair<int64_t, int64_t>> matrix_index(const Matrix& x, int64_t
 
 ir::Expr scalar_expr(ir::Context& ctx, const Scalar& s, const Reader& read) {
   return s.value ? ctx.real_const_from_double(*s.value) : read(s.ptr_key, 0);
-}
-
-std::string batch_key(const Call& c, const char* k, int64_t b) {
-  return c.pointer_arrays ? fmt::format("{}[{}]", k, b) : std::string(k);
 }
 
 // alpha * op(A)op(B) [+ beta * Cold] [+ bias] and the epilogue, at (b, i, j).

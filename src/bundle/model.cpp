@@ -29,25 +29,35 @@ constexpr ScalarRow kScalarTypes[] = {
     {ScalarType::Pred, "pred", false, 1},
 };
 
+// The names of an enum's values, in declaration order (value i is kRoleNames[i]).
+constexpr std::string_view kRoleNames[] = {"reference", "candidate", "other"};
+constexpr std::string_view kInputKindNames[] = {"input", "parameter", "buffer"};
+
+constexpr std::string_view name_of(std::string_view name) { return name; }
+template <class Row>
+constexpr std::string_view name_of(const Row& row) { return row.name; }
+
+// The enum value named `name`, from a table indexed by the enum (entry i names value i).
+template <class E, class T, size_t N>
+std::optional<E> parse_named(std::string_view name, const T (&table)[N]) {
+  for (size_t i = 0; i < N; ++i)
+    if (name_of(table[i]) == name) return E(i);
+  return std::nullopt;
+}
+
 bool same_bits(double a, double b) { return std::bit_cast<uint64_t>(a) == std::bit_cast<uint64_t>(b); }
 }  // namespace
 
 std::string_view dtype_name(DType d) { return kDTypes[size_t(d)].name; }
 unsigned element_size(DType d) { return kDTypes[size_t(d)].size; }
 bool is_floating(DType d) { return kDTypes[size_t(d)].floating; }
-std::optional<DType> parse_dtype(std::string_view name) {
-  for (const auto& r : kDTypes)
-    if (r.name == name) return r.d;
-  return std::nullopt;
-}
+std::optional<DType> parse_dtype(std::string_view name) { return parse_named<DType>(name, kDTypes); }
 
 std::string_view scalar_type_name(ScalarType t) { return kScalarTypes[size_t(t)].name; }
 bool is_float_scalar(ScalarType t) { return kScalarTypes[size_t(t)].floating; }
 unsigned ptx_scalar_bits(ScalarType t) { return kScalarTypes[size_t(t)].ptx_bits; }
 std::optional<ScalarType> parse_scalar_type(std::string_view name) {
-  for (const auto& r : kScalarTypes)
-    if (r.name == name) return r.t;
-  return std::nullopt;
+  return parse_named<ScalarType>(name, kScalarTypes);
 }
 
 bool operator==(const Scalar& a, const Scalar& b) {
@@ -60,24 +70,22 @@ std::string_view op_kind_name(const Op& op) {
   return kNames[op.index()];
 }
 
-std::string_view role_name(Role r) {
-  static constexpr std::string_view kNames[] = {"reference", "candidate", "other"};
-  return kNames[size_t(r)];
+namespace {
+// The element of `xs` whose `key` is `value`, or null.
+template <class T>
+const T* find_by(const std::vector<T>& xs, std::string T::*key, std::string_view value) {
+  for (const T& x : xs)
+    if (x.*key == value) return &x;
+  return nullptr;
 }
-std::optional<Role> parse_role(std::string_view name) {
-  for (Role r : {Role::Reference, Role::Candidate, Role::Other})
-    if (role_name(r) == name) return r;
-  return std::nullopt;
-}
+}  // namespace
 
-std::string_view input_kind_name(InputKind k) {
-  static constexpr std::string_view kNames[] = {"input", "parameter", "buffer"};
-  return kNames[size_t(k)];
-}
+std::string_view role_name(Role r) { return kRoleNames[size_t(r)]; }
+std::optional<Role> parse_role(std::string_view name) { return parse_named<Role>(name, kRoleNames); }
+
+std::string_view input_kind_name(InputKind k) { return kInputKindNames[size_t(k)]; }
 std::optional<InputKind> parse_input_kind(std::string_view name) {
-  for (InputKind k : {InputKind::Input, InputKind::Parameter, InputKind::Buffer})
-    if (input_kind_name(k) == name) return k;
-  return std::nullopt;
+  return parse_named<InputKind>(name, kInputKindNames);
 }
 
 Extent view_extent(int64_t offset, const std::vector<int64_t>& shape, const std::vector<int64_t>& strides) {
@@ -144,16 +152,8 @@ std::unordered_map<std::string, size_t> Program::tensor_index() const {
   return m;
 }
 
-const Program* Bundle::find_program(std::string_view name) const {
-  for (const auto& p : programs)
-    if (p.name == name) return &p;
-  return nullptr;
-}
-const Module* Bundle::find_module(std::string_view id) const {
-  for (const auto& m : modules)
-    if (m.id == id) return &m;
-  return nullptr;
-}
+const Program* Bundle::find_program(std::string_view name) const { return find_by(programs, &Program::name, name); }
+const Module* Bundle::find_module(std::string_view id) const { return find_by(modules, &Module::id, id); }
 
 std::optional<std::pair<size_t, size_t>> resolve_interface_ref(const Bundle& b, std::string_view ref,
                                                                bool want_outputs) {

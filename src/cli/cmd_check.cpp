@@ -198,60 +198,62 @@ void recorded_state(dirigo::check::Report& report, const std::string& bundle) {
 
 int run_check(CheckArgs& args);
 
-dirigo::cli::Register register_check({"check", "check a trace bundle: BUG / SUSPECT / CHECKED / VERIFIED / TIMEOUT / UNSUPPORTED",
-                           [](CLI::App& sub) {
-  auto a = std::make_shared<CheckArgs>();
-  sub.add_option("inputs", a->inputs, "a trace bundle directory (or .tar), or REF.py NEW.py to trace first")
-      ->required()->expected(1, 2);
-  sub.add_option("--device", a->device, "tracing device for REF.py NEW.py: cpu or cuda (default: cuda when a GPU is present)");
-  sub.add_option("--trace-timeout", a->trace_timeout, "seconds allowed for tracing each program (default 300)");
-  sub.add_option("--child-timeout", child_timeout_s,
-                 "seconds allowed for the witness replay and for the state stage, each (they run the programs' "
-                 "own code; default: what is left of --budget, at least 90)");
-  sub.add_option("--keep-bundle", a->keep, "write the traced bundle here instead of a temporary directory");
-  sub.add_option("--budget", a->budget, "seconds for the whole check: merge, Execute and the location search (default 30)");
-  sub.add_option("--seed", a->seed, "seed of the random part of the search order");
-  sub.add_option("--jobs,-j", a->jobs, "location workers (threads); the verdict is the same for any number");
-  sub.add_option("--min-locations", a->min_locations, "locations needed before anything but BUG is reported");
-  sub.add_option("--max-locations", a->max_locations, "stop after this many locations");
-  sub.add_option("--build-nodes", a->build_nodes,
-                 "evaluate a location numerically at random points once building it passes this many nodes "
-                 "(default 8000000; docs/check.md)");
-  sub.add_option("--falsify-locations", a->falsify,
-                 "evaluate this many first locations numerically at several input distributions before building "
-                 "them (the falsification tier, default 4; 0: off; docs/check.md)");
-  sub.add_option("--giant-nodes", a->giant_nodes,
-                 "decide a built location of more nodes than this at random points only, its witness a (seed, "
-                 "point) record (default 4000000; docs/check.md)");
-  sub.add_option("--atol", a->atol, "absolute tolerance for witnesses (default: the bundle's, else 1e-2)");
-  sub.add_option("--rtol", a->rtol, "relative tolerance for witnesses");
-  sub.add_flag("--full", a->full, "check every output location (VERIFIED when all are equal)");
-  sub.add_flag("--no-prefix-trim", a->no_trim, "do not trim the common prefix of pure operations");
-  sub.add_flag("--json", a->json, "machine-readable report");
-  sub.add_option("--witness-out", a->witness_out, "write the witness of the differing location here (dirigo-witness JSON, docs/check.md)");
-  sub.add_option("--ref-file", a->ref_file, "BUNDLE: the reference program it was traced from (named in the witness)");
-  sub.add_option("--new-file", a->new_file, "BUNDLE: the candidate program it was traced from (named in the witness)");
-  sub.add_flag("--no-dedup", a->no_dedup, "--full: solve every location, even queries identical up to renaming");
-  sub.add_flag("--no-reroll", a->no_reroll, "do not re-try differing locations with expanded sums re-rolled into reductions");
-  sub.add_flag("--no-replay", a->no_replay, "REF.py NEW.py: do not replay the witness on the real programs");
-  sub.add_option("--replay-device", a->replay_device, "replay (and the state stage) on cpu or cuda (default: cuda when a GPU is present)");
-  sub.add_flag("--no-state", a->no_state, "do not compare the programs' parameters as constructed (the state stage; "
-               "it runs when the program files are known: REF.py NEW.py, or --ref-file and --new-file)");
-  sub.add_flag("--observe", a->observe, "with the state stage, also run both real programs on KernelBench's trial "
-               "inputs and report a difference beyond tolerance (default on a GPU; docs/check.md \"Observe\")");
-  sub.add_flag("--no-observe", a->no_observe, "do not run the real programs' outputs against each other");
-  sub.add_flag("-v,--verbose", a->verbose, "list every location checked");
-  sub.add_option("--html", a->html, "also write a one-page HTML report here: a picture of the output's locations "
-                                    "(proven equal / differs / undecided / not reached), both values, the witness, "
-                                    "the time of each stage");
-  return [a]() {
-    try {
-      return run_check(*a);
-    } catch (const std::exception& e) {  // dirigo failing, not the programs: exit 70, and --json stays JSON
-      return emit(dirigo::check::internal_error(e.what()), a->json, false);
-    }
-  };
-}});
+// dirigo failing, not the programs: exit 70, and --json stays JSON.
+int check_command(CheckArgs& a) {
+  try {
+    return run_check(a);
+  } catch (const std::exception& e) {
+    return emit(dirigo::check::internal_error(e.what()), a.json, false);
+  }
+}
+
+dirigo::cli::Register register_check(dirigo::cli::options_command<CheckArgs>(
+    "check", "check a trace bundle: BUG / SUSPECT / CHECKED / VERIFIED / TIMEOUT / UNSUPPORTED", check_command,
+    [](CLI::App& sub, CheckArgs& a) {
+      sub.add_option("inputs", a.inputs, "a trace bundle directory (or .tar), or REF.py NEW.py to trace first")
+          ->required()->expected(1, 2);
+      sub.add_option("--device", a.device, "tracing device for REF.py NEW.py: cpu or cuda (default: cuda when a GPU is present)");
+      sub.add_option("--trace-timeout", a.trace_timeout, "seconds allowed for tracing each program (default 300)");
+      sub.add_option("--child-timeout", child_timeout_s,
+                     "seconds allowed for the witness replay and for the state stage, each (they run the programs' "
+                     "own code; default: what is left of --budget, at least 90)");
+      sub.add_option("--keep-bundle", a.keep, "write the traced bundle here instead of a temporary directory");
+      sub.add_option("--budget", a.budget, "seconds for the whole check: merge, Execute and the location search (default 30)");
+      sub.add_option("--seed", a.seed, "seed of the random part of the search order");
+      sub.add_option("--jobs,-j", a.jobs, "location workers (threads); the verdict is the same for any number");
+      sub.add_option("--min-locations", a.min_locations, "locations needed before anything but BUG is reported");
+      sub.add_option("--max-locations", a.max_locations, "stop after this many locations");
+      sub.add_option("--build-nodes", a.build_nodes,
+                     "evaluate a location numerically at random points once building it passes this many nodes "
+                     "(default 8000000; docs/check.md)");
+      sub.add_option("--falsify-locations", a.falsify,
+                     "evaluate this many first locations numerically at several input distributions before building "
+                     "them (the falsification tier, default 4; 0: off; docs/check.md)");
+      sub.add_option("--giant-nodes", a.giant_nodes,
+                     "decide a built location of more nodes than this at random points only, its witness a (seed, "
+                     "point) record (default 4000000; docs/check.md)");
+      sub.add_option("--atol", a.atol, "absolute tolerance for witnesses (default: the bundle's, else 1e-2)");
+      sub.add_option("--rtol", a.rtol, "relative tolerance for witnesses");
+      sub.add_flag("--full", a.full, "check every output location (VERIFIED when all are equal)");
+      sub.add_flag("--no-prefix-trim", a.no_trim, "do not trim the common prefix of pure operations");
+      sub.add_flag("--json", a.json, "machine-readable report");
+      sub.add_option("--witness-out", a.witness_out, "write the witness of the differing location here (dirigo-witness JSON, docs/check.md)");
+      sub.add_option("--ref-file", a.ref_file, "BUNDLE: the reference program it was traced from (named in the witness)");
+      sub.add_option("--new-file", a.new_file, "BUNDLE: the candidate program it was traced from (named in the witness)");
+      sub.add_flag("--no-dedup", a.no_dedup, "--full: solve every location, even queries identical up to renaming");
+      sub.add_flag("--no-reroll", a.no_reroll, "do not re-try differing locations with expanded sums re-rolled into reductions");
+      sub.add_flag("--no-replay", a.no_replay, "REF.py NEW.py: do not replay the witness on the real programs");
+      sub.add_option("--replay-device", a.replay_device, "replay (and the state stage) on cpu or cuda (default: cuda when a GPU is present)");
+      sub.add_flag("--no-state", a.no_state, "do not compare the programs' parameters as constructed (the state stage; "
+                   "it runs when the program files are known: REF.py NEW.py, or --ref-file and --new-file)");
+      sub.add_flag("--observe", a.observe, "with the state stage, also run both real programs on KernelBench's trial "
+                   "inputs and report a difference beyond tolerance (default on a GPU; docs/check.md \"Observe\")");
+      sub.add_flag("--no-observe", a.no_observe, "do not run the real programs' outputs against each other");
+      sub.add_flag("-v,--verbose", a.verbose, "list every location checked");
+      sub.add_option("--html", a.html, "also write a one-page HTML report here: a picture of the output's locations "
+                                        "(proven equal / differs / undecided / not reached), both values, the witness, "
+                                        "the time of each stage");
+    }));
 
 int run_check(CheckArgs& args) {
   auto a = &args;

@@ -180,22 +180,21 @@ int run_execute(const ExecuteOptions& opt) {
   return 0;
 }
 
-Register register_execute({"execute", "List the kernels of a PTX file, or execute one symbolically (--kernel)",
-              [](CLI::App& sub) -> std::function<int()> {
-                auto opt = std::make_shared<ExecuteOptions>();
-                sub.add_option("file", opt->file, "PTX file")->required();
-                sub.add_flag("--json", opt->json, "JSON listing");
-                sub.add_flag("--parse-only", opt->parse_only, "only parse (no inlining); exit 0 or 4");
-                sub.add_option("--kernel", opt->kernel, "kernel to execute symbolically");
-                sub.add_option("--grid", opt->grid, "grid dimensions X[,Y[,Z]]");
-                sub.add_option("--block", opt->block, "block dimensions X[,Y[,Z]]");
-                sub.add_option("--shared", opt->dynamic_shared, "dynamic shared memory bytes");
-                sub.add_option("--arg", opt->args, "scalar parameter NAME=VALUE (repeatable)");
-                sub.add_option("--dtype", opt->dtypes, "element type of a pointer parameter NAME=TYPE (default f32)");
-                sub.add_option("--max-steps", opt->max_steps, "instruction budget");
-                sub.add_option("--max-ms", opt->max_ms, "wall-clock budget in ms (0: none)");
-                return [opt] { return run_execute(*opt); };
-              }});
+Register register_execute(options_command<ExecuteOptions>(
+    "execute", "List the kernels of a PTX file, or execute one symbolically (--kernel)", run_execute,
+    [](CLI::App& sub, ExecuteOptions& o) {
+      sub.add_option("file", o.file, "PTX file")->required();
+      sub.add_flag("--json", o.json, "JSON listing");
+      sub.add_flag("--parse-only", o.parse_only, "only parse (no inlining); exit 0 or 4");
+      sub.add_option("--kernel", o.kernel, "kernel to execute symbolically");
+      sub.add_option("--grid", o.grid, "grid dimensions X[,Y[,Z]]");
+      sub.add_option("--block", o.block, "block dimensions X[,Y[,Z]]");
+      sub.add_option("--shared", o.dynamic_shared, "dynamic shared memory bytes");
+      sub.add_option("--arg", o.args, "scalar parameter NAME=VALUE (repeatable)");
+      sub.add_option("--dtype", o.dtypes, "element type of a pointer parameter NAME=TYPE (default f32)");
+      sub.add_option("--max-steps", o.max_steps, "instruction budget");
+      sub.add_option("--max-ms", o.max_ms, "wall-clock budget in ms (0: none)");
+    }));
 
 }  // namespace
 }  // namespace dirigo::cli

@@ -35,7 +35,8 @@ namespace fs = std::filesystem;
 struct KillOptions {
   std::vector<std::string> substrates;
   std::string store = ".cache/mutate/killmatrix.sqlite", work = ".cache/killmatrix";
-  std::string compiler = "auto", cache = ".cache/mutate/compile", families_csv;
+  std::string families_csv;
+  CompileChoice compile;
   int jobs = 2;
   double max_ms = 3000;
   bool quiet = false, no_run = false;
@@ -266,15 +267,8 @@ int run_killmatrix(const KillOptions& o) {
     std::cerr << "dirigo killmatrix: no substrates given\n";
     return 64;
   }
-  mutate::CompilerOptions co;
-  co.backend = compiler_backend(o.compiler);
-  co.cache_dir = o.cache;
-  std::string why;
-  auto compiler = mutate::make_compiler(co, &why);
-  if (!compiler) {
-    std::cout << "UNSUPPORTED: " << why << "\n";
-    return 4;
-  }
+  auto compiler = chosen_compiler(o.compile);
+  if (!compiler) return 4;
   fs::create_directories(fs::path(o.store).parent_path().empty() ? fs::path(".") : fs::path(o.store).parent_path());
   mutate::Store store(o.store);
   store.put_rules();
@@ -290,24 +284,22 @@ int run_killmatrix(const KillOptions& o) {
   return status;
 }
 
-Register register_killmatrix({"killmatrix", "CPU kill matrix: substrate and mutants on every input, errors vs fp64 (docs/mutation.md)",
-              [](CLI::App& sub) -> std::function<int()> {
-                auto o = std::make_shared<KillOptions>();
-                sub.add_option("substrates", o->substrates, "KernelBench-style substrate .py files with dirigo_launches");
-                sub.add_option("--store,--db", o->store, "SQLite results store (default .cache/mutate/killmatrix.sqlite)");
-                sub.add_option("--work", o->work, "inputs and mutant files (default .cache/killmatrix)");
-                add_compiler_option(sub, o->compiler);
-                sub.add_option("--cache", o->cache, "compile cache directory");
-                sub.add_option("-j,--jobs", o->jobs, "parallel interpreter runs (default 2)");
-                sub.add_option("--max-ms", o->max_ms, "wall-clock limit of one run in ms (timeout beyond; default 3000)");
-                sub.add_flag("-q,--quiet", o->quiet, "no progress bar");
-                sub.add_flag("--no-run", o->no_run, "prepare inputs, mutants and the store only (for the GPU export)");
-                sub.add_flag("--reuse", o->reuse,
-                             "run what the store and --work hold (no input drawing, no compiling); host-side mutants "
-                             "with a plan from python -m dirigo.killmatrix_host run too");
-                sub.add_flag("--host-only", o->host_only, "with --reuse: only the original and the host-side mutants");
-                return [o] { return run_killmatrix(*o); };
-              }});
+Register register_killmatrix(options_command<KillOptions>(
+    "killmatrix", "CPU kill matrix: substrate and mutants on every input, errors vs fp64 (docs/mutation.md)", run_killmatrix,
+    [](CLI::App& sub, KillOptions& o) {
+      sub.add_option("substrates", o.substrates, "KernelBench-style substrate .py files with dirigo_launches");
+      sub.add_option("--store,--db", o.store, "SQLite results store (default .cache/mutate/killmatrix.sqlite)");
+      sub.add_option("--work", o.work, "inputs and mutant files (default .cache/killmatrix)");
+      add_compile_options(sub, o.compile);
+      sub.add_option("-j,--jobs", o.jobs, "parallel interpreter runs (default 2)");
+      sub.add_option("--max-ms", o.max_ms, "wall-clock limit of one run in ms (timeout beyond; default 3000)");
+      sub.add_flag("-q,--quiet", o.quiet, "no progress bar");
+      sub.add_flag("--no-run", o.no_run, "prepare inputs, mutants and the store only (for the GPU export)");
+      sub.add_flag("--reuse", o.reuse,
+                   "run what the store and --work hold (no input drawing, no compiling); host-side mutants "
+                   "with a plan from python -m dirigo.killmatrix_host run too");
+      sub.add_flag("--host-only", o.host_only, "with --reuse: only the original and the host-side mutants");
+    }));
 
 }  // namespace
 }  // namespace dirigo::cli

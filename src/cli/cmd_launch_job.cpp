@@ -42,13 +42,12 @@ int run_launch_job_cmd(const LaunchJobOptions& o) {
   return 0;
 }
 
-Register register_launch_job({"launch-job", "Run one kernel launch of a replayed bundle on the concrete interpreter (docs/mutation.md)",
-              [](CLI::App& sub) -> std::function<int()> {
-                auto o = std::make_shared<LaunchJobOptions>();
-                sub.add_option("job", o->file, "JSON launch job (format: src/mutate/killmatrix.h)");
-                sub.add_flag("--serve", o->serve, "one job per stdin line, one result line per job");
-                return [o] { return run_launch_job_cmd(*o); };
-              }});
+Register register_launch_job(options_command<LaunchJobOptions>(
+    "launch-job", "Run one kernel launch of a replayed bundle on the concrete interpreter (docs/mutation.md)", run_launch_job_cmd,
+    [](CLI::App& sub, LaunchJobOptions& o) {
+      sub.add_option("job", o.file, "JSON launch job (format: src/mutate/killmatrix.h)");
+      sub.add_flag("--serve", o.serve, "one job per stdin line, one result line per job");
+    }));
 
 }  // namespace
 }  // namespace dirigo::cli

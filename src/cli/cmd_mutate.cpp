@@ -22,7 +22,8 @@ namespace {
 struct MutateOptions {
   std::vector<std::string> substrates, rules, families;
   std::string rules_csv, families_csv;
-  std::string out, db, compiler = "auto", arch = "sm_90", cache = ".cache/mutate/compile";
+  std::string out, db, arch = "sm_90";
+  CompileChoice compile;
   bool list = false, no_compile = false, summary = false, quiet = false;
   int jobs = 0;
 };
@@ -83,15 +84,9 @@ int run_mutate(MutateOptions o) {
   std::unique_ptr<mutate::Compiler> compiler;
   if (!o.no_compile) {
     mutate::CompilerOptions co;
-    co.backend = compiler_backend(o.compiler);
     co.arch = o.arch;
-    co.cache_dir = o.cache;
-    std::string why;
-    compiler = mutate::make_compiler(co, &why);
-    if (!compiler) {
-      std::cout << "UNSUPPORTED: " << why << "\n";
-      return 4;
-    }
+    compiler = chosen_compiler(o.compile, co);
+    if (!compiler) return 4;
     if (!o.quiet) std::cerr << "compiler: " << compiler->id() << "\n";
   }
   mutate::PipelineOptions po;
@@ -135,24 +130,22 @@ int run_mutate(MutateOptions o) {
   return status;
 }
 
-Register register_mutate({"mutate", "Generate, compile and de-duplicate mutants of CUDA substrates (docs/mutation.md)",
-              [](CLI::App& sub) -> std::function<int()> {
-                auto o = std::make_shared<MutateOptions>();
-                sub.add_option("substrates", o->substrates, ".cu files or KernelBench-style .py files");
-                sub.add_flag("--list-rules", o->list, "list every rule with its family and description");
-                sub.add_option("--out", o->out, "write each mutant (container form) and its PTX under DIR/<substrate>/");
-                sub.add_option("--rules", o->rules_csv, "only these rules (comma-separated)");
-                sub.add_option("--families", o->families_csv, "only these families (comma-separated)");
-                sub.add_option("--db", o->db, "SQLite results store (created if missing)");
-                sub.add_flag("--summary", o->summary, "print the per-family table of the whole --db store");
-                add_compiler_option(sub, o->compiler);
-                sub.add_option("--arch", o->arch, "target architecture (PTX for compute_N)");
-                sub.add_option("--cache", o->cache, "compile cache directory");
-                sub.add_flag("--no-compile", o->no_compile, "only generate mutants (no CUDA needed)");
-                sub.add_option("-j,--jobs", o->jobs, "parallel compilations (default: all cores)");
-                sub.add_flag("-q,--quiet", o->quiet, "only the per-substrate lines");
-                return [o] { return run_mutate(*o); };
-              }});
+Register register_mutate(options_command<MutateOptions>(
+    "mutate", "Generate, compile and de-duplicate mutants of CUDA substrates (docs/mutation.md)", run_mutate,
+    [](CLI::App& sub, MutateOptions& o) {
+      sub.add_option("substrates", o.substrates, ".cu files or KernelBench-style .py files");
+      sub.add_flag("--list-rules", o.list, "list every rule with its family and description");
+      sub.add_option("--out", o.out, "write each mutant (container form) and its PTX under DIR/<substrate>/");
+      sub.add_option("--rules", o.rules_csv, "only these rules (comma-separated)");
+      sub.add_option("--families", o.families_csv, "only these families (comma-separated)");
+      sub.add_option("--db", o.db, "SQLite results store (created if missing)");
+      sub.add_flag("--summary", o.summary, "print the per-family table of the whole --db store");
+      add_compile_options(sub, o.compile);
+      sub.add_option("--arch", o.arch, "target architecture (PTX for compute_N)");
+      sub.add_flag("--no-compile", o.no_compile, "only generate mutants (no CUDA needed)");
+      sub.add_option("-j,--jobs", o.jobs, "parallel compilations (default: all cores)");
+      sub.add_flag("-q,--quiet", o.quiet, "only the per-substrate lines");
+    }));
 
 }  // namespace
 }  // namespace dirigo::cli

@@ -25,19 +25,17 @@ int run_reproduce(const ReproduceCliOptions& o) {
   return 4;
 }
 
-Register register_reproduce({"reproduce",
-              "Compare dirigo's model of a traced program with the outputs recorded on the device",
-              [](CLI::App& sub) -> std::function<int()> {
-                auto o = std::make_shared<ReproduceCliOptions>();
-                sub.add_option("bundle", o->bundle, "bundle directory (or .tar) traced with data")->required();
-                sub.add_option("--locations", o->opt.max_locations, "locations per output (default 256; all when fewer)");
-                sub.add_option("--seed", o->opt.seed, "seed of the location sample");
-                sub.add_option("--atol", o->opt.atol, "absolute tolerance (default 1e-3)");
-                sub.add_option("--rtol", o->opt.rtol, "relative tolerance (default 1e-3)");
-                sub.add_option("--budget", o->opt.budget_s, "seconds (default 60)");
-                sub.add_flag("--json", o->json, "print JSON");
-                return [o] { return run_reproduce(*o); };
-              }});
+Register register_reproduce(options_command<ReproduceCliOptions>(
+    "reproduce", "Compare dirigo's model of a traced program with the outputs recorded on the device", run_reproduce,
+    [](CLI::App& sub, ReproduceCliOptions& o) {
+      sub.add_option("bundle", o.bundle, "bundle directory (or .tar) traced with data")->required();
+      sub.add_option("--locations", o.opt.max_locations, "locations per output (default 256; all when fewer)");
+      sub.add_option("--seed", o.opt.seed, "seed of the location sample");
+      sub.add_option("--atol", o.opt.atol, "absolute tolerance (default 1e-3)");
+      sub.add_option("--rtol", o.opt.rtol, "relative tolerance (default 1e-3)");
+      sub.add_option("--budget", o.opt.budget_s, "seconds (default 60)");
+      sub.add_flag("--json", o.json, "print JSON");
+    }));
 
 }  // namespace
 }  // namespace dirigo::cli

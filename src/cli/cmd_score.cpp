@@ -38,45 +38,36 @@ int run_score(ScoreOptions o) {
       return 2;
     }
   }
-  try {
+  return reporting_errors("score", 2, [&] {
     auto matrix = score::matrix_for(o.src);
     auto protocols = score::protocols_for(o.src, matrix.harnesses);
     score::ProgressLine line("scoring problems", o.src.progress);
-    auto s = score::score(matrix, protocols, o.witness_tols,
-                          [&](size_t d, size_t t) { line(static_cast<long long>(d), static_cast<long long>(t)); });
-    if (o.json) {
-      std::cout << score::to_json(s).dump(1) << "\n";
-      return 0;
-    }
+    auto s = score::score(matrix, protocols, o.witness_tols, line.callback());
+    if (o.json) return print_json(score::to_json(s));
     std::cout << "Mutants (witness tolerances:";
     for (double t : s.witness_tols) std::cout << " " << t;
     std::cout << ")\n\n" << score::population_table(s) << "\nMiss rate by family (missed/witnessed)\n\n"
               << score::family_table(s) << "\n" << score::verdict_lines(s) << "\nMiss rate by problem\n\n"
               << score::problem_table(s);
     return 0;
-  } catch (const std::exception& e) {
-    std::cerr << "dirigo score: " << e.what() << "\n";
-    return 2;
-  }
+  });
 }
 
-Register register_score({"score", "Score protocols on the kill matrix: miss rate by family and problem (docs/mutation.md)",
-              [](CLI::App& sub) -> std::function<int()> {
-                auto o = std::make_shared<ScoreOptions>();
-                add_matrix_source_options(sub, o->src, "only these protocols (comma-separated, in this order)");
-                sub.add_option("--witness-tol", o->witness_tols, "witness tolerances (default: the protocols')")
-                    ->delimiter(',');
-                sub.add_option("--protocol", o->harnesses,
-                               "run a harness on every mutant first and score it: [NAME=]module:function (KernelBench's "
-                               "eval_kernel_against_ref shape) or [NAME=]cmd:COMMAND (COMMAND REF.py NEW.py, exit 0 = correct)");
-                sub.add_option("--work", o->work, "bundle_km work directory (mutants, default .cache/mutation)");
-                sub.add_option("--harness-device", o->harness_device, "where harnesses run the mutants: cpu or cuda")
-                    ->check(CLI::IsMember({"cpu", "cuda"}));
-                sub.add_option("--harness-limit", o->harness_limit, "at most N mutants per substrate for a harness (0: all)");
-                sub.add_flag("--json", o->json, "print JSON");
-                sub.add_flag("-q,--quiet", o->quiet, "no progress line");
-                return [o] { return run_score(*o); };
-              }});
+Register register_score(options_command<ScoreOptions>(
+    "score", "Score protocols on the kill matrix: miss rate by family and problem (docs/mutation.md)", run_score,
+    [](CLI::App& sub, ScoreOptions& o) {
+      add_matrix_source_options(sub, o.src, "only these protocols (comma-separated, in this order)");
+      sub.add_option("--witness-tol", o.witness_tols, "witness tolerances (default: the protocols')")
+          ->delimiter(',');
+      sub.add_option("--protocol", o.harnesses,
+                     "run a harness on every mutant first and score it: [NAME=]module:function (KernelBench's "
+                     "eval_kernel_against_ref shape) or [NAME=]cmd:COMMAND (COMMAND REF.py NEW.py, exit 0 = correct)");
+      sub.add_option("--work", o.work, "bundle_km work directory (mutants, default .cache/mutation)");
+      sub.add_option("--harness-device", o.harness_device, "where harnesses run the mutants: cpu or cuda")
+          ->check(CLI::IsMember({"cpu", "cuda"}));
+      sub.add_option("--harness-limit", o.harness_limit, "at most N mutants per substrate for a harness (0: all)");
+      add_report_flags(sub, o.json, o.quiet);
+    }));
 
 }  // namespace
 }  // namespace dirigo::cli

@@ -34,7 +34,7 @@ int run_suite(SuiteCliOptions o) {
     std::cerr << "dirigo suite: " << e.what() << "\n";
     return 64;
   }
-  try {
+  return reporting_errors("suite", 2, [&] {
     so.tol = o.tol;
     so.seed = o.seed;
     auto matrix = score::matrix_for(o.src);
@@ -43,34 +43,25 @@ int run_suite(SuiteCliOptions o) {
     // Same denominator as `dirigo score` with the same protocols.
     auto witnessed = score::witness_sets(matrix, score::witness_tolerances(protocols));
     score::ProgressLine line("synthesizing suites", o.src.progress);
-    auto r = score::synthesize(matrix, witnessed, baseline, so,
-                               [&](size_t d, size_t t) { line(static_cast<long long>(d), static_cast<long long>(t)); });
-    if (o.json) {
-      std::cout << score::to_json(r).dump(1) << "\n";
-      return 0;
-    }
+    auto r = score::synthesize(matrix, witnessed, baseline, so, line.callback());
+    if (o.json) return print_json(score::to_json(r));
     std::cout << "Detection by greedy suites of b inputs (tol " << so.tol << ", split seed " << so.seed << ")\n\n"
               << score::suite_table(r) << "\nGreedy full-coverage suite size: median " << r.median_full_cover
               << ", max " << r.max_full_cover << "\n\n" << score::suite_problem_table(r);
     return 0;
-  } catch (const std::exception& e) {
-    std::cerr << "dirigo suite: " << e.what() << "\n";
-    return 2;
-  }
+  });
 }
 
-Register register_suite({"suite", "Synthesize minimal input suites by greedy set cover over the kill matrix (docs/mutation.md)",
-              [](CLI::App& sub) -> std::function<int()> {
-                auto o = std::make_shared<SuiteCliOptions>();
-                add_matrix_source_options(sub, o->src, "only these protocols (they set the witness tolerances)");
-                sub.add_option("--budget", o->budget, "input budgets: N or A..B (default 1..5)");
-                sub.add_option("--tol", o->tol, "the suite's tolerance (atol = rtol), default 1e-2");
-                sub.add_option("--seed", o->seed, "seed of the 50% dev/held-out split");
-                sub.add_option("--baseline", o->baseline, "protocol to compare with (default kernelbench_v0)");
-                sub.add_flag("--json", o->json, "print JSON");
-                sub.add_flag("-q,--quiet", o->quiet, "no progress line");
-                return [o] { return run_suite(*o); };
-              }});
+Register register_suite(options_command<SuiteCliOptions>(
+    "suite", "Synthesize minimal input suites by greedy set cover over the kill matrix (docs/mutation.md)", run_suite,
+    [](CLI::App& sub, SuiteCliOptions& o) {
+      add_matrix_source_options(sub, o.src, "only these protocols (they set the witness tolerances)");
+      sub.add_option("--budget", o.budget, "input budgets: N or A..B (default 1..5)");
+      sub.add_option("--tol", o.tol, "the suite's tolerance (atol = rtol), default 1e-2");
+      sub.add_option("--seed", o.seed, "seed of the 50% dev/held-out split");
+      sub.add_option("--baseline", o.baseline, "protocol to compare with (default kernelbench_v0)");
+      add_report_flags(sub, o.json, o.quiet);
+    }));
 
 }  // namespace
 }  // namespace dirigo::cli

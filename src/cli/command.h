@@ -2,7 +2,10 @@
 // subcommand never edits a shared file. A command's run() returns the exit status.
 #pragma once
 
+#include <exception>
 #include <functional>
+#include <iostream>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -18,6 +21,29 @@ struct Command {
 };
 
 std::vector<Command>& commands();
+
+// A command whose options are one struct: `add(sub, options)` declares them on `sub`, and the
+// command runs `run(options)` with what was parsed into them.
+template <class Options, class Run, class Add>
+Command options_command(std::string name, std::string help, Run run, Add add) {
+  return {std::move(name), std::move(help), [add, run](CLI::App& sub) -> std::function<int()> {
+            auto o = std::make_shared<Options>();
+            add(sub, *o);
+            return [o, run] { return run(*o); };
+          }};
+}
+
+// Runs `body` (which returns the exit status); an exception from it is reported on stderr as
+// "dirigo <command>: <what>", and the status is then `status`.
+template <class Body>
+int reporting_errors(const char* command, int status, Body body) {
+  try {
+    return body();
+  } catch (const std::exception& e) {
+    std::cerr << "dirigo " << command << ": " << e.what() << "\n";
+    return status;
+  }
+}
 
 struct Register {
   explicit Register(Command c) { commands().push_back(std::move(c)); }

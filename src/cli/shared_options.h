@@ -1,22 +1,49 @@
 // Options that more than one command takes, declared once so that they read the same everywhere.
 #pragma once
 
+#include <iostream>
+#include <memory>
 #include <string>
 
 #include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
 
 #include "mutate/compiler.h"
 #include "score/options.h"
 
 namespace dirigo::cli {
 
-// --compiler, for the commands that compile mutants (mutate, killmatrix).
-inline void add_compiler_option(CLI::App& sub, std::string& compiler) {
-  sub.add_option("--compiler", compiler, "auto (NVRTC, then nvcc), nvrtc or nvcc")
+// --compiler and --cache, for the commands that compile mutants (mutate, killmatrix).
+struct CompileChoice {
+  std::string compiler = "auto", cache = ".cache/mutate/compile";
+};
+inline void add_compile_options(CLI::App& sub, CompileChoice& c) {
+  sub.add_option("--compiler", c.compiler, "auto (NVRTC, then nvcc), nvrtc or nvcc")
       ->check(CLI::IsMember({"auto", "nvrtc", "nvcc"}));
+  sub.add_option("--cache", c.cache, "compile cache directory");
 }
-inline mutate::Backend compiler_backend(const std::string& name) {
-  return name == "nvrtc" ? mutate::Backend::Nvrtc : name == "nvcc" ? mutate::Backend::Nvcc : mutate::Backend::Auto;
+// The compiler `c` chooses, with the rest of `co` as given; null once it has printed why there is
+// none (the command then exits 4, UNSUPPORTED).
+inline std::unique_ptr<mutate::Compiler> chosen_compiler(const CompileChoice& c, mutate::CompilerOptions co = {}) {
+  co.backend = c.compiler == "nvrtc" ? mutate::Backend::Nvrtc
+               : c.compiler == "nvcc" ? mutate::Backend::Nvcc
+                                      : mutate::Backend::Auto;
+  co.cache_dir = c.cache;
+  std::string why;
+  auto compiler = mutate::make_compiler(co, &why);
+  if (!compiler) std::cout << "UNSUPPORTED: " << why << "\n";
+  return compiler;
+}
+
+// --json and -q: the report as JSON, and no progress line (score, suite).
+inline void add_report_flags(CLI::App& sub, bool& json, bool& quiet) {
+  sub.add_flag("--json", json, "print JSON");
+  sub.add_flag("-q,--quiet", quiet, "no progress line");
+}
+// The report as --json prints it; the command then exits 0.
+inline int print_json(const nlohmann::json& report) {
+  std::cout << report.dump(1) << "\n";
+  return 0;
 }
 
 // --store, --protocols, --only and --source: the kill matrix that score and suite read and the

@@ -141,13 +141,15 @@ Expr Context::undef(Sort s) { return impl_->undef(s); }
 Expr Context::not_(Expr a) { return impl_->not_(a); }
 Expr Context::and_(std::span<const Expr> xs) { return impl_->andor(Op::And, xs); }
 Expr Context::or_(std::span<const Expr> xs) { return impl_->andor(Op::Or, xs); }
-Expr Context::eq(Expr a, Expr b) { return impl_->cmp_op(Op::Eq, a, b); }
-Expr Context::ult(Expr a, Expr b) { return impl_->cmp_op(Op::Ult, a, b); }
-Expr Context::ule(Expr a, Expr b) { return impl_->cmp_op(Op::Ule, a, b); }
-Expr Context::slt(Expr a, Expr b) { return impl_->cmp_op(Op::Slt, a, b); }
-Expr Context::sle(Expr a, Expr b) { return impl_->cmp_op(Op::Sle, a, b); }
-Expr Context::lt(Expr a, Expr b) { return impl_->cmp_op(Op::Lt, a, b); }
-Expr Context::le(Expr a, Expr b) { return impl_->cmp_op(Op::Le, a, b); }
+// The binary builders that only name their Op: one line per Impl builder.
+#define DIRIGO_BINARY(name, builder, op) \
+  Expr Context::name(Expr a, Expr b) { return impl_->builder(Op::op, a, b); }
+DIRIGO_BINARY(eq, cmp_op, Eq) DIRIGO_BINARY(ult, cmp_op, Ult) DIRIGO_BINARY(ule, cmp_op, Ule)
+DIRIGO_BINARY(slt, cmp_op, Slt) DIRIGO_BINARY(sle, cmp_op, Sle) DIRIGO_BINARY(lt, cmp_op, Lt) DIRIGO_BINARY(le, cmp_op, Le)
+DIRIGO_BINARY(bv_udiv, divrem, BvUDiv) DIRIGO_BINARY(bv_sdiv, divrem, BvSDiv)
+DIRIGO_BINARY(bv_urem, divrem, BvURem) DIRIGO_BINARY(bv_srem, divrem, BvSRem)
+DIRIGO_BINARY(bv_shl, shift, BvShl) DIRIGO_BINARY(bv_lshr, shift, BvLShr) DIRIGO_BINARY(bv_ashr, shift, BvAShr)
+#undef DIRIGO_BINARY
 Expr Context::ite(Expr c, Expr t, Expr e) { return impl_->ite(c, t, e); }
 
 Expr Context::bv_add(Expr a, Expr b) { Expr xs[] = {a, b}; return bv_add(xs); }
@@ -167,13 +169,6 @@ Expr Context::bv_mul(std::span<const Expr> xs) {
   return impl_->bv_mul(xs);
 }
 Expr Context::bv_mulhi(Expr a, Expr b, bool is_signed) { return impl_->mulhi(a, b, is_signed); }
-Expr Context::bv_udiv(Expr a, Expr b) { return impl_->divrem(Op::BvUDiv, a, b); }
-Expr Context::bv_sdiv(Expr a, Expr b) { return impl_->divrem(Op::BvSDiv, a, b); }
-Expr Context::bv_urem(Expr a, Expr b) { return impl_->divrem(Op::BvURem, a, b); }
-Expr Context::bv_srem(Expr a, Expr b) { return impl_->divrem(Op::BvSRem, a, b); }
-Expr Context::bv_shl(Expr a, Expr b) { return impl_->shift(Op::BvShl, a, b); }
-Expr Context::bv_lshr(Expr a, Expr b) { return impl_->shift(Op::BvLShr, a, b); }
-Expr Context::bv_ashr(Expr a, Expr b) { return impl_->shift(Op::BvAShr, a, b); }
 Expr Context::bv_and(Expr a, Expr b) { Expr xs[] = {a, b}; return impl_->bitop_n(Op::BvAnd, xs); }
 Expr Context::bv_or(Expr a, Expr b) { Expr xs[] = {a, b}; return impl_->bitop_n(Op::BvOr, xs); }
 Expr Context::bv_xor(Expr a, Expr b) { Expr xs[] = {a, b}; return impl_->bitop_n(Op::BvXor, xs); }

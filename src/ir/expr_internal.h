@@ -238,6 +238,13 @@ struct Context::Impl {
     ++hits[static_cast<unsigned>(r)];
     return true;
   }
+  // Whether an n-ary node folds one more constant operand into its running constant: the first
+  // always, a later one when ConstFold applies; counts it in nconst when it does.
+  bool take_const(unsigned& nconst) {
+    if (nconst && !apply(Rule::ConstFold)) return false;
+    ++nconst;
+    return true;
+  }
   // The operands xs of an n-ary `op` gathered into atoms: a nested `op` node is flattened (rule
   // `flatten`) with its leading constant offered to konst, a constant operand is offered to konst
   // (an atom when konst declines it). False when an Undef operand makes the whole node Undef.

@@ -53,30 +53,33 @@ std::string bv_str(uint64_t v) { return v < 65536 ? std::to_string(v) : fmt::for
 
 std::string func_name(Expr x) {
   switch (x->op) {
-    case Op::BvSMin: return "smin";
-    case Op::BvSMax: return "smax";
-    case Op::BvUMin: return "umin";
-    case Op::BvUMax: return "umax";
     case Op::BvMulHiU: return "mulhi_u";
     case Op::BvMulHiS: return "mulhi_s";
-    case Op::ZExt: return fmt::format("zext{}", bv_width(x->sort));
-    case Op::SExt: return fmt::format("sext{}", bv_width(x->sort));
-    case Op::Trunc: return fmt::format("trunc{}", bv_width(x->sort));
-    case Op::Min: return "min";
-    case Op::Max: return "max";
-    case Op::Abs: return "abs";
-    case Op::Call: return std::string(fn_name(x->fn()));
-    case Op::BvToReal: return x->is_signed() ? "real_s" : "real_u";
     case Op::RealToBv: {
       static constexpr std::string_view rm[] = {"rn", "rz", "rm", "rp"};
       return fmt::format("cvt_{}{}_{}", x->is_signed() ? 's' : 'u', bv_width(x->sort),
                          rm[static_cast<unsigned>(x->round_mode())]);
     }
-    default: return std::string(op_name(x->op));
+    default: return function_name(x);
   }
 }
 
 }  // namespace
+
+std::string function_name(Expr x) {
+  switch (x->op) {
+    case Op::BvSMin: return "smin";
+    case Op::BvSMax: return "smax";
+    case Op::BvUMin: return "umin";
+    case Op::BvUMax: return "umax";
+    case Op::ZExt: return fmt::format("zext{}", bv_width(x->sort));
+    case Op::SExt: return fmt::format("sext{}", bv_width(x->sort));
+    case Op::Trunc: return fmt::format("trunc{}", bv_width(x->sort));
+    case Op::Call: return std::string(fn_name(x->fn()));
+    case Op::BvToReal: return x->is_signed() ? "real_s" : "real_u";
+    default: return std::string(op_name(x->op));
+  }
+}
 
 // Σ_{k1<64, k0<8192} body: dims named by the de Bruijn index their Bound leaves carry in the body
 // (the last dim is k0); a dim not starting at 0 prints its range.

@@ -115,12 +115,9 @@ Expr Context::Impl::add_n(Sort s, std::span<const Expr> xs) {
     terms.push_back(t);
   };
   auto konst = [&](Expr k) {
-    if (nconst == 0 || apply(Rule::ConstFold)) {
-      c = cadd(c, k);
-      ++nconst;
-      return true;
-    }
-    return false;
+    if (!take_const(nconst)) return false;
+    c = cadd(c, k);
+    return true;
   };
   for (size_t i = 0; i < xs.size(); ++i) {
     Expr x = xs[i];

@@ -24,9 +24,8 @@ Expr Context::Impl::bitop_n(Op op, std::span<const Expr> xs) {
   unsigned nconst = 0;
   std::vector<Expr> atoms;
   auto konst = [&](uint64_t k) {
-    if (nconst && !apply(Rule::ConstFold)) return false;
+    if (!take_const(nconst)) return false;
     c = op == Op::BvAnd ? (c & k) : op == Op::BvOr ? (c | k) : (c ^ k);
-    ++nconst;
     return true;
   };
   std::vector<Expr> extra_consts;

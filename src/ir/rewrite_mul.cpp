@@ -25,12 +25,9 @@ Expr Context::Impl::mul_n(Sort s, std::span<const Expr> xs) {
   std::vector<Expr> atoms;
   atoms.reserve(xs.size());
   auto konst = [&](Expr k) {
-    if (nconst == 0 || apply(Rule::ConstFold)) {
-      c = cmul(c, k);
-      ++nconst;
-      return true;
-    }
-    return false;
+    if (!take_const(nconst)) return false;
+    c = cmul(c, k);
+    return true;
   };
   if (!gather_operands(mulop, Rule::MulFlatten, xs, atoms, konst)) return undef(s);
   if (atoms.empty()) return c;

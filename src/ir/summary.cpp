@@ -49,19 +49,8 @@ std::pair<std::string_view, std::string_view> nary_symbol(Op o) {
 
 // The name of a node printed as f(args).
 std::string head(Expr x) {
-  switch (x->op) {
-    case Op::BvSMin: return "smin";
-    case Op::BvSMax: return "smax";
-    case Op::BvUMin: return "umin";
-    case Op::BvUMax: return "umax";
-    case Op::ZExt: return fmt::format("zext{}", bv_width(x->sort));
-    case Op::SExt: return fmt::format("sext{}", bv_width(x->sort));
-    case Op::Trunc: return fmt::format("trunc{}", bv_width(x->sort));
-    case Op::Call: return std::string(fn_name(x->fn()));
-    case Op::BvToReal: return x->is_signed() ? "real_s" : "real_u";
-    case Op::RealToBv: return fmt::format("cvt{}", bv_width(x->sort));
-    default: return std::string(op_name(x->op));
-  }
+  if (x->op == Op::RealToBv) return fmt::format("cvt{}", bv_width(x->sort));
+  return function_name(x);
 }
 
 // Like nodes: same op and the same payload that is not an operand (tensor, function, width, flags).

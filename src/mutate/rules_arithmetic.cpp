@@ -44,25 +44,34 @@ Finder operand_swap(std::string op) {
 
 void add_arithmetic(std::vector<Rule>& out) {
   RuleList r{out, "arithmetic"};
-  r.add("plus2minus", "AOR: binary + becomes -", token_swap("+", "-", true));
-  r.add("minus2plus", "AOR: binary - becomes +", token_swap("-", "+", true));
-  r.add("mul2div", "AOR: binary * becomes /", token_swap("*", "/", true));
-  r.add("div2mul", "AOR: / becomes *", token_swap("/", "*", true));
-  r.add("mul2plus", "AOR: binary * becomes +", token_swap("*", "+", true));
-  r.add("plus2mul", "AOR: binary + becomes *", token_swap("+", "*", true));
-  r.add("mod2div", "AOR: % becomes /", token_swap("%", "/", true));
-  r.add("div2mod", "AOR: / becomes % (integer index arithmetic)", token_swap("/", "%", true));
-  r.add("plus-assign2minus-assign", "compound assignment += becomes -=", token_swap("+=", "-=", false));
-  r.add("minus-assign2plus-assign", "compound assignment -= becomes +=", token_swap("-=", "+=", false));
-  r.add("mul-assign2div-assign", "compound assignment *= becomes /=", token_swap("*=", "/=", false));
-  r.add("div-assign2mul-assign", "compound assignment /= becomes *=", token_swap("/=", "*=", false));
-  r.add("plus-assign2assign", "accumulation += becomes plain = (keeps only the last term)",
-        token_swap("+=", "=", false));
-  r.add("shl2shr", "shift << becomes >>", token_swap("<<", ">>", true));
-  r.add("shr2shl", "shift >> becomes <<", token_swap(">>", "<<", true));
-  r.add("bitand2bitor", "bitwise & becomes |", token_swap("&", "|", true));
-  r.add("bitor2bitand", "bitwise | becomes &", token_swap("|", "&", true));
-  r.add("xor2and", "bitwise ^ becomes &", token_swap("^", "&", true));
+  struct TokenSwap {
+    const char* name;
+    const char* description;
+    const char* from;
+    const char* to;
+    bool binary_only;
+  };
+  const TokenSwap swaps[] = {
+      {"plus2minus", "AOR: binary + becomes -", "+", "-", true},
+      {"minus2plus", "AOR: binary - becomes +", "-", "+", true},
+      {"mul2div", "AOR: binary * becomes /", "*", "/", true},
+      {"div2mul", "AOR: / becomes *", "/", "*", true},
+      {"mul2plus", "AOR: binary * becomes +", "*", "+", true},
+      {"plus2mul", "AOR: binary + becomes *", "+", "*", true},
+      {"mod2div", "AOR: % becomes /", "%", "/", true},
+      {"div2mod", "AOR: / becomes % (integer index arithmetic)", "/", "%", true},
+      {"plus-assign2minus-assign", "compound assignment += becomes -=", "+=", "-=", false},
+      {"minus-assign2plus-assign", "compound assignment -= becomes +=", "-=", "+=", false},
+      {"mul-assign2div-assign", "compound assignment *= becomes /=", "*=", "/=", false},
+      {"div-assign2mul-assign", "compound assignment /= becomes *=", "/=", "*=", false},
+      {"plus-assign2assign", "accumulation += becomes plain = (keeps only the last term)", "+=", "=", false},
+      {"shl2shr", "shift << becomes >>", "<<", ">>", true},
+      {"shr2shl", "shift >> becomes <<", ">>", "<<", true},
+      {"bitand2bitor", "bitwise & becomes |", "&", "|", true},
+      {"bitor2bitand", "bitwise | becomes &", "|", "&", true},
+      {"xor2and", "bitwise ^ becomes &", "^", "&", true},
+  };
+  for (const TokenSwap& t : swaps) r.add(t.name, t.description, token_swap(t.from, t.to, t.binary_only));
   r.add("int-const-plus1", "decimal integer constant n becomes n+1", [](const SourceModel& m, std::vector<Site>& out) {
     for (int i = 0; i < m.size(); ++i)
       if (is_int_literal(m, i) && m.in_device(i) && outside_decl_size(m, i)) out.push_back(replace_token(m, i, int_plus(m, i, 1)));

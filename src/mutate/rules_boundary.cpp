@@ -75,6 +75,16 @@ Finder launch_arg(size_t k, std::string fmt_text) {
   };
 }
 
+// The comparison flips of one header part (`prefix-lt2le` ...), then its bound shifts
+// (`prefix-bound-minus1`, `prefix-bound-plus1`).
+void add_header_rules(RuleList& r, HeaderPart part, const std::string& prefix, const std::string& what,
+                      std::initializer_list<const char*> flips) {
+  add_cmp_flips(r, prefix + "-", what + " ", "", flips,
+                [part](std::string from, std::string to) { return header_cmp(part, std::move(from), std::move(to)); });
+  for (const auto& [suffix, delta] : {std::pair{"minus1", "- 1"}, std::pair{"plus1", "+ 1"}})
+    r.add(prefix + "-bound-" + suffix, prefix + " bound e becomes e " + delta, header_bound(part, delta));
+}
+
 }  // namespace
 
 void add_boundary(std::vector<Rule>& out) {
@@ -92,12 +102,7 @@ void add_boundary(std::vector<Rule>& out) {
       if (m.in_device(f.if_tok) && m.is(f.rparen + 1, "return") && m.is(f.rparen + 2, ";") && !m.is(f.rparen + 3, "else"))
         out.push_back(replace_tokens(m, f.if_tok, f.rparen + 3, ""));
   });
-  r.add("guard-lt2le", "guard < becomes <=", header_cmp(HeaderPart::IfCond, "<", "<="));
-  r.add("guard-le2lt", "guard <= becomes <", header_cmp(HeaderPart::IfCond, "<=", "<"));
-  r.add("guard-ge2gt", "guard >= becomes >", header_cmp(HeaderPart::IfCond, ">=", ">"));
-  r.add("guard-gt2ge", "guard > becomes >=", header_cmp(HeaderPart::IfCond, ">", ">="));
-  r.add("guard-bound-minus1", "guard bound e becomes e - 1", header_bound(HeaderPart::IfCond, "- 1"));
-  r.add("guard-bound-plus1", "guard bound e becomes e + 1", header_bound(HeaderPart::IfCond, "+ 1"));
+  add_header_rules(r, HeaderPart::IfCond, "guard", "guard", {"lt2le", "le2lt", "ge2gt", "gt2ge"});
   r.add("guard-conjunct-drop", "one conjunct of an if (a && b) guard is dropped", [](const SourceModel& m, std::vector<Site>& out) {
     for (const auto& f : m.ifs()) {
       if (!m.in_device(f.if_tok)) continue;
@@ -118,12 +123,7 @@ void add_boundary(std::vector<Rule>& out) {
       }
     }
   });
-  r.add("loop-lt2le", "loop condition < becomes <=", header_cmp(HeaderPart::ForCond, "<", "<="));
-  r.add("loop-le2lt", "loop condition <= becomes <", header_cmp(HeaderPart::ForCond, "<=", "<"));
-  r.add("loop-gt2ge", "loop condition > becomes >=", header_cmp(HeaderPart::ForCond, ">", ">="));
-  r.add("loop-ge2gt", "loop condition >= becomes >", header_cmp(HeaderPart::ForCond, ">=", ">"));
-  r.add("loop-bound-minus1", "loop bound e becomes e - 1", header_bound(HeaderPart::ForCond, "- 1"));
-  r.add("loop-bound-plus1", "loop bound e becomes e + 1", header_bound(HeaderPart::ForCond, "+ 1"));
+  add_header_rules(r, HeaderPart::ForCond, "loop", "loop condition", {"lt2le", "le2lt", "gt2ge", "ge2gt"});
   auto init_value = [](const SourceModel& m, const ForLoop& f) -> TokRange {
     int eq = -1;
     for (int k = f.lparen + 1; k < f.semi1; ++k)

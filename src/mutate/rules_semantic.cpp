@@ -35,18 +35,11 @@ bool is_one_literal(const SourceModel& m, int i) { return is_number(m, i) && lit
 
 void add_semantic(std::vector<Rule>& out) {
   RuleList r{out, "semantic"};
-  r.add("fmaxf2fminf", "fmaxf becomes fminf", call_rename("fmaxf", "fminf"));
-  r.add("fminf2fmaxf", "fminf becomes fmaxf", call_rename("fminf", "fmaxf"));
-  r.add("fmax2fmin", "fmax becomes fmin", call_rename("fmax", "fmin"));
-  r.add("fmin2fmax", "fmin becomes fmax", call_rename("fmin", "fmax"));
-  r.add("max2min", "max becomes min", call_rename("max", "min"));
-  r.add("min2max", "min becomes max", call_rename("min", "max"));
-  r.add("tie-gt2ge", "tie-breaking: > becomes >= in a selection c ? a : b", ternary_cmp(">", ">="));
-  r.add("tie-ge2gt", "tie-breaking: >= becomes > in a selection c ? a : b", ternary_cmp(">=", ">"));
-  r.add("tie-lt2le", "tie-breaking: < becomes <= in a selection c ? a : b", ternary_cmp("<", "<="));
-  r.add("tie-le2lt", "tie-breaking: <= becomes < in a selection c ? a : b", ternary_cmp("<=", "<"));
-  r.add("cmp-flip-gt2lt", "selection direction: > becomes < in an if or ?: condition", select_cmp(">", "<"));
-  r.add("cmp-flip-lt2gt", "selection direction: < becomes > in an if or ?: condition", select_cmp("<", ">"));
+  add_call_renames(r, {{"fmaxf", "fminf"}, {"fminf", "fmaxf"}, {"fmax", "fmin"}, {"fmin", "fmax"}, {"max", "min"},
+                       {"min", "max"}});
+  add_cmp_flips(r, "tie-", "tie-breaking: ", " in a selection c ? a : b", {"gt2ge", "ge2gt", "lt2le", "le2lt"},
+                ternary_cmp);
+  add_cmp_flips(r, "cmp-flip-", "selection direction: ", " in an if or ?: condition", {"gt2lt", "lt2gt"}, select_cmp);
   r.add("ternary-swap", "c ? a : b becomes c ? b : a", [](const SourceModel& m, std::vector<Site>& out) {
     for (int q = 0; q < m.size(); ++q) {
       if (!m.is(q, "?") || !m.in_device(q)) continue;

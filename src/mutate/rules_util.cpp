@@ -216,6 +216,28 @@ Finder call_rename(std::string from, std::string to) {
   };
 }
 
+void add_cmp_flips(RuleList& r, const std::string& prefix, const std::string& lead, const std::string& tail,
+                   std::initializer_list<const char*> flips,
+                   const std::function<Finder(std::string, std::string)>& make) {
+  auto op = [](std::string_view word) -> std::string {
+    if (word == "lt") return "<";
+    if (word == "le") return "<=";
+    if (word == "gt") return ">";
+    if (word == "ge") return ">=";
+    throw std::logic_error("no comparison named " + std::string(word));
+  };
+  for (std::string_view flip : flips) {
+    size_t two = flip.find('2');
+    std::string from = op(flip.substr(0, two)), to = op(flip.substr(two + 1));
+    r.add(prefix + std::string(flip), lead + from + " becomes " + to + tail, make(from, to));
+  }
+}
+
+void add_call_renames(RuleList& r, std::initializer_list<std::pair<const char*, const char*>> renames) {
+  for (const auto& [from, to] : renames)
+    r.add(std::string(from) + "2" + to, std::string(from) + " becomes " + to, call_rename(from, to));
+}
+
 Finder member_swap(std::string obj, std::string field, std::string to_field) {
   return [=](const SourceModel& m, std::vector<Site>& out) {
     for (int i = 0; i + 2 < m.size(); ++i)

@@ -72,4 +72,13 @@ Finder call_rewrite(std::string name, std::function<std::string(const std::vecto
 // Removes an expression-statement call `name(...);`, keeping the `;`.
 Finder call_remove(std::string name);
 
+// --- rule tables
+// One rule per comparison flip, named as in "lt2le" (< becomes <=; lt le gt ge): the rule is
+// prefix + flip, described as lead + "< becomes <=" + tail, its sites from make("<", "<=").
+void add_cmp_flips(RuleList& r, const std::string& prefix, const std::string& lead, const std::string& tail,
+                   std::initializer_list<const char*> flips,
+                   const std::function<Finder(std::string, std::string)>& make);
+// One rule per (from, to) call rename: "from2to", described as "from becomes to".
+void add_call_renames(RuleList& r, std::initializer_list<std::pair<const char*, const char*>> renames);
+
 }  // namespace dirigo::mutate::rules

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <utility>
 
 namespace dirigo::ptx {
 
@@ -55,9 +56,7 @@ const Function* Module::find_function(std::string_view name) const {
   return nullptr;
 }
 Function* Module::find_function(std::string_view name) {
-  for (auto& f : functions)
-    if (f.name == name) return &f;
-  return nullptr;
+  return const_cast<Function*>(std::as_const(*this).find_function(name));
 }
 const Variable* Module::find_global(std::string_view name) const {
   for (const auto& v : globals)

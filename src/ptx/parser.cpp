@@ -1,9 +1,11 @@
 // Lexer and recursive-descent parser for PTX (see parser.h, docs/ptx.md).
 #include "ptx/parser.h"
 
+#include <algorithm>
 #include <cstring>
 #include <fstream>
 #include <sstream>
+#include <type_traits>
 #include <unordered_set>
 
 namespace dirigo::ptx {
@@ -143,70 +145,97 @@ class Lexer {
 
 // ---------------------------------------------------------------- modifier words
 // A modifier word may belong to several categories (`.lo` is a comparison on setp and a
-// multiply mode on mul); the opcode's allowed categories decide, in this table's order.
-struct ModWord {
+// multiply mode on mul); the opcode's allowed categories decide, in the order flags, enum
+// fields (this table's order), then the odd words.
+struct FlagWord {
+  std::string_view word;
+  uint32_t cat;
+  bool Modifiers::*field;
+};
+const FlagWord kFlagWords[] = {
+    {"ftz", MC_FTZ, &Modifiers::ftz}, {"sat", MC_SAT, &Modifiers::sat},
+    {"approx", MC_APPROX, &Modifiers::approx}, {"full", MC_APPROX, &Modifiers::full},
+    {"sync", MC_SYNC, &Modifiers::sync}, {"aligned", MC_SYNC, &Modifiers::aligned},
+    {"uni", MC_UNI, &Modifiers::uni}, {"cc", MC_CC, &Modifiers::cc}, {"to", MC_TO, &Modifiers::to},
+    {"NaN", MC_NAN, &Modifiers::nan}, {"xorsign", MC_NAN, &Modifiers::xorsign},
+    {"abs", MC_NAN, &Modifiers::abs}, {"l", MC_SHIFT, &Modifiers::shift_left},
+    {"r", MC_SHIFT, &Modifiers::shift_right}, {"clamp", MC_SHIFT, &Modifiers::clamp},
+    {"wrap", MC_SHIFT, &Modifiers::wrap}, {"shiftamt", MC_SHIFT, &Modifiers::shiftamt},
+};
+
+// An enum field's words, in the enum's declaration order after None: the n-th word (from 1)
+// sets the field to the enum value n.
+template <auto Field>
+void set_nth(Modifiers& m, int n) {
+  using E = std::remove_reference_t<decltype(m.*Field)>;
+  m.*Field = E(n);
+}
+struct EnumWords {
+  uint32_t cat;
+  std::string_view words;
+  void (*set)(Modifiers&, int);
+};
+// multiply modes before comparisons (both have lo/hi), bool ops before atomics (and/or/xor)
+const EnumWords kEnumWords[] = {
+    {MC_RND, "rn rz rm rp rna rs rni rzi rmi rpi", set_nth<&Modifiers::rounding>},
+    {MC_MUL, "lo hi wide", set_nth<&Modifiers::mul>},
+    {MC_CMP, "eq ne lt le gt ge lo ls hi hs equ neu ltu leu gtu geu num nan", set_nth<&Modifiers::cmp>},
+    {MC_BOOL, "and or xor", set_nth<&Modifiers::bool_op>},
+    {MC_ATOM, "and or xor cas exch add inc dec min max", set_nth<&Modifiers::atom>},
+    {MC_SHFL, "up down bfly idx", set_nth<&Modifiers::shfl>},
+    {MC_VOTE, "all any uni ballot", set_nth<&Modifiers::vote>},
+    {MC_CACHE, "ca cg cs lu cv wb wt nc", set_nth<&Modifiers::cache>},
+    {MC_ORDER, "weak relaxed acquire release acq_rel sc volatile mmio", set_nth<&Modifiers::order>},
+    {MC_SCOPE, "cta cluster gpu sys", set_nth<&Modifiers::scope>},
+};
+
+// The 1-based position of `w` among the space-separated `words`, or 0.
+int word_position(std::string_view words, std::string_view w) {
+  int n = 1;
+  for (size_t at = 0; at <= words.size(); ++n) {
+    size_t end = std::min(words.find(' ', at), words.size());
+    if (words.substr(at, end - at) == w) return n;
+    at = end + 1;
+  }
+  return 0;
+}
+
+struct OddWord {
   std::string_view word;
   uint32_t cat;
   void (*apply)(Modifiers&);
 };
-
-#define MW(w, c, body) ModWord{w, c, [](Modifiers& m) { body; }}
-const ModWord kModWords[] = {
-    MW("rn", MC_RND, m.rounding = Rounding::Rn), MW("rz", MC_RND, m.rounding = Rounding::Rz),
-    MW("rm", MC_RND, m.rounding = Rounding::Rm), MW("rp", MC_RND, m.rounding = Rounding::Rp),
-    MW("rna", MC_RND, m.rounding = Rounding::Rna), MW("rs", MC_RND, m.rounding = Rounding::Rs),
-    MW("rni", MC_RND, m.rounding = Rounding::Rni), MW("rzi", MC_RND, m.rounding = Rounding::Rzi),
-    MW("rmi", MC_RND, m.rounding = Rounding::Rmi), MW("rpi", MC_RND, m.rounding = Rounding::Rpi),
-    MW("ftz", MC_FTZ, m.ftz = true), MW("sat", MC_SAT, m.sat = true),
-    MW("satfinite", MC_SAT, (m.sat = true, m.misc.push_back("satfinite"))),
-    MW("approx", MC_APPROX, m.approx = true), MW("full", MC_APPROX, m.full = true),
-    // multiply modes before comparisons (both have lo/hi)
-    MW("lo", MC_MUL, m.mul = MulMode::Lo), MW("hi", MC_MUL, m.mul = MulMode::Hi),
-    MW("wide", MC_MUL, m.mul = MulMode::Wide),
-    MW("eq", MC_CMP, m.cmp = CmpOp::Eq), MW("ne", MC_CMP, m.cmp = CmpOp::Ne),
-    MW("lt", MC_CMP, m.cmp = CmpOp::Lt), MW("le", MC_CMP, m.cmp = CmpOp::Le),
-    MW("gt", MC_CMP, m.cmp = CmpOp::Gt), MW("ge", MC_CMP, m.cmp = CmpOp::Ge),
-    MW("lo", MC_CMP, m.cmp = CmpOp::Lo), MW("ls", MC_CMP, m.cmp = CmpOp::Ls),
-    MW("hi", MC_CMP, m.cmp = CmpOp::Hi), MW("hs", MC_CMP, m.cmp = CmpOp::Hs),
-    MW("equ", MC_CMP, m.cmp = CmpOp::Equ), MW("neu", MC_CMP, m.cmp = CmpOp::Neu),
-    MW("ltu", MC_CMP, m.cmp = CmpOp::Ltu), MW("leu", MC_CMP, m.cmp = CmpOp::Leu),
-    MW("gtu", MC_CMP, m.cmp = CmpOp::Gtu), MW("geu", MC_CMP, m.cmp = CmpOp::Geu),
-    MW("num", MC_CMP, m.cmp = CmpOp::Num), MW("nan", MC_CMP, m.cmp = CmpOp::Nan),
-    MW("and", MC_BOOL, m.bool_op = BoolOp::And), MW("or", MC_BOOL, m.bool_op = BoolOp::Or),
-    MW("xor", MC_BOOL, m.bool_op = BoolOp::Xor),
-    MW("and", MC_ATOM, m.atom = AtomOp::And), MW("or", MC_ATOM, m.atom = AtomOp::Or),
-    MW("xor", MC_ATOM, m.atom = AtomOp::Xor), MW("cas", MC_ATOM, m.atom = AtomOp::Cas),
-    MW("exch", MC_ATOM, m.atom = AtomOp::Exch), MW("add", MC_ATOM, m.atom = AtomOp::Add),
-    MW("inc", MC_ATOM, m.atom = AtomOp::Inc), MW("dec", MC_ATOM, m.atom = AtomOp::Dec),
-    MW("min", MC_ATOM, m.atom = AtomOp::Min), MW("max", MC_ATOM, m.atom = AtomOp::Max),
-    MW("v2", MC_VEC, m.vector_width = 2), MW("v4", MC_VEC, m.vector_width = 4),
-    MW("v8", MC_VEC, m.vector_width = 8),
-    MW("sync", MC_SYNC, m.sync = true), MW("aligned", MC_SYNC, m.aligned = true),
-    MW("up", MC_SHFL, m.shfl = ShflMode::Up), MW("down", MC_SHFL, m.shfl = ShflMode::Down),
-    MW("bfly", MC_SHFL, m.shfl = ShflMode::Bfly), MW("idx", MC_SHFL, m.shfl = ShflMode::Idx),
-    MW("uni", MC_UNI, m.uni = true),
-    MW("all", MC_VOTE, m.vote = VoteMode::All), MW("any", MC_VOTE, m.vote = VoteMode::Any),
-    MW("uni", MC_VOTE, m.vote = VoteMode::Uni), MW("ballot", MC_VOTE, m.vote = VoteMode::Ballot),
-    MW("ca", MC_CACHE, m.cache = CacheOp::Ca), MW("cg", MC_CACHE, m.cache = CacheOp::Cg),
-    MW("cs", MC_CACHE, m.cache = CacheOp::Cs), MW("lu", MC_CACHE, m.cache = CacheOp::Lu),
-    MW("cv", MC_CACHE, m.cache = CacheOp::Cv), MW("wb", MC_CACHE, m.cache = CacheOp::Wb),
-    MW("wt", MC_CACHE, m.cache = CacheOp::Wt), MW("nc", MC_CACHE, m.cache = CacheOp::Nc),
-    MW("weak", MC_ORDER, m.order = MemOrder::Weak), MW("relaxed", MC_ORDER, m.order = MemOrder::Relaxed),
-    MW("acquire", MC_ORDER, m.order = MemOrder::Acquire),
-    MW("release", MC_ORDER, m.order = MemOrder::Release),
-    MW("acq_rel", MC_ORDER, m.order = MemOrder::AcqRel), MW("sc", MC_ORDER, m.order = MemOrder::Sc),
-    MW("volatile", MC_ORDER, m.order = MemOrder::Volatile), MW("mmio", MC_ORDER, m.order = MemOrder::Mmio),
-    MW("cta", MC_SCOPE, m.scope = Scope::Cta), MW("cluster", MC_SCOPE, m.scope = Scope::Cluster),
-    MW("gpu", MC_SCOPE, m.scope = Scope::Gpu), MW("sys", MC_SCOPE, m.scope = Scope::Sys),
-    MW("gl", MC_SCOPE, m.scope = Scope::Gpu),
-    MW("cc", MC_CC, m.cc = true), MW("to", MC_TO, m.to = true),
-    MW("NaN", MC_NAN, m.nan = true), MW("xorsign", MC_NAN, m.xorsign = true),
-    MW("abs", MC_NAN, m.abs = true),
-    MW("l", MC_SHIFT, m.shift_left = true), MW("r", MC_SHIFT, m.shift_right = true),
-    MW("clamp", MC_SHIFT, m.clamp = true), MW("wrap", MC_SHIFT, m.wrap = true),
-    MW("shiftamt", MC_SHIFT, m.shiftamt = true),
+const OddWord kOddWords[] = {
+    {"satfinite", MC_SAT, [](Modifiers& m) { m.sat = true, m.misc.push_back("satfinite"); }},
+    {"v2", MC_VEC, [](Modifiers& m) { m.vector_width = 2; }},
+    {"v4", MC_VEC, [](Modifiers& m) { m.vector_width = 4; }},
+    {"v8", MC_VEC, [](Modifiers& m) { m.vector_width = 8; }},
+    {"gl", MC_SCOPE, [](Modifiers& m) { m.scope = Scope::Gpu; }},  // membar.gl
 };
-#undef MW
+
+// Applies the modifier word `w` if one of the `allowed` categories has it.
+bool apply_mod_word(Modifiers& m, std::string_view w, uint32_t allowed) {
+  for (const FlagWord& f : kFlagWords) {
+    if (f.word == w && (allowed & f.cat)) {
+      m.*f.field = true;
+      return true;
+    }
+  }
+  for (const EnumWords& e : kEnumWords) {
+    if (!(allowed & e.cat)) continue;
+    if (int n = word_position(e.words, w)) {
+      e.set(m, n);
+      return true;
+    }
+  }
+  for (const OddWord& o : kOddWords) {
+    if (o.word == w && (allowed & o.cat)) {
+      o.apply(m);
+      return true;
+    }
+  }
+  return false;
+}
 
 std::optional<StateSpace> space_word(std::string_view w) {
   if (w == "global") return StateSpace::Global;
@@ -408,7 +437,7 @@ class Parser {
     } else if (w == ".section") {
       next();
       expect_word("section name");
-      skip_braced();
+      skip_nested("{", "}");
     } else if (w == ".pragma" || w == ".alias") {
       skip_statement();
     } else if (w == ".visible" || w == ".extern" || w == ".weak" || w == ".common" || w == ".entry" ||
@@ -419,14 +448,15 @@ class Parser {
     }
   }
 
-  void skip_braced() {
-    expect("{");
+  // Skips a balanced `open ... close` group, nested ones included.
+  void skip_nested(std::string_view open, std::string_view close) {
+    expect(open);
     int depth = 1;
     while (depth > 0) {
-      if (at_end()) fail(peek(), "unterminated '{'");
+      if (at_end()) fail(peek(), "unterminated '" + std::string(open) + "'");
       const Token& t = next();
-      if (t.kind == Tok::Punct && t.text == "{") ++depth;
-      if (t.kind == Tok::Punct && t.text == "}") --depth;
+      if (t.kind == Tok::Punct && t.text == open) ++depth;
+      if (t.kind == Tok::Punct && t.text == close) --depth;
     }
   }
 
@@ -474,7 +504,7 @@ class Parser {
       } else if (accept(".v4")) {
         proto.vector_width = 4;
       } else if (accept(".ptr") || accept(".attribute")) {
-        if (is("(")) skip_parens();
+        if (is("(")) skip_nested("(", ")");
       } else {
         break;
       }
@@ -507,17 +537,6 @@ class Parser {
       }
       dims.push_back(uint64_t(expect_int("array size")));
       expect("]");
-    }
-  }
-
-  void skip_parens() {
-    expect("(");
-    int depth = 1;
-    while (depth > 0) {
-      if (at_end()) fail(peek(), "unterminated '('");
-      const Token& t = next();
-      if (t.text == "(") ++depth;
-      if (t.text == ")") --depth;
     }
   }
 
@@ -935,15 +954,7 @@ class Parser {
           continue;
         }
       }
-      bool done = false;
-      for (const ModWord& mw : kModWords) {
-        if (mw.word == w && (allowed & mw.cat)) {
-          mw.apply(m);
-          done = true;
-          break;
-        }
-      }
-      if (done) continue;
+      if (apply_mod_word(m, w, allowed)) continue;
       if (allowed & MC_MISC) {
         m.misc.push_back(w);
         continue;

@@ -42,6 +42,23 @@ void regs_of(const Instruction& in, std::vector<std::string>& dst, std::vector<s
   if (in.guard) src.push_back(in.guard->reg);
 }
 
+// Adds to `keep`, transitively, the instructions that those on `stack` read from: def(i, reg) is
+// the instruction whose definition of reg instruction i reads, or -1 for none to keep. Empties
+// the stack.
+template <class Def>
+void keep_sources(const Function& f, std::set<int>& keep, std::vector<int>& stack, Def def) {
+  while (!stack.empty()) {
+    int i = stack.back();
+    stack.pop_back();
+    std::vector<std::string> d, s;
+    regs_of(f.body[i], d, s);
+    for (auto& r : s) {
+      int di = def(i, r);
+      if (di >= 0 && keep.insert(di).second) stack.push_back(di);
+    }
+  }
+}
+
 DefUse def_use(const Function& f) {
   DefUse du;
   for (int i = 0; i < int(f.body.size()); ++i) {
@@ -141,16 +158,10 @@ class Matcher {
           if (!in.count(u) && done.at[u].kind == RolledInstr::Kind::Keep && keep.insert(i).second) stack.push_back(i);
       }
     }
-    while (!stack.empty()) {
-      int i = stack.back();
-      stack.pop_back();
-      std::vector<std::string> d, s;
-      regs_of(f_.body[i], d, s);
-      for (auto& r : s) {
-        int di = def_of(r);
-        if (di >= 0 && in.count(di) && di != anchor && keep.insert(di).second) stack.push_back(di);
-      }
-    }
+    keep_sources(f_, keep, stack, [&](int, const std::string& r) {
+      int di = def_of(r);
+      return di >= 0 && in.count(di) && di != anchor ? di : -1;
+    });
     return keep;
   }
 
@@ -679,15 +690,19 @@ struct CfgMatch {
   std::string idiom;
 };
 
-// The instruction index of MERGE where instruction i is `@p bra MERGE` (p not negated) jumping
-// forward: the entry of a branch region; -1 otherwise.
-int forward_guarded_branch(const Matcher& m, int i) {
+// Where instruction i is `@p bra MERGE` (p not negated) jumping forward, the entry of a branch
+// region: MERGE's instruction index and the test that defines p; nothing otherwise.
+struct GuardedBranch {
+  int merge;                // the index of MERGE
+  const Instruction* test;  // the instruction defining p, or null
+};
+std::optional<GuardedBranch> forward_guarded_branch(const Matcher& m, int i) {
   const Function& f = m.f_;
   const auto& br = f.body[i];
-  if (br.op != Opcode::Bra || !br.guard || br.guard->negated) return -1;
+  if (br.op != Opcode::Bra || !br.guard || br.guard->negated) return std::nullopt;
   auto merge_it = f.labels.find(br.operands.at(0).name);
-  if (merge_it == f.labels.end() || int(merge_it->second) <= i) return -1;
-  return int(merge_it->second);
+  if (merge_it == f.labels.end() || int(merge_it->second) <= i) return std::nullopt;
+  return GuardedBranch{int(merge_it->second), m.def_instr(reg_operand(br.guard->reg))};
 }
 
 // powf (default lowering). Entry: `@p bra MERGE` with p = (x == 1) or ((x == 1) | (y == 0)).
@@ -695,11 +710,10 @@ int forward_guarded_branch(const Matcher& m, int i) {
 // fma g,lo,y,e); the constants of the log2 and exp2 kernels must be present.
 std::optional<CfgMatch> match_powf(const Matcher& m, const Rollup& done, int i, CfgRegion& out) {
   const Function& f = m.f_;
-  const auto& br = f.body[i];
-  const int merge = forward_guarded_branch(m, i);
-  if (merge < 0) return std::nullopt;
-  const Instruction* g = m.def_instr(reg_operand(br.guard->reg));
-  if (!g) return std::nullopt;
+  auto branch = forward_guarded_branch(m, i);
+  if (!branch || !branch->test) return std::nullopt;
+  const int merge = branch->merge;
+  const Instruction* g = branch->test;
   std::vector<const Instruction*> tests{g};
   if (g->op == Opcode::Or && g->operands.size() == 3) tests = {m.def_instr(g->operands[1]), m.def_instr(g->operands[2])};
   std::optional<Operand> x;
@@ -757,10 +771,10 @@ std::optional<CfgMatch> match_powf(const Matcher& m, const Rollup& done, int i, 
 // register is x itself on the bypass path (nvcc coalesces the two), or a `mov r, x` before it.
 std::optional<CfgMatch> match_softplus(const Matcher& m, const Rollup& done, int i, CfgRegion& out) {
   const Function& f = m.f_;
-  const auto& br = f.body[i];
-  const int merge = forward_guarded_branch(m, i);
-  if (merge < 0) return std::nullopt;
-  const Instruction* t = m.def_instr(reg_operand(br.guard->reg));
+  auto branch = forward_guarded_branch(m, i);
+  if (!branch) return std::nullopt;
+  const int merge = branch->merge;
+  const Instruction* t = branch->test;
   if (!t || t->op != Opcode::Setp || t->mod.cmp != CmpOp::Gt || t->operands.size() != 3 ||
       m.const_bits(t->operands[2]) != 0x41A00000 || t->operands[1].kind != Operand::Kind::Register)
     return std::nullopt;
@@ -969,23 +983,16 @@ Rollup rollup(const Function& f) {
               if (!inside.count(u) && keep.insert(j).second) stack.push_back(j);
         }
       }
-      while (!stack.empty()) {
-        int j = stack.back();
-        stack.pop_back();
-        std::vector<std::string> d, s;
-        regs_of(f.body[j], d, s);
-        for (auto& reg : s) {
-          // the latest definition inside the slice before j
-          for (int k = j - 1; k >= *inside.begin(); --k) {
-            if (!inside.count(k)) continue;
-            std::vector<std::string> d2, s2;
-            regs_of(f.body[k], d2, s2);
-            if (std::find(d2.begin(), d2.end(), reg) == d2.end()) continue;
-            if (keep.insert(k).second) stack.push_back(k);
-            break;
-          }
+      keep_sources(f, keep, stack, [&](int j, const std::string& reg) {
+        // the latest definition inside the slice before j
+        for (int k = j - 1; k >= *inside.begin(); --k) {
+          if (!inside.count(k)) continue;
+          std::vector<std::string> d2, s2;
+          regs_of(f.body[k], d2, s2);
+          if (std::find(d2.begin(), d2.end(), reg) != d2.end()) return k;
         }
-      }
+        return -1;
+      });
       if (std::any_of(keep.begin(), keep.end(), [&](int j) { return f.body[j].op == Opcode::Bra || skipped(f, inside, j); }))
         continue;
       for (int j : *sl) if (j != i && !keep.count(j)) r.at[j].kind = RolledInstr::Kind::Absorbed;

@@ -65,6 +65,14 @@ std::string text(sqlite3_stmt* st, int c) {
 bool is_null(sqlite3_stmt* st, int c) { return sqlite3_column_type(st, c) == SQLITE_NULL; }
 double real_or_nan(sqlite3_stmt* st, int c) { return is_null(st, c) ? std::nan("") : sqlite3_column_double(st, c); }
 
+// Appends a problem's input or mutant and records where it went: id -> (problem, index).
+template <class T>
+void place(std::vector<T>& list, T&& x, size_t problem, long long id,
+           std::map<long long, std::pair<size_t, size_t>>& at) {
+  at[id] = {problem, list.size()};
+  list.push_back(std::move(x));
+}
+
 }  // namespace
 
 Matrix load_matrix(const std::string& path, const LoadOptions& o) {
@@ -92,14 +100,9 @@ Matrix load_matrix(const std::string& path, const LoadOptions& o) {
               names.insert(p.name);
               m.problems.push_back(std::move(p));
             }
-            Problem& p = m.problems[it->second];
-            Input in;
-            in.name = text(st, 2);
-            in.distribution = text(st, 4);
-            in.seed = sqlite3_column_int64(st, 5);
-            in.family = text(st, 6);
-            input_at[sqlite3_column_int64(st, 1)] = {it->second, p.inputs.size()};
-            p.inputs.push_back(std::move(in));
+            Input in{.name = text(st, 2), .distribution = text(st, 4), .family = text(st, 6),
+                     .seed = sqlite3_column_int64(st, 5)};
+            place(m.problems[it->second].inputs, std::move(in), it->second, sqlite3_column_int64(st, 1), input_at);
           });
   if (m.problems.empty())
     throw std::runtime_error("results store " + path + " has no inputs: no kill matrix yet (dirigo killmatrix writes it)");
@@ -130,15 +133,9 @@ Matrix load_matrix(const std::string& path, const LoadOptions& o) {
   db.each(mq, [&](sqlite3_stmt* st) {
     auto it = problem_of.find(sqlite3_column_int64(st, 1));
     if (it == problem_of.end()) return;
-    Problem& p = m.problems[it->second];
-    Mutant mu;
-    mu.id = sqlite3_column_int64(st, 0);
-    mu.rule = text(st, 2);
-    mu.family = text(st, 3);
-    mu.verdict = text(st, 4);
-    mu.equivalent = !is_null(st, 5) && sqlite3_column_int64(st, 5) != 0;
-    mutant_at[mu.id] = {it->second, p.mutants.size()};
-    p.mutants.push_back(std::move(mu));
+    Mutant mu{.id = sqlite3_column_int64(st, 0), .rule = text(st, 2), .family = text(st, 3), .verdict = text(st, 4),
+              .equivalent = !is_null(st, 5) && sqlite3_column_int64(st, 5) != 0};
+    place(m.problems[it->second].mutants, std::move(mu), it->second, mu.id, mutant_at);
   });
   if (db.has_table("substrate_check"))
     db.each("SELECT substrate_id, verdict FROM substrate_check", [&](sqlite3_stmt* st) {

@@ -3,6 +3,7 @@
 
 #include <chrono>
 #include <cstdio>
+#include <functional>
 #include <string>
 
 #include <unistd.h>
@@ -20,6 +21,10 @@ class ProgressLine {
     std::fprintf(stderr, "\r%s %lld/%lld", label_.c_str(), done, total);
     if (done >= total) std::fprintf(stderr, "\n");
     std::fflush(stderr);
+  }
+  // This line as the (done, total) progress callback that score() and synthesize() take.
+  std::function<void(size_t, size_t)> callback() {
+    return [this](size_t done, size_t total) { (*this)(static_cast<long long>(done), static_cast<long long>(total)); };
   }
 
  private:

@@ -25,13 +25,15 @@ nlohmann::json tally_json(const Tally& t) {
   return {{"witnessed", t.witnessed}, {"missed", t.missed}, {"miss_rate", t.miss_rate()}};
 }
 
-nlohmann::json population_json(const Population& p) {
-  return {{"mutants", p.mutants},         {"equivalent", p.equivalent}, {"not_run", p.not_run},
-          {"quarantined", p.quarantined}, {"unwitnessed", p.unwitnessed}, {"witnessed", p.witnessed},
-          {"unwitnessed_nonfinite", p.unwitnessed_nonfinite}};
-}
-
 }  // namespace
+
+// The JSON of these is their fields under their own names.
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(Population, mutants, equivalent, not_run, quarantined, unwitnessed, witnessed,
+                                   unwitnessed_nonfinite)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(ProblemSuite, problem, witnessed, coverable, suite, dev_suite, killed_full, dev,
+                                   held_out, killed_held_out, baseline_full, baseline_held_out)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(SuiteReport, baseline, witnessed, held_out, detection_full, detection_held_out,
+                                   baseline_full, baseline_held_out, median_full_cover, max_full_cover, problems)
 
 std::string percent(int part, int whole) {
   if (whole == 0) return "–";
@@ -128,9 +130,9 @@ nlohmann::json to_json(const Scores& s) {
   j["witness_tolerances"] = s.witness_tols;
   j["families"] = s.families;
   j["problems"] = s.problems;
-  j["population"] = population_json(s.population);
-  for (const auto& [k, v] : s.population_by_family) j["population_by_family"][k] = population_json(v);
-  for (const auto& [k, v] : s.population_by_problem) j["population_by_problem"][k] = population_json(v);
+  j["population"] = s.population;
+  for (const auto& [k, v] : s.population_by_family) j["population_by_family"][k] = v;
+  for (const auto& [k, v] : s.population_by_problem) j["population_by_problem"][k] = v;
   j["verdicts_witnessed"] = s.verdicts_witnessed;
   j["verdicts_unwitnessed"] = s.verdicts_unwitnessed;
   j["protocols"] = nlohmann::json::array();
@@ -157,32 +159,11 @@ nlohmann::json to_json(const Scores& s) {
 }
 
 nlohmann::json to_json(const SuiteReport& r) {
-  nlohmann::json j{{"tol", r.options.tol},
-                   {"seed", r.options.seed},
-                   {"budgets", nlohmann::json::array()},
-                   {"baseline", r.baseline},
-                   {"witnessed", r.witnessed},
-                   {"held_out", r.held_out},
-                   {"detection_full", r.detection_full},
-                   {"detection_held_out", r.detection_held_out},
-                   {"baseline_full", r.baseline_full},
-                   {"baseline_held_out", r.baseline_held_out},
-                   {"median_full_cover", r.median_full_cover},
-                   {"max_full_cover", r.max_full_cover}};
+  nlohmann::json j = r;
+  j["tol"] = r.options.tol;
+  j["seed"] = r.options.seed;
+  j["budgets"] = nlohmann::json::array();
   for (int b = r.options.min_budget; b <= r.options.max_budget; ++b) j["budgets"].push_back(b);
-  j["problems"] = nlohmann::json::array();
-  for (const auto& p : r.problems)
-    j["problems"].push_back({{"problem", p.problem},
-                             {"witnessed", p.witnessed},
-                             {"coverable", p.coverable},
-                             {"suite", p.suite},
-                             {"dev_suite", p.dev_suite},
-                             {"killed_full", p.killed_full},
-                             {"dev", p.dev},
-                             {"held_out", p.held_out},
-                             {"killed_held_out", p.killed_held_out},
-                             {"baseline_full", p.baseline_full},
-                             {"baseline_held_out", p.baseline_held_out}});
   return j;
 }
 

@@ -276,5 +276,36 @@ TEST(PtxOpcode, MiscIntegerHelpers) {
   EXPECT_EQ(parse_one("mov.u32 %r1, %laneid;").operands[1].name, "%laneid");
 }
 
+// Every word of the enum-valued modifiers sets its own value (the parser's word lists follow the
+// enums' declaration order).
+TEST(PtxOpcode, EveryEnumModifierWord) {
+  const char* cmps[] = {"eq", "ne", "lt", "le", "gt", "ge", "lo", "ls", "hi", "hs",
+                        "equ", "neu", "ltu", "leu", "gtu", "geu", "num", "nan"};
+  for (int i = 0; i < int(std::size(cmps)); ++i)
+    EXPECT_EQ(parse_one(std::string("setp.") + cmps[i] + ".f32 %p1, %f1, %f2;").mod.cmp, CmpOp(i + 1)) << cmps[i];
+  const char* roundings[] = {"rn", "rz", "rm", "rp"};
+  for (int i = 0; i < int(std::size(roundings)); ++i)
+    EXPECT_EQ(parse_one(std::string("add.") + roundings[i] + ".f32 %f1, %f2, %f3;").mod.rounding, Rounding(i + 1));
+  const char* integer_roundings[] = {"rni", "rzi", "rmi", "rpi"};
+  for (int i = 0; i < int(std::size(integer_roundings)); ++i)
+    EXPECT_EQ(parse_one(std::string("cvt.") + integer_roundings[i] + ".f32.f32 %f1, %f2;").mod.rounding,
+              Rounding(int(Rounding::Rni) + i));
+  const char* caches[] = {"ca", "cg", "cs", "lu", "cv"};
+  for (int i = 0; i < int(std::size(caches)); ++i)
+    EXPECT_EQ(parse_one(std::string("ld.global.") + caches[i] + ".f32 %f1, [%rd1];").mod.cache, CacheOp(i + 1));
+  const char* atoms[] = {"and", "or", "xor", "cas", "exch", "add", "inc", "dec", "min", "max"};
+  for (int i = 0; i < int(std::size(atoms)); ++i) {
+    std::string ops = atoms[i] == std::string("cas") ? "%r1, [%rd1], %r2, %r3;" : "%r1, [%rd1], %r2;";
+    EXPECT_EQ(parse_one(std::string("atom.global.") + atoms[i] + ".b32 " + ops).mod.atom, AtomOp(i + 1)) << atoms[i];
+  }
+  const char* shfls[] = {"up", "down", "bfly", "idx"};
+  for (int i = 0; i < int(std::size(shfls)); ++i)
+    EXPECT_EQ(parse_one(std::string("shfl.sync.") + shfls[i] + ".b32 %r1|%p1, %r2, 16, 31, -1;").mod.shfl,
+              ShflMode(i + 1));
+  EXPECT_EQ(parse_one("membar.gl;").mod.scope, Scope::Gpu);
+  EXPECT_EQ(parse_one("membar.cta;").mod.scope, Scope::Cta);
+  EXPECT_EQ(parse_one("membar.sys;").mod.scope, Scope::Sys);
+}
+
 }  // namespace
 }  // namespace dirigo::ptx

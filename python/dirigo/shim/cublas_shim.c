@@ -114,6 +114,12 @@ static void put_ptr(sbuf *b, const char *key, const void *p) {
   put(b, ",\"%s\":{\"ptr\":\"0x%llx\"}", key, (unsigned long long)(uintptr_t)p);
 }
 
+/* A matrix or vector: its pointer under `key`, then its leading dimension or increment under `ld_key`. */
+static void put_operand(sbuf *b, const char *key, const void *p, const char *ld_key, int ld) {
+  put_ptr(b, key, p);
+  put(b, ",\"%s\":%d", ld_key, ld);
+}
+
 /* alpha/beta: by value in host pointer mode; in device mode the value is read back and the address kept
  * so Python can bind it to a tensor. `dtype` is the scalar's cudaDataType. */
 static void put_scalar(sbuf *b, const char *key, const void *p, int device_mode, int dtype) {
@@ -186,6 +192,25 @@ static void finish(sbuf *b, const char *writes) {
   free(b->s);
 }
 
+/* Starts the record of a gemm: begin's, then the transposes, the sizes m, n, k and alpha (of type
+ * scale_type); returns the handle's pointer mode. */
+static int begin_gemm(sbuf *b, const char *name, cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb, int m,
+                      int n, int k, const void *alpha, int scale_type) {
+  int dev = begin(b, name, h);
+  put(b, ",\"transa\":\"%s\",\"transb\":\"%s\",\"m\":%d,\"n\":%d,\"k\":%d", op_name(ta), op_name(tb), m, n, k);
+  put_scalar(b, "alpha", alpha, dev, scale_type);
+  return dev;
+}
+
+/* Starts the record of a level-1 call that scales by alpha (axpy, scal): begin's, then n and alpha;
+ * returns the handle's pointer mode. */
+static int begin_scaled_vector(sbuf *b, const char *name, cublasHandle_t h, int n, const void *alpha) {
+  int dev = begin(b, name, h);
+  put(b, ",\"n\":%d", n);
+  put_scalar(b, "alpha", alpha, dev, CUDA_R_32F);
+  return dev;
+}
+
 /* Every interposed function: record (outermost call, recording on), pause launch capture, forward. */
 #define ENTER()                                     \
   int record_this = recording && depth == 0;        \
@@ -200,6 +225,10 @@ static void finish(sbuf *b, const char *writes) {
   static TYPE real;                                 \
   if (!real) real = (TYPE)find(NAME, LIBS);         \
   if (!real) return CUBLAS_STATUS_NOT_INITIALIZED;
+/* The start of every recorded function: its real implementation, then ENTER. */
+#define INTERPOSE(TYPE, NAME, LIBS)                 \
+  REAL(TYPE, NAME, LIBS);                           \
+  ENTER();
 
 /* ---- level 3 */
 typedef cublasStatus_t (*sgemm_fn)(cublasHandle_t, cublasOperation_t, cublasOperation_t, int, int, int, const float *,
@@ -207,20 +236,14 @@ typedef cublasStatus_t (*sgemm_fn)(cublasHandle_t, cublasOperation_t, cublasOper
 cublasStatus_t cublasSgemm_v2(cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb, int m, int n, int k,
                               const float *alpha, const float *A, int lda, const float *B, int ldb, const float *beta,
                               float *C, int ldc) {
-  REAL(sgemm_fn, "cublasSgemm_v2", CUBLAS_LIBS);
-  ENTER();
+  INTERPOSE(sgemm_fn, "cublasSgemm_v2", CUBLAS_LIBS);
   if (record_this) {
     sbuf b = {0};
-    int dev = begin(&b, "cublasSgemm_v2", h);
-    put(&b, ",\"transa\":\"%s\",\"transb\":\"%s\",\"m\":%d,\"n\":%d,\"k\":%d", op_name(ta), op_name(tb), m, n, k);
-    put_scalar(&b, "alpha", alpha, dev, CUDA_R_32F);
-    put_ptr(&b, "A", A);
-    put(&b, ",\"lda\":%d", lda);
-    put_ptr(&b, "B", B);
-    put(&b, ",\"ldb\":%d", ldb);
+    int dev = begin_gemm(&b, "cublasSgemm_v2", h, ta, tb, m, n, k, alpha, CUDA_R_32F);
+    put_operand(&b, "A", A, "lda", lda);
+    put_operand(&b, "B", B, "ldb", ldb);
     put_scalar(&b, "beta", beta, dev, CUDA_R_32F);
-    put_ptr(&b, "C", C);
-    put(&b, ",\"ldc\":%d", ldc);
+    put_operand(&b, "C", C, "ldc", ldc);
     finish(&b, "\"C\"");
   }
   cublasStatus_t s = real(h, ta, tb, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc);
@@ -235,13 +258,10 @@ cublasStatus_t cublasSgemmStridedBatched(cublasHandle_t h, cublasOperation_t ta,
                                          int k, const float *alpha, const float *A, int lda, long long sa,
                                          const float *B, int ldb, long long sb, const float *beta, float *C, int ldc,
                                          long long sc, int batch) {
-  REAL(sgemm_sb_fn, "cublasSgemmStridedBatched", CUBLAS_LIBS);
-  ENTER();
+  INTERPOSE(sgemm_sb_fn, "cublasSgemmStridedBatched", CUBLAS_LIBS);
   if (record_this) {
     sbuf b = {0};
-    int dev = begin(&b, "cublasSgemmStridedBatched", h);
-    put(&b, ",\"transa\":\"%s\",\"transb\":\"%s\",\"m\":%d,\"n\":%d,\"k\":%d", op_name(ta), op_name(tb), m, n, k);
-    put_scalar(&b, "alpha", alpha, dev, CUDA_R_32F);
+    int dev = begin_gemm(&b, "cublasSgemmStridedBatched", h, ta, tb, m, n, k, alpha, CUDA_R_32F);
     put_ptr(&b, "A", A);
     put(&b, ",\"lda\":%d,\"strideA\":%lld", lda, sa);
     put_ptr(&b, "B", B);
@@ -262,13 +282,10 @@ typedef cublasStatus_t (*sgemm_b_fn)(cublasHandle_t, cublasOperation_t, cublasOp
 cublasStatus_t cublasSgemmBatched(cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb, int m, int n, int k,
                                   const float *alpha, const float *const A[], int lda, const float *const B[], int ldb,
                                   const float *beta, float *const C[], int ldc, int batch) {
-  REAL(sgemm_b_fn, "cublasSgemmBatched", CUBLAS_LIBS);
-  ENTER();
+  INTERPOSE(sgemm_b_fn, "cublasSgemmBatched", CUBLAS_LIBS);
   if (record_this) {
     sbuf b = {0};
-    int dev = begin(&b, "cublasSgemmBatched", h);
-    put(&b, ",\"transa\":\"%s\",\"transb\":\"%s\",\"m\":%d,\"n\":%d,\"k\":%d", op_name(ta), op_name(tb), m, n, k);
-    put_scalar(&b, "alpha", alpha, dev, CUDA_R_32F);
+    int dev = begin_gemm(&b, "cublasSgemmBatched", h, ta, tb, m, n, k, alpha, CUDA_R_32F);
     put_ptr_array(&b, "A", (const void *const *)A, batch);
     put(&b, ",\"lda\":%d", lda);
     put_ptr_array(&b, "B", (const void *const *)B, batch);
@@ -299,13 +316,10 @@ cublasStatus_t cublasGemmEx(cublasHandle_t h, cublasOperation_t ta, cublasOperat
                             const void *alpha, const void *A, cudaDataType at, int lda, const void *B, cudaDataType bt,
                             int ldb, const void *beta, void *C, cudaDataType ct, int ldc, cublasComputeType_t comp,
                             cublasGemmAlgo_t algo) {
-  REAL(gemmex_fn, "cublasGemmEx", CUBLAS_LIBS);
-  ENTER();
+  INTERPOSE(gemmex_fn, "cublasGemmEx", CUBLAS_LIBS);
   if (record_this) {
     sbuf b = {0};
-    int dev = begin(&b, "cublasGemmEx", h);
-    put(&b, ",\"transa\":\"%s\",\"transb\":\"%s\",\"m\":%d,\"n\":%d,\"k\":%d", op_name(ta), op_name(tb), m, n, k);
-    put_scalar(&b, "alpha", alpha, dev, scale_type_of(comp));
+    int dev = begin_gemm(&b, "cublasGemmEx", h, ta, tb, m, n, k, alpha, scale_type_of(comp));
     put_ptr(&b, "A", A);
     put(&b, ",\"Atype\":%d,\"lda\":%d", at, lda);
     put_ptr(&b, "B", B);
@@ -329,13 +343,10 @@ cublasStatus_t cublasGemmStridedBatchedEx(cublasHandle_t h, cublasOperation_t ta
                                           long long sa, const void *B, cudaDataType bt, int ldb, long long sb,
                                           const void *beta, void *C, cudaDataType ct, int ldc, long long sc, int batch,
                                           cublasComputeType_t comp, cublasGemmAlgo_t algo) {
-  REAL(gemmsbex_fn, "cublasGemmStridedBatchedEx", CUBLAS_LIBS);
-  ENTER();
+  INTERPOSE(gemmsbex_fn, "cublasGemmStridedBatchedEx", CUBLAS_LIBS);
   if (record_this) {
     sbuf b = {0};
-    int dev = begin(&b, "cublasGemmStridedBatchedEx", h);
-    put(&b, ",\"transa\":\"%s\",\"transb\":\"%s\",\"m\":%d,\"n\":%d,\"k\":%d", op_name(ta), op_name(tb), m, n, k);
-    put_scalar(&b, "alpha", alpha, dev, scale_type_of(comp));
+    int dev = begin_gemm(&b, "cublasGemmStridedBatchedEx", h, ta, tb, m, n, k, alpha, scale_type_of(comp));
     put_ptr(&b, "A", A);
     put(&b, ",\"Atype\":%d,\"lda\":%d,\"strideA\":%lld", at, lda, sa);
     put_ptr(&b, "B", B);
@@ -356,20 +367,16 @@ typedef cublasStatus_t (*sgeam_fn)(cublasHandle_t, cublasOperation_t, cublasOper
 cublasStatus_t cublasSgeam(cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb, int m, int n,
                            const float *alpha, const float *A, int lda, const float *beta, const float *B, int ldb,
                            float *C, int ldc) {
-  REAL(sgeam_fn, "cublasSgeam", CUBLAS_LIBS);
-  ENTER();
+  INTERPOSE(sgeam_fn, "cublasSgeam", CUBLAS_LIBS);
   if (record_this) {
     sbuf b = {0};
     int dev = begin(&b, "cublasSgeam", h);
     put(&b, ",\"transa\":\"%s\",\"transb\":\"%s\",\"m\":%d,\"n\":%d", op_name(ta), op_name(tb), m, n);
     put_scalar(&b, "alpha", alpha, dev, CUDA_R_32F);
-    put_ptr(&b, "A", A);
-    put(&b, ",\"lda\":%d", lda);
+    put_operand(&b, "A", A, "lda", lda);
     put_scalar(&b, "beta", beta, dev, CUDA_R_32F);
-    put_ptr(&b, "B", B);
-    put(&b, ",\"ldb\":%d", ldb);
-    put_ptr(&b, "C", C);
-    put(&b, ",\"ldc\":%d", ldc);
+    put_operand(&b, "B", B, "ldb", ldb);
+    put_operand(&b, "C", C, "ldc", ldc);
     finish(&b, "\"C\"");
   }
   cublasStatus_t s = real(h, ta, tb, m, n, alpha, A, lda, beta, B, ldb, C, ldc);
@@ -382,20 +389,16 @@ typedef cublasStatus_t (*sgemv_fn)(cublasHandle_t, cublasOperation_t, int, int, 
                                    const float *, int, const float *, float *, int);
 cublasStatus_t cublasSgemv_v2(cublasHandle_t h, cublasOperation_t t, int m, int n, const float *alpha, const float *A,
                               int lda, const float *x, int incx, const float *beta, float *y, int incy) {
-  REAL(sgemv_fn, "cublasSgemv_v2", CUBLAS_LIBS);
-  ENTER();
+  INTERPOSE(sgemv_fn, "cublasSgemv_v2", CUBLAS_LIBS);
   if (record_this) {
     sbuf b = {0};
     int dev = begin(&b, "cublasSgemv_v2", h);
     put(&b, ",\"trans\":\"%s\",\"m\":%d,\"n\":%d", op_name(t), m, n);
     put_scalar(&b, "alpha", alpha, dev, CUDA_R_32F);
-    put_ptr(&b, "A", A);
-    put(&b, ",\"lda\":%d", lda);
-    put_ptr(&b, "x", x);
-    put(&b, ",\"incx\":%d", incx);
+    put_operand(&b, "A", A, "lda", lda);
+    put_operand(&b, "x", x, "incx", incx);
     put_scalar(&b, "beta", beta, dev, CUDA_R_32F);
-    put_ptr(&b, "y", y);
-    put(&b, ",\"incy\":%d", incy);
+    put_operand(&b, "y", y, "incy", incy);
     finish(&b, "\"y\"");
   }
   cublasStatus_t s = real(h, t, m, n, alpha, A, lda, x, incx, beta, y, incy);
@@ -407,19 +410,15 @@ typedef cublasStatus_t (*sger_fn)(cublasHandle_t, int, int, const float *, const
                                   float *, int);
 cublasStatus_t cublasSger_v2(cublasHandle_t h, int m, int n, const float *alpha, const float *x, int incx,
                              const float *y, int incy, float *A, int lda) {
-  REAL(sger_fn, "cublasSger_v2", CUBLAS_LIBS);
-  ENTER();
+  INTERPOSE(sger_fn, "cublasSger_v2", CUBLAS_LIBS);
   if (record_this) {
     sbuf b = {0};
     int dev = begin(&b, "cublasSger_v2", h);
     put(&b, ",\"m\":%d,\"n\":%d", m, n);
     put_scalar(&b, "alpha", alpha, dev, CUDA_R_32F);
-    put_ptr(&b, "x", x);
-    put(&b, ",\"incx\":%d", incx);
-    put_ptr(&b, "y", y);
-    put(&b, ",\"incy\":%d", incy);
-    put_ptr(&b, "A", A);
-    put(&b, ",\"lda\":%d", lda);
+    put_operand(&b, "x", x, "incx", incx);
+    put_operand(&b, "y", y, "incy", incy);
+    put_operand(&b, "A", A, "lda", lda);
     finish(&b, "\"A\"");
   }
   cublasStatus_t s = real(h, m, n, alpha, x, incx, y, incy, A, lda);
@@ -430,17 +429,12 @@ cublasStatus_t cublasSger_v2(cublasHandle_t h, int m, int n, const float *alpha,
 typedef cublasStatus_t (*saxpy_fn)(cublasHandle_t, int, const float *, const float *, int, float *, int);
 cublasStatus_t cublasSaxpy_v2(cublasHandle_t h, int n, const float *alpha, const float *x, int incx, float *y,
                               int incy) {
-  REAL(saxpy_fn, "cublasSaxpy_v2", CUBLAS_LIBS);
-  ENTER();
+  INTERPOSE(saxpy_fn, "cublasSaxpy_v2", CUBLAS_LIBS);
   if (record_this) {
     sbuf b = {0};
-    int dev = begin(&b, "cublasSaxpy_v2", h);
-    put(&b, ",\"n\":%d", n);
-    put_scalar(&b, "alpha", alpha, dev, CUDA_R_32F);
-    put_ptr(&b, "x", x);
-    put(&b, ",\"incx\":%d", incx);
-    put_ptr(&b, "y", y);
-    put(&b, ",\"incy\":%d", incy);
+    begin_scaled_vector(&b, "cublasSaxpy_v2", h, n, alpha);
+    put_operand(&b, "x", x, "incx", incx);
+    put_operand(&b, "y", y, "incy", incy);
     finish(&b, "\"y\"");
   }
   cublasStatus_t s = real(h, n, alpha, x, incx, y, incy);
@@ -450,15 +444,11 @@ cublasStatus_t cublasSaxpy_v2(cublasHandle_t h, int n, const float *alpha, const
 
 typedef cublasStatus_t (*sscal_fn)(cublasHandle_t, int, const float *, float *, int);
 cublasStatus_t cublasSscal_v2(cublasHandle_t h, int n, const float *alpha, float *x, int incx) {
-  REAL(sscal_fn, "cublasSscal_v2", CUBLAS_LIBS);
-  ENTER();
+  INTERPOSE(sscal_fn, "cublasSscal_v2", CUBLAS_LIBS);
   if (record_this) {
     sbuf b = {0};
-    int dev = begin(&b, "cublasSscal_v2", h);
-    put(&b, ",\"n\":%d", n);
-    put_scalar(&b, "alpha", alpha, dev, CUDA_R_32F);
-    put_ptr(&b, "x", x);
-    put(&b, ",\"incx\":%d", incx);
+    begin_scaled_vector(&b, "cublasSscal_v2", h, n, alpha);
+    put_operand(&b, "x", x, "incx", incx);
     finish(&b, "\"x\"");
   }
   cublasStatus_t s = real(h, n, alpha, x, incx);
@@ -469,17 +459,14 @@ cublasStatus_t cublasSscal_v2(cublasHandle_t h, int n, const float *alpha, float
 typedef cublasStatus_t (*sdot_fn)(cublasHandle_t, int, const float *, int, const float *, int, float *);
 cublasStatus_t cublasSdot_v2(cublasHandle_t h, int n, const float *x, int incx, const float *y, int incy,
                              float *result) {
-  REAL(sdot_fn, "cublasSdot_v2", CUBLAS_LIBS);
-  ENTER();
+  INTERPOSE(sdot_fn, "cublasSdot_v2", CUBLAS_LIBS);
   sbuf b = {0};
   int dev = 0;
   if (record_this) {
     dev = begin(&b, "cublasSdot_v2", h);
     put(&b, ",\"n\":%d", n);
-    put_ptr(&b, "x", x);
-    put(&b, ",\"incx\":%d", incx);
-    put_ptr(&b, "y", y);
-    put(&b, ",\"incy\":%d", incy);
+    put_operand(&b, "x", x, "incx", incx);
+    put_operand(&b, "y", y, "incy", incy);
   }
   cublasStatus_t s = real(h, n, x, incx, y, incy, result);
   if (record_this) {
@@ -498,23 +485,33 @@ cublasStatus_t cublasSdot_v2(cublasHandle_t h, int n, const float *x, int incx, 
 /* ---- cuBLASLt */
 typedef cublasStatus_t (*desc_get_fn)(void *, int, void *, size_t, size_t *);
 
+/* One attribute of a cuBLASLt descriptor and where it goes. */
+typedef struct {
+  int id;
+  void *dst;
+  size_t size;
+} attr;
+#define ATTR(ID, VAR) {ID, &(VAR), sizeof(VAR)}
+
+/* Reads the attributes `want` of the descriptor `obj` with the getter named `getter` (found once, into
+ * *get); leaves them as they are when there is no getter or no descriptor. */
+static void get_attrs(desc_get_fn *get, const char *getter, void *obj, const attr *want, size_t n) {
+  if (!*get) *get = (desc_get_fn)find(getter, LT_LIBS);
+  size_t w;
+  if (*get && obj)
+    for (size_t i = 0; i < n; ++i) (*get)(obj, want[i].id, want[i].dst, want[i].size, &w);
+}
+
 static void put_layout(sbuf *b, const char *key, cublasLtMatrixLayout_t l) {
   static desc_get_fn get;
-  if (!get) get = (desc_get_fn)find("cublasLtMatrixLayoutGetAttribute", LT_LIBS);
   uint32_t type = 0;
   int32_t order = 0, batch = 1;
   uint64_t rows = 0, cols = 0;
   int64_t ld = 0, stride = 0;
-  size_t w;
-  if (get && l) {
-    get(l, LAYOUT_TYPE, &type, sizeof type, &w);
-    get(l, LAYOUT_ORDER, &order, sizeof order, &w);
-    get(l, LAYOUT_ROWS, &rows, sizeof rows, &w);
-    get(l, LAYOUT_COLS, &cols, sizeof cols, &w);
-    get(l, LAYOUT_LD, &ld, sizeof ld, &w);
-    get(l, LAYOUT_BATCH_COUNT, &batch, sizeof batch, &w);
-    get(l, LAYOUT_STRIDED_BATCH_OFFSET, &stride, sizeof stride, &w);
-  }
+  const attr want[] = {ATTR(LAYOUT_TYPE, type), ATTR(LAYOUT_ORDER, order), ATTR(LAYOUT_ROWS, rows),
+                       ATTR(LAYOUT_COLS, cols), ATTR(LAYOUT_LD, ld), ATTR(LAYOUT_BATCH_COUNT, batch),
+                       ATTR(LAYOUT_STRIDED_BATCH_OFFSET, stride)};
+  get_attrs(&get, "cublasLtMatrixLayoutGetAttribute", l, want, sizeof want / sizeof *want);
   put(b, ",\"%s\":{\"type\":%u,\"order\":%d,\"rows\":%llu,\"cols\":%llu,\"ld\":%lld,\"batch\":%d,\"stride\":%lld}", key,
       type, order, (unsigned long long)rows, (unsigned long long)cols, (long long)ld, batch, (long long)stride);
 }
@@ -527,27 +524,18 @@ cublasStatus_t cublasLtMatmul(cublasLtHandle_t h, cublasLtMatmulDesc_t desc, con
                               cublasLtMatrixLayout_t Ad, const void *B, cublasLtMatrixLayout_t Bd, const void *beta,
                               const void *C, cublasLtMatrixLayout_t Cd, void *D, cublasLtMatrixLayout_t Dd,
                               const void *algo, void *ws, size_t wss, cudaStream_t stream) {
-  REAL(ltmatmul_fn, "cublasLtMatmul", LT_LIBS);
-  ENTER();
+  INTERPOSE(ltmatmul_fn, "cublasLtMatmul", LT_LIBS);
   if (record_this) {
     static desc_get_fn get;
-    if (!get) get = (desc_get_fn)find("cublasLtMatmulDescGetAttribute", LT_LIBS);
     int32_t compute = 0, scale = 0, pm = 0, ta = 0, tb = 0, bias_type = -1;
     uint32_t epi = 1;
     const void *bias = NULL;
     int64_t bias_stride = 0;
-    size_t w;
-    if (get && desc) {
-      get(desc, LT_COMPUTE_TYPE, &compute, sizeof compute, &w);
-      get(desc, LT_SCALE_TYPE, &scale, sizeof scale, &w);
-      get(desc, LT_POINTER_MODE, &pm, sizeof pm, &w);
-      get(desc, LT_TRANSA, &ta, sizeof ta, &w);
-      get(desc, LT_TRANSB, &tb, sizeof tb, &w);
-      get(desc, LT_EPILOGUE, &epi, sizeof epi, &w);
-      get(desc, LT_BIAS_POINTER, &bias, sizeof bias, &w);
-      get(desc, LT_BIAS_BATCH_STRIDE, &bias_stride, sizeof bias_stride, &w);
-      get(desc, LT_BIAS_DATA_TYPE, &bias_type, sizeof bias_type, &w);
-    }
+    const attr want[] = {ATTR(LT_COMPUTE_TYPE, compute), ATTR(LT_SCALE_TYPE, scale), ATTR(LT_POINTER_MODE, pm),
+                         ATTR(LT_TRANSA, ta), ATTR(LT_TRANSB, tb), ATTR(LT_EPILOGUE, epi),
+                         ATTR(LT_BIAS_POINTER, bias), ATTR(LT_BIAS_BATCH_STRIDE, bias_stride),
+                         ATTR(LT_BIAS_DATA_TYPE, bias_type)};
+    get_attrs(&get, "cublasLtMatmulDescGetAttribute", desc, want, sizeof want / sizeof *want);
     sbuf b = {0};
     put(&b, "{\"library\":\"cublas\",\"name\":\"cublasLtMatmul\",\"handle\":\"0x%llx\",\"args\":{\"pointer_mode\":\"%s\","
             "\"lt_pointer_mode\":%d,\"stream\":\"0x%llx\"",
@@ -588,8 +576,7 @@ static void record_unmodeled(const char *name, word handle) {
 #define UNMODELED(NAME, LIBS)                                                                                 \
   cublasStatus_t NAME(word a0, word a1, word a2, word a3, word a4, word a5, word a6, word a7, word a8, word a9, \
                       word a10, word a11, word a12, word a13, word a14, word a15) {                           \
-    REAL(generic_fn, #NAME, LIBS);                                                                            \
-    ENTER();                                                                                                  \
+    INTERPOSE(generic_fn, #NAME, LIBS);                                                                       \
     if (record_this) record_unmodeled(#NAME, a0);                                                             \
     cublasStatus_t s = real(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15);            \
     LEAVE();                                                                                                  \
