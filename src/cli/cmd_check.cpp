@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <optional>
 #include <string_view>
 #include <thread>
 #include <vector>
@@ -282,13 +283,13 @@ int run_check(CheckArgs& args) {
     if (a->atol >= 0 || a->rtol >= 0)
       opt.tolerance = dirigo::smt::Tolerance{a->atol >= 0 ? a->atol : 1e-2, a->rtol >= 0 ? a->rtol : 1e-2};
     std::string bundle = a->inputs[0];
+    std::optional<dirigo::cli::ScratchDir> scratch;  // the traced bundle, unless --keep-bundle names a place
     std::filesystem::path tmp;
     double trace_s = -1;
     if (a->inputs.size() == 2) {
       if (a->keep.empty()) {
-        char templ[] = "/tmp/dirigo-XXXXXX";
-        if (!mkdtemp(templ)) throw std::runtime_error("cannot create a temporary directory in /tmp");
-        tmp = templ;
+        scratch.emplace();
+        tmp = scratch->path();
         bundle = (tmp / "bundle").string();
       } else {
         bundle = a->keep;
@@ -298,7 +299,7 @@ int run_check(CheckArgs& args) {
       int rc = trace_programs(a->inputs[0], a->inputs[1], bundle, a->device, a->trace_timeout, message, evidence);
       trace_s = since(t_trace);
       if (rc != 0) {
-        if (!tmp.empty()) std::filesystem::remove_all(tmp);
+        scratch.reset();
         dirigo::check::Report report;
         if (rc == 5)
           report = dirigo::check::candidate_failure(message, evidence.empty() ? "crash-gpu" : evidence);
@@ -338,31 +339,24 @@ int run_check(CheckArgs& args) {
     std::string witness = dirigo::check::witness_json(report, src);
     if (!witness.empty() && a->inputs.size() == 2 && !a->no_replay &&
         (report.outcome == dirigo::check::Outcome::Bug || report.outcome == dirigo::check::Outcome::Suspect)) {
-      std::filesystem::path dir = tmp;
-      if (dir.empty()) {
-        char templ[] = "/tmp/dirigo-XXXXXX";
-        if (mkdtemp(templ)) dir = templ;
-      }
+      std::optional<dirigo::cli::ScratchDir> own;
+      if (tmp.empty()) own.emplace();
       auto t_replay = Clock::now();
-      if (!dir.empty()) replay_witness(report, dir, witness, a->replay_device);
+      replay_witness(report, own ? std::filesystem::path(own->path()) : tmp, witness, a->replay_device);
       report.stage_seconds.emplace_back("replay", since(t_replay));
-      if (dir != tmp) std::filesystem::remove_all(dir);
     }
     bool failed = report.outcome == dirigo::check::Outcome::Error;  // nothing to fold into dirigo's own failure
     if (!failed && !a->no_state && (src.ref.empty() || src.cand.empty()) && std::filesystem::is_directory(bundle))
       recorded_state(report, bundle);
     if (!failed && !a->no_state && !src.ref.empty() && !src.cand.empty()) {
-      char templ[] = "/tmp/dirigo-XXXXXX";
-      if (mkdtemp(templ)) {
-        auto t_state = Clock::now();
-        compare_state(report, templ, std::filesystem::absolute(bundle).string(), src.ref, src.cand, a->replay_device,
-                      a->no_observe ? 0 : a->observe ? 1 : -1);
-        report.stage_seconds.emplace_back("state", since(t_state));
-        std::filesystem::remove_all(templ);
-      }
+      dirigo::cli::ScratchDir dir;
+      auto t_state = Clock::now();
+      compare_state(report, dir.path(), std::filesystem::absolute(bundle).string(), src.ref, src.cand, a->replay_device,
+                    a->no_observe ? 0 : a->observe ? 1 : -1);
+      report.stage_seconds.emplace_back("state", since(t_state));
     }
     enter("report");
-    if (!tmp.empty()) std::filesystem::remove_all(tmp);
+    scratch.reset();
     if (!a->witness_out.empty() && !witness.empty()) std::ofstream(a->witness_out) << witness << "\n";
     if (!a->html.empty()) {
       std::ofstream html(a->html);

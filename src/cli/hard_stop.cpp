@@ -1,11 +1,17 @@
 #include "cli/hard_stop.h"
 
 #include <sys/prctl.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
+#include <array>
 #include <chrono>
+#include <cstdlib>
+#include <cstring>
 #include <deque>
+#include <filesystem>
 #include <mutex>
+#include <stdexcept>
 #include <thread>
 
 #include "cli/python_child.h"
@@ -35,6 +41,11 @@ struct Watch {
   int command_exit = 0, hard_exit = 3;
   WatchClock::time_point start;
   HardStopRender render;
+  // The scratch directories alive now, as `rm -rf -- DIR...` ready to exec: the firing path may not
+  // allocate (another thread can hold the allocator's lock when it fires).
+  static constexpr size_t kMaxDirs = 8;
+  std::array<std::array<char, 256>, kMaxDirs> dirs{};
+  std::array<bool, kMaxDirs> used{};
 };
 Watch& watch() {
   static Watch* w = new Watch;
@@ -53,11 +64,40 @@ void write_all(int fd, const std::string& s) {
   }
 }
 
+// The scratch directories go with the command: `rm -rf` in a child of ours (fork and exec only, no
+// allocation), waited for at most a few seconds.
+void remove_scratch_dirs(Watch& w) {
+  std::array<std::array<char, 256>, Watch::kMaxDirs> dirs;
+  const char* argv[Watch::kMaxDirs + 4] = {"rm", "-rf", "--"};
+  size_t n = 3;
+  {
+    std::lock_guard lock(w.mu);
+    for (size_t i = 0; i < Watch::kMaxDirs; ++i)
+      if (w.used[i]) {
+        dirs[n - 3] = w.dirs[i];
+        argv[n] = dirs[n - 3].data();
+        ++n;
+      }
+  }
+  if (n == 3) return;
+  argv[n] = nullptr;
+  pid_t pid = fork();
+  if (pid == 0) {
+    execv("/bin/rm", const_cast<char* const*>(argv));
+    _exit(127);
+  }
+  for (int i = 0; pid > 0 && i < 250; ++i) {  // 5 s
+    if (waitpid(pid, nullptr, WNOHANG) == pid) return;
+    usleep(20000);
+  }
+}
+
 // Children first: once the verdict is out, nothing the command started is left running.
 [[noreturn]] void fire(const Prepared& p, int code) {
   kill_child_processes(true);
   write_all(2, p.text.err);
   write_all(1, p.text.out);
+  remove_scratch_dirs(watch());
   _exit(code);
 }
 
@@ -81,6 +121,7 @@ void run_watchdog() {
     if (p) fire(*p, w.hard_exit);
     if (exit_now >= 0) {
       kill_child_processes(true);
+      remove_scratch_dirs(w);
       _exit(exit_now);
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
@@ -144,6 +185,34 @@ void verdict_written(int exit_code) {
 
 void wait_for_hard_stop() {
   for (;;) std::this_thread::sleep_for(std::chrono::seconds(1));
+}
+
+ScratchDir::ScratchDir() {
+  std::error_code ec;
+  std::filesystem::path base = std::filesystem::temp_directory_path(ec);  // $TMPDIR, else /tmp
+  if (ec) base = "/tmp";
+  std::string templ = (base / "dirigo-XXXXXX").string();
+  if (!mkdtemp(templ.data())) throw std::runtime_error("cannot create a temporary directory in " + base.string());
+  path_ = templ;
+  Watch& w = watch();
+  std::lock_guard lock(w.mu);
+  for (size_t i = 0; i < Watch::kMaxDirs && path_.size() < w.dirs[i].size(); ++i)  // else: the destructor's alone
+    if (!w.used[i]) {
+      std::memcpy(w.dirs[i].data(), path_.c_str(), path_.size() + 1);
+      w.used[i] = true;
+      break;
+    }
+}
+
+ScratchDir::~ScratchDir() {
+  {
+    Watch& w = watch();
+    std::lock_guard lock(w.mu);
+    for (size_t i = 0; i < Watch::kMaxDirs; ++i)
+      if (w.used[i] && path_ == w.dirs[i].data()) w.used[i] = false;
+  }
+  std::error_code ec;
+  std::filesystem::remove_all(path_, ec);
 }
 
 }  // namespace dirigo::cli

@@ -38,4 +38,18 @@ bool claim_verdict();
 void verdict_written(int exit_code);
 [[noreturn]] void wait_for_hard_stop();
 
+// A fresh $TMPDIR/dirigo-XXXXXX (/tmp without TMPDIR) for one command: removed with what it holds when this goes out of scope,
+// and by the hard stop when it fires first (after the children that write into it are killed).
+class ScratchDir {
+ public:
+  ScratchDir();  // throws std::runtime_error when /tmp has no room for it
+  ~ScratchDir();
+  ScratchDir(const ScratchDir&) = delete;
+  ScratchDir& operator=(const ScratchDir&) = delete;
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
 }  // namespace dirigo::cli
