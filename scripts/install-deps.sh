@@ -23,6 +23,8 @@ PIP=(python3 -m pip install -q --disable-pip-version-check)
 [ "$MODE" = "--demo" ] && exit 0
 # torch==2.13.0 resolves to the CPU build; a bare `torch` would pull the multi-GB CUDA build.
 "${PIP[@]}" "torch==2.13.0" "pytest" "matplotlib" "pillow"
+# pytest-xdist: scripts/test.sh runs the Python suite on two workers (-n 2; docs/perf.md "The Python test suite")
+"${PIP[@]}" "pytest-xdist==3.8.0"
 # einops: the KernelBench level-3 Mamba2 references import it (scripts/op-census.py traces them)
 "${PIP[@]}" "einops==0.8.2"
 # NVRTC for `dirigo mutate` (loaded with dlopen; matches the CUDA 13.0 toolkit's nvcc)

@@ -8,8 +8,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install-deps.sh
 DIRIGO_BUILD_BENCH=${DIRIGO_BUILD_BENCH:-OFF} bash scripts/build.sh dirigo _core
-echo "== Python tests (pytest)"
-python3 -m pytest -q tests/python
+echo "== Python tests (pytest, two workers: pytest-xdist)"
+python3 -m pytest -q -n 2 tests/python
 echo "== ASan+UBSan: C++ unit and golden tests, every committed bundle"
 bash scripts/sanitize.sh
 echo "== bounded fuzz run (the same sanitizer build)"

@@ -1188,6 +1188,9 @@ def _trace(ref, new, out, *, device, timeout, mode, atol, rtol, seeds, init_seed
         specs.append({"name": "new", "role": "candidate", "file": new, "ref_file": ref,
                       "functional_file": functional})
     procs = []
+    if device == "cpu":  # a warm worker the caller wants starts (imports torch) before the trace's clock does
+        from . import worker
+        worker.shared()
     deadline = time.monotonic() + timeout
     for s in specs:
         s.update(device=device, mode=mode, seeds=seeds, init_seed=init_seed, real_limit_bytes=real_limit_bytes,

@@ -44,9 +44,10 @@ def _preload() -> None:
             importlib.import_module(m)
 
 
-def _run_job(req: dict) -> None:
+def _run_job(req: dict, in_session) -> None:
     """In the forked child: become the job, as `python -m MODULE ARGV...` would be."""
     os.setsid()  # its own process group: a kill takes what it started (extension builds) too
+    os.close(in_session)  # the worker reports the pid only now: a killpg(pid) from then on reaches the job
     signal.signal(signal.SIGCHLD, signal.SIG_DFL)
     signal.set_wakeup_fd(-1)
     devnull = os.open(os.devnull, os.O_RDONLY)
@@ -135,12 +136,19 @@ def serve() -> int:
                     reply.write(json.dumps({"id": req.get("id"), "error": f"not a job module: {req.get('module')}"}) + "\n")
                     continue
                 reply.flush()
+                gate_r, gate_w = os.pipe()
                 pid = os.fork()
                 if pid == 0:
                     reply.close()
                     os.close(rd)
                     os.close(wr)
-                    _run_job(req)
+                    os.close(gate_r)
+                    _run_job(req, gate_w)
+                os.close(gate_w)
+                with contextlib.suppress(OSError):
+                    while os.read(gate_r, 1):  # EOF once the child has its own session (or died)
+                        pass
+                os.close(gate_r)
                 jobs[pid] = req["id"]
                 reply.write(json.dumps({"id": req["id"], "pid": pid}) + "\n")
     return 0

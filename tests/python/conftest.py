@@ -20,6 +20,17 @@ def _cuda_available() -> bool:
         return False
 
 
+@pytest.fixture(scope="session", autouse=True)
+def warm_children():
+    """Every tracer, replay and state child of the session is a fork of one warm worker (dirigo.worker)
+    instead of a new interpreter that imports torch again; tests of the cold path pass warm=False.
+    DIRIGO_WARM=0 runs the suite cold."""
+    from dirigo import worker
+    with worker.warm(True):
+        yield
+    worker.shutdown()
+
+
 def pytest_configure(config):
     config.addinivalue_line("markers", "slow: compiles a C++ extension (minutes when not cached); "
                                        "runs when DIRIGO_SLOW_TESTS=1 or its build is cached")

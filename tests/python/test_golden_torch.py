@@ -21,9 +21,10 @@ def expected(case: str) -> str:
 
 @pytest.mark.parametrize("case", CASES)
 def test_golden_verdict(case, tmp_path):
-    v = dirigo.check(str(GOLDEN / case / "ref.py"), str(GOLDEN / case / "new.py"), budget_s=20, device="cpu",
-                     keep_bundle=str(tmp_path / "bundle"))
     want = expected(case)
+    # an EQUAL pair that is not proven everywhere ends at its budget: 6 s still proves far more than 5 locations
+    v = dirigo.check(str(GOLDEN / case / "ref.py"), str(GOLDEN / case / "new.py"), budget_s=6 if want == "EQUAL" else 20,
+                     device="cpu", keep_bundle=str(tmp_path / "bundle"))
     accepted = ("CHECKED", "VERIFIED") if want == "EQUAL" else (want,)
     assert v.outcome in accepted, f"{case}: expected {want}, got {v.outcome}: {v.reason}"
     if want == "BUG" and v.stage == "state":

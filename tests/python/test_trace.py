@@ -5,7 +5,7 @@ import os
 import numpy as np
 import pytest
 
-from dirigo import bundle, trace
+from dirigo import bundle, trace, worker
 from tracing import by_name, manifest, ops, run, tensor, write_program
 
 CONV_RELU = """
@@ -172,10 +172,10 @@ class Model(nn.Module):
         while True:
             time.sleep(0.1)
 """)
-    r, _ = run(tmp_path, ref, timeout=12)
+    r, _ = run(tmp_path, ref, timeout=6)
     assert r.status == "error"  # the reference's failure: UNSUPPORTED, never the candidate's BUG
     assert r.message == ("UNSUPPORTED: the reference failed, so there is nothing to compare against: reference "
-                         "hang.py: the program did not finish within 12 s (killed)")
+                         "hang.py: the program did not finish within 6 s (killed)")
 
 
 def test_a_candidate_still_loading_at_the_timeout_is_no_bug(tmp_path):
@@ -192,7 +192,7 @@ class ModelNew(nn.Module):
     def forward(self, x):
         return x + 1
 """)
-    r, _ = run(tmp_path, ref, new, timeout=25)
+    r, _ = run(tmp_path, ref, new, timeout=8)
     assert r.status == "unsupported" and r.exit_code == trace.EXIT_UNSUPPORTED, r.message
     assert "environment: the program did not finish loading" in r.message
 
@@ -212,14 +212,17 @@ class Model(nn.Module):
     assert "aten::sin.default" in r.message
 
 
-def test_large_shapes_trace_on_fake_tensors(tmp_path):
-    # 4096 x 393216 float32 = 6 GiB: traced for shapes only, nothing allocated, no data written
+@pytest.mark.parametrize("warm", [True, False], ids=["warm", "cold"])
+def test_large_shapes_trace_on_fake_tensors(tmp_path, warm):
+    # 4096 x 393216 float32 = 6 GiB: traced for shapes only, nothing allocated, no data written; in a fork of
+    # the session's warm worker and in a new interpreter alike
     ref = write_program(tmp_path, "big.py", """
 class Model(nn.Module):
     def forward(self, x):
         return torch.softmax(x, dim=1)
 """, inputs="[torch.rand(4096, 393216)]")
-    r, out = run(tmp_path, ref)
+    with worker.warm(warm):
+        r, out = run(tmp_path, ref)
     assert r.status == "ok", r.message
     m, files = manifest(out)
     prog = m["programs"][0]

@@ -93,6 +93,19 @@ def test_a_job_past_its_timeout_is_killed_and_the_worker_serves_the_next(warm, t
     assert r.status == "ok", r.message
 
 
+def test_a_job_killed_right_after_it_starts_is_killed(warm, tmp_path):
+    """A timeout that is already spent when the job starts kills it at once: the worker reports a job's pid
+    only once the child leads its own process group, so the caller's killpg(pid) cannot miss it."""
+    slow = tmp_path / "slow.py"
+    slow.write_text(SLOW)
+    t = time.monotonic()
+    with worker.warm():
+        r = trace.trace(str(slow), out=str(tmp_path / "b"), device="cpu", timeout=0)
+    assert r.status == "unsupported" and "did not finish loading" in r.message, r.message
+    assert time.monotonic() - t < 60
+    assert warm.alive
+
+
 def test_only_dirigos_job_modules_run(warm, tmp_path):
     with pytest.raises(worker.WorkerGone, match="not a job module"):
         warm.spawn("os", [], stdout=str(tmp_path / "o"))

@@ -1,6 +1,6 @@
 # expect: BUG evidence=timeout stage=trace reason~did\ not\ finish
 # reference: ref_conv.py
-# options: --trace-timeout 40
+# options: --trace-timeout 20
 import time
 
 import torch
