@@ -124,9 +124,8 @@ void Search::worker(size_t) {
       }
       // Locations share little beyond the launch records: the nodes and element memos one location
       // built are rarely another's, so past a size the worker starts over in a fresh context instead of
-      // growing with every location (--full over 4,096 locations of 33,000 nodes each reached 22 GB).
-      // The caller's context keeps what it holds; it is the order's.
-      if (ctx->bytes_used() > opt_.worker_context_bytes && !own_lowerings()) break;
+      // growing with every location. The caller's context keeps what it holds; it is the order's.
+      if (!ends && ctx->bytes_used() > opt_.worker_context_bytes && !own_lowerings()) break;
     }
     std::lock_guard lock(mu_);
     solver_calls_ += solver.stats().solver_calls - calls0;
