@@ -312,9 +312,10 @@ Slot Search::evaluate(ir::Context& ctx, Lowering& ref, Lowering& cand, smt::Solv
   // location builds within Options::falsified_build_nodes and the proof's own witness is confirmed
   // too (its report then names both symbolic values and every leaf).
   std::optional<LocationResult> falsified;
+  double falsified_cone = 0;
   if (too_large.empty() && falsifies(loc, seq)) {
     ir::set_limits(ctx, {ctx.node_units() + opt_.max_location_nodes, budget_end()});
-    if (falsify_numerically(ctx, ref, cand, slot)) {
+    if (falsify_numerically(ctx, ref, cand, slot, falsified_cone)) {
       falsified = std::move(lr);
       lr = LocationResult{};
       lr.loc = loc;
@@ -334,6 +335,9 @@ Slot Search::evaluate(ir::Context& ctx, Lowering& ref, Lowering& cand, smt::Solv
     slot.lr.ms = std::chrono::duration<double, std::milli>(Clock::now() - tl).count();
     return slot;
   };
+  // A falsified location whose reference cone alone is past the cap is not built: the build would only be
+  // thrown away there (at today's shapes, 10^6 nodes were most of the tier's BUG time).
+  if (falsified && falsified_cone > double(opt_.falsified_build_nodes)) return as_falsified();
   try {
     if (too_large.empty()) {
       ea = ref.element(pair.ref, loc.flat);

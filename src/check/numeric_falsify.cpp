@@ -5,6 +5,7 @@
 // built. A program wrong at most of its outputs is a BUG here at the cost of one location's cone;
 // a location that shows nothing, or that the numeric path cannot evaluate, goes on to the proof.
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 
@@ -55,14 +56,21 @@ NumericEvaluator* Search::falsify_evaluator(Lowering& low, unsigned round) {
   return e.get();
 }
 
-bool Search::falsify_numerically(ir::Context&, Lowering& ref, Lowering& cand, Slot& slot) {
+bool Search::falsify_numerically(ir::Context&, Lowering& ref, Lowering& cand, Slot& slot, double& ref_cone) {
   LocationResult& lr = slot.lr;
   const auto& pair = m_.outputs[lr.loc.output];
   auto apart = [&](double x, double y) { return std::isfinite(x) && std::isfinite(y) && beyond_tolerance(x, y, tol_); };
   for (unsigned round = 0; round < 2; ++round) {
     std::vector<double> a, b;  // lanes: the round's point k in fp64 at k, in fp32 at n + k
     try {
-      a = falsify_evaluator(ref, round)->element(pair.ref, lr.loc.flat);
+      NumericEvaluator* ev = falsify_evaluator(ref, round);
+      NumericEvaluator::Stats s0 = ev->stats();
+      a = ev->element(pair.ref, lr.loc.flat);
+      // What this location's reference evaluation newly reached, as nodes once built: an element is at
+      // least a node, a multiply-add (counted per lane) a product and an addend.
+      const NumericEvaluator::Stats& s1 = ev->stats();
+      ref_cone = double(s1.elements - s0.elements) +
+                 2.0 * double(s1.products - s0.products) / double(std::max<size_t>(1, a.size()));
       b = falsify_evaluator(cand, round)->element(pair.cand, lr.loc.flat);
     } catch (const OutOfTime&) {  // the tier's share is spent: later locations go straight to the proof
       falsify_over_ = true;

@@ -90,7 +90,8 @@ class Search {
   // (numeric_falsify.cpp)
   bool falsifies(const Location& loc, size_t seq) const;
 
-  bool falsify_numerically(ir::Context& ctx, Lowering& ref, Lowering& cand, Slot& slot);
+  // ref_cone: what the reference evaluation newly reached, in nodes it would take at least once built
+  bool falsify_numerically(ir::Context& ctx, Lowering& ref, Lowering& cand, Slot& slot, double& ref_cone);
   NumericEvaluator* falsify_evaluator(Lowering& low, unsigned round);
   std::string estimated_too_large(Lowering& ref, const Location& loc);
 
