@@ -53,20 +53,22 @@ TEST(Jobs, LocationsInSearchOrderForAnySeedAndWorkers) {
 
 TEST(Recycle, WorkersStartingOverInFreshContextsGiveTheSameResults) {
   // A context cap of one byte: every worker starts over after each location. Verdicts, the locations'
-  // order and their decisions, and deduplication (keyed by structure, not by node) stay the same.
+  // order and their decisions, the classes and deduplication (keyed by structure, not by node) stay the
+  // same. (With two workers how many are deduplicated depends on which decides a class first.)
   for (size_t jobs : {1u, 2u}) {
     for (const std::string& b : {example("bundle-fixed"), data("tanh_via_sigmoid"), example("bundle-buggy")}) {
       check::Options opt;
       opt.budget_s = 120;
       opt.jobs = jobs;
       opt.full = true;
+      opt.max_locations = 48;  // each fresh context executes the kernels again
       auto kept = check::check_path(b, opt);
       opt.worker_context_bytes = 1;
       auto fresh = check::check_path(b, opt);
       EXPECT_EQ(fresh.outcome, kept.outcome) << b << " jobs " << jobs << ": " << fresh.reason;
       EXPECT_EQ(fresh.checked, kept.checked) << b;
       EXPECT_EQ(fresh.equal, kept.equal) << b;
-      EXPECT_EQ(fresh.deduplicated, kept.deduplicated) << b;
+      if (jobs == 1) EXPECT_EQ(fresh.deduplicated, kept.deduplicated) << b;
       EXPECT_EQ(fresh.classes, kept.classes) << b;
       ASSERT_EQ(fresh.locations.size(), kept.locations.size()) << b;
       for (size_t i = 0; i < kept.locations.size(); ++i) {
