@@ -336,7 +336,7 @@ Slot Search::evaluate(ir::Context& ctx, Lowering& ref, Lowering& cand, smt::Solv
     return slot;
   };
   // A falsified location whose reference cone alone is past the cap is not built: the build would only be
-  // thrown away there (at today's shapes, 10^6 nodes were most of the tier's BUG time).
+  // thrown away there.
   if (falsified && falsified_cone > double(opt_.falsified_build_nodes)) return as_falsified();
   try {
     if (too_large.empty()) {
@@ -405,7 +405,7 @@ Slot Search::evaluate(ir::Context& ctx, Lowering& ref, Lowering& cand, smt::Solv
     key = renamed_pair_key(ea, eb);
     std::lock_guard lock(mu_);
     classes_.insert(*key);
-    if (auto it = decided_.find(*key); ea != eb && it != decided_.end()) {
+    if (auto it = ea == eb ? decided_.end() : decided_.find(*key); it != decided_.end()) {
       lr.verdict = it->second.verdict;
       lr.stage = it->second.stage;
       lr.reason = it->second.reason;

@@ -267,11 +267,12 @@ std::string to_text(const Report& r, bool verbose) {
   s += fmt::format("  {} kernel launch(es) executed, {} prefix op(s) trimmed, {} location(s) checked{}, {} solver call(s), "
                    "{:.2f} s{}\n",
                    r.kernels, r.prefix_trimmed, r.checked,
+                   // deduplication happens only where classes are counted (--full)
                    r.classes ? fmt::format(" in {} class(es) up to renaming of input elements{}", r.classes,
                                            r.deduplicated ? fmt::format(", {} decided by an earlier one of their class",
                                                                         r.deduplicated)
                                                           : "")
-                             : (r.deduplicated ? fmt::format(" ({} decided once for identical queries)", r.deduplicated) : ""),
+                             : "",
                    r.solver_calls, r.seconds, r.jobs > 1 ? fmt::format(" ({} workers)", r.jobs) : "");
   if (r.projected_full_seconds > 0)
     s += fmt::format("  the remaining locations would take about {:.0f} s more\n", r.projected_full_seconds);

@@ -107,9 +107,12 @@ void Search::worker(size_t) {
       cand->set_deadline(deadline);
       return true;
     };
-    if (jobs_ > 1 && !own_lowerings()) throw StopWorker{};  // this worker takes no location
-    ref->set_deadline(deadline);
-    cand->set_deadline(deadline);
+    if (jobs_ > 1) {
+      if (!own_lowerings()) throw StopWorker{};  // this worker takes no location
+    } else {
+      ref->set_deadline(deadline);
+      cand->set_deadline(deadline);
+    }
     smt::Solver& solver = smt::thread_solver();
     uint64_t calls0 = solver.stats().solver_calls;
     while (auto job = take()) {

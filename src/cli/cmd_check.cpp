@@ -284,13 +284,11 @@ int run_check(CheckArgs& args) {
       opt.tolerance = dirigo::smt::Tolerance{a->atol >= 0 ? a->atol : 1e-2, a->rtol >= 0 ? a->rtol : 1e-2};
     std::string bundle = a->inputs[0];
     std::optional<dirigo::cli::ScratchDir> scratch;  // the traced bundle, unless --keep-bundle names a place
-    std::filesystem::path tmp;
     double trace_s = -1;
     if (a->inputs.size() == 2) {
       if (a->keep.empty()) {
         scratch.emplace();
-        tmp = scratch->path();
-        bundle = (tmp / "bundle").string();
+        bundle = scratch->path() + "/bundle";
       } else {
         bundle = a->keep;
       }
@@ -335,14 +333,14 @@ int run_check(CheckArgs& args) {
       if (!a->ref_file.empty()) src.ref = std::filesystem::absolute(a->ref_file).string();
       if (!a->new_file.empty()) src.cand = std::filesystem::absolute(a->new_file).string();
     }
-    if (tmp.empty()) src.bundle = std::filesystem::absolute(bundle).string();
+    if (!scratch) src.bundle = std::filesystem::absolute(bundle).string();
     std::string witness = dirigo::check::witness_json(report, src);
     if (!witness.empty() && a->inputs.size() == 2 && !a->no_replay &&
         (report.outcome == dirigo::check::Outcome::Bug || report.outcome == dirigo::check::Outcome::Suspect)) {
-      std::optional<dirigo::cli::ScratchDir> own;
-      if (tmp.empty()) own.emplace();
+      std::optional<dirigo::cli::ScratchDir> own;  // the traced bundle's folder serves, where there is one
+      if (!scratch) own.emplace();
       auto t_replay = Clock::now();
-      replay_witness(report, own ? std::filesystem::path(own->path()) : tmp, witness, a->replay_device);
+      replay_witness(report, (scratch ? *scratch : *own).path(), witness, a->replay_device);
       report.stage_seconds.emplace_back("replay", since(t_replay));
     }
     bool failed = report.outcome == dirigo::check::Outcome::Error;  // nothing to fold into dirigo's own failure

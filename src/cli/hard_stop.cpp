@@ -196,7 +196,8 @@ ScratchDir::ScratchDir() {
   path_ = templ;
   Watch& w = watch();
   std::lock_guard lock(w.mu);
-  for (size_t i = 0; i < Watch::kMaxDirs && path_.size() < w.dirs[i].size(); ++i)  // else: the destructor's alone
+  if (path_.size() >= w.dirs[0].size()) return;  // too long to register: the destructor's alone
+  for (size_t i = 0; i < Watch::kMaxDirs; ++i)
     if (!w.used[i]) {
       std::memcpy(w.dirs[i].data(), path_.c_str(), path_.size() + 1);
       w.used[i] = true;
