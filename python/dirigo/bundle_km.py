@@ -123,8 +123,9 @@ class Substrate:
 
 
 def references(ref_model, inputs, device: str = "cpu"):
-    """fp64 and fp32 reference outputs (flat float64 arrays); on a GPU both run there (KernelBench's fp32
-    reference is the GPU's; fp64 on the CPU would take minutes at KernelBench's shapes)."""
+    """fp64 and fp32 reference outputs, flat float64: numpy arrays on the CPU; on a GPU both run there and
+    stay there as tensors (KernelBench's fp32 reference is the GPU's; fp64 on the CPU would take minutes at
+    KernelBench's shapes, and copying every run's output back would cost more than the run)."""
     if device == "cpu":
         return km.references(ref_model, inputs)
     import copy
@@ -136,8 +137,25 @@ def references(ref_model, inputs, device: str = "cpu"):
         r64 = m.double()(*[t.double() if isinstance(t, torch.Tensor) and t.is_floating_point() else t for t in dev_in])
     if isinstance(r64, (tuple, list)):
         raise ValueError("references with several outputs are not supported by the kill matrix")
-    return (r64.detach().reshape(-1).cpu().numpy().astype(np.float64),
-            r32.detach().reshape(-1).double().cpu().numpy())
+    return r64.detach().reshape(-1).double(), r32.detach().reshape(-1).double()
+
+
+def metrics_on_device(out, ref64, ref32) -> dict:
+    """killmatrix.metrics computed where the tensors are (the same four numbers, in float64)."""
+    import torch
+    out = out.detach().reshape(-1).double()
+    finite, out_finite = torch.isfinite(ref64), torch.isfinite(out)
+    bad = int(torch.count_nonzero(finite & ~out_finite))
+    both = finite & out_finite
+    zero = torch.zeros((), dtype=torch.float64, device=out.device)
+    err = torch.where(both, (out - ref64).abs(), zero)
+    t_eq = float(torch.where(both, err / (1 + ref64.abs()), zero).max()) if out.numel() else 0.0
+    f32 = both & torch.isfinite(ref32)
+    t_eq32 = float(torch.where(f32, (out - ref32).abs() / (1 + ref32.abs()), zero).max()) if out.numel() else 0.0
+    max_abs = float(err.max()) if out.numel() else 0.0
+    if bad:
+        t_eq = t_eq32 = float("inf")
+    return {"t_eq": t_eq, "t_eq32": t_eq32, "max_abs": max_abs, "nonfinite_mismatch": bad}
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -334,11 +352,15 @@ def run_one(sub: Substrate, prog: dict, case: dict, launcher, device: str) -> di
     row = {"status": "crash", "t_eq": None, "t_eq32": None, "max_abs": None, "nonfinite_mismatch": None, "detail": ""}
     try:
         outs = sub.program.run(case["bindings"](), launcher, device, {sub.module: prog["ptx"]}, prog["overrides"])
-        out = outs[0].detach().double().cpu().reshape(-1).numpy()
-        if out.size != case["ref64"].size:
-            row["detail"] = f"output has {out.size} elements, the reference {case['ref64'].size}"
+        ref64 = case["ref64"]
+        n_ref = ref64.size if isinstance(ref64, np.ndarray) else ref64.numel()
+        if outs[0].numel() != n_ref:
+            row["detail"] = f"output has {outs[0].numel()} elements, the reference {n_ref}"
+        elif isinstance(ref64, np.ndarray):
+            out = outs[0].detach().double().cpu().reshape(-1).numpy()
+            row.update(km.metrics(out, ref64, case["ref32"]), status="ok")
         else:
-            row.update(km.metrics(out, case["ref64"], case["ref32"]), status="ok")
+            row.update(metrics_on_device(outs[0], ref64, case["ref32"]), status="ok")
     except br.LaunchFailed as e:
         row.update(status=e.status, detail=e.detail[:500])
     except Exception as e:  # noqa: BLE001 - an ATen op of the replay failed on these inputs: a crash row
@@ -382,9 +404,10 @@ def make_case(sub: Substrate, distribution: str, seed: int, device: str, witness
     ref64, ref32 = references(ref_model, inputs, device)
     import torch
 
+    placed = sub.bindings(new_model, inputs, device)  # moved to the device once per input, cloned per run
+
     def bindings():
-        b = sub.bindings(new_model, inputs, device)
-        return {k: (v.clone() if isinstance(v, torch.Tensor) else v) for k, v in b.items()}
+        return {k: (v.clone() if isinstance(v, torch.Tensor) else v) for k, v in placed.items()}
     return {"bindings": bindings, "ref64": ref64, "ref32": ref32, "inputs": inputs}
 
 

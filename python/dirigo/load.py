@@ -138,6 +138,8 @@ def intercept_extensions(records: list[ExtensionRecord], allow_cuda: bool):
             flags = [f for f in flags if not re.match(r"-(arch|gencode|code)\b", f)] + ptx_cuda_flags()
             kwargs["extra_cuda_cflags"] = flags
             rec.extra_cuda_cflags = flags
+        if rec.cuda_sources and os.environ.get("DIRIGO_EXTENSION_PCH") == "1":
+            _use_precompiled_header(orig_inline, kwargs)
         t0 = time.monotonic()
         module = orig_inline(name, cpp_sources, cuda_sources, *args, **kwargs)
         rec.compile_seconds = round(time.monotonic() - t0, 3)
@@ -164,6 +166,20 @@ def intercept_extensions(records: list[ExtensionRecord], allow_cuda: bool):
 
     with extension_builders(load_inline, load):
         yield
+
+
+def _use_precompiled_header(orig_inline, kwargs: dict) -> None:
+    """DIRIGO_EXTENSION_PCH=1 (batch tracing, scripts/gpu/mutation.sh): build the C++ part against torch's
+    precompiled torch/extension.h where this torch offers it. The header is one file for all builds and is
+    rebuilt when the flags differ, so a batch gives the flag to programs with the same (here: no) extra C++
+    flags only; an empty flag string is no flag."""
+    if "use_pch" not in inspect.signature(orig_inline).parameters or "use_pch" in kwargs:
+        return
+    cflags = [f for f in _as_list(kwargs.get("extra_cflags")) if f.strip()]
+    if cflags or _as_list(kwargs.get("extra_include_paths")):
+        return
+    kwargs["extra_cflags"] = None
+    kwargs["use_pch"] = True
 
 
 def _note_library(rec: ExtensionRecord, module, kwargs) -> None:

@@ -10,6 +10,10 @@
 # Writes $1/mutation.tar.gz: km.sqlite (the store after compiling, without PTX), rows.jsonl (runs, source
 # = gpu), bundles/<name>/, logs/ and log.txt. Always exits 0. MUT_LIMIT seconds in all (default 480):
 # compile and trace run side by side until 50% of it, the kill matrix in the rest.
+# MUT_PHASE=trace (no store needed): carry .cache/mutation/substrates/ instead and trace every substrate
+# there that has no bundle yet (TRACE_JOBS at a time, the C++ part built against torch's precompiled
+# header where the program passes no C++ flags of its own); writes $1/bundles.tar.gz (NAME/bundle/...) and
+# $1/trace-log.txt, to be unpacked into .cache/mutation/substrates/ here.
 # Back on the CPU:
 #   mkdir -p .cache/mutation/gpu_out && tar xzf mutation.tar.gz -C .cache/mutation/gpu_out
 #   PYTHONPATH=python python3 -m dirigo.bundle_km unpack-gpu .cache/mutation/km.sqlite .cache/mutation/gpu_out
@@ -37,6 +41,40 @@ trap finish EXIT
   date -u; nvidia-smi -L 2>&1 | head -2; nproc; ldd --version 2>&1 | head -1
   python3 -c 'import torch, numpy, cuda.bindings; print(torch.__version__, torch.cuda.is_available(), numpy.__version__)' 2>&1
 } >> "$LOG" 2>&1
+# trace every substrate directory that has no bundle yet: first those without C++ flags of their own, against
+# one precompiled torch/extension.h (built once here: a build with other flags would rebuild or remove it),
+# then the others; a failed PCH trace is tried again without it
+trace_dir() {
+  d=$1; n=$(basename "$d"); [ -f "$d/bundle/manifest.json" ] && return 0
+  t=$(( TRACE_END - $(date +%s) )); [ $t -lt 40 ] && { echo "$n: no time left to trace"; return 0; }
+  TORCH_EXTENSIONS_DIR=$W/ext/$n$2 timeout -k 5 $t python3 -m dirigo.trace "$d/ref.py" "$d/new.py" --out "$d/bundle" \
+    --device cuda --no-data --json --timeout $(( t - 5 )) > "$R/logs/$n.trace.json" 2> "$R/logs/$n.trace.log"
+  echo "trace $n rc=$? pch=${DIRIGO_EXTENSION_PCH:-0} $(( $(date +%s) - START ))s"
+  return 0
+}
+export -f trace_dir
+if [ "${MUT_PHASE:-}" = trace ]; then
+  export TRACE_END=$(( START + LIMIT - 25 )) W R START
+  S=.cache/mutation/substrates
+  ls -d $S/*/ 2>/dev/null | sed 's:/$::' > "$W/all.txt"
+  : > "$W/pch.txt"; : > "$W/plain.txt"
+  while read -r d; do
+    if grep -Eq 'extra_cflags\s*=\s*\[\s*["'"'"'][^"'"'"']|extra_include_paths\s*=\s*\[\s*["'"'"']|extra_cflags\s*=\s*[A-Za-z_]' "$d/new.py"
+    then echo "$d" >> "$W/plain.txt"; else echo "$d" >> "$W/pch.txt"; fi
+  done < "$W/all.txt"
+  echo "substrates: $(wc -l < "$W/all.txt") ($(wc -l < "$W/pch.txt") with the precompiled header)" >> "$LOG"
+  python3 -c 'from torch.utils.cpp_extension import _check_and_build_extension_h_precompiler_headers as b; b(None, None)' \
+    >> "$LOG" 2>&1 && echo "precompiled header built after $(( $(date +%s) - START ))s" >> "$LOG"
+  DIRIGO_EXTENSION_PCH=1 xargs -P ${TRACE_JOBS:-16} -I{} bash -c 'trace_dir {}' < "$W/pch.txt" >> "$LOG" 2>&1
+  cat "$W/plain.txt" "$W/pch.txt" | xargs -P ${TRACE_JOBS:-16} -I{} bash -c 'trace_dir {} .plain' >> "$LOG" 2>&1
+  (cd $S && ls -d */bundle 2>/dev/null | xargs -r tar czf "$OUT/bundles.tar.gz")
+  echo "bundles: $(ls -d $S/*/bundle/manifest.json 2>/dev/null | wc -l) of $(wc -l < "$W/all.txt")" >> "$LOG"
+  tar czf "$OUT/trace-logs.tar.gz" -C "$R/logs" . 2>/dev/null
+  cp "$LOG" "$OUT/trace-log.txt"
+  trap - EXIT
+  exit 0
+fi
+
 # the replay itself, once: our traced LayerNorm through the driver API against its traced output
 timeout 120 python3 -m dirigo.bundle_run examples/execute_bugs/layernorm_correct/bundle --device cuda >> "$LOG" 2>&1
 if ! tar xzf .cache/mutation/gpu_carry.tar.gz -C "$W" >> "$LOG" 2>&1; then

@@ -76,6 +76,26 @@ def test_replay_reproduces_the_traced_output():
     assert torch.allclose(out, torch.from_numpy(traced), atol=1e-5)
 
 
+def test_device_metrics_equal_the_numpy_metrics():
+    """The GPU runner's metrics (torch, where the output lies) against killmatrix.metrics (numpy)."""
+    import torch
+    from dirigo import killmatrix as km
+    g = torch.Generator().manual_seed(3)
+    for case in range(5):
+        ref = torch.randn(500, generator=g, dtype=torch.float64) * 10 ** case
+        out = ref + 1e-3 * torch.randn(500, generator=g, dtype=torch.float64)
+        if case == 1:
+            out[3] = float("nan")  # a non-finite output where the reference is finite
+        if case == 2:
+            ref[5] = out[5] = float("inf")  # non-finite in both: not compared
+        ref32 = ref.float().double()
+        want = km.metrics(out.numpy(), ref.numpy(), ref32.numpy())
+        assert bk.metrics_on_device(out.float(), ref, ref32) == km.metrics(out.float().double().numpy(), ref.numpy(),
+                                                                            ref32.numpy())
+        assert bk.metrics_on_device(out, ref, ref32) == want
+        assert (want["nonfinite_mismatch"] == 1) == (case == 1)
+
+
 def test_a_fault_in_the_launch_is_a_crash_row(tmp_path):
     prog = br.BundleProgram(str(EXAMPLE / "bundle"))
     launcher = br.CpuLauncher(str(DIRIGO))

@@ -128,3 +128,24 @@ def test_cuda_engineer_file_on_gpu(tmp_path):
     scale_id = by_name(new_p, "scale")["tensor"]
     assert launch_op["args"][1] == {"tensor": scale_id, "byte_offset": 0}
     assert launch_op["args"][2] == {"scalar": 14, "type": "u32"}
+
+
+def test_batch_tracing_asks_for_the_precompiled_header_only_without_own_cxx_flags():
+    from dirigo.load import _use_precompiled_header
+
+    def with_pch(name, cpp_sources, cuda_sources=None, extra_cflags=None, extra_include_paths=None, use_pch=False):
+        pass
+
+    def without_pch(name, cpp_sources, cuda_sources=None, extra_cflags=None):
+        pass
+
+    for given, wanted in (({}, True), ({"extra_cflags": [""]}, True), ({"extra_cflags": ["-O3"]}, False),
+                          ({"extra_include_paths": ["inc"]}, False), ({"use_pch": False}, False)):
+        kwargs = dict(given)
+        _use_precompiled_header(with_pch, kwargs)
+        assert kwargs.get("use_pch", False) is wanted, given
+        if wanted:
+            assert kwargs["extra_cflags"] is None  # the precompiled header's own signature
+    kwargs = {}
+    _use_precompiled_header(without_pch, kwargs)  # an older torch: nothing changes
+    assert kwargs == {}
