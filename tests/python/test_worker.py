@@ -101,7 +101,9 @@ def test_a_job_killed_right_after_it_starts_is_killed(warm, tmp_path):
     t = time.monotonic()
     with worker.warm():
         r = trace.trace(str(slow), out=str(tmp_path / "b"), device="cpu", timeout=0)
-    assert r.status == "unsupported" and "did not finish loading" in r.message, r.message
+    # killed either still loading (UNSUPPORTED: environment) or just after: the tiny program may load
+    # before the kill lands on a busy machine; in both cases it was killed, not waited for
+    assert r.status in ("unsupported", "error") and "within 0 s (killed)" in r.message, r.message
     assert time.monotonic() - t < 60
     assert warm.alive
 
