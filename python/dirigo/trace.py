@@ -813,6 +813,7 @@ def run_worker(spec: dict) -> dict:
         with contextlib.suppress(OSError), open(spec["result"] + ".loaded", "w"):
             pass
 
+    phases = _PhaseClock()
     try:
         _Phase.name = f"while loading {os.path.basename(spec['file'])}"
         if spec["ref_file"] == spec["file"]:
@@ -832,6 +833,33 @@ def run_worker(spec: dict) -> dict:
     except BaseException as e:  # noqa: BLE001 - user code (run plainly: nothing of dirigo's is in the way)
         return _program_failed(e, user_files, traced=False)
     loaded_mark()
+    phases.lap("load")
+    result = _run_loaded(spec, loaded, ref_loaded, get_inputs, get_init_inputs, user_files, device, phases)
+    result["phases"] = phases.seconds
+    print(f"dirigo.trace: {spec['name']} phases (s): {phases.line()}", file=sys.stderr, flush=True)
+    return result
+
+
+class _PhaseClock:
+    """Wall seconds per phase of one worker (load = importing the program and building its extensions,
+    trace:<attempt> = running it under the recorder on every seed, probe = the call-history probe), in the
+    result's "phases" and on stderr: what a batch of traces spends its time on."""
+
+    def __init__(self):
+        self.seconds: dict[str, float] = {}
+        self._t = time.monotonic()
+
+    def lap(self, name: str) -> None:
+        now = time.monotonic()
+        self.seconds[name] = round(self.seconds.get(name, 0.0) + now - self._t, 3)
+        self._t = now
+
+    def line(self) -> str:
+        return ", ".join(f"{k} {v:.1f}" for k, v in self.seconds.items())
+
+
+def _run_loaded(spec, loaded, ref_loaded, get_inputs, get_init_inputs, user_files, device, phases) -> dict:
+    from . import load
 
     mode = spec["mode"]
     attempts = ["fake", "real"] if mode == "auto" and device == "cpu" else (
@@ -877,6 +905,7 @@ def run_worker(spec: dict) -> dict:
             if device == "cuda" and device_fault(plain):
                 return {"status": "crash", "message": _format_exception(plain, user_files)}
             return _program_failed(plain, user_files, traced=True)
+        phases.lap(f"trace:{attempt}")
         # Triton compiled without a GPU never runs its kernels: their outputs hold no result to probe
         kernels_run = not (uses_triton and sys.modules["dirigo.triton_trace"].compile_only())
         probe = spec["role"] == "candidate" and spec["file"] != spec["ref_file"] and kernels_run and (
@@ -889,6 +918,7 @@ def run_worker(spec: dict) -> dict:
                               if out["status"] != "ok" else "", cost=cost)
             print(f"dirigo.trace: {cost.line()}", file=sys.stderr, flush=True)
             out["probe"] = cost.line()
+            phases.lap("probe")
             if f is not None:
                 return {"status": "failed", "message": f["message"], "failure": f}
         if out["status"] != "ok":
@@ -1289,7 +1319,8 @@ def main(argv: list[str] | None = None) -> int:
               seeds=a.input_seeds, init_seed=a.seed, functional=a.functional, write_data=not a.no_data)
     if a.json:
         print(json.dumps({"status": r.status, "message": r.message, "out": r.out, "seconds": r.seconds,
-                          "compile_seconds": r.compile_seconds, "evidence": r.evidence, "failure": r.failure}))
+                          "compile_seconds": r.compile_seconds, "evidence": r.evidence, "failure": r.failure,
+                          "phases": {k: p.get("phases") for k, p in (r.programs or {}).items()}}))
     else:
         print(("ERROR: " if r.status == "error" else "") + r.message)
     return r.exit_code

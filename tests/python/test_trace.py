@@ -259,7 +259,12 @@ def test_cli_writes_bundle_and_exit_codes(tmp_path):
     p = subprocess.run([sys.executable, "-m", "dirigo.trace", ref, ref, "--out", str(out), "--json",
                         "--atol", "0.5"], capture_output=True, text=True, env=env, timeout=120)
     assert p.returncode == 0, p.stdout + p.stderr
-    assert json.loads(p.stdout.strip().splitlines()[-1])["status"] == "ok"
+    printed = json.loads(p.stdout.strip().splitlines()[-1])
+    assert printed["status"] == "ok"
+    # where each worker's time went: loading (and building), then the traced runs
+    for name in ("ref", "new"):
+        assert {"load", "trace:real"} <= set(printed["phases"][name]), printed["phases"]
+        assert all(v >= 0 for v in printed["phases"][name].values())
     m, _ = bundle.read_bundle(str(out))
     assert [pr["name"] for pr in m["programs"]] == ["ref", "new"] and m["tolerance"]["atol"] == 0.5
 
