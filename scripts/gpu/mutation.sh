@@ -9,7 +9,8 @@
 #     .cache/mutation/gpu_carry.tar.gz --kit build/dirigo
 # Writes $1/mutation.tar.gz: km.sqlite (the store after compiling, without PTX), rows.jsonl (runs, source
 # = gpu), bundles/<name>/, logs/ and log.txt. Always exits 0. MUT_LIMIT seconds in all (default 480):
-# compile and trace run side by side until 50% of it, the kill matrix in the rest.
+# compile and trace run side by side until MUT_PHASE1_SHARE % of it (default 50; 0: only run what the
+# carry holds compiled and traced), the kill matrix in the rest.
 # MUT_PHASE=trace (no store needed): carry .cache/mutation/substrates/ instead and trace every substrate
 # there that has no bundle yet (TRACE_JOBS at a time, the C++ part built against torch's precompiled
 # header where the program passes no C++ flags of its own); writes $1/bundles.tar.gz (NAME/bundle/...) and
@@ -87,7 +88,7 @@ if "$KIT/dirigo" mutate --list-rules > /dev/null 2>> "$LOG"; then HAVE_KIT=1; el
 echo "dirigo binary usable here: $HAVE_KIT" >> "$LOG"
 python3 -m dirigo.bundle_km list "$DB" > "$W/names.txt" 2>> "$LOG"
 echo "substrates: $(wc -l < "$W/names.txt")" >> "$LOG"
-PHASE1_END=$(( START + LIMIT * 50 / 100 ))
+PHASE1_END=$(( START + LIMIT * ${MUT_PHASE1_SHARE:-50} / 100 ))
 export W R DB WORK KIT START LIMIT PHASE1_END
 
 # 1a. compile: substrates whose mutants were only generated on the CPU, one at a time (one store writer)

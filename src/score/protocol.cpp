@@ -204,6 +204,14 @@ bool detects(const Protocol& p, const Problem& problem, size_t m, const std::vec
   return false;
 }
 
+bool complete(const Protocol& p, const Problem& problem, size_t m, const std::vector<size_t>& selected) {
+  if (p.dirigo) return true;
+  for (size_t i : selected)
+    if (problem.substrate.at(i).status == Status::NotRun || problem.runs.at(m).at(i).status == Status::NotRun)
+      return false;
+  return true;
+}
+
 bool detects(const Protocol& p, const Problem& problem, size_t m) {
   return detects(p, problem, m, p.dirigo ? std::vector<size_t>{} : admitted_inputs(p, problem));
 }

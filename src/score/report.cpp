@@ -22,7 +22,7 @@ std::string header(const std::vector<std::string>& cols) {
 std::string row(const std::vector<std::string>& cells) { return "| " + join(cells, " | ") + " |\n"; }
 
 nlohmann::json tally_json(const Tally& t) {
-  return {{"witnessed", t.witnessed}, {"missed", t.missed}, {"miss_rate", t.miss_rate()}};
+  return {{"witnessed", t.witnessed}, {"missed", t.missed}, {"unrun", t.unrun}, {"miss_rate", t.miss_rate()}};
 }
 
 }  // namespace
@@ -56,7 +56,7 @@ std::string population_table(const Scores& s) {
 std::string family_table(const Scores& s) {
   std::vector<std::string> cols{"protocol"};
   for (const auto& f : s.families) cols.push_back(f);
-  cols.insert(cols.end(), {"total", "checked mutants only", "false rejections"});
+  cols.insert(cols.end(), {"total", "not run in full", "checked mutants only", "false rejections"});
   std::string out = header(cols);
   for (const auto& ps : s.protocols) {
     std::vector<std::string> cells{ps.protocol.name};
@@ -65,6 +65,7 @@ std::string family_table(const Scores& s) {
       cells.push_back(it == ps.by_family.end() ? "–" : percent(it->second.missed, it->second.witnessed));
     }
     cells.push_back("**" + percent(ps.total.missed, ps.total.witnessed) + "**");
+    cells.push_back(std::to_string(ps.total.unrun));
     cells.push_back(ps.protocol.dirigo ? percent(ps.checked.missed, ps.checked.witnessed) : "–");
     cells.push_back(ps.protocol.dirigo ? fmt::format("{} of {} substrates", ps.problems_rejecting, ps.substrates_checked)
                                        : fmt::format("{} of {} inputs ({} problems){}", ps.inputs_rejecting,

@@ -79,9 +79,10 @@ Scores score(const Matrix& matrix, const std::vector<Protocol>& protocols, std::
   for (size_t pi = 0; pi < matrix.problems.size(); ++pi) {
     const Problem& prob = matrix.problems[pi];
     s.problems.push_back(prob.name);
-    std::vector<std::vector<size_t>> admitted;
+    std::vector<std::vector<size_t>> admitted, selected;
     for (auto& ps : s.protocols) {
       admitted.push_back(ps.protocol.dirigo ? std::vector<size_t>{} : admitted_inputs(ps.protocol, prob));
+      selected.push_back(ps.protocol.dirigo ? std::vector<size_t>{} : selected_inputs(ps.protocol, prob));
       if (ps.protocol.dirigo) {
         ps.substrates_checked += ps.protocol.harness.empty() ? !prob.substrate_verdict.empty()
                                                              : prob.harness_substrate.count(ps.protocol.harness) > 0;
@@ -89,12 +90,11 @@ Scores score(const Matrix& matrix, const std::vector<Protocol>& protocols, std::
         continue;
       }
       int rejecting = 0;
-      auto selected = selected_inputs(ps.protocol, prob);
-      for (size_t i : selected) {
+      for (size_t i : selected.back()) {
         if (fails(ps.protocol, prob.substrate[i])) ++rejecting;
         else if (!valid_input(prob, i, ps.protocol.tol, ps.protocol.fp32_reference)) ++ps.inputs_uncompared;
       }
-      ps.inputs_selected += static_cast<int>(selected.size());
+      ps.inputs_selected += static_cast<int>(selected.back().size());
       ps.inputs_rejecting += rejecting;
       ps.problems_rejecting += rejecting > 0;
       ps.problems_without_inputs += admitted.back().empty();
@@ -114,7 +114,10 @@ Scores score(const Matrix& matrix, const std::vector<Protocol>& protocols, std::
       for (size_t k = 0; k < s.protocols.size(); ++k) {
         auto& ps = s.protocols[k];
         bool missed = !detects(ps.protocol, prob, m, admitted[k]);
+        bool unrun = missed && !complete(ps.protocol, prob, m, selected[k]);
         for (Tally* t : {&ps.total, &ps.by_family[mu.family], &ps.by_problem[prob.name]}) {
+          t->unrun += unrun;
+          if (unrun) continue;
           ++t->witnessed;
           t->missed += missed;
         }

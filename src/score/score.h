@@ -15,8 +15,10 @@
 
 namespace dirigo::score {
 
+// Over the witnessed mutants the protocol decided; `unrun` = witnessed mutants it neither detected nor
+// ran in full on (not in `witnessed`: a partial matrix gives no miss).
 struct Tally {
-  int witnessed = 0, missed = 0;
+  int witnessed = 0, missed = 0, unrun = 0;
   double miss_rate() const { return witnessed ? static_cast<double>(missed) / witnessed : 0.0; }
 };
 

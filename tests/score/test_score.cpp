@@ -433,3 +433,37 @@ TEST(Load, ErrorsNameTheFault) {
   kernelbench_problem(old, "p");
   EXPECT_THROW(load_matrix(old.path()), std::runtime_error);
 }
+
+// A matrix cut short by a deadline: a protocol that did not detect a mutant on which some of its
+// inputs never ran has no verdict on it (unrun, outside its denominator); a detection stands however
+// little ran, and a protocol that ran in full on a mutant it did not detect misses it.
+TEST(Score, ProtocolNotRunInFullOnAMutantNeitherDetectsNorMisses) {
+  StoreBuilder b("unrun");
+  Kb k = kernelbench_problem(b, "p");
+  long long extra = b.input(k.sid, "p", "large", 10, "hardened");  // an input the mutants may not reach
+  for (int s = 0; s < 5; ++s) b.run(k.sid, -1, k.in[s], 1e-6);
+  b.run(k.sid, -1, extra, 1e-6);
+  long long cut = b.mutant(k.sid, "arithmetic", "");  // killed by `large`, KernelBench draws 2..4 not run
+  b.run(k.sid, cut, k.in[0], 1e-6);
+  b.run(k.sid, cut, k.in[1], 1e-6);
+  b.run(k.sid, cut, extra, 0.5);
+  mutant_on(b, k, "arithmetic", 1, 1e-3);  // ran in full; v0 misses it, fp32 detects it
+  auto protocols = builtin_protocols();
+  protocols.push_back(parse_protocols(R"([{"name": "large_only", "tol": 1e-2,
+      "inputs": [{"distribution": "large"}]}])")[0]);
+  Scores s = score(load_matrix(b.path()), protocols);
+  EXPECT_EQ(s.population.witnessed, 2);
+  const auto& v0 = of(s, "kernelbench_v0");
+  EXPECT_EQ(v0.total.unrun, 1);      // the cut mutant: draws 2..4 never ran on it
+  EXPECT_EQ(v0.total.witnessed, 1);  // only the one it ran in full on
+  EXPECT_EQ(v0.total.missed, 1);
+  EXPECT_EQ(v0.by_family.at("arithmetic").unrun, 1);
+  const auto& fp32 = of(s, "kernelbench_fp32");
+  EXPECT_EQ(fp32.total.unrun, 1);
+  EXPECT_EQ(fp32.total.missed, 0);
+  const auto& large = of(s, "large_only");  // detects the cut mutant; the full one never ran on `large`
+  EXPECT_EQ(large.total.unrun, 1);
+  EXPECT_EQ(large.total.witnessed, 1);
+  EXPECT_EQ(large.total.missed, 0);
+  EXPECT_EQ(of(s, "dirigo").total.unrun, 0);  // verdict protocols are always complete
+}
