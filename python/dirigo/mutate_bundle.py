@@ -4,7 +4,9 @@ A substrate's bundle is assembled as examples/running_example/synthesize.py does
 `Model` is traced on the CPU by dirigo's tracer; the candidate is the kernel launch plan of the
 substrate's `dirigo_launches` host mirror (inputs and parameters of the reference, fresh output
 buffers from aten::empty, one launch op per kernel) with the substrate's PTX. A mutant's bundle is
-the same bundle with ptx/m0.ptx swapped (one trace serves all mutants).
+the same bundle with ptx/m0.ptx swapped (one trace serves all mutants). A substrate whose bundle was
+traced from the real programs (the store's substrate_bundle, scripts/gpu/mutation.sh) needs no mirror:
+a copy of that bundle is checked, with each mutant's PTX in the traced module.
 
     python -m dirigo.mutate_bundle build SUBSTRATE.py PTX OUT_DIR
     python -m dirigo.mutate_bundle check DB WORK [--budget S] [--dirigo PATH] [--limit N] [--only A,B]
@@ -148,12 +150,14 @@ def build(substrate: str, ptx_path: str, out_dir: str) -> str:
     return out_dir
 
 
-def swap_ptx(bundle_dir: str, ptx: str) -> None:
-    with open(os.path.join(bundle_dir, "ptx", "m0.ptx"), "w") as f:
-        f.write(ptx)
+def swap_ptx(bundle_dir: str, ptx: str, module: str | None = None) -> None:
+    """The PTX of `module` (default: the bundle's first) replaced by `ptx`."""
     path = os.path.join(bundle_dir, "manifest.json")
     b = json.load(open(path))
-    b["modules"][0]["sha256"] = hashlib.sha256(ptx.encode()).hexdigest()
+    m = next(x for x in b["modules"] if module is None or x["id"] == module)
+    with open(os.path.join(bundle_dir, m.get("path", "ptx/m0.ptx")), "w") as f:
+        f.write(ptx)
+    m["sha256"] = hashlib.sha256(ptx.encode()).hexdigest()
     with open(path, "w") as f:
         json.dump(b, f, indent=1)
 
@@ -171,6 +175,19 @@ def run_check(dirigo: str, bundle_dir: str, budget: float, jobs: int = 1, hard_s
         return r.get("outcome", "UNSUPPORTED"), str(r.get("reason", ""))[:500], time.monotonic() - t0
     except json.JSONDecodeError:
         return "UNSUPPORTED", (p.stdout + p.stderr).strip()[-500:], time.monotonic() - t0
+
+
+def traced_bundle(traced: str, bdir: str) -> str:
+    """A copy of the substrate's traced bundle (scripts/gpu/mutation.sh), renewed when the trace changed:
+    the mutants' PTX is swapped into the copy, never into the trace."""
+    key = hashlib.sha256(open(os.path.join(traced, "manifest.json"), "rb").read()).hexdigest()
+    stamp = os.path.join(bdir, ".source_sha256")
+    if not (os.path.exists(stamp) and open(stamp).read() == key):
+        shutil.rmtree(bdir, ignore_errors=True)
+        shutil.copytree(traced, bdir)
+        with open(stamp, "w") as f:
+            f.write(key)
+    return bdir
 
 
 def cached_bundle(path: str, ptx_path: str, bdir: str) -> str:
@@ -228,6 +245,9 @@ def check_store(db: str, work: str, dirigo: str, budget: float, limit: int, only
     con.execute("PRAGMA foreign_keys = ON")
     log = open(log_path, "a") if log_path else None
     queues, bundles = [], {}
+    has_traced = con.execute("SELECT name FROM sqlite_master WHERE name = 'substrate_bundle'").fetchone()
+    traced = dict(con.execute("SELECT substrate_id, bundle || char(0) || module FROM substrate_bundle "
+                              "WHERE module IS NOT NULL").fetchall()) if has_traced else {}
     for sid, path in con.execute("SELECT id, path FROM substrates WHERE status = 'ok' ORDER BY path").fetchall():
         stem = os.path.splitext(os.path.basename(path))[0]
         if only and stem not in only:
@@ -235,9 +255,17 @@ def check_store(db: str, work: str, dirigo: str, budget: float, limit: int, only
         mut_dir = os.path.join(work, "mutants", stem)
         bdir = os.path.join(work, "bundles", stem)
         orig_ptx = os.path.join(mut_dir, "original.ptx")
+        module = None
         try:
-            cached_bundle(path, orig_ptx, bdir)
-            swap_ptx(bdir, open(orig_ptx).read())
+            if sid in traced:  # a bundle traced from the real programs: no host mirror
+                tdir, module = traced[sid].split("\0")
+                traced_bundle(tdir, bdir)
+            elif "def dirigo_launches" not in open(path).read():
+                print(f"{stem}: not checked: no traced bundle yet and no host mirror", flush=True)
+                continue
+            else:
+                cached_bundle(path, orig_ptx, bdir)
+            swap_ptx(bdir, open(orig_ptx).read(), module)
             set_launch(bdir, None)
         except Exception as e:  # noqa: BLE001 - one line per substrate
             print(f"{stem}: UNSUPPORTED bundle: {type(e).__name__}: {e}", flush=True)
@@ -258,7 +286,7 @@ def check_store(db: str, work: str, dirigo: str, budget: float, limit: int, only
         # of every family checked, not the first families only
         rows.sort(key=lambda r: hashlib.sha256(f"{stem}/{r[1]}".encode()).hexdigest())
         queues.append((stem, rows[:limit] if limit else rows))
-        bundles[stem] = (bdir, orig_ptx)
+        bundles[stem] = (bdir, orig_ptx, module)
     counts: dict[str, int] = {}
     done = 0
     while any(q for _, q in queues):
@@ -269,14 +297,14 @@ def check_store(db: str, work: str, dirigo: str, budget: float, limit: int, only
                 print(f"deadline: {done} mutants checked, {sum(len(q) for _, q in queues)} left unchecked", flush=True)
                 return
             mid, ordinal, rule, family, ptx_path, src_path, runnable = q.pop(0)
-            bdir, orig_ptx = bundles[stem]
+            bdir, orig_ptx, module = bundles[stem]
             try:
                 if not runnable:
-                    swap_ptx(bdir, open(orig_ptx).read())
+                    swap_ptx(bdir, open(orig_ptx).read(), module)
                     set_launch(bdir, json.load(open(os.path.splitext(src_path)[0] + ".launch.json"))["launches"])
                 else:
                     set_launch(bdir, None)
-                    swap_ptx(bdir, open(ptx_path).read())
+                    swap_ptx(bdir, open(ptx_path).read(), module)
                 v, why, secs = run_check(dirigo, bdir, budget, jobs, hard_s)
             except Exception as e:  # noqa: BLE001 - recorded as the verdict's reason
                 v, why, secs = "UNSUPPORTED", f"mutant bundle: {type(e).__name__}: {e}", 0.0
@@ -291,9 +319,9 @@ def check_store(db: str, work: str, dirigo: str, budget: float, limit: int, only
                 log.flush()
             if done % 50 == 0:
                 print(f"[{time.monotonic() - started:.0f} s] {done} mutants: {counts}", flush=True)
-    for bdir, orig_ptx in bundles.values():
+    for bdir, orig_ptx, module in bundles.values():
         set_launch(bdir, None)
-        swap_ptx(bdir, open(orig_ptx).read())
+        swap_ptx(bdir, open(orig_ptx).read(), module)
     print(f"all {done} mutants checked: {counts}", flush=True)
 
 
