@@ -215,11 +215,21 @@ def suite_table(su: dict) -> str:
 # ---------------------------------------------------------------------------------------------------------
 # miss patterns
 
+def unmeasured(sc: dict) -> list[str]:
+    """Protocols that measured nothing: an input protocol the gate left no input on any problem, a
+    verdict protocol without a verdict on any witnessed mutant. They miss every mutant by default and
+    would join every miss pattern, so the patterns leave them out (the audit still lists them)."""
+    return [p["name"] for p in sc["protocols"]
+            if (p["checked"]["witnessed"] == 0 if p["dirigo"] else p["problems_without_inputs"] == len(sc["problems"]))]
+
+
 def miss_patterns(sc: dict) -> tuple[list[str], list[tuple[frozenset, int]], int]:
     """(protocols, [(set of protocols missing, mutants)] most common first, mutants missed by none)."""
-    names = [p["name"] for p in sc["protocols"]]
+    skip = set(unmeasured(sc))
+    protocols = [p for p in sc["protocols"] if p["name"] not in skip]
+    names = [p["name"] for p in protocols]
     missing: dict = {m: set() for m in sc["witnessed_mutants"]}
-    for p in sc["protocols"]:
+    for p in protocols:
         for m in p["missed_mutants"]:
             missing[m].add(p["name"])
     counts = Counter(frozenset(s) for s in missing.values())
@@ -297,7 +307,7 @@ def build(db: str, dirigo: str | None = None, source: str = "auto", only: str | 
     sc = run_score(db, binary, source, only=only)
     su = run_suite(db, binary, "1..5", tol, seed, source, only)
     names, patterns, none = miss_patterns(sc)
-    totals = {p["name"]: len(p["missed_mutants"]) for p in sc["protocols"]}
+    totals = {p["name"]: len(p["missed_mutants"]) for p in sc["protocols"] if p["name"] in names}
     witnessed = sc["population"]["witnessed"]
     tols = ", ".join(f"{t:g}" for t in sc["witness_tolerances"])
     md = [f"Store `{os.path.basename(db)}`, runs from source `{source}`, witness tolerances {tols}; "
@@ -311,6 +321,9 @@ def build(db: str, dirigo: str | None = None, source: str = "auto", only: str | 
            "#### Table 3: greedy suites by input budget (percent of witnessed mutants detected)", suite_table(su),
            "#### Miss patterns (which protocols miss the same witnessed mutants)",
            patterns_table(names, patterns, none, witnessed, top)]
+    if unmeasured(sc):
+        md.append("Left out of the patterns, as they measured nothing here (no valid input on any problem, or no "
+                  "verdict on any witnessed mutant): " + ", ".join(unmeasured(sc)) + ".")
     if svg_link:
         md.append(f"![miss patterns]({svg_link})")
     return "\n\n".join(part.strip("\n") for part in md) + "\n", upset_svg(names, patterns, totals, top)
@@ -323,9 +336,11 @@ def write_report(path: Path, md: str) -> None:
     """Writes the report; into a file that already has the BEGIN/END markers (docs/mutation.md), only
     between them, so the reference text around a regenerated report stays as written."""
     old = path.read_text() if path.exists() else ""
-    b, e = old.find(BEGIN), old.find(END)
-    if 0 <= b < e:
-        path.write_text(old[:b] + BEGIN + "\n\n" + md + "\n" + old[e:])
+    # a marker counts only on a line of its own: prose may quote it
+    b = re.search("^" + re.escape(BEGIN) + "$", old, re.M)
+    e = re.search("^" + re.escape(END) + "$", old[b.end():], re.M) if b else None
+    if b and e:
+        path.write_text(old[:b.end()] + "\n\n" + md + "\n" + old[b.end() + e.start():])
     else:
         path.write_text(md)
 
