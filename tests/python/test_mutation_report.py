@@ -2,7 +2,6 @@
 "Kill-matrix store"), through the real dirigo binary. Expected numbers are worked out in the comments."""
 import os
 import pathlib
-import re
 import sqlite3
 import subprocess
 import sys
