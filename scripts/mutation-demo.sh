@@ -1,12 +1,13 @@
 #!/bin/bash
-# The mirror-free kill matrix end to end on the CPU (docs/mutation.md "Measured: bundle replay on the
+# The mirror-free kill matrix end to end on the CPU (docs/history/mutation.md "Measured: bundle replay on the
 # CPU"): three of our GPU-traced examples (examples/execute_bugs/{layernorm,softmax,center_rows}_correct:
 # ref.py, new.py, bundle/) as substrates; mutants by `dirigo mutate` (NVRTC); every program launched by
 # replaying the bundle through the concrete interpreter on the first INPUTS inputs of the pool (5
 # KernelBench draws + 6 hardened; fuzz left out to save CPU); the kill-witness search on the survivors
 # (the first SEARCH candidates of the plan, then dirigo's own witness at WITNESS_BUDGET s per survivor);
-# KernelBench's own check run as a harness on every mutant; scores and suites.
-# Usage from the repo root: bash scripts/mutation-demo.sh   (DB, WORK, INPUTS, JOBS may be set)
+# KernelBench's own check run as a harness on every mutant; scores and suites; last the report
+# (docs/mutation.md "Report"), written between its markers in REPORT with the picture in SVG.
+# Usage from the repo root: bash scripts/mutation-demo.sh   (DB, WORK, INPUTS, REPORT, SVG may be set)
 set -eu
 DB=${DB:-.cache/mutation/demo.sqlite}; WORK=${WORK:-.cache/mutation/demo}; INPUTS=${INPUTS:-11}
 export PYTHONPATH=$PWD/python DIRIGO_BIN=${DIRIGO_BIN:-$PWD/build/dirigo}
@@ -29,3 +30,5 @@ t3=$(date +%s)
 echo "wall seconds: prep+matrix $((t1 - t0)), search $((t2 - t1)), harness $((t3 - t2))"
 sqlite3 "$DB" "SELECT source, COUNT(*), SUM(status = 'ok'), SUM(status = 'crash'), SUM(status = 'timeout'),
   ROUND(AVG(ms), 1) FROM runs GROUP BY source"
+python3 -m dirigo.mutation_report "$DB" --dirigo "$DIRIGO_BIN" --out "${REPORT:-docs/mutation.md}" \
+  --svg "${SVG:-docs/mutation-misses.svg}"

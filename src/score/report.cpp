@@ -136,6 +136,7 @@ nlohmann::json to_json(const Scores& s) {
   for (const auto& [k, v] : s.population_by_problem) j["population_by_problem"][k] = v;
   j["verdicts_witnessed"] = s.verdicts_witnessed;
   j["verdicts_unwitnessed"] = s.verdicts_unwitnessed;
+  j["witnessed_mutants"] = s.witnessed_mutants;
   j["protocols"] = nlohmann::json::array();
   for (const auto& ps : s.protocols) {
     nlohmann::json p{{"name", ps.protocol.name},
@@ -150,6 +151,8 @@ nlohmann::json to_json(const Scores& s) {
                      {"problems_without_inputs", ps.problems_without_inputs},
                      {"substrates_checked", ps.substrates_checked}};
     if (!ps.protocol.dirigo) p["tol"] = ps.protocol.tol;
+    if (!ps.protocol.harness.empty()) p["harness"] = ps.protocol.harness;
+    p["missed_mutants"] = ps.missed_mutants;
     p["by_family"] = nlohmann::json::object();
     p["by_problem"] = nlohmann::json::object();
     for (const auto& [k, v] : ps.by_family) p["by_family"][k] = tally_json(v);

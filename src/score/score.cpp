@@ -110,6 +110,7 @@ Scores score(const Matrix& matrix, const std::vector<Protocol>& protocols, std::
       count(prob_pop, b, stopped);
       if (b == Bucket::Unwitnessed) ++s.verdicts_unwitnessed[mu.verdict.empty() ? "none" : mu.verdict];
       if (b != Bucket::Witnessed) continue;
+      s.witnessed_mutants.push_back(mu.id);
       ++s.verdicts_witnessed[mu.verdict.empty() ? "none" : mu.verdict];
       for (size_t k = 0; k < s.protocols.size(); ++k) {
         auto& ps = s.protocols[k];
@@ -121,6 +122,7 @@ Scores score(const Matrix& matrix, const std::vector<Protocol>& protocols, std::
           ++t->witnessed;
           t->missed += missed;
         }
+        if (missed) ps.missed_mutants.push_back(mu.id);
         if (ps.protocol.dirigo && !verdict_of(ps.protocol, prob, m).empty()) {
           ++ps.checked.witnessed;
           ps.checked.missed += missed;

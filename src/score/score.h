@@ -33,6 +33,9 @@ struct ProtocolScore {
   int problems_rejecting = 0;  // problems where it rejects the correct substrate on some input
   int problems_without_inputs = 0;  // problems where nothing is left to run after the gate
   int substrates_checked = 0;  // verdict protocols: problems whose substrate has a `dirigo check` verdict
+  // Store ids of the witnessed mutants it misses, in problem then ordinal order: which protocols
+  // miss the same mutants (the report's miss patterns) is only visible per mutant.
+  std::vector<long long> missed_mutants;
 };
 
 // Every mutant lands in exactly one bucket, checked in this order.
@@ -53,6 +56,7 @@ struct Scores {
   Population population;
   std::map<std::string, Population> population_by_family, population_by_problem;
   std::vector<ProtocolScore> protocols;
+  std::vector<long long> witnessed_mutants;  // store ids, in the order of every missed_mutants list
   std::map<std::string, int> verdicts_witnessed;    // dirigo verdict counts over witnessed mutants
   std::map<std::string, int> verdicts_unwitnessed;  // ... over unwitnessed (not quarantined) ones
 };

@@ -9,6 +9,7 @@
 #include "score/load.h"
 #include "score/options.h"
 #include "score/protocol.h"
+#include "score/report.h"
 #include "score/score.h"
 #include "store_builder.h"
 
@@ -350,6 +351,31 @@ TEST(Score, MissRatesByFamilyAndProblem) {
   EXPECT_EQ(v0.by_problem.at("P2").missed, 2);
   EXPECT_EQ(of(s, "kernelbench_fp32").total.missed, 0);
   EXPECT_EQ(s.families, (std::vector<std::string>{"arithmetic", "boundary"}));
+}
+
+// Which witnessed mutants each protocol misses, by store id (the report's miss patterns). Mutant a
+// is killed at 1e-2 on a KernelBench input (every input protocol detects it), b only at 1e-4; c is
+// never witnessed and d crashes (quarantined): neither is listed anywhere. No verdicts, so dirigo
+// misses both witnessed mutants.
+TEST(Score, MissedMutantIdsPerProtocol) {
+  StoreBuilder b("missedids");
+  Kb k = kernelbench_problem(b, "p");
+  for (int s = 0; s < 5; ++s) b.run(k.sid, -1, k.in[s], 1e-6);
+  long long a = mutant_on(b, k, "arithmetic", 0, 1.0);
+  long long m_b = mutant_on(b, k, "precision", 1, 1e-3);
+  mutant_on(b, k, "arithmetic", 0, 1e-6);
+  long long d = b.mutant(k.sid, "boundary");
+  b.run(k.sid, d, k.in[0], 1.0, "crash");
+  Scores s = score(load_matrix(b.path()), builtin_protocols());
+  using Ids = std::vector<long long>;
+  EXPECT_EQ(s.witnessed_mutants, (Ids{a, m_b}));
+  EXPECT_EQ(of(s, "kernelbench_v0").missed_mutants, (Ids{m_b}));
+  EXPECT_EQ(of(s, "kernelbench_fp32").missed_mutants, Ids{});
+  EXPECT_EQ(of(s, "dirigo").missed_mutants, (Ids{a, m_b}));
+  auto j = to_json(s);
+  EXPECT_EQ(j["witnessed_mutants"].get<Ids>(), (Ids{a, m_b}));
+  for (const auto& p : j["protocols"])
+    if (p["name"] == "kernelbench_v0") EXPECT_EQ(p["missed_mutants"].get<Ids>(), (Ids{m_b}));
 }
 
 // The witness tolerances are those of the scored protocols: scoring only kernelbench_v0, a mutant
