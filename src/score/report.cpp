@@ -153,6 +153,7 @@ nlohmann::json to_json(const Scores& s) {
     if (!ps.protocol.dirigo) p["tol"] = ps.protocol.tol;
     if (!ps.protocol.harness.empty()) p["harness"] = ps.protocol.harness;
     p["missed_mutants"] = ps.missed_mutants;
+    p["unrun_mutants"] = ps.unrun_mutants;
     p["by_family"] = nlohmann::json::object();
     p["by_problem"] = nlohmann::json::object();
     for (const auto& [k, v] : ps.by_family) p["by_family"][k] = tally_json(v);

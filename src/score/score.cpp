@@ -122,7 +122,8 @@ Scores score(const Matrix& matrix, const std::vector<Protocol>& protocols, std::
           ++t->witnessed;
           t->missed += missed;
         }
-        if (missed) ps.missed_mutants.push_back(mu.id);
+        if (unrun) ps.unrun_mutants.push_back(mu.id);
+        else if (missed) ps.missed_mutants.push_back(mu.id);
         if (ps.protocol.dirigo && !verdict_of(ps.protocol, prob, m).empty()) {
           ++ps.checked.witnessed;
           ps.checked.missed += missed;

@@ -36,6 +36,7 @@ struct ProtocolScore {
   // Store ids of the witnessed mutants it misses, in problem then ordinal order: which protocols
   // miss the same mutants (the report's miss patterns) is only visible per mutant.
   std::vector<long long> missed_mutants;
+  std::vector<long long> unrun_mutants;  // witnessed, not detected, not run in full: neither missed nor detected
 };
 
 // Every mutant lands in exactly one bucket, checked in this order.

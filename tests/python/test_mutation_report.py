@@ -9,6 +9,9 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[2] / "python"))
+from dirigo import mutation_report  # noqa: E402
+
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 DIRIGO = pathlib.Path(os.environ.get("DIRIGO_BIN", ROOT / "build" / "dirigo"))
 
@@ -172,13 +175,14 @@ def test_family_miss_rates_of_the_official_check(made):
 
 def test_protocol_audit_lists_every_protocol(made):
     t = rows(section(made[0], "Protocol audit"))
-    assert t["**kernelbench_v0**"][1:4] == ["inputs, tol 0.01", "50.0% (2/4)", "–"]
-    assert t["**kernelbench_v0**"][4] == "0 of 10 inputs (0 problems)"
+    # every protocol ran in full on every witnessed mutant here: "not run in full" is 0
+    assert t["**kernelbench_v0**"][1:5] == ["inputs, tol 0.01", "50.0% (2/4)", "0", "–"]
+    assert t["**kernelbench_v0**"][5] == "0 of 10 inputs (0 problems)"
     # dirigo's only BUG is on m6; the others have no verdict
-    assert t["dirigo"][1:4] == ["dirigo check (verdicts)", "75.0% (3/4)", "0.0% (0/1)"]
+    assert t["dirigo"][1:5] == ["dirigo check (verdicts)", "75.0% (3/4)", "0", "0.0% (0/1)"]
     assert t["mycheck"][1:3] == ["harness (verdicts)", "25.0% (1/4)"]
-    assert t["mycheck"][4] == "0 of 2 substrates"
-    assert t["fuzz"][2] == "100.0% (4/4)" and t["fuzz"][5] == "2"
+    assert t["mycheck"][5] == "0 of 2 substrates"
+    assert t["fuzz"][2] == "100.0% (4/4)" and t["fuzz"][6] == "2"
 
 
 def test_suite_budgets(made):
@@ -239,3 +243,16 @@ def test_regenerates_between_markers(store, tmp_path):
                            "<!-- mutation_report: begin -->\n\nStore `km.sqlite`")
     assert text.endswith("![miss patterns](m.svg)\n\n<!-- mutation_report: end -->\n\nafter\n")
     assert "stale" not in text and text.count("#### Table 1") == 1
+
+
+def test_miss_patterns_leave_out_mutants_a_protocol_has_no_answer_on():
+    """A mutant some shown protocol did not run in full on (unrun) is in no pattern: its absence from
+    that protocol's missed list is no detection."""
+    p = lambda name, missed, unrun: {"name": name, "dirigo": False, "missed_mutants": missed,  # noqa: E731
+                                     "unrun_mutants": unrun, "problems_without_inputs": 0,
+                                     "checked": {"witnessed": 0}}
+    sc = {"problems": ["a"], "witnessed_mutants": [1, 2, 3],
+          "protocols": [p("v0", [1], []), p("fuzz", [1], [2])]}
+    names, patterns, none = mutation_report.miss_patterns(sc)
+    assert names == ["v0", "fuzz"]
+    assert patterns == [(frozenset({"v0", "fuzz"}), 1)] and none == 1  # mutant 2 left out, 3 missed by none
