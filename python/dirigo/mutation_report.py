@@ -216,11 +216,13 @@ def suite_table(su: dict) -> str:
 # miss patterns
 
 def unmeasured(sc: dict) -> list[str]:
-    """Protocols that measured nothing: an input protocol the gate left no input on any problem, a
-    verdict protocol without a verdict on any witnessed mutant. They miss every mutant by default and
-    would join every miss pattern, so the patterns leave them out (the audit still lists them)."""
+    """Protocols that measured nothing: an input protocol the gate left no input on any problem or that
+    ran in full on no witnessed mutant, a verdict protocol without a verdict on any witnessed mutant.
+    They would miss every mutant or have no answer anywhere, so the patterns leave them out (the audit
+    still lists them)."""
     return [p["name"] for p in sc["protocols"]
-            if (p["checked"]["witnessed"] == 0 if p["dirigo"] else p["problems_without_inputs"] == len(sc["problems"]))]
+            if (p["checked"]["witnessed"] == 0 if p["dirigo"] else
+                p["problems_without_inputs"] == len(sc["problems"]) or p["total"]["witnessed"] == 0)]
 
 
 def miss_patterns(sc: dict) -> tuple[list[str], list[tuple[frozenset, int]], int]:
@@ -232,7 +234,8 @@ def miss_patterns(sc: dict) -> tuple[list[str], list[tuple[frozenset, int]], int
     missing: dict = {m: set() for m in sc["witnessed_mutants"] if m not in unrun}
     for p in protocols:
         for m in p["missed_mutants"]:
-            missing[m].add(p["name"])
+            if m in missing:
+                missing[m].add(p["name"])
     counts = Counter(frozenset(s) for s in missing.values())
     none = counts.pop(frozenset(), 0)
     order = {n: i for i, n in enumerate(names)}
@@ -327,8 +330,8 @@ def build(db: str, dirigo: str | None = None, source: str = "auto", only: str | 
         md.append(f"{witnessed - patterned} witnessed mutants are left out of the patterns: some protocol shown "
                   f"was not run in full on them (a matrix cut short), so it has no answer there.")
     if unmeasured(sc):
-        md.append("Left out of the patterns, as they measured nothing here (no valid input on any problem, or no "
-                  "verdict on any witnessed mutant): " + ", ".join(unmeasured(sc)) + ".")
+        md.append("Left out of the patterns, as they measured nothing here (no valid input on any problem, not run "
+                  "in full on any witnessed mutant, or no verdict on any): " + ", ".join(unmeasured(sc)) + ".")
     if svg_link:
         md.append(f"![miss patterns]({svg_link})")
     return "\n\n".join(part.strip("\n") for part in md) + "\n", upset_svg(names, patterns, totals, top)

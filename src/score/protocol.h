@@ -60,9 +60,9 @@ bool fails(const Protocol& p, const Outcome& o);
 // Selected inputs that count (after the gate when the protocol has one).
 std::vector<size_t> admitted_inputs(const Protocol& p, const Problem& problem);
 // The input protocol ran in full on mutant m: the substrate and the mutant both ran on every selected
-// input (a matrix cut short by a deadline leaves cells NotRun). A protocol that did not detect a mutant
-// on an incomplete run has no verdict on it: it is neither a detection nor a miss. Verdict protocols
-// are always complete (a missing verdict is a miss in the main column, apart in `checked`).
+// input (a matrix cut short by a deadline leaves cells NotRun). On an incomplete run the protocol has
+// no answer: neither a detection nor a miss. Verdict protocols are always complete (a missing verdict
+// is a miss in the main column, apart in `checked`).
 bool complete(const Protocol& p, const Problem& problem, size_t mutant, const std::vector<size_t>& selected);
 // Does the protocol reject mutant m? (Quarantine is the caller's business.)
 bool detects(const Protocol& p, const Problem& problem, size_t mutant);

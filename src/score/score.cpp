@@ -115,7 +115,7 @@ Scores score(const Matrix& matrix, const std::vector<Protocol>& protocols, std::
       for (size_t k = 0; k < s.protocols.size(); ++k) {
         auto& ps = s.protocols[k];
         bool missed = !detects(ps.protocol, prob, m, admitted[k]);
-        bool unrun = missed && !complete(ps.protocol, prob, m, selected[k]);
+        bool unrun = !complete(ps.protocol, prob, m, selected[k]);
         for (Tally* t : {&ps.total, &ps.by_family[mu.family], &ps.by_problem[prob.name]}) {
           t->unrun += unrun;
           if (unrun) continue;

@@ -15,8 +15,8 @@
 
 namespace dirigo::score {
 
-// Over the witnessed mutants the protocol decided; `unrun` = witnessed mutants it neither detected nor
-// ran in full on (not in `witnessed`: a partial matrix gives no miss).
+// Over the witnessed mutants the protocol ran in full on; `unrun` = those it did not (not in
+// `witnessed`: counting a partial run's detections but not its misses would bias the rate low).
 struct Tally {
   int witnessed = 0, missed = 0, unrun = 0;
   double miss_rate() const { return witnessed ? static_cast<double>(missed) / witnessed : 0.0; }
@@ -36,7 +36,7 @@ struct ProtocolScore {
   // Store ids of the witnessed mutants it misses, in problem then ordinal order: which protocols
   // miss the same mutants (the report's miss patterns) is only visible per mutant.
   std::vector<long long> missed_mutants;
-  std::vector<long long> unrun_mutants;  // witnessed, not detected, not run in full: neither missed nor detected
+  std::vector<long long> unrun_mutants;  // witnessed, not run in full: neither missed nor detected
 };
 
 // Every mutant lands in exactly one bucket, checked in this order.

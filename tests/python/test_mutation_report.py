@@ -250,9 +250,9 @@ def test_miss_patterns_leave_out_mutants_a_protocol_has_no_answer_on():
     that protocol's missed list is no detection."""
     p = lambda name, missed, unrun: {"name": name, "dirigo": False, "missed_mutants": missed,  # noqa: E731
                                      "unrun_mutants": unrun, "problems_without_inputs": 0,
-                                     "checked": {"witnessed": 0}}
+                                     "checked": {"witnessed": 0}, "total": {"witnessed": 3 - len(unrun)}}
     sc = {"problems": ["a"], "witnessed_mutants": [1, 2, 3],
-          "protocols": [p("v0", [1], []), p("fuzz", [1], [2])]}
+          "protocols": [p("v0", [1, 2], []), p("fuzz", [1], [2])]}
     names, patterns, none = mutation_report.miss_patterns(sc)
     assert names == ["v0", "fuzz"]
     assert patterns == [(frozenset({"v0", "fuzz"}), 1)] and none == 1  # mutant 2 left out, 3 missed by none

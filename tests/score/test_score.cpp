@@ -460,10 +460,10 @@ TEST(Load, ErrorsNameTheFault) {
   EXPECT_THROW(load_matrix(old.path()), std::runtime_error);
 }
 
-// A matrix cut short by a deadline: a protocol that did not detect a mutant on which some of its
-// inputs never ran has no verdict on it (unrun, outside its denominator); a detection stands however
-// little ran, and a protocol that ran in full on a mutant it did not detect misses it.
-TEST(Score, ProtocolNotRunInFullOnAMutantNeitherDetectsNorMisses) {
+// A matrix cut short by a deadline: a protocol with some of its inputs never run on a mutant has no
+// answer on it (unrun, outside its denominator, whatever the runs that did happen show); one that ran
+// in full on a mutant it did not detect misses it.
+TEST(Score, ProtocolNotRunInFullOnAMutantHasNoAnswerOnIt) {
   StoreBuilder b("unrun");
   Kb k = kernelbench_problem(b, "p");
   long long extra = b.input(k.sid, "p", "large", 10, "hardened");  // an input the mutants may not reach
@@ -487,7 +487,7 @@ TEST(Score, ProtocolNotRunInFullOnAMutantNeitherDetectsNorMisses) {
   const auto& fp32 = of(s, "kernelbench_fp32");
   EXPECT_EQ(fp32.total.unrun, 1);
   EXPECT_EQ(fp32.total.missed, 0);
-  const auto& large = of(s, "large_only");  // detects the cut mutant; the full one never ran on `large`
+  const auto& large = of(s, "large_only");  // ran in full on the cut mutant (and detects it), not on the other
   EXPECT_EQ(large.total.unrun, 1);
   EXPECT_EQ(large.total.witnessed, 1);
   EXPECT_EQ(large.total.missed, 0);
