@@ -238,11 +238,16 @@ struct DrawCache {
   int64_t numel, chunk, run_stride, runs;
   std::unique_ptr<double[]> values;
   std::unique_ptr<std::atomic<uint8_t>[]> drawn;  // by chunk
+  std::unique_ptr<std::atomic<uint32_t>[]> spot;   // by chunk: its elements drawn one at a time so far
   std::mutex mu;
   DrawCache(int64_t n, size_t lanes, int64_t stride = 0, int64_t nruns = 0)
       : numel(n), chunk(nruns ? stride * nruns : int64_t(1) << kChunkBits), run_stride(stride), runs(nruns),
-        values(new double[size_t(n) * lanes]), drawn(new std::atomic<uint8_t>[size_t(n / chunk) + 1]) {
-    for (size_t c = 0; c <= size_t(n / chunk); ++c) drawn[c].store(0, std::memory_order_relaxed);
+        values(new double[size_t(n) * lanes]), drawn(new std::atomic<uint8_t>[size_t(n / chunk) + 1]),
+        spot(new std::atomic<uint32_t>[size_t(n / chunk) + 1]) {
+    for (size_t c = 0; c <= size_t(n / chunk); ++c) {
+      drawn[c].store(0, std::memory_order_relaxed);
+      spot[c].store(0, std::memory_order_relaxed);
+    }
   }
   // Where logical element l is stored (in elements; times lanes for its values).
   int64_t place(int64_t l) const {
@@ -481,12 +486,31 @@ struct NumericEvaluator::Impl {
       }
       return c->values.get();
     }
+    // Whether reading `count` elements spread over logical [lo, hi] through the cache would draw far
+    // more than it reads: a strided operand (a transposed GEMM's column) touches a chunk per element,
+    // and drawing those chunks draws the whole tensor for one location. Drawn on the spot instead,
+    // one location costs its cone (the values are the same: a draw depends on the element only).
+    bool sparse(int64_t lo, int64_t hi, int64_t count) const {
+      if (!cache) return true;
+      int64_t undrawn = 0;
+      for (int64_t k = lo / cache->chunk; k <= hi / cache->chunk; ++k)
+        undrawn += !cache->drawn[size_t(k)].load(std::memory_order_relaxed);
+      return undrawn * cache->chunk > 8 * count + cache->chunk;
+    }
     // The values of storage element j at every point (buf holds them when they are computed here);
     // nullptr (and the element noted as missing) when it has no value yet.
     const double* values(int64_t j, double* buf) {
       if (shared && j >= shared->offset && j - shared->offset < shared->numel) {
         int64_t l = j - shared->offset;
-        if (cache) return drawn(l, l) + size_t(l) * im.npoints;
+        // an element is drawn alone until its chunk has been read a quarter of its size one element at
+        // a time, then the whole chunk: a column read (one element per chunk) costs its elements, not
+        // the tensor, and a row read often draws its chunks once
+        if (cache) {
+          auto k = size_t(l / cache->chunk);
+          if (cache->drawn[k].load(std::memory_order_acquire) ||
+              cache->spot[k].fetch_add(1, std::memory_order_relaxed) >= uint32_t(cache->chunk / 4))
+            return drawn(l, l) + size_t(l) * im.npoints;
+        }
         draw(l, buf);
         return buf;
       }
@@ -605,11 +629,20 @@ struct NumericEvaluator::Impl {
         if (ra.innermost && rb.innermost) stats.runs_innermost += uint64_t(pr.count);
         dot_runs(ra, rb, pr.a_list.size(), pr.runs, f32, acc.data());
       } else {
-        const double* pa = a.drawn(ea->first - a.shared->offset, ea->second - a.shared->offset) +
-                           (pr.a_first - a.shared->offset) * int64_t(npoints);
-        const double* pb = b.drawn(eb->first - b.shared->offset, eb->second - b.shared->offset) +
-                           (pr.b_first - b.shared->offset) * int64_t(npoints);
-        dot_lanes(pa, pr.a_step * int64_t(npoints), pb, pr.b_step * int64_t(npoints), pr.count, f32, acc.data());
+        std::vector<double> compact_a, compact_b;
+        auto lanes = [&](Access& x, const Extent& e, int64_t first, int64_t step,
+                         std::vector<double>& compact) -> std::pair<const double*, int64_t> {
+          int64_t lo = e->first - x.shared->offset, hi = e->second - x.shared->offset, u = first - x.shared->offset;
+          if (!x.sparse(lo, hi, pr.count))
+            return {x.drawn(lo, hi) + u * int64_t(npoints), step * int64_t(npoints)};
+          compact.resize(size_t(pr.count) * npoints);
+          for (int64_t k = 0; k < pr.count; ++k) x.draw(u + k * step, compact.data() + size_t(k) * npoints);
+          stats.draws += uint64_t(pr.count);
+          return {compact.data(), int64_t(npoints)};
+        };
+        auto [pa, sa] = lanes(a, ea, pr.a_first, pr.a_step, compact_a);
+        auto [pb, sb] = lanes(b, eb, pr.b_first, pr.b_step, compact_b);
+        dot_lanes(pa, sa, pb, sb, pr.count, f32, acc.data());
       }
     } else {
       auto index = [&](const std::vector<int64_t>& list, int64_t first, int64_t step, int64_t k) {

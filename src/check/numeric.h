@@ -91,7 +91,7 @@ class NumericEvaluator {
     uint64_t products = 0;        // multiply-adds of sums of products (each for every point)
     uint64_t tight = 0;           // of those: summed by a tight loop over draws (the rest term by term)
     uint64_t runs_innermost = 0;  // of those: from runs-innermost draws (convolutions, see numeric.cpp)
-    uint64_t draws = 0;           // shared-input elements this evaluator drew into a draw cache
+    uint64_t draws = 0;           // shared-input elements drawn into a draw cache or for one tight sum
     uint64_t kernel_elements = 0; // of elements: kernel-written ones evaluated under their writers' threads
     uint64_t kernel_writers = 0;  // (record, thread) values evaluated for them, shared stores included
     uint64_t kernel_cells = 0;    // shared-memory cells evaluated for them

@@ -292,6 +292,37 @@ TEST(Numeric, RecycledScratchContextsGiveTheSameValues) {
   EXPECT_EQ(nb.stats().recycles, 0u);
 }
 
+// A[64, 256] -> A^T (a permuted view) -> mm with B[64, 8]: each sum reads a column of A, one
+// element every 256, so one element per chunk of A's draws for most of it.
+ProgramBuilder transposed_mm(const char* name, const char* role) {
+  ProgramBuilder p(name, role);
+  auto a = p.tensor({64, 256}), bm = p.tensor({64, 8}), y = p.tensor({256, 8});
+  p.input("a", a);
+  p.input("b", bm);
+  auto at = p.view(a, 0, {256, 64}, {1, 256});
+  p.aten("aten::permute", {T(a), Ints({1, 0})}, {at});
+  p.aten("aten::mm", {T(at), T(bm)}, {y});
+  p.output("out0", y);
+  return p;
+}
+
+// A column read draws the elements it reads, not the chunks they lie in (a transposed GEMM of
+// today's shapes drew its whole 8192 x 2048 operand for one location); the values are the built
+// expression's at the same draws either way.
+TEST(Numeric, AColumnReadDrawsItsElementsNotTheTensor) {
+  auto ref = transposed_mm("ref", "reference"), cand = transposed_mm("new", "candidate");
+  auto b = make_bundle({&ref, &cand});
+  expect_same_values(b, true);
+  program::Merged m = program::merge(b, {false, false});
+  ir::Context ctx;
+  check::Lowering low(ctx, b, m, true, {});
+  low.execute_all();
+  check::NumericEvaluator n(low, {.seed = 5, .points = {1, 2}, .bound = 10});
+  n.element(m.outputs[0].ref, 3 * 8 + 1);  // A column 3 . B column 1
+  EXPECT_EQ(n.stats().products, 64u);
+  EXPECT_EQ(n.stats().draws, 512u + 64u);  // B's one chunk and A's column: not A's 16,384 elements
+}
+
 // Evaluators at the same points given one products cache (the check's reference and candidate) draw
 // each shared input once between them; other points or precisions draw their own.
 TEST(Numeric, EvaluatorsAtTheSamePointsShareTheirDraws) {
