@@ -13,6 +13,9 @@
 #include "program/ssa.h"
 
 namespace dirigo::cli {
+
+DIRIGO_CLI_MEMBERS(program::MergeOptions, trim_prefix, trim_suffix)
+
 namespace {
 
 constexpr int kInvalid = 4;
@@ -38,46 +41,47 @@ void show(const bundle::Bundle& b) {
   }
 }
 
-Register register_bundle({"bundle", "validate or list a trace bundle (docs/bundle-format.md)", [](CLI::App& sub) {
-                auto dir = std::make_shared<std::string>();
-                auto* validate = sub.add_subcommand("validate", "check a bundle; prints OK and a summary, or the error");
-                validate->add_option("DIR", *dir, "bundle directory or .tar")->required();
-                auto* listing = sub.add_subcommand("show", "list each program's inputs, ops and outputs");
-                listing->add_option("DIR", *dir, "bundle directory or .tar")->required();
-                auto ssa = std::make_shared<bool>(false);
-                listing->add_flag("--ssa", *ssa, "list the SSA form: storage versions read and written by each op");
-                auto* merging = sub.add_subcommand("merge", "merge reference and candidate (matching, trimming)");
-                merging->add_option("DIR", *dir, "bundle directory or .tar")->required();
-                auto opts = std::make_shared<program::MergeOptions>();
-                merging->add_flag("!--no-trim-prefix", opts->trim_prefix, "keep the common prefix of pure ATen ops");
-                merging->add_flag("--trim-suffix", opts->trim_suffix, "also trim a common suffix (sound for injective ops)");
-                sub.require_subcommand(1);
-                return [dir, validate, listing, ssa, merging, opts]() -> int {
-                  bundle::Bundle b;
-                  try {
-                    b = bundle::read_bundle(*dir);
-                  } catch (const bundle::BundleError& e) {
-                    std::cerr << "INVALID " << *dir << "\n" << e.what() << "\n";
-                    return kInvalid;
-                  }
-                  if (validate->parsed()) {
-                    std::cout << "OK " << *dir << ": " << bundle::describe_summary(bundle::summarize(b)) << "\n";
-                    return 0;
-                  }
-                  if (listing->parsed() && !*ssa) show(b);
-                  if (listing->parsed() && *ssa)
-                    for (const auto& p : b.programs) std::cout << program::describe(program::to_ssa(b, p));
-                  if (merging->parsed()) {
-                    try {
-                      std::cout << program::describe(program::merge(b, *opts));
-                    } catch (const program::MergeError& e) {
-                      std::cerr << "CANNOT MERGE " << *dir << ": " << e.what() << "\n";
-                      return kInvalid;
-                    }
-                  }
-                  return 0;
-                };
-              }});
+struct BundleArgs {
+  std::string dir;
+  bool ssa = false;
+  program::MergeOptions merge;
+};
+DIRIGO_CLI_MEMBERS(BundleArgs, dir, ssa, merge)
+
+// `what` is the subcommand chosen: validate, show or merge.
+int run_bundle(const BundleArgs& a, const std::string& what) {
+  bundle::Bundle b;
+  try {
+    b = bundle::read_bundle(a.dir);
+  } catch (const bundle::BundleError& e) {
+    std::cerr << "INVALID " << a.dir << "\n" << e.what() << "\n";
+    return kInvalid;
+  }
+  if (what == "validate") {
+    std::cout << "OK " << a.dir << ": " << bundle::describe_summary(bundle::summarize(b)) << "\n";
+    return 0;
+  }
+  if (what == "show" && !a.ssa) show(b);
+  if (what == "show" && a.ssa)
+    for (const auto& p : b.programs) std::cout << program::describe(program::to_ssa(b, p));
+  if (what == "merge") {
+    try {
+      std::cout << program::describe(program::merge(b, a.merge));
+    } catch (const program::MergeError& e) {
+      std::cerr << "CANNOT MERGE " << a.dir << ": " << e.what() << "\n";
+      return kInvalid;
+    }
+  }
+  return 0;
+}
+
+Register register_bundle({"bundle", "validate or list a trace bundle (docs/bundle-format.md)",
+                          [](CLI::App& sub) -> std::function<int()> {
+                            auto a = std::make_shared<BundleArgs>();
+                            add_spec_options(sub, option_spec("bundle"), *a);
+                            sub.require_subcommand(1);
+                            return [a, &sub] { return run_bundle(*a, sub.get_subcommands().front()->get_name()); };
+                          }});
 
 }  // namespace
 }  // namespace dirigo::cli

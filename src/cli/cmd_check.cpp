@@ -34,12 +34,17 @@ struct CheckArgs {
   std::string device, keep, witness_out, replay_device, ref_file, new_file, html;
   bool no_replay = false, no_dedup = false, no_reroll = false, no_state = false, observe = false, no_observe = false;
   double trace_timeout = 300;
+  double child_timeout = -1;  // < 0: from the budget
   double budget = 30;
   uint64_t seed = 0;
   bool full = false, json = false, verbose = false, no_trim = false;
   size_t min_locations = 5, max_locations = 0, jobs = 1, build_nodes = 0, giant_nodes = 0, falsify = 4;
   double atol = -1, rtol = -1;
 };
+DIRIGO_CLI_MEMBERS(CheckArgs, inputs, device, trace_timeout, child_timeout, keep, budget, seed, jobs, min_locations,
+                   max_locations, build_nodes, falsify, giant_nodes, atol, rtol, full, no_trim, json, witness_out,
+                   ref_file, new_file, no_dedup, no_reroll, no_replay, replay_device, no_state, observe, no_observe,
+                   verbose, html)
 
 using Clock = std::chrono::steady_clock;
 double since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
@@ -128,7 +133,7 @@ int trace_programs(const std::string& ref, const std::string& cand, const std::s
 // --child-timeout when given, else what is left of --budget, but at least kChildFloorS: a CPU replay
 // of a level-2 program ran 120 s past a 20 s budget under the old fixed 300 s, and the state stage with
 // the observation took up to 67 s on an H200 (docs/check.md "The budget").
-double child_timeout_s = -1;  // < 0: from the budget
+double child_timeout_s = -1;  // < 0: from the budget (CheckArgs::child_timeout)
 constexpr double kChildFloorS = 90;
 Clock::time_point check_start = Clock::now();
 double check_budget_s = 30;
@@ -209,52 +214,7 @@ int check_command(CheckArgs& a) {
 }
 
 dirigo::cli::Register register_check(dirigo::cli::options_command<CheckArgs>(
-    "check", "check a trace bundle: BUG / SUSPECT / CHECKED / VERIFIED / TIMEOUT / UNSUPPORTED", check_command,
-    [](CLI::App& sub, CheckArgs& a) {
-      sub.add_option("inputs", a.inputs, "a trace bundle directory (or .tar), or REF.py NEW.py to trace first")
-          ->required()->expected(1, 2);
-      sub.add_option("--device", a.device, "tracing device for REF.py NEW.py: cpu or cuda (default: cuda when a GPU is present)");
-      sub.add_option("--trace-timeout", a.trace_timeout, "seconds allowed for tracing each program (default 300)");
-      sub.add_option("--child-timeout", child_timeout_s,
-                     "seconds allowed for the witness replay and for the state stage, each (they run the programs' "
-                     "own code; default: what is left of --budget, at least 90)");
-      sub.add_option("--keep-bundle", a.keep, "write the traced bundle here instead of a temporary directory");
-      sub.add_option("--budget", a.budget, "seconds for the whole check: merge, Execute and the location search (default 30)");
-      sub.add_option("--seed", a.seed, "seed of the random part of the search order");
-      sub.add_option("--jobs,-j", a.jobs, "location workers (threads); the verdict is the same for any number");
-      sub.add_option("--min-locations", a.min_locations, "locations needed before anything but BUG is reported");
-      sub.add_option("--max-locations", a.max_locations, "stop after this many locations");
-      sub.add_option("--build-nodes", a.build_nodes,
-                     "evaluate a location numerically at random points once building it passes this many nodes "
-                     "(default 8000000; docs/check.md)");
-      sub.add_option("--falsify-locations", a.falsify,
-                     "evaluate this many first locations numerically at several input distributions before building "
-                     "them (the falsification tier, default 4; 0: off; docs/check.md)");
-      sub.add_option("--giant-nodes", a.giant_nodes,
-                     "decide a built location of more nodes than this at random points only, its witness a (seed, "
-                     "point) record (default 4000000; docs/check.md)");
-      sub.add_option("--atol", a.atol, "absolute tolerance for witnesses (default: the bundle's, else 1e-2)");
-      sub.add_option("--rtol", a.rtol, "relative tolerance for witnesses");
-      sub.add_flag("--full", a.full, "check every output location (VERIFIED when all are equal)");
-      sub.add_flag("--no-prefix-trim", a.no_trim, "do not trim the common prefix of pure operations");
-      sub.add_flag("--json", a.json, "machine-readable report");
-      sub.add_option("--witness-out", a.witness_out, "write the witness of the differing location here (dirigo-witness JSON, docs/check.md)");
-      sub.add_option("--ref-file", a.ref_file, "BUNDLE: the reference program it was traced from (named in the witness)");
-      sub.add_option("--new-file", a.new_file, "BUNDLE: the candidate program it was traced from (named in the witness)");
-      sub.add_flag("--no-dedup", a.no_dedup, "--full: solve every location, even queries identical up to renaming");
-      sub.add_flag("--no-reroll", a.no_reroll, "do not re-try differing locations with expanded sums re-rolled into reductions");
-      sub.add_flag("--no-replay", a.no_replay, "REF.py NEW.py: do not replay the witness on the real programs");
-      sub.add_option("--replay-device", a.replay_device, "replay (and the state stage) on cpu or cuda (default: cuda when a GPU is present)");
-      sub.add_flag("--no-state", a.no_state, "do not compare the programs' parameters as constructed (the state stage; "
-                   "it runs when the program files are known: REF.py NEW.py, or --ref-file and --new-file)");
-      sub.add_flag("--observe", a.observe, "with the state stage, also run both real programs on KernelBench's trial "
-                   "inputs and report a difference beyond tolerance (default on a GPU; docs/check.md \"Observe\")");
-      sub.add_flag("--no-observe", a.no_observe, "do not run the real programs' outputs against each other");
-      sub.add_flag("-v,--verbose", a.verbose, "list every location checked");
-      sub.add_option("--html", a.html, "also write a one-page HTML report here: a picture of the output's locations "
-                                        "(proven equal / differs / undecided / not reached), both values, the witness, "
-                                        "the time of each stage");
-    }));
+    "check", "check a trace bundle: BUG / SUSPECT / CHECKED / VERIFIED / TIMEOUT / UNSUPPORTED", check_command));
 
 int run_check(CheckArgs& args) {
   auto a = &args;
@@ -319,6 +279,7 @@ int run_check(CheckArgs& args) {
     }
     check_start = Clock::now();
     check_budget_s = a->budget;
+    child_timeout_s = a->child_timeout;
     if (a->budget > 0)  // reading the bundle counts too
       opt.deadline = check_start + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(a->budget));
     opt.on_stage = [](const std::string& stage) { enter(stage); };

@@ -36,6 +36,8 @@ struct ExecuteOptions {
   uint64_t max_steps = 20'000'000;
   double max_ms = 60'000;
 };
+DIRIGO_CLI_MEMBERS(ExecuteOptions, file, json, parse_only, kernel, grid, block, dynamic_shared, args, dtypes, max_steps,
+                   max_ms)
 
 bool parse_dim3(const std::string& s, exec::Dim3& d) {
   unsigned v[3] = {1, 1, 1};
@@ -181,20 +183,7 @@ int run_execute(const ExecuteOptions& opt) {
 }
 
 Register register_execute(options_command<ExecuteOptions>(
-    "execute", "List the kernels of a PTX file, or execute one symbolically (--kernel)", run_execute,
-    [](CLI::App& sub, ExecuteOptions& o) {
-      sub.add_option("file", o.file, "PTX file")->required();
-      sub.add_flag("--json", o.json, "JSON listing");
-      sub.add_flag("--parse-only", o.parse_only, "only parse (no inlining); exit 0 or 4");
-      sub.add_option("--kernel", o.kernel, "kernel to execute symbolically");
-      sub.add_option("--grid", o.grid, "grid dimensions X[,Y[,Z]]");
-      sub.add_option("--block", o.block, "block dimensions X[,Y[,Z]]");
-      sub.add_option("--shared", o.dynamic_shared, "dynamic shared memory bytes");
-      sub.add_option("--arg", o.args, "scalar parameter NAME=VALUE (repeatable)");
-      sub.add_option("--dtype", o.dtypes, "element type of a pointer parameter NAME=TYPE (default f32)");
-      sub.add_option("--max-steps", o.max_steps, "instruction budget");
-      sub.add_option("--max-ms", o.max_ms, "wall-clock budget in ms (0: none)");
-    }));
+    "execute", "List the kernels of a PTX file, or execute one symbolically (--kernel)", run_execute));
 
 }  // namespace
 }  // namespace dirigo::cli

@@ -43,6 +43,7 @@ struct KillOptions {
   bool reuse = false;      // substrate, mutants and inputs from the store and WORK (no prep, no compile)
   bool host_only = false;  // with --reuse: the original and the host-side mutants only
 };
+DIRIGO_CLI_MEMBERS(KillOptions, substrates, store, work, compile, jobs, max_ms, quiet, no_run, reuse, host_only)
 
 // `python3 -m dirigo.killmatrix prep SUBSTRATE DIR` with this tree's package; its output goes to stderr.
 int prepare_inputs(const std::string& substrate, const std::string& dir) {
@@ -285,21 +286,7 @@ int run_killmatrix(const KillOptions& o) {
 }
 
 Register register_killmatrix(options_command<KillOptions>(
-    "killmatrix", "CPU kill matrix: substrate and mutants on every input, errors vs fp64 (docs/mutation.md)", run_killmatrix,
-    [](CLI::App& sub, KillOptions& o) {
-      sub.add_option("substrates", o.substrates, "KernelBench-style substrate .py files with dirigo_launches");
-      sub.add_option("--store,--db", o.store, "SQLite results store (default .cache/mutate/killmatrix.sqlite)");
-      sub.add_option("--work", o.work, "inputs and mutant files (default .cache/killmatrix)");
-      add_compile_options(sub, o.compile);
-      sub.add_option("-j,--jobs", o.jobs, "parallel interpreter runs (default 2)");
-      sub.add_option("--max-ms", o.max_ms, "wall-clock limit of one run in ms (timeout beyond; default 3000)");
-      sub.add_flag("-q,--quiet", o.quiet, "no progress bar");
-      sub.add_flag("--no-run", o.no_run, "prepare inputs, mutants and the store only (for the GPU export)");
-      sub.add_flag("--reuse", o.reuse,
-                   "run what the store and --work hold (no input drawing, no compiling); host-side mutants "
-                   "with a plan from python -m dirigo.killmatrix_host run too");
-      sub.add_flag("--host-only", o.host_only, "with --reuse: only the original and the host-side mutants");
-    }));
+    "killmatrix", "CPU kill matrix: substrate and mutants on every input, errors vs fp64 (docs/mutation.md)", run_killmatrix));
 
 }  // namespace
 }  // namespace dirigo::cli

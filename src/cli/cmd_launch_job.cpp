@@ -16,6 +16,7 @@ struct LaunchJobOptions {
   std::string file;
   bool serve = false;
 };
+DIRIGO_CLI_MEMBERS(LaunchJobOptions, file, serve)
 
 int run_launch_job_cmd(const LaunchJobOptions& o) {
   if (o.serve) {
@@ -43,11 +44,7 @@ int run_launch_job_cmd(const LaunchJobOptions& o) {
 }
 
 Register register_launch_job(options_command<LaunchJobOptions>(
-    "launch-job", "Run one kernel launch of a replayed bundle on the concrete interpreter (docs/mutation.md)", run_launch_job_cmd,
-    [](CLI::App& sub, LaunchJobOptions& o) {
-      sub.add_option("job", o.file, "JSON launch job (format: src/mutate/killmatrix.h)");
-      sub.add_flag("--serve", o.serve, "one job per stdin line, one result line per job");
-    }));
+    "launch-job", "Run one kernel launch of a replayed bundle on the concrete interpreter (docs/mutation.md)", run_launch_job_cmd));
 
 }  // namespace
 }  // namespace dirigo::cli

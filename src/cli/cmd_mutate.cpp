@@ -27,6 +27,8 @@ struct MutateOptions {
   bool list = false, no_compile = false, summary = false, quiet = false;
   int jobs = 0;
 };
+DIRIGO_CLI_MEMBERS(MutateOptions, substrates, list, out, rules_csv, families_csv, db, summary, compile, arch, no_compile,
+                   jobs, quiet)
 
 int list_rules() {
   std::string family;
@@ -131,21 +133,7 @@ int run_mutate(MutateOptions o) {
 }
 
 Register register_mutate(options_command<MutateOptions>(
-    "mutate", "Generate, compile and de-duplicate mutants of CUDA substrates (docs/mutation.md)", run_mutate,
-    [](CLI::App& sub, MutateOptions& o) {
-      sub.add_option("substrates", o.substrates, ".cu files or KernelBench-style .py files");
-      sub.add_flag("--list-rules", o.list, "list every rule with its family and description");
-      sub.add_option("--out", o.out, "write each mutant (container form) and its PTX under DIR/<substrate>/");
-      sub.add_option("--rules", o.rules_csv, "only these rules (comma-separated)");
-      sub.add_option("--families", o.families_csv, "only these families (comma-separated)");
-      sub.add_option("--db", o.db, "SQLite results store (created if missing)");
-      sub.add_flag("--summary", o.summary, "print the per-family table of the whole --db store");
-      add_compile_options(sub, o.compile);
-      sub.add_option("--arch", o.arch, "target architecture (PTX for compute_N)");
-      sub.add_flag("--no-compile", o.no_compile, "only generate mutants (no CUDA needed)");
-      sub.add_option("-j,--jobs", o.jobs, "parallel compilations (default: all cores)");
-      sub.add_flag("-q,--quiet", o.quiet, "only the per-substrate lines");
-    }));
+    "mutate", "Generate, compile and de-duplicate mutants of CUDA substrates (docs/mutation.md)", run_mutate));
 
 }  // namespace
 }  // namespace dirigo::cli

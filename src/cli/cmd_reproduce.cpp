@@ -8,6 +8,9 @@
 #include "cli/command.h"
 
 namespace dirigo::cli {
+
+DIRIGO_CLI_MEMBERS(check::ReproduceOptions, max_locations, seed, atol, rtol, budget_s)
+
 namespace {
 
 struct ReproduceCliOptions {
@@ -15,6 +18,7 @@ struct ReproduceCliOptions {
   check::ReproduceOptions opt;
   bool json = false;
 };
+DIRIGO_CLI_MEMBERS(ReproduceCliOptions, bundle, opt, json)
 
 int run_reproduce(const ReproduceCliOptions& o) {
   check::Reproduction r = check::reproduce(o.bundle, o.opt);
@@ -26,16 +30,7 @@ int run_reproduce(const ReproduceCliOptions& o) {
 }
 
 Register register_reproduce(options_command<ReproduceCliOptions>(
-    "reproduce", "Compare dirigo's model of a traced program with the outputs recorded on the device", run_reproduce,
-    [](CLI::App& sub, ReproduceCliOptions& o) {
-      sub.add_option("bundle", o.bundle, "bundle directory (or .tar) traced with data")->required();
-      sub.add_option("--locations", o.opt.max_locations, "locations per output (default 256; all when fewer)");
-      sub.add_option("--seed", o.opt.seed, "seed of the location sample");
-      sub.add_option("--atol", o.opt.atol, "absolute tolerance (default 1e-3)");
-      sub.add_option("--rtol", o.opt.rtol, "relative tolerance (default 1e-3)");
-      sub.add_option("--budget", o.opt.budget_s, "seconds (default 60)");
-      sub.add_flag("--json", o.json, "print JSON");
-    }));
+    "reproduce", "Compare dirigo's model of a traced program with the outputs recorded on the device", run_reproduce));
 
 }  // namespace
 }  // namespace dirigo::cli

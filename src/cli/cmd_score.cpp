@@ -27,6 +27,7 @@ struct ScoreOptions {
   int harness_limit = 0;
   bool json = false, quiet = false;
 };
+DIRIGO_CLI_MEMBERS(ScoreOptions, src, witness_tols, harnesses, work, harness_device, harness_limit, json, quiet)
 
 int run_score(ScoreOptions o) {
   o.src.progress = !o.quiet && !o.json;
@@ -54,20 +55,7 @@ int run_score(ScoreOptions o) {
 }
 
 Register register_score(options_command<ScoreOptions>(
-    "score", "Score protocols on the kill matrix: miss rate by family and problem (docs/mutation.md)", run_score,
-    [](CLI::App& sub, ScoreOptions& o) {
-      add_matrix_source_options(sub, o.src, "only these protocols (comma-separated, in this order)");
-      sub.add_option("--witness-tol", o.witness_tols, "witness tolerances (default: the protocols')")
-          ->delimiter(',');
-      sub.add_option("--protocol", o.harnesses,
-                     "run a harness on every mutant first and score it: [NAME=]module:function (KernelBench's "
-                     "eval_kernel_against_ref shape) or [NAME=]cmd:COMMAND (COMMAND REF.py NEW.py, exit 0 = correct)");
-      sub.add_option("--work", o.work, "bundle_km work directory (mutants, default .cache/mutation)");
-      sub.add_option("--harness-device", o.harness_device, "where harnesses run the mutants: cpu or cuda")
-          ->check(CLI::IsMember({"cpu", "cuda"}));
-      sub.add_option("--harness-limit", o.harness_limit, "at most N mutants per substrate for a harness (0: all)");
-      add_report_flags(sub, o.json, o.quiet);
-    }));
+    "score", "Score protocols on the kill matrix: miss rate by family and problem (docs/mutation.md)", run_score));
 
 }  // namespace
 }  // namespace dirigo::cli

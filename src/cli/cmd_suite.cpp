@@ -24,6 +24,7 @@ struct SuiteCliOptions {
   uint64_t seed = 0;
   bool json = false, quiet = false;
 };
+DIRIGO_CLI_MEMBERS(SuiteCliOptions, src, budget, tol, seed, baseline, json, quiet)
 
 int run_suite(SuiteCliOptions o) {
   o.src.progress = !o.quiet && !o.json;
@@ -53,15 +54,7 @@ int run_suite(SuiteCliOptions o) {
 }
 
 Register register_suite(options_command<SuiteCliOptions>(
-    "suite", "Synthesize minimal input suites by greedy set cover over the kill matrix (docs/mutation.md)", run_suite,
-    [](CLI::App& sub, SuiteCliOptions& o) {
-      add_matrix_source_options(sub, o.src, "only these protocols (they set the witness tolerances)");
-      sub.add_option("--budget", o.budget, "input budgets: N or A..B (default 1..5)");
-      sub.add_option("--tol", o.tol, "the suite's tolerance (atol = rtol), default 1e-2");
-      sub.add_option("--seed", o.seed, "seed of the 50% dev/held-out split");
-      sub.add_option("--baseline", o.baseline, "protocol to compare with (default kernelbench_v0)");
-      add_report_flags(sub, o.json, o.quiet);
-    }));
+    "suite", "Synthesize minimal input suites by greedy set cover over the kill matrix (docs/mutation.md)", run_suite));
 
 }  // namespace
 }  // namespace dirigo::cli

@@ -11,6 +11,8 @@
 
 #include <CLI/CLI.hpp>
 
+#include "cli/option_spec.h"
+
 namespace dirigo::cli {
 
 struct Command {
@@ -22,13 +24,13 @@ struct Command {
 
 std::vector<Command>& commands();
 
-// A command whose options are one struct: `add(sub, options)` declares them on `sub`, and the
-// command runs `run(options)` with what was parsed into them.
-template <class Options, class Run, class Add>
-Command options_command(std::string name, std::string help, Run run, Add add) {
-  return {std::move(name), std::move(help), [add, run](CLI::App& sub) -> std::function<int()> {
+// A command whose options are one struct: its spec (options/<name>.json) declares them on `sub`, and
+// the command runs `run(options)` with what was parsed into them.
+template <class Options, class Run>
+Command options_command(std::string name, std::string help, Run run) {
+  return {name, std::move(help), [name, run](CLI::App& sub) -> std::function<int()> {
             auto o = std::make_shared<Options>();
-            add(sub, *o);
+            add_spec_options(sub, option_spec(name), *o);
             return [o, run] { return run(*o); };
           }};
 }

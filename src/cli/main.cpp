@@ -27,10 +27,15 @@ int main(int argc, char** argv) {
   auto& cmds = commands();
   std::sort(cmds.begin(), cmds.end(), [](const Command& a, const Command& b) { return a.name < b.name; });
   std::function<int()> chosen;
-  for (auto& c : cmds) {
-    CLI::App* sub = app.add_subcommand(c.name, c.help);
-    auto run = c.setup(*sub);
-    sub->callback([&chosen, run] { chosen = run; });
+  try {
+    for (auto& c : cmds) {
+      CLI::App* sub = app.add_subcommand(c.name, c.help);
+      auto run = c.setup(*sub);
+      sub->callback([&chosen, run] { chosen = run; });
+    }
+  } catch (const std::exception& e) {  // an option spec (options/*.json) that cannot be declared
+    std::cerr << "dirigo: internal error: " << e.what() << "\n";
+    return 70;
   }
   try {
     app.parse(argc, argv);
