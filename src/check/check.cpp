@@ -263,14 +263,16 @@ Report check_bundle(const bundle::Bundle& b, const Options& user_opt) {
         for (const auto& a : slot.lr.approximations)
           if (std::find(r.approximations.begin(), r.approximations.end(), a) == r.approximations.end())
             r.approximations.push_back(a);
-        // a fast program decides 10^6 locations in a budget: count equal ones past kListedEqual
-        if (++r.equal > kListedEqual) ++r.locations_omitted;
-        else r.locations.push_back(std::move(slot.lr));
+        ++r.equal;
+        list_location(r, std::move(slot.lr));
+        continue;
+      }
+      if (slot.lr.verdict != smt::Verdict::Differ) {
+        list_location(r, std::move(slot.lr));
         continue;
       }
       r.locations.push_back(std::move(slot.lr));
       const LocationResult& last = r.locations.back();
-      if (last.verdict != smt::Verdict::Differ) continue;
       if (!r.first_differ || last.confirmed_f32) r.first_differ = r.locations.size() - 1;
       if (last.confirmed_f32) {
         r.evidence = last.evidence.empty() ? "fp32-evaluation" : last.evidence;
@@ -322,6 +324,11 @@ Report check_bundle(const bundle::Bundle& b, const Options& user_opt) {
   } catch (...) {
     return internal_error("an exception that is not a std::exception");
   }
+}
+
+void list_location(Report& r, LocationResult&& l) {
+  if (l.verdict != smt::Verdict::Differ && r.locations.size() >= kListedLocations) ++r.locations_omitted;
+  else r.locations.push_back(std::move(l));
 }
 
 std::pair<Outcome, std::string> all_equal_outcome(const Report& r) {

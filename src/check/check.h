@@ -194,9 +194,10 @@ struct OutputInfo {
   int64_t numel = 0;
 };
 
-// Equal locations past this many are counted, not kept: a fast elementwise program decides 10^6
-// locations in a 20 s budget, and listing each made the report take longer than the check.
-inline constexpr size_t kListedEqual = 10000;
+// Locations past this many that do not differ (equal, undecided) are counted, not kept: a fast
+// elementwise program decides 10^6 locations in a 20 s budget, and a class of 10^5 undecided
+// locations printed its expression 10^5 times; listing each made the report take longer than the check.
+inline constexpr size_t kListedLocations = 10000;
 
 struct Report {
   Outcome outcome = Outcome::Unsupported;
@@ -204,8 +205,8 @@ struct Report {
   std::string evidence;                  // what backs a BUG: "execute-safety", "fp32-evaluation"
   std::vector<OutputInfo> outputs;
   std::vector<exec::Finding> findings;   // Execute safety violations (each is a BUG)
-  std::vector<LocationResult> locations; // in the order checked, less equal ones past kListedEqual
-  size_t locations_omitted = 0;          // equal locations checked but not listed
+  std::vector<LocationResult> locations; // in the order checked, less those past kListedLocations that do not differ
+  size_t locations_omitted = 0;          // locations checked but not listed (equal or undecided)
   std::optional<size_t> first_differ;    // index into locations
   size_t checked = 0, equal = 0;
   // How the equal locations were proven: exactly over the reals; within the tolerance for every input
@@ -234,6 +235,10 @@ struct Report {
   std::optional<Outcome> function_outcome;  // the function check's own verdict, when the state stage changed it
   std::string hard_stop;                 // the stage the CLI's hard stop ended (TIMEOUT; docs/cli.md); "": none
 };
+
+// Appends `l` to the report's listed locations, or counts it as omitted (see kListedLocations).
+void list_location(Report& r, LocationResult&& l);
+
 
 // Where the witness's programs come from (dirigo-witness fields; empty: unknown).
 struct WitnessSource {

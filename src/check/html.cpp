@@ -127,7 +127,7 @@ std::string to_html(const Report& r) {
                      p.undecided, p.per_cell > 1 ? fmt::format("; one cell per {} consecutive locations", p.per_cell) : "",
                      p.cols != (out.shape.empty() ? 1 : out.shape.back()) || p.per_cell > 1
                          ? "; cells in row-major order" : "; one row per last-dimension line",
-                     r.locations_omitted ? fmt::format("; {} more equal location(s) were checked but not listed (shown "
+                     r.locations_omitted ? fmt::format("; {} more location(s), equal or undecided, were checked but not listed (shown "
                                                        "as not reached)", r.locations_omitted)
                                          : "");
     h += fmt::format("<canvas id=\"out{}\" title=\"{}\"></canvas>\n", o, esc(out.ref_name));

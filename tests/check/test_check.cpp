@@ -132,7 +132,7 @@ TEST(Lower, LogicalStorageIndexRoundTrip) {
   EXPECT_EQ(check::logical_of_storage(v, 17), -1);  // after it
 }
 
-// Equal locations past kListedEqual are counted (locations_omitted), not kept; the report says so.
+// Equal locations past kListedLocations are counted (locations_omitted), not kept; the report says so.
 TEST(Report, OmittedEqualLocationsAreCounted) {
   check::Report r;
   r.outcome = check::Outcome::Suspect;
@@ -198,4 +198,21 @@ TEST(Check, ProofKindNamesToleranceAndApproximations) {
                                     0),
             0u)
       << check::to_text(r);
+}
+
+// Past kListedLocations, undecided locations are counted like equal ones; a difference is always listed.
+TEST(Report, ListedLocationsStopAtTheCapExceptDifferences) {
+  check::Report r;
+  for (size_t i = 0; i < check::kListedLocations + 5; ++i) {
+    check::LocationResult l;
+    l.verdict = i % 2 ? smt::Verdict::Equal : smt::Verdict::Unknown;
+    check::list_location(r, std::move(l));
+  }
+  EXPECT_EQ(r.locations.size(), check::kListedLocations);
+  EXPECT_EQ(r.locations_omitted, 5u);
+  check::LocationResult d;
+  d.verdict = smt::Verdict::Differ;
+  check::list_location(r, std::move(d));
+  EXPECT_EQ(r.locations.size(), check::kListedLocations + 1);
+  EXPECT_EQ(r.locations_omitted, 5u);
 }
