@@ -323,8 +323,12 @@ def build(db: str, dirigo: str | None = None, source: str = "auto", only: str | 
     if top_rules:
         md += [f"Rules whose mutants {OFFICIAL} misses most:", top_rules]
     md += ["#### Protocol audit", audit_table(sc),
-           "#### Table 3: greedy suites by input budget (percent of witnessed mutants detected)", suite_table(su),
-           "#### Miss patterns (which protocols miss the same witnessed mutants)",
+           "#### Table 3: greedy suites by input budget (percent of witnessed mutants detected)", suite_table(su)]
+    if any(p["total"]["unrun"] for p in sc["protocols"]):
+        md.append("The matrix is cut short (some protocols were not run in full on some mutants): the suites and "
+                  "the official check beside them are scored on every witnessed mutant with the runs that "
+                  "happened, so they count kills, not misses, where cells are missing.")
+    md += ["#### Miss patterns (which protocols miss the same witnessed mutants)",
            patterns_table(names, patterns, none, patterned, top)]
     if patterned < witnessed:
         md.append(f"{witnessed - patterned} witnessed mutants are left out of the patterns: some protocol shown "
