@@ -81,10 +81,11 @@ std::vector<OptionSpec> group_options(const json& use, const json& groups, const
     for (auto& o : options) o.member = outer + "." + o.member;
   }
   if (use.contains("help"))
-    for (const auto& [names, help] : value<std::map<std::string, std::string>>(use, "help", at)) {
+    for (const auto& entry : value<std::map<std::string, std::string>>(use, "help", at)) {
+      const std::string& names = entry.first;  // not a structured binding: clang before 16 cannot capture one
       auto it = std::find_if(options.begin(), options.end(), [&](const OptionSpec& o) { return o.names == names; });
       if (it == options.end()) throw std::invalid_argument(at + ": help for " + names + ", which the group does not have");
-      it->help = help;
+      it->help = entry.second;
     }
   return options;
 }

@@ -83,10 +83,12 @@ class Members {
     if constexpr (HasMembers<T>) {
       Members<T> inner;
       cli_members(inner);
-      for (const auto& [inner_name, declare] : inner.table())
-        table_[name + "." + inner_name] = [member, declare](CLI::App& app, S& s, const OptionSpec& o) {
+      for (const auto& entry : inner.table()) {
+        auto declare = entry.second;  // not a structured binding: clang before 16 cannot capture one
+        table_[name + "." + entry.first] = [member, declare](CLI::App& app, S& s, const OptionSpec& o) {
           return declare(app, s.*member, o);
         };
+      }
     } else {
       table_[name] = [member, name](CLI::App& app, S& s, const OptionSpec& o) {
         return declare_member(app, s.*member, name, o);
