@@ -17,17 +17,10 @@ DIRIGO = pathlib.Path(os.environ.get("DIRIGO_BIN", ROOT / "build" / "dirigo"))
 
 pytestmark = pytest.mark.skipif(not DIRIGO.exists(), reason="build/dirigo not built (scripts/build.sh)")
 
-SCHEMA = """
-CREATE TABLE substrates(id INTEGER PRIMARY KEY, path TEXT UNIQUE NOT NULL, status TEXT);
-CREATE TABLE mutants(id INTEGER PRIMARY KEY, substrate_id INTEGER NOT NULL, ordinal INTEGER NOT NULL,
-  rule TEXT NOT NULL, family TEXT NOT NULL, status TEXT NOT NULL);
-CREATE TABLE inputs(id INTEGER PRIMARY KEY, substrate_id INTEGER NOT NULL, name TEXT NOT NULL, problem TEXT,
-  distribution TEXT, seed INTEGER, family TEXT, spec_json TEXT);
-CREATE TABLE runs(id INTEGER PRIMARY KEY, substrate_id INTEGER, mutant_id INTEGER, input_id INTEGER NOT NULL,
-  source TEXT, status TEXT NOT NULL, t_eq REAL, t_eq32 REAL, max_abs REAL, nonfinite_mismatch INTEGER, ms REAL,
-  detail TEXT);
-CREATE TABLE mutant_class(mutant_id INTEGER PRIMARY KEY, substrate_id INTEGER, runnable INTEGER, reason TEXT,
-  verdict TEXT, verdict_reason TEXT, check_s REAL, equivalent INTEGER);
+sys.path.insert(0, str(ROOT / "tests" / "score" / "tool"))
+from synthetic_store import SCHEMA as KILL_MATRIX_SCHEMA  # noqa: E402  (the kill-matrix store's tables)
+
+SCHEMA = KILL_MATRIX_SCHEMA + """
 CREATE TABLE harness_runs(protocol TEXT, substrate_id INTEGER, mutant_id INTEGER, verdict TEXT, compiled INTEGER,
   ms REAL, detail TEXT);
 """
