@@ -490,12 +490,22 @@ struct NumericEvaluator::Impl {
     // more than it reads: a strided operand (a transposed GEMM's column) touches a chunk per element,
     // and drawing those chunks draws the whole tensor for one location. Drawn on the spot instead,
     // one location costs its cone (the values are the same: a draw depends on the element only).
+    // Chunks count as cold until a quarter of them has been drawn one element at a time (spot_draw):
+    // many locations reading the same strided operand then draw it once, as before.
     bool sparse(int64_t lo, int64_t hi, int64_t count) const {
       if (!cache) return true;
-      int64_t undrawn = 0;
+      int64_t cold = 0;
       for (int64_t k = lo / cache->chunk; k <= hi / cache->chunk; ++k)
-        undrawn += !cache->drawn[size_t(k)].load(std::memory_order_relaxed);
-      return undrawn * cache->chunk > 8 * count + cache->chunk;
+        cold += !cache->drawn[size_t(k)].load(std::memory_order_relaxed) && !warm(size_t(k));
+      return cold * cache->chunk > 8 * count + cache->chunk;
+    }
+    bool warm(size_t k) const {
+      return cache->spot[k].load(std::memory_order_relaxed) >= uint32_t(cache->chunk / 4);
+    }
+    // Logical element l drawn alone into out, counted against its chunk.
+    void spot_draw(int64_t l, double* out) const {
+      if (cache) cache->spot[size_t(l / cache->chunk)].fetch_add(1, std::memory_order_relaxed);
+      draw(l, out);
     }
     // The values of storage element j at every point (buf holds them when they are computed here);
     // nullptr (and the element noted as missing) when it has no value yet.
@@ -505,13 +515,10 @@ struct NumericEvaluator::Impl {
         // an element is drawn alone until its chunk has been read a quarter of its size one element at
         // a time, then the whole chunk: a column read (one element per chunk) costs its elements, not
         // the tensor, and a row read often draws its chunks once
-        if (cache) {
-          auto k = size_t(l / cache->chunk);
-          if (cache->drawn[k].load(std::memory_order_acquire) ||
-              cache->spot[k].fetch_add(1, std::memory_order_relaxed) >= uint32_t(cache->chunk / 4))
-            return drawn(l, l) + size_t(l) * im.npoints;
-        }
-        draw(l, buf);
+        if (cache && (cache->drawn[size_t(l / cache->chunk)].load(std::memory_order_acquire) ||
+                      warm(size_t(l / cache->chunk))))
+          return drawn(l, l) + size_t(l) * im.npoints;
+        spot_draw(l, buf);
         return buf;
       }
       Lowering::Source src = im.low.source(value, j);
@@ -636,7 +643,7 @@ struct NumericEvaluator::Impl {
           if (!x.sparse(lo, hi, pr.count))
             return {x.drawn(lo, hi) + u * int64_t(npoints), step * int64_t(npoints)};
           compact.resize(size_t(pr.count) * npoints);
-          for (int64_t k = 0; k < pr.count; ++k) x.draw(u + k * step, compact.data() + size_t(k) * npoints);
+          for (int64_t k = 0; k < pr.count; ++k) x.spot_draw(u + k * step, compact.data() + size_t(k) * npoints);
           stats.draws += uint64_t(pr.count);
           return {compact.data(), int64_t(npoints)};
         };

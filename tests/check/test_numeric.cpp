@@ -321,6 +321,10 @@ TEST(Numeric, AColumnReadDrawsItsElementsNotTheTensor) {
   n.element(m.outputs[0].ref, 3 * 8 + 1);  // A column 3 . B column 1
   EXPECT_EQ(n.stats().products, 64u);
   EXPECT_EQ(n.stats().draws, 512u + 64u);  // B's one chunk and A's column: not A's 16,384 elements
+  // every location of the product: once A's chunks have been read a quarter of their size one element
+  // at a time, A is drawn whole and read from the cache (at most 1.25 A's worth, not a column a location)
+  for (int64_t flat = 0; flat < 256 * 8; ++flat) n.element(m.outputs[0].ref, flat);
+  EXPECT_LE(n.stats().draws, 512u + 16384u + 16384u / 4u + 64u);
 }
 
 // Evaluators at the same points given one products cache (the check's reference and candidate) draw
