@@ -79,7 +79,7 @@ struct ExecOptions {
   double max_ms = 60'000;                   // wall-clock budget of one execute(); 0 = none
   // An absolute deadline as well (a caller's budget shared by several launches); the earlier wins.
   std::optional<std::chrono::steady_clock::time_point> deadline;
-  uint64_t max_bundles = 4096;
+  uint64_t max_bundles = 16384;
   uint64_t max_enumeration = uint64_t(1) << 24;  // thread points per satisfiability question
   unsigned check_blocks = 3;                // blocks sampled by shared-memory checks when addresses depend on ctaid
   // Once a launch has this many bundles, a thread-identity branch whose region is short (<= 256

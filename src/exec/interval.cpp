@@ -907,6 +907,92 @@ bool propagate(const std::vector<AffineGuard>& gs, ThreadBox& box) {
   return true;
 }
 
+// A comparison between two thread expressions, `a <(=) b` with both affine and exact over the box
+// (no wrap): the integer inequality F_a - F_b <= -1 (or <= 0). Triangular loops (`k <= col` with
+// k = row + i) and halo tests relative to another index leave such atoms, which `s in [lo, hi]`
+// guards cannot say.
+struct RelGuard { Affine f; __int128 hi; };
+
+std::vector<RelGuard> relational_guards(const ThreadVars& tv, Expr pred, const ThreadBox& box) {
+  std::vector<RelGuard> out;
+  auto add = [&](Expr a) {
+    bool negated = false;
+    if (a->op == Op::Not) a = a->arg(0), negated = true;
+    if (a->nargs != 2 || !ir::is_bv(a->arg(0)->sort)) return;
+    if (a->arg(0)->op == Op::ConstBV || a->arg(1)->op == Op::ConstBV) return;  // guards_of took those
+    bool strict, as_signed;
+    switch (a->op) {
+      case Op::Ult: strict = true, as_signed = false; break;
+      case Op::Ule: strict = false, as_signed = false; break;
+      case Op::Slt: strict = true, as_signed = true; break;
+      case Op::Sle: strict = false, as_signed = true; break;
+      default: return;
+    }
+    Expr l = a->arg(0), r = a->arg(1);
+    if (negated) std::swap(l, r), strict = !strict;  // !(l < r) is r <= l
+    auto fl = exact_form(l, tv, box, as_signed, 0), fr = exact_form(r, tv, box, as_signed, 0);
+    if (!fl || !fr) return;
+    RelGuard g;
+    g.f.k = fl->k - fr->k;
+    bool any = false;
+    for (int i = 0; i < 6; ++i) g.f.c[i] = fl->c[i] - fr->c[i], any = any || g.f.c[i] != 0;
+    g.hi = strict ? -1 : 0;
+    if (any) out.push_back(g);
+  };
+  if (pred->op == Op::And) for (Expr a : pred->args()) add(a);
+  else add(pred);
+  return out;
+}
+
+// Narrows each Var of `F <= hi` to what the others' minima leave room for; false: no point of the
+// box satisfies some guard.
+bool propagate_relational(const std::vector<RelGuard>& gs, ThreadBox& box) {
+  for (int round = 0; round < 8; ++round) {
+    bool changed = false;
+    for (const auto& g : gs) {
+      auto [flo, fhi] = form_range(g.f, box);
+      if (flo > g.hi) return false;
+      for (int i = 0; i < 6; ++i) {
+        const __int128 c = g.f.c[i];
+        if (c == 0) continue;
+        const __int128 a = c * __int128(box[i].lo), b = c * __int128(box[i].hi);
+        const __int128 room = g.hi - (flo - std::min(a, b));  // c v_i <= room
+        if (c > 0) {
+          const __int128 vhi = floor_div(room, c);
+          if (vhi < __int128(box[i].lo)) return false;
+          if (vhi < __int128(box[i].hi)) box[i].hi = uint64_t(vhi), changed = true;
+        } else {
+          const __int128 vlo = -floor_div(room, -c);  // v_i >= -room / -c, rounded up
+          if (vlo > __int128(box[i].hi)) return false;
+          if (vlo > __int128(box[i].lo)) box[i].lo = uint64_t(vlo), changed = true;
+        }
+      }
+    }
+    if (!changed) break;
+  }
+  return true;
+}
+
+// An upper bound of F over the box's points that satisfy the guards, by weak duality: for any
+// lambda = p/q >= 0 and guard G <= hi, q F <= max_box(q F - p G) + p hi. The lambdas tried are the
+// ratios of F's and G's coefficients (the breakpoints of the dual function of one guard), one guard
+// at a time; the bound is sound for any choice and exact for `4097 row + i` under `row + c < col`.
+__int128 relaxed_max(const Affine& F, const std::vector<RelGuard>& gs, const ThreadBox& box) {
+  __int128 best = form_range(F, box).second;
+  for (const auto& g : gs)
+    for (int j = 0; j < 6; ++j) {
+      if (F.c[j] == 0 || g.f.c[j] == 0 || (F.c[j] > 0) != (g.f.c[j] > 0)) continue;
+      const __int128 p = F.c[j] > 0 ? F.c[j] : -F.c[j], q = g.f.c[j] > 0 ? g.f.c[j] : -g.f.c[j];
+      if (p > (__int128(1) << 40) || q > (__int128(1) << 40)) continue;  // keep products far from overflow
+      Affine d;
+      d.k = q * F.k - p * g.f.k;
+      for (int i = 0; i < 6; ++i) d.c[i] = q * F.c[i] - p * g.f.c[i];
+      const __int128 bound = floor_div(form_range(d, box).second + p * g.hi, q);
+      best = std::min(best, bound);
+    }
+  return best;
+}
+
 // Where a guard holds for every point of the box, as a range of its widest Var (the others
 // anywhere in the box): the boundary at which to split. nullopt: no proper split point.
 std::optional<std::pair<int, Bounds>> guard_split(const std::vector<AffineGuard>& gs, const ThreadBox& box) {
@@ -1030,6 +1116,7 @@ Search search_boxes(const ThreadVars& tv, Expr pred, Expr extra, size_t max_boxe
   if (extra) roots.push_back(extra);
   BvProgram prog(vars, roots);
   const auto gs = affine_guards(tv, *guards, *box0);
+  const auto rels = relational_guards(tv, pred, *box0);  // exact over box0, so over its sub-boxes
   unsigned mentioned = 0;  // Vars the question depends on: the only ones worth splitting
   for (Expr r : roots)
     for (Expr l : ir::leaves(r)) if (int i = var_index(tv, l); i >= 0) mentioned |= 1u << i;
@@ -1039,10 +1126,10 @@ Search search_boxes(const ThreadVars& tv, Expr pred, Expr extra, size_t max_boxe
     ThreadBox box = work.back();
     work.pop_back();
     if (++boxes > max_boxes) return Search::Unknown;
-    if (!propagate(gs, box)) continue;  // no thread of pred in this box
+    if (!propagate(gs, box) || !propagate_relational(rels, box)) continue;  // no thread of pred in this box
     RangeMemo memo;
     if (truth_over(pred, tv, box, memo) == false) continue;  // nor here
-    if (clear(box, *guards)) continue;
+    if (clear(box, *guards, rels)) continue;
     if (prog.ok()) {
       uint64_t p[6], r[2];
       for (unsigned corner = 0; corner <= 64; ++corner) {
@@ -1145,9 +1232,12 @@ std::optional<std::vector<ThreadCoord>> solutions_over_ranges(const ThreadVars& 
 BoundsOverRanges bounds_over_ranges(const ThreadVars& tv, Expr pred, Expr index, uint64_t extent, size_t max_boxes,
                                     Deadline* deadline) {
   BoundsOverRanges out;
-  auto clear = [&](const ThreadBox& box, const Guards& guards) {
+  auto clear = [&](const ThreadBox& box, const Guards& guards, const std::vector<RelGuard>& rels) {
     auto r = range_over(index, tv, box, &guards);
-    return r && r->hi < extent;
+    if (r && r->hi < extent) return true;
+    if (rels.empty()) return false;
+    auto f = exact_form(index, tv, box, false, 0);
+    return f && form_range(*f, box).first >= 0 && relaxed_max(*f, rels, box) < __int128(extent);
   };
   auto bad = [&](const uint64_t* r) { return r[0] && r[1] >= extent; };
   switch (search_boxes(tv, pred, index, max_boxes, deadline, clear, bad, out.witness, out.boxes)) {
@@ -1161,7 +1251,7 @@ BoundsOverRanges bounds_over_ranges(const ThreadVars& tv, Expr pred, Expr index,
 SatOverRanges sat_over_ranges(const ThreadVars& tv, Expr pred, const ThreadBox* box, size_t max_boxes,
                               Deadline* deadline) {
   SatOverRanges out;
-  auto clear = [](const ThreadBox&, const Guards&) { return false; };
+  auto clear = [](const ThreadBox&, const Guards&, const std::vector<RelGuard>&) { return false; };
   auto bad = [](const uint64_t* r) { return r[0] != 0; };
   switch (search_boxes(tv, pred, nullptr, max_boxes, deadline, clear, bad, out.witness, out.boxes, box)) {
     case Search::Clear: out.answer = SatOverRanges::Answer::Unsat; break;

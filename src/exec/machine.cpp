@@ -416,11 +416,48 @@ Expr Machine::undef_holds(Bundle& b, Expr v) {
   return b.conv ? ctx_.and_(b.conv->guard, holds) : holds;
 }
 
+// An unsigned comparison between `c + x` and `y` (c a constant, x and y free of constants, c + x
+// never wrapping over the Var bounds): the one form a loop whose trip count depends on the thread
+// (`for (k = row; k <= col; ++k)`) adds at every iteration's exit split.
+struct ShiftedAtom {
+  Expr x, y;
+  bool shifted_left;  // `c + x <(=) y` (a larger c is tighter); else `y <(=) c + x` (a smaller c is)
+  bool strict;
+  uint64_t c;
+};
+
+static std::optional<ShiftedAtom> shifted_atom(ir::Context& ctx, Expr a) {
+  if ((a->op != Op::Ult && a->op != Op::Ule) || !is_bv(a->arg(0)->sort)) return std::nullopt;
+  auto split = [&](Expr side) -> std::optional<std::pair<uint64_t, Expr>> {
+    if (side->op != Op::BvAdd) return std::nullopt;
+    Expr c = nullptr;
+    std::vector<Expr> rest;
+    for (Expr t : side->args()) {
+      if (t->op == Op::ConstBV && !c) c = t;
+      else rest.push_back(t);
+    }
+    if (!c || rest.empty()) return std::nullopt;
+    Expr x = ctx.bv_add(rest);
+    unsigned w = bv_width(side->sort);
+    uint64_t hi = ctx.bv_bounds(x).hi, top = w == 64 ? ~uint64_t(0) : (uint64_t(1) << w) - 1;
+    if (c->u > top - hi) return std::nullopt;  // c + x may wrap: not monotone in c
+    return std::make_pair(c->u, x);
+  };
+  bool strict = a->op == Op::Ult;
+  Expr l = a->arg(0), r = a->arg(1);
+  if (auto s = split(l); s && r->op != Op::ConstBV && !split(r)) return ShiftedAtom{s->second, r, true, strict, s->first};
+  if (auto s = split(r); s && l->op != Op::ConstBV && !split(l)) return ShiftedAtom{s->second, l, false, strict, s->first};
+  return std::nullopt;
+}
+
 // Keeps one lower and one upper bound per thread Var among a conjunction's simple atoms
-// (`v < c`, `c <= v`), so split domains stay short: (t < 64) && (t < 32) -> (t < 32).
+// (`v < c`, `c <= v`), and the tightest of the comparisons `c + x <(=) y` (or `y <(=) c + x`)
+// that differ only in c, so split domains stay short: (t < 64) && (t < 32) -> (t < 32), and a
+// triangular loop's 4096 exit splits leave one `c + row < col` instead of 4096 of them.
 Expr Machine::tighten(Expr pred) {
   if (pred->op != Op::And) return pred;
   std::map<Expr, std::pair<uint64_t, uint64_t>, std::less<>> box;
+  std::map<std::tuple<Expr, Expr, bool, bool>, std::pair<uint64_t, Expr>, std::less<>> shifted;
   std::vector<Expr> rest;
   auto var_bounds = [&](Expr v) -> std::pair<uint64_t, uint64_t>& {
     auto it = box.find(v);
@@ -436,8 +473,14 @@ Expr Machine::tighten(Expr pred) {
       bd.first = std::max(bd.first, ab->lo), bd.second = std::min(bd.second, ab->hi);
       continue;
     }
+    if (auto sa = shifted_atom(ctx_, a)) {
+      auto [it, fresh] = shifted.try_emplace({sa->x, sa->y, sa->shifted_left, sa->strict}, sa->c, a);
+      if (!fresh && (sa->shifted_left ? sa->c > it->second.first : sa->c < it->second.first)) it->second = {sa->c, a};
+      continue;
+    }
     rest.push_back(a);
   }
+  for (auto& [key, kept] : shifted) rest.push_back(kept.second);
   for (auto& [v, bd] : box) {
     if (bd.first > bd.second) return ctx_.bool_const(false);
     if (bd.first > v->bounds().lo) rest.push_back(ctx_.ule(ctx_.bv_const(Sort::BV32, bd.first), v));

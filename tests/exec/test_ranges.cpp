@@ -206,7 +206,34 @@ TEST(BoundsOverRanges, UnknownWhenTheBoxBudgetEnds) {
   EXPECT_EQ(d.answer, BoundsOverRanges::Answer::Unknown);
 }
 
-// Random affine guards (plain, signed, nvcc's OR form, some under Or/Not) and 64-bit indices with negative offsets
+// --- relational guards: `a < b` between two affine thread expressions
+
+// The element a triangular loop reads at its i-th step, row * 10000 + (row + i), under the loop's
+// exit test `row + i < col` (col <= 9999): in bounds, though row alone may reach 9999.
+TEST(BoundsOverRanges, RelationalGuardBoundsTheIndex) {
+  Image im;
+  const uint64_t i = 7;
+  Expr k = im.ctx.bv_add(im.row(), im.c32(i));
+  Expr idx = im.ctx.bv_add(im.ctx.bv_mul(im.c64(10000), im.z(im.row())), im.z(k));
+  Expr pred = im.ctx.ult(k, im.col());
+  auto d = bounds_over_ranges(im.tv, pred, idx, 100000000);
+  EXPECT_EQ(d.answer, BoundsOverRanges::Answer::InBounds);
+  EXPECT_LE(d.boxes, 2u);  // the guard's dual bound, not a box split
+}
+
+// The same read one step further than its guard allows (`row + i <= col + i`, i.e. row <= col):
+// not in bounds, and the thread is on the diagonal's end.
+TEST(BoundsOverRanges, RelationalGuardThatDoesNotBoundGivesAWitness) {
+  Image im;
+  Expr k = im.ctx.bv_add(im.row(), im.c32(1));
+  Expr idx = im.ctx.bv_add(im.ctx.bv_mul(im.c64(10000), im.z(im.row())), im.z(k));
+  auto d = bounds_over_ranges(im.tv, im.ctx.ule(im.row(), im.col()), idx, 100000000);
+  ASSERT_EQ(d.answer, BoundsOverRanges::Answer::Violated);
+  ASSERT_TRUE(d.witness);
+  EXPECT_EQ(d.witness->tid.y + 16 * d.witness->ctaid.y, 9999u);
+}
+
+// Random affine guards (plain, signed, nvcc's OR form, relational, some under Or/Not) and 64-bit indices with negative offsets
 // over a small 2D launch: InBounds must mean no thread of the predicate is out of bounds (brute
 // force over all 960 threads), Violated must come with such a thread.
 TEST(BoundsOverRanges, AgreesWithBruteForce) {
@@ -224,10 +251,12 @@ TEST(BoundsOverRanges, AgreesWithBruteForce) {
     std::vector<Expr> atoms;
     for (int a = pick(4); a-- > 0;) {
       Expr s = pick(2) ? shifted(col) : shifted(row);
-      switch (pick(4)) {
+      switch (pick(6)) {
         case 0: atoms.push_back(ctx.ult(s, c32(pick(40)))); break;
         case 1: atoms.push_back(ctx.sle(c32(0), s)); break;
         case 2: atoms.push_back(ctx.slt(s, c32(pick(40)))); break;
+        case 3: atoms.push_back(pick(2) ? ctx.ult(shifted(row), shifted(col)) : ctx.ule(shifted(col), shifted(row))); break;
+        case 4: atoms.push_back(ctx.slt(shifted(row), ctx.bv_add(col, shifted(row)))); break;
         default: atoms.push_back(ctx.sle(c32(0), ctx.bv_or(shifted(col), shifted(row)))); break;
       }
     }
@@ -351,6 +380,27 @@ TEST(Ranges, HugeConvOffByOneHaloFoundWithAThread) {
   EXPECT_EQ(f.thread->tid.y + 16 * f.thread->ctaid.y, 9999u);  // the last row reads row 10000
   EXPECT_NE(f.where.source.find("conv3x3.cuh:"), std::string::npos) << f.where.source;
   for (const auto& u : r.undecided) ADD_FAILURE() << u;
+}
+
+// A loop whose trip count depends on the thread: 512 exit splits. Each bundle keeps one
+// `c + row < col` (Machine::tighten keeps the tightest of atoms that differ in c), not one per
+// iteration, and the reads under it are proven in bounds over ranges (relational guards).
+TEST(Ranges, TriangularLoopKeepsItsBundlesShortAndInBounds) {
+  DIRIGO_LOAD(m, "ranges");
+  Harness h;
+  const uint32_t n = 512;
+  h.launch.params.push_back(ParamBinding::tensor_arg(h.ctx.tensor("a"), DType::F32, uint64_t(n) * n));
+  h.launch.params.push_back(ParamBinding::tensor_arg(h.ctx.tensor("out"), DType::F32, uint64_t(n) * n));
+  h.scalar(n);
+  h.launch.grid = {n / 16, n / 16, 1};
+  h.launch.block = {16, 16, 1};
+  auto r = execute(h.ctx, *m, "triangular_rowsum", h.launch);
+  ASSERT_TRUE(r.ok()) << r.unsupported.value_or("");
+  EXPECT_TRUE(r.findings.empty()) << to_text(h.ctx, r);
+  for (const auto& u : r.undecided) ADD_FAILURE() << u;
+  EXPECT_GE(r.writes.size(), size_t(n) / 4);  // one record per trip-count class (the loop is unrolled by 4)
+  for (const auto& b : r.bundles)
+    EXPECT_LE(b.pred->op == ir::Op::And ? b.pred->nargs : 1u, 8u) << short_string(h.ctx, b.pred);
 }
 
 // Shared-memory checks run on one block per class of alike blocks, not on three sampled blocks:

@@ -46,3 +46,14 @@ extern "C" __global__ void shuffle_exit_in_some_blocks(const float* x, float* ou
   v += __shfl_down_sync(0xffffffffu, v, 1);
   out[blockIdx.x * 32 + t] = v;
 }
+
+// Upper-triangular row sums: the loop's trip count depends on the thread (k from row to col), so
+// every iteration's exit splits the bundle and adds `c + row < col` to the continuing one.
+extern "C" __global__ void triangular_rowsum(const float* a, float* out, int n) {
+  int row = blockIdx.y * blockDim.y + threadIdx.y, col = blockIdx.x * blockDim.x + threadIdx.x;
+  if (row < n && col < n && row <= col) {
+    float s = 0.0f;
+    for (int k = row; k <= col; ++k) s += a[row * n + k];
+    out[row * n + col] = s;
+  }
+}
