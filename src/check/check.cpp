@@ -9,6 +9,7 @@
 #include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
+#include <deque>
 #include <limits>
 #include <map>
 #include <mutex>
@@ -239,7 +240,7 @@ Report check_bundle(const bundle::Bundle& b, const Options& user_opt) {
     double before_search_s = since(t0);
     Search search(b, m, search_opt, tol, dopt, r, order, ctx, ref, cand);
     auto search0 = Clock::now();
-    std::vector<std::optional<Slot>> slots = search.run();
+    std::deque<std::optional<Slot>> slots = search.run();
     r.search_seconds = since(search0);
     r.stage_seconds.emplace_back("search", r.search_seconds);
     r.solver_calls = search.solver_calls();

@@ -32,7 +32,7 @@
 namespace dirigo::check::detail {
 
 // The slots in search order, up to the last one handed out (moved out, not copied: 10^6 of them).
-std::vector<std::optional<Slot>> Search::run() {
+std::deque<std::optional<Slot>> Search::run() {
   t0_ = Clock::now();
   std::vector<std::thread> threads;
   active_ = jobs_;
