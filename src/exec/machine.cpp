@@ -445,15 +445,17 @@ static std::optional<ShiftedAtom> shifted_atom(ir::Context& ctx, Expr a) {
   };
   bool strict = a->op == Op::Ult;
   Expr l = a->arg(0), r = a->arg(1);
-  if (auto s = split(l); s && r->op != Op::ConstBV && !split(r)) return ShiftedAtom{s->second, r, true, strict, s->first};
-  if (auto s = split(r); s && l->op != Op::ConstBV && !split(l)) return ShiftedAtom{s->second, l, false, strict, s->first};
+  if (l->op == Op::ConstBV || r->op == Op::ConstBV) return std::nullopt;
+  auto sl = split(l), sr = split(r);
+  if (sl && !sr) return ShiftedAtom{sl->second, r, true, strict, sl->first};
+  if (sr && !sl) return ShiftedAtom{sr->second, l, false, strict, sr->first};
   return std::nullopt;
 }
 
 // Keeps one lower and one upper bound per thread Var among a conjunction's simple atoms
 // (`v < c`, `c <= v`), and the tightest of the comparisons `c + x <(=) y` (or `y <(=) c + x`)
 // that differ only in c, so split domains stay short: (t < 64) && (t < 32) -> (t < 32), and a
-// triangular loop's 4096 exit splits leave one `c + row < col` instead of 4096 of them.
+// triangular loop's N exit splits leave one `c + row < col` instead of N of them.
 Expr Machine::tighten(Expr pred) {
   if (pred->op != Op::And) return pred;
   std::map<Expr, std::pair<uint64_t, uint64_t>, std::less<>> box;
