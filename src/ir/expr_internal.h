@@ -204,7 +204,13 @@ struct Context::Impl {
   };
   detail::Buf<Slot> table;
   size_t table_size = 0;
-  size_t count = 0;
+  size_t count = 0;  // nodes interned, in either table
+  // The table before the last doubling, while its entries move over (grow, migrate).
+  detail::Buf<Slot> old_table;
+  size_t old_size = 0, migrated = 0;
+  // Old slots moved per intern call: a doubling at count = old_size / 2 leaves old_size / 2 inserts before
+  // the next, so 8 per call ends each move after a quarter of them even when every call inserts.
+  static constexpr size_t kMigrateStep = 8;
   // What the node budget counts (Limits::max_nodes, Context::node_units): every node, plus half
   // the operands of a wide one. A sum of 16k terms rebuilt once per element (x - mean over a
   // warp's partial sum) creates few nodes but sorts and copies millions of terms.
@@ -214,6 +220,8 @@ struct Context::Impl {
 
   static bool same(Expr n, const detail::Key& k, uint64_t h);
   void grow();
+  void migrate(size_t steps);
+  Expr find_old(const detail::Key& k, uint64_t h) const;
   // Precomputed hash/attrs/size for nodes derived from a neighbour in O(1) (add_one).
   struct Pre {
     uint64_t hash;

@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <sys/mman.h>
 #include <optional>
+#include <type_traits>
 #include <stdexcept>
 
 #include <fmt/format.h>
@@ -134,10 +135,18 @@ void* Context::Impl::alloc(size_t n) {
   return p;
 }
 
+// calloc: a table past glibc's mmap threshold comes as fresh zero pages, so doubling a 16M-slot table
+// costs no 256 MB fill up front; its pages are zeroed as probes first touch them.
 Buf<Context::Impl::Slot> Context::Impl::empty_table(size_t n) {
-  Buf<Slot> t = alloc_buf<Slot>(n);
-  std::fill(t.get(), t.get() + n, Slot{0, nullptr});
-  return t;
+  static const bool huge = !std::getenv("DIRIGO_IR_NO_HUGEPAGES");
+  constexpr uintptr_t kHuge = 2u << 20;
+  static_assert(std::is_trivially_copyable_v<Slot>);
+  void* p = std::calloc(n, sizeof(Slot));
+  if (!p) throw std::bad_alloc();
+  uintptr_t lo = (reinterpret_cast<uintptr_t>(p) + kHuge - 1) & ~(kHuge - 1);
+  uintptr_t hi = (reinterpret_cast<uintptr_t>(p) + n * sizeof(Slot)) & ~(kHuge - 1);
+  if (huge && hi > lo) madvise(reinterpret_cast<void*>(lo), hi - lo, MADV_HUGEPAGE);
+  return Buf<Slot>(static_cast<Slot*>(p));
 }
 
 bool Context::Impl::same(Expr n, const Key& k, uint64_t h) {
@@ -151,17 +160,35 @@ bool Context::Impl::same(Expr n, const Key& k, uint64_t h) {
   return true;
 }
 
+// Doubling moves the old table's entries over in steps of kMigrateStep per intern call, not all at
+// once: rehashing 8M entries in one go took 0.7 s, a pause no deadline check could cut short. While
+// entries move, the old table stays as it was (read-only) and a lookup that misses in the new one
+// probes it; a node is inserted only when both miss, so no entry is ever in the new table twice.
 void Context::Impl::grow() {
-  size_t n = table_size * 2, m = n - 1;
-  Buf<Slot> t = empty_table(n);
-  for (size_t j = 0; j < table_size; ++j)
-    if (const Slot& sl = table[j]; sl.node) {
+  migrate(old_size);  // the previous doubling's rest (the step rate ends it well before)
+  old_table = std::move(table);
+  old_size = table_size;
+  migrated = 0;
+  table_size *= 2;
+  table = empty_table(table_size);
+}
+
+void Context::Impl::migrate(size_t steps) {
+  size_t end = std::min(old_size, migrated + steps), m = table_size - 1;
+  for (; migrated < end; ++migrated)
+    if (const Slot& sl = old_table[migrated]; sl.node) {
       size_t i = sl.hash & m;
-      while (t[i].node) i = (i + 1) & m;
-      t[i] = sl;
+      while (table[i].node) i = (i + 1) & m;
+      table[i] = sl;
     }
-  table = std::move(t);
-  table_size = n;
+  if (old_table && migrated == old_size) old_table.reset(), old_size = 0;
+}
+
+Expr Context::Impl::find_old(const Key& k, uint64_t h) const {
+  size_t m = old_size - 1;
+  for (size_t i = h & m; Expr n = old_table[i].node; i = (i + 1) & m)
+    if (old_table[i].hash == h && same(n, k, h)) return n;
+  return nullptr;
 }
 
 void Context::Impl::over_limit() {
@@ -176,11 +203,14 @@ Expr Context::Impl::intern(const Key& k, const Pre* pre) {
   if (++since_clock >= 4096) over_limit();  // lookups too: a rebuild pass that finds every node still ticks
   uint64_t h = pre ? pre->hash : key_hash(k);
   if ((count + 1) * 2 > table_size) grow();
+  if (old_table) migrate(kMigrateStep);
   size_t m = table_size - 1, i = h & m;
   while (Expr n = table[i].node) {
     if (table[i].hash == h && same(n, k, h)) return n;
     i = (i + 1) & m;
   }
+  if (old_table)
+    if (Expr n = find_old(k, h)) return n;
   if (units >= limits.max_nodes) over_limit();
   Node* n = new (alloc(sizeof(Node))) Node{};
   n->op = k.op;

@@ -19,6 +19,22 @@ TEST(Basic, HashConsing) {
   EXPECT_EQ(c.real_const(mpq_class(2, 4)), c.real_const_from_double(0.5));
 }
 
+// The unique table doubles by moving its entries over a few per call: through several doublings, with
+// lookups of old nodes mixed in while entries move, every node is found again and none is made twice.
+TEST(Basic, HashConsingAcrossTableDoublings) {
+  Context c;
+  int32_t t = c.tensor("grow_t");
+  std::vector<Expr> xs;
+  size_t nodes0 = c.num_nodes();
+  for (int i = 0; i < 200000; ++i) {
+    xs.push_back(c.elem(t, i));
+    if (i % 3 == 0) ASSERT_EQ(c.elem(t, i / 2), xs[size_t(i / 2)]) << i;
+  }
+  EXPECT_EQ(c.num_nodes() - nodes0, xs.size());
+  for (int i = 0; i < 200000; ++i) ASSERT_EQ(c.elem(t, i), xs[size_t(i)]) << i;
+  EXPECT_EQ(c.num_nodes() - nodes0, xs.size());
+}
+
 TEST(Basic, AffineIndexWithSext) {
   Context c;
   Expr ctaid = c.var("ctaid.x", Sort::BV32, {0, 65535});
