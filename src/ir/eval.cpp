@@ -283,6 +283,7 @@ struct Evaluator::Impl {
       return Value::of_bv(Sort::BV64, static_cast<uint64_t>(bound_values[bound_values.size() - 1 - x->u]));
     }
     if (auto it = local.find(x); it != local.end()) return it->second;
+    if (env.tick && (++computed & 0xFFFF) == 0) env.tick();  // a body's nodes, at every point
     Value v;
     if (x->op == Op::Reduce) {
       v = reduce_value(x);

@@ -528,8 +528,12 @@ Decision Solver::decide(ir::Context& ctx, Expr a, Expr b, const DecideOptions& o
   std::vector<Expr> vars;  // Var leaves of the original expressions, computed on first need
   bool have_vars = false;
   Expr na = a, nb = b;  // what the solver is asked about: the normalized residuals (set below)
+  Ticker ticker(deadline);  // every stage below stops (StageTimeout) once it passed
   auto confirm = [&](Witness& w) -> std::string {  // "" when confirmed, else why not
-    ir::Evaluator ev(w.env(), ir::Precision::F64);
+    // A reduction is evaluated point by point: one over 10^8 points is seconds of work.
+    ir::Env env = w.env();
+    env.tick = [&] { ticker.check("while evaluating a witness at its reductions' points"); };
+    ir::Evaluator ev(env, ir::Precision::F64);
     w.a = ev(a);
     w.b = ev(b);
     if (w.a.undef || w.b.undef) return "witness depends on an undefined value";
@@ -554,7 +558,6 @@ Decision Solver::decide(ir::Context& ctx, Expr a, Expr b, const DecideOptions& o
     return {};
   };
 
-  Ticker ticker(deadline);  // every stage below stops (StageTimeout) once it passed
   Stage stage = Stage::Canonical;  // the stage running now (a timeout names it)
   try {
     // Reals: terms the two sums share cancel in the canonical difference; only
