@@ -174,8 +174,14 @@ std::optional<smt::Decision> Search::reroll_decide(ir::Context& ctx, smt::Solver
                              .tolerance = dopt.tolerance, .confirm_rtol = dopt.confirm_rtol,
                              .confirm_atol = dopt.confirm_atol, .assumptions = &dopt.assumptions,
                              .key_of = [&ctx](int32_t t) { return smt::name_key(ctx.tensor_name(t)); }};
-      auto w = smt::falsify(ea, eb, fo);
-      differs = w && (w->exceeds_tolerance || !dopt.tolerance);
+      smt::Ticker deadline(budget_end());
+      if (opt_.budget_s > 0) fo.deadline = &deadline;
+      try {
+        auto w = smt::falsify(ea, eb, fo);
+        differs = w && (w->exceeds_tolerance || !dopt.tolerance);
+      } catch (const smt::StageTimeout&) {
+        differs = true;  // no time to tell: no retry, the caller's decide answers Timeout
+      }
     }
     return *differs;
   };
@@ -198,8 +204,14 @@ std::optional<smt::Decision> Search::reroll_decide(ir::Context& ctx, smt::Solver
       if (ra == rb) how += "; " + m;
     }
     if (ra != rb) {
+      // Each retry within what the budget has left now, not what it had when the location began.
       smt::DecideOptions o = dopt;
       o.timeout_ms = std::min(o.timeout_ms, 3000u);
+      if (opt_.budget_s > 0) {
+        auto left = std::chrono::duration_cast<std::chrono::milliseconds>(budget_end() - Clock::now()).count();
+        if (left < 1) break;
+        o.timeout_ms = std::min<unsigned>(o.timeout_ms, unsigned(left));
+      }
       o.falsify_points = 0;  // a difference is the originals' to find
       d = solver.decide(ctx, ra, rb, o);
       if (d.verdict != smt::Verdict::Equal) continue;
@@ -487,7 +499,7 @@ Slot Search::evaluate(ir::Context& ctx, Lowering& ref, Lowering& cand, smt::Solv
         if (!rd) {
           // Exact first: the originals' own stages short of Z3 (rlimit 1) may prove them equal; only
           // where they do not are the constants read as the rationals they round from.
-          smt::DecideOptions quick = dopt;
+          smt::DecideOptions quick = within_budget(dopt);
           quick.rlimit = 1;
           quick.use_cache = false;
           smt::Decision q = solver.decide(ctx, ea, eb, quick);
@@ -502,7 +514,7 @@ Slot Search::evaluate(ir::Context& ctx, Lowering& ref, Lowering& cand, smt::Solv
       d = std::move(*rd);
       reduce_how = reduce_how.empty() ? reroll_how : reduce_how + "; " + reroll_how;
     } else if (!decided) {
-      d = solver.decide(ctx, ea, eb, dopt);
+      d = solver.decide(ctx, ea, eb, within_budget(dopt));
     }
   }
   limited.reset();

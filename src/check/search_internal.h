@@ -75,6 +75,8 @@ class Search {
   void worker(size_t);
   void progress_line();
   Clock::time_point budget_end() const;
+  // o with its timeout cut to what the budget has left now (at least 1 ms: 0 would mean none)
+  smt::DecideOptions within_budget(smt::DecideOptions o) const;
   struct StopWorker {};  // a worker whose own Execute ran out of time: it takes no location
 
   // the decision at one location: symbolic, numeric, estimated too large (decide.cpp)

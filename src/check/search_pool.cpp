@@ -164,4 +164,11 @@ Clock::time_point Search::budget_end() const {
   return t0_ + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(opt_.budget_s));
 }
 
+smt::DecideOptions Search::within_budget(smt::DecideOptions o) const {
+  if (opt_.budget_s <= 0) return o;
+  auto left = std::chrono::duration_cast<std::chrono::milliseconds>(budget_end() - Clock::now()).count();
+  o.timeout_ms = std::min<unsigned>(o.timeout_ms, unsigned(std::max<int64_t>(1, left)));
+  return o;
+}
+
 }  // namespace dirigo::check::detail
