@@ -1,6 +1,11 @@
 #include "smt/decide.h"
 
 #include <algorithm>
+#include <atomic>
+#include <exception>
+#include <memory>
+#include <mutex>
+#include <optional>
 #include <chrono>
 #include <condition_variable>
 #include <functional>
@@ -175,6 +180,18 @@ bool is_timeout_reason(const std::string& r) {
          r.find("resource") != std::string::npos || r.find("rlimit") != std::string::npos;
 }
 
+void apply_params(z3::context& z, z3::solver& s, const DecideOptions& opt) {
+  // No Z3 "timeout": it arms Z3 4.8.12's thread-pool scoped_timer, which deadlocks when it expires
+  // inside a nested timer (Z3Prover/z3#5369/#5990: the process hangs until killed). The
+  // watchdog in Impl::check interrupts the context at the deadline instead, the same cancel flag.
+  z3::params p(z);
+  if (opt.rlimit) p.set("rlimit", opt.rlimit);
+  p.set("random_seed", opt.random_seed);
+  p.set("model", true);
+  for (const auto& [k, v] : opt.solver_params) p.set(k.c_str(), v);
+  s.set(p);
+}
+
 }  // namespace
 
 ir::Env Witness::env() const { return make_env(leaves); }
@@ -228,52 +245,112 @@ void ResultCache::clear() {
 
 // ---- the solver
 
+namespace {
+
+// What one Z3 check answered, in the caller's context.
+struct CheckResult {
+  z3::check_result r = z3::unknown;
+  std::string reason;              // unknown: Z3's reason
+  std::optional<z3::model> model;  // sat
+};
+
+std::atomic<size_t> abandoned{0};
+
+// Past the deadline Z3 is interrupted every 50 ms; one that has not returned this long after the
+// deadline is abandoned (Z3 4.8.12's arithmetic ignores the interrupt on some nonlinear queries:
+// docs/smt.md "Checks Z3 does not stop").
+constexpr auto kAbandonAfter = std::chrono::milliseconds(400);
+
+// Test hook (docs/smt.md): DIRIGO_INJECT_FAULT=z3-stall makes every check sleep past the abandon
+// limit before Z3 starts, as a check Z3 does not stop would run past it.
+bool z3_stalls() {
+  const char* f = std::getenv("DIRIGO_INJECT_FAULT");
+  return f && std::string_view(f) == "z3-stall";
+}
+
+}  // namespace
+
 struct Solver::Impl {
   std::unique_ptr<z3::context> ctx = std::make_unique<z3::context>();
-  bool interrupted = false;
-  // A context that was interrupted is replaced before the next query (no Z3
-  // expression outlives a decision, so this is safe here).
-  z3::context& fresh() {
-    if (interrupted) ctx = std::make_unique<z3::context>(), interrupted = false;
-    return *ctx;
-  }
-  // assert_all() then check() with a watchdog, the only wall-clock limit Z3 gets (apply_params sets no
-  // Z3 timeout): the context is interrupted at the deadline. The assertions are under it too: Z3
-  // simplifies what it is given as it is asserted, which alone can outlast the budget on large
-  // locations. Interrupted there, Z3 throws (a timeout: `interrupted` is set).
-  z3::check_result check(z3::solver& s, unsigned timeout_ms, const std::function<void()>& assert_all) {
+  bool interrupted = false;  // the last check was interrupted (a Z3 exception from it is a timeout)
+  z3::context& fresh() { return *ctx; }
+
+  // The checks run in a context of their own (`runner`), on a thread of their own, so that a check Z3
+  // does not stop can be left running: its context goes with it and the caller's is never touched by
+  // it. Replaced after every interrupted check.
+  struct Run {
+    std::unique_ptr<z3::context> z = std::make_unique<z3::context>();
     std::mutex m;
     std::condition_variable cv;
-    bool done = false, fired = false;
-    auto deadline = Clock::now() + std::chrono::milliseconds(std::max(1u, timeout_ms));
-    // Past the deadline the interrupt is repeated until Z3 returns: one delivered between the
-    // assertions and check() (or in a phase that clears the cancel flag) would otherwise be lost, and
-    // Z3 gets no timeout of its own.
-    std::thread dog([&] {
-      std::unique_lock lock(m);
-      if (cv.wait_until(lock, deadline, [&] { return done; })) return;
-      fired = true;
-      do ctx->interrupt();
-      while (!cv.wait_for(lock, std::chrono::milliseconds(50), [&] { return done; }));
-    });
+    bool done = false;
     z3::check_result r = z3::unknown;
-    try {
-      assert_all();
-      r = s.check();
-    } catch (...) {
-      { std::lock_guard lock(m); done = true; }
-      cv.notify_all();
-      dog.join();
-      interrupted = interrupted || fired;
-      throw;
+    std::string reason;
+    std::optional<z3::model> model;
+    std::exception_ptr error;
+  };
+  std::shared_ptr<Run> runner = std::make_shared<Run>();
+
+  // The assertions (in the caller's context `z`) translated into the runner's context and checked
+  // there with `params` under a watchdog, the only wall-clock limit Z3 gets (apply_params sets no Z3
+  // timeout): the runner's context is interrupted at the deadline. The assertions are added on the
+  // runner's thread too: Z3 simplifies what it is given as it is asserted, which alone can outlast
+  // the budget on large locations. Interrupted there, Z3 throws (a timeout: `interrupted` is set).
+  CheckResult check(z3::context& z, const z3::expr_vector& assertions, const DecideOptions& opt, unsigned timeout_ms) {
+    auto deadline = Clock::now() + std::chrono::milliseconds(std::max(1u, timeout_ms));
+    std::shared_ptr<Run> run = runner;
+    run->done = false, run->model.reset(), run->reason.clear(), run->error = nullptr;
+    auto solver = std::make_shared<z3::solver>(*run->z);
+    apply_params(*run->z, *solver, opt);
+    auto given = std::make_shared<z3::expr_vector>(*run->z, assertions);  // Z3_ast_vector_translate
+    std::thread worker([run, solver, given, stall = z3_stalls()] {
+      z3::check_result r = z3::unknown;
+      std::string reason;
+      std::exception_ptr error;
+      if (stall) std::this_thread::sleep_for(2 * kAbandonAfter + std::chrono::milliseconds(200));
+      try {
+        for (unsigned i = 0; i < given->size(); ++i) solver->add((*given)[i]);
+        r = solver->check();
+        if (r == z3::unknown) reason = solver->reason_unknown();
+      } catch (...) {
+        error = std::current_exception();
+      }
+      std::lock_guard lock(run->m);
+      run->r = r, run->reason = std::move(reason), run->error = error, run->done = true;
+      run->cv.notify_all();
+    });
+    bool fired = false, finished;
+    {
+      std::unique_lock lock(run->m);
+      finished = run->cv.wait_until(lock, deadline, [&] { return run->done; });
+      // Past the deadline the interrupt is repeated until Z3 returns: one delivered between the
+      // assertions and check() (or in a phase that clears the cancel flag) would otherwise be lost.
+      while (!finished && Clock::now() < deadline + kAbandonAfter) {
+        fired = true;
+        run->z->interrupt();
+        finished = run->cv.wait_for(lock, std::chrono::milliseconds(50), [&] { return run->done; });
+      }
     }
-    { std::lock_guard lock(m); done = true; }
-    cv.notify_all();
-    dog.join();
-    interrupted = interrupted || fired;
-    return r;
+    interrupted = fired;
+    if (!finished) {
+      // The thread keeps the runner's context, solver and assertions alive; this Solver takes a new one.
+      worker.detach();
+      ++abandoned;
+      runner = std::make_shared<Run>();
+      return {z3::unknown, "interrupted (Z3 did not stop when interrupted: the check was abandoned)", {}};
+    }
+    worker.join();
+    if (fired) runner = std::make_shared<Run>();  // an interrupted context is not reused
+    if (run->error) std::rethrow_exception(run->error);
+    CheckResult out{run->r, run->reason, {}};
+    if (run->r == z3::sat) {
+      z3::model m = solver->get_model();
+      out.model.emplace(m, z, z3::model::translate{});
+    }
+    return out;
   }
 };
+
+size_t abandoned_checks() { return abandoned.load(); }
 
 Solver::Solver(std::shared_ptr<ResultCache> cache)
     : impl_(std::make_unique<Impl>()), cache_(cache ? std::move(cache) : std::make_shared<ResultCache>()) {}
@@ -485,18 +562,6 @@ ResultCache::Key cache_key(Expr x, Expr y, const DecideOptions& opt, bool uncut)
   return {x->hash, y->hash, x->size, y->size, opts};
 }
 
-void apply_params(z3::context& z, z3::solver& s, const DecideOptions& opt, unsigned timeout_ms) {
-  // No Z3 "timeout": it arms Z3 4.8.12's thread-pool scoped_timer, which deadlocks when it expires
-  // inside a nested timer (Z3Prover/z3#5369/#5990: the process hangs until killed). The
-  // watchdog in Impl::check interrupts the context at the deadline instead, the same cancel flag.
-  (void)timeout_ms;
-  z3::params p(z);
-  if (opt.rlimit) p.set("rlimit", opt.rlimit);
-  p.set("random_seed", opt.random_seed);
-  p.set("model", true);
-  for (const auto& [k, v] : opt.solver_params) p.set(k.c_str(), v);
-  s.set(p);
-}
 
 }  // namespace
 
@@ -710,14 +775,14 @@ Decision Solver::decide(ir::Context& ctx, Expr a, Expr b, const DecideOptions& o
       for (unsigned round = 0;; ++round) {
         unsigned left = remaining_ms();
         if (left == 0) return done(Verdict::Timeout, Stage::Solver, "the budget ran out before the next Z3 check (solver)");
-        z3::solver s(z);  // fresh per check: keeps Z3's nlsat path (no incremental asserts)
-        apply_params(z, s, opt, left);
+        // a fresh solver per check: keeps Z3's nlsat path (no incremental asserts)
+        z3::expr_vector given(z);
+        for (const z3::expr& c : base) given.push_back(c);
+        for (const z3::expr& c : extra) given.push_back(c);
+        given.push_back(at.goal);
         auto c0 = Clock::now();
-        z3::check_result r = impl_->check(s, left, [&] {
-          for (const z3::expr& c : base) s.add(c);
-          for (const z3::expr& c : extra) s.add(c);
-          s.add(at.goal);
-        });
+        CheckResult cr = impl_->check(z, given, opt, left);
+        z3::check_result r = cr.r;
         stats_.solver_ms += std::chrono::duration<double, std::milli>(Clock::now() - c0).count();
         ++stats_.solver_checks;
         ++d.solver_checks;
@@ -732,12 +797,12 @@ Decision Solver::decide(ir::Context& ctx, Expr a, Expr b, const DecideOptions& o
         }
         if (r == z3::unknown) {
           ++stats_.unknown;
-          std::string why = s.reason_unknown();
+          std::string why = cr.reason;
           if (is_timeout_reason(why)) return done(Verdict::Timeout, Stage::Solver, "z3: " + why);
           return done(Verdict::Unknown, Stage::Solver, "z3: " + why);
         }
         ++stats_.sat;
-        z3::model m = s.get_model();
+        z3::model& m = *cr.model;
         if (!have_vars) vars = original_vars({a, b}, opt.assumptions), have_vars = true;
         Witness w;
         w.leaves = extract_leaves(m, tr, vars);
@@ -819,26 +884,25 @@ SatResult Solver::solve(ir::Context& ctx, Expr cond, const DecideOptions& opt) {
   try {
     z3::context& z = impl_->fresh();
     Translator tr(z, ctx, TranslateOptions{.deadline = Clock::now() + std::chrono::milliseconds(opt.timeout_ms)});
-    z3::solver s(z);
-    apply_params(z, s, opt, opt.timeout_ms);
     z3::expr goal = tr(cond);
+    z3::expr_vector given(z);
+    for (z3::expr& c : tr.take_constraints()) given.push_back(c);
+    given.push_back(goal);
     auto c0 = Clock::now();
-    z3::check_result r = impl_->check(s, opt.timeout_ms, [&] {
-      for (z3::expr& c : tr.take_constraints()) s.add(c);
-      s.add(goal);
-    });
+    CheckResult cr = impl_->check(z, given, opt, opt.timeout_ms);
+    z3::check_result r = cr.r;
     stats_.solver_ms += std::chrono::duration<double, std::milli>(Clock::now() - c0).count();
     ++stats_.solver_checks;
     if (r == z3::unsat) { ++stats_.unsat; res.status = SatResult::Status::Unsat; return res; }
     if (r == z3::unknown) {
       ++stats_.unknown;
-      res.reason = "z3: " + s.reason_unknown();
+      res.reason = "z3: " + cr.reason;
       res.status = is_timeout_reason(res.reason) ? SatResult::Status::Timeout : SatResult::Status::Unknown;
       if (res.status == SatResult::Status::Timeout) ++stats_.timeouts;
       return res;
     }
     ++stats_.sat;
-    res.model = extract_leaves(s.get_model(), tr, original_vars({cond}));
+    res.model = extract_leaves(*cr.model, tr, original_vars({cond}));
     ir::Evaluator ev(res.env(), ir::Precision::F64);
     Value v = ev(cond);
     if (v.undef || !v.bits) {

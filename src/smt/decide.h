@@ -187,6 +187,11 @@ class Solver {
 
 // The calling thread's own Solver (created on first use).
 Solver& thread_solver();
+
+// Checks left running because Z3 did not return within 400 ms of being interrupted at their
+// deadline (their threads still run, with contexts of their own). A process that had one must end
+// with _exit once its answer is out: exit's static destructors (Z3's among them) would run under them.
+size_t abandoned_checks();
 inline Decision decide(ir::Context& ctx, ir::Expr a, ir::Expr b, const DecideOptions& opt = {}) {
   return thread_solver().decide(ctx, a, b, opt);
 }

@@ -616,6 +616,34 @@ TEST(DecideWatchdog, InterruptsZ3AndTheSolverRecovers) {
   EXPECT_TRUE(e.solver_called);
 }
 
+// A check Z3 does not stop when interrupted (DIRIGO_INJECT_FAULT=z3-stall stands in for Z3 4.8.12's
+// arithmetic on some nonlinear queries) is left running 400 ms past its deadline: the decision is a
+// Timeout on time, and the next one runs in a fresh context.
+TEST(DecideWatchdog, AbandonsACheckZ3DoesNotStop) {
+  ir::Context ctx;
+  smt::Solver solver;
+  Expr x = ctx.var("x", Sort::Real);
+  Expr xx = ctx.mul(x, x);
+  smt::DecideOptions opt;
+  opt.timeout_ms = 200;
+  size_t before = smt::abandoned_checks();
+  setenv("DIRIGO_INJECT_FAULT", "z3-stall", 1);
+  auto t0 = std::chrono::steady_clock::now();
+  smt::Decision d = solver.decide(ctx, ctx.max(xx, ctx.real_const(0)), xx, opt);
+  double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  unsetenv("DIRIGO_INJECT_FAULT");
+  EXPECT_EQ(d.verdict, Verdict::Timeout) << d.reason;
+  EXPECT_NE(d.reason.find("abandoned"), std::string::npos) << d.reason;
+  EXPECT_LT(s, 0.2 + 0.4 + 0.5);
+  EXPECT_EQ(smt::abandoned_checks(), before + 1);
+  opt.timeout_ms = 10000;
+  opt.use_cache = false;
+  smt::Decision e = solver.decide(ctx, ctx.max(xx, ctx.real_const(0)), xx, opt);
+  EXPECT_EQ(e.verdict, Verdict::Equal) << e.reason;
+  EXPECT_TRUE(e.solver_called);
+  std::this_thread::sleep_for(std::chrono::milliseconds(2500));  // the stalled check ends before the test process does
+}
+
 TEST(DecideSampling, ADroppedTermIsFoundWithoutZ3AndEqualityStillNeedsAProof) {
   ir::Context ctx;
   smt::Solver solver;
