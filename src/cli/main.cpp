@@ -1,12 +1,16 @@
 // The `dirigo` command line: dispatches to the registered subcommands.
 // Exit status: 0 = no problem found, 1 = BUG, 2 = SUSPECT, 3 = TIMEOUT/unknown,
 // 4 = UNSUPPORTED, 64 = usage error, 70 = internal error (see docs/cli.md).
+#include <unistd.h>
+
 #include <algorithm>
+#include <cstdio>
 #include <exception>
 #include <iostream>
 
 #include "cli/command.h"
 #include "cli/python_child.h"
+#include "smt/decide.h"
 
 namespace dirigo::cli {
 std::vector<Command>& commands() {
@@ -43,10 +47,17 @@ int main(int argc, char** argv) {
     int rc = app.exit(e);
     return rc == 0 ? 0 : 64;
   }
+  int rc;
   try {
-    return chosen ? chosen() : 64;
+    rc = chosen ? chosen() : 64;
   } catch (const std::exception& e) {
     std::cerr << "dirigo: internal error: " << e.what() << "\n";
-    return 70;
+    rc = 70;
   }
+  // A Z3 check left running (smt::abandoned_checks) would meet exit's static destructors.
+  if (dirigo::smt::abandoned_checks() > 0) {
+    std::cout.flush(), std::cerr.flush(), std::fflush(nullptr);
+    _exit(rc);
+  }
+  return rc;
 }
