@@ -40,6 +40,10 @@ struct Watch {
   bool written = false;  // the command's verdict is flushed
   int command_exit = 0, hard_exit = 3;
   WatchClock::time_point start;
+  // The child stage running now (own limit > 0): what it did not use of its limit comes off the end
+  // when the next stage starts, so that a 3 s trace does not move the hard stop 330 s later.
+  WatchClock::time_point child_start;
+  double child_limit_s = 0;
   HardStopRender render;
   // The scratch directories alive now, as `rm -rf -- DIR...` ready to exec: the firing path may not
   // allocate (another thread can hold the allocator's lock when it fires).
@@ -156,6 +160,13 @@ void enter_stage(const std::string& stage, double own_limit_s) {
   {
     std::lock_guard lock(w.mu);
     end = w.current->end;
+    auto now = WatchClock::now();
+    if (w.child_limit_s > 0) {
+      auto unused = std::chrono::duration<double>(w.child_limit_s) - (now - w.child_start);
+      if (unused.count() > 0) end -= std::chrono::duration_cast<WatchClock::duration>(unused);
+    }
+    w.child_limit_s = own_limit_s > 0 ? own_limit_s : 0;
+    w.child_start = now;
   }
   if (own_limit_s > 0)
     end += std::chrono::duration_cast<WatchClock::duration>(std::chrono::duration<double>(own_limit_s));

@@ -211,6 +211,22 @@ def test_a_nested_re_check_names_its_stage_to_the_hard_stop(tmp_path):
     assert wall < 4.0 + 2.0, wall
 
 
+def test_what_the_trace_left_of_its_limit_does_not_delay_the_hard_stop(tmp_path):
+    # A trace of a few seconds under --trace-timeout 300: the stalled search is ended at the trace's
+    # own time + budget + grace, not 330 s later (the trace stage's limit, +30 s, was kept whole).
+    import time
+    ref = ROOT / "tests" / "python" / "verdict_pairs" / "ref_conv.py"
+    t0 = time.monotonic()
+    p = subprocess.run([str(DIRIGO), "check", str(ref), str(ref), "--device", "cpu", "--budget", "2", "--json",
+                        "--no-replay", "--no-state"], capture_output=True, text=True, timeout=600,
+                       env=dict(os.environ, DIRIGO_INJECT_FAULT="stall:search"))
+    wall = time.monotonic() - t0
+    assert p.returncode == 3, p.stdout + p.stderr
+    rep = json.loads(p.stdout)
+    assert rep["hard_stop"] == "search", rep
+    assert wall < 60, wall
+
+
 def test_the_hard_stop_kills_the_child_processes(tmp_path):
     # The tracer is made to ignore its timeout (stall:trace) while the candidate hangs in forward: the hard
     # stop ends the command at budget + grace + the trace stage's own limit (--trace-timeout + 30 s), and
