@@ -273,44 +273,46 @@ bool z3_stalls() {
 struct Solver::Impl {
   std::unique_ptr<z3::context> ctx = std::make_unique<z3::context>();
   bool interrupted = false;  // the last check was interrupted (a Z3 exception from it is a timeout)
-  z3::context& fresh() { return *ctx; }
 
   // The checks run in a context of their own (`runner`), on a thread of their own, so that a check Z3
   // does not stop can be left running: its context goes with it and the caller's is never touched by
   // it. Replaced after every interrupted check.
   struct Run {
     std::unique_ptr<z3::context> z = std::make_unique<z3::context>();
+    std::optional<z3::solver> solver;      // this check's, in z (destroyed before z: declared after it)
+    std::optional<z3::expr_vector> given;  // the assertions, translated into z
     std::mutex m;
     std::condition_variable cv;
     bool done = false;
     z3::check_result r = z3::unknown;
     std::string reason;
-    std::optional<z3::model> model;
     std::exception_ptr error;
   };
   std::shared_ptr<Run> runner = std::make_shared<Run>();
 
   // The assertions (in the caller's context `z`) translated into the runner's context and checked
-  // there with `params` under a watchdog, the only wall-clock limit Z3 gets (apply_params sets no Z3
-  // timeout): the runner's context is interrupted at the deadline. The assertions are added on the
-  // runner's thread too: Z3 simplifies what it is given as it is asserted, which alone can outlast
-  // the budget on large locations. Interrupted there, Z3 throws (a timeout: `interrupted` is set).
+  // there with opt's parameters under a watchdog, the only wall-clock limit Z3 gets (apply_params
+  // sets no Z3 timeout): the runner's context is interrupted at the deadline. The assertions are
+  // added on the runner's thread too: Z3 simplifies what it is given as it is asserted, which alone
+  // can outlast the budget on large locations. Interrupted there, Z3 throws (a timeout:
+  // `interrupted` is set). A model comes back translated into `z`.
   CheckResult check(z3::context& z, const z3::expr_vector& assertions, const DecideOptions& opt, unsigned timeout_ms) {
     auto deadline = Clock::now() + std::chrono::milliseconds(std::max(1u, timeout_ms));
     std::shared_ptr<Run> run = runner;
-    run->done = false, run->model.reset(), run->reason.clear(), run->error = nullptr;
-    auto solver = std::make_shared<z3::solver>(*run->z);
-    apply_params(*run->z, *solver, opt);
-    auto given = std::make_shared<z3::expr_vector>(*run->z, assertions);  // Z3_ast_vector_translate
-    std::thread worker([run, solver, given, stall = z3_stalls()] {
+    run->done = false, run->reason.clear(), run->error = nullptr;
+    run->given.reset();
+    run->solver.emplace(*run->z);
+    apply_params(*run->z, *run->solver, opt);
+    run->given.emplace(*run->z, assertions);  // Z3_ast_vector_translate
+    std::thread worker([run, stall = z3_stalls()] {
       z3::check_result r = z3::unknown;
       std::string reason;
       std::exception_ptr error;
       if (stall) std::this_thread::sleep_for(2 * kAbandonAfter + std::chrono::milliseconds(200));
       try {
-        for (unsigned i = 0; i < given->size(); ++i) solver->add((*given)[i]);
-        r = solver->check();
-        if (r == z3::unknown) reason = solver->reason_unknown();
+        for (unsigned i = 0; i < run->given->size(); ++i) run->solver->add((*run->given)[i]);
+        r = run->solver->check();
+        if (r == z3::unknown) reason = run->solver->reason_unknown();
       } catch (...) {
         error = std::current_exception();
       }
@@ -332,7 +334,7 @@ struct Solver::Impl {
     }
     interrupted = fired;
     if (!finished) {
-      // The thread keeps the runner's context, solver and assertions alive; this Solver takes a new one.
+      // The thread keeps the runner (context, solver, assertions) alive; this Solver takes a new one.
       worker.detach();
       ++abandoned;
       runner = std::make_shared<Run>();
@@ -343,7 +345,7 @@ struct Solver::Impl {
     if (run->error) std::rethrow_exception(run->error);
     CheckResult out{run->r, run->reason, {}};
     if (run->r == z3::sat) {
-      z3::model m = solver->get_model();
+      z3::model m = run->solver->get_model();
       out.model.emplace(m, z, z3::model::translate{});
     }
     return out;
@@ -731,7 +733,7 @@ Decision Solver::decide(ir::Context& ctx, Expr a, Expr b, const DecideOptions& o
     stage = Stage::Solver;
     d.solver_called = true;
     ++stats_.solver_calls;
-    z3::context& z = impl_->fresh();
+    z3::context& z = *impl_->ctx;
     Translator tr(z, ctx, TranslateOptions{.deadline = deadline});
     std::vector<z3::expr> base;  // sound constraints: leaf bounds, Ackermann congruence, lemmas
     auto pull = [&] { for (z3::expr& c : tr.take_constraints()) base.push_back(c); };
@@ -882,7 +884,7 @@ SatResult Solver::solve(ir::Context& ctx, Expr cond, const DecideOptions& opt) {
     return res;
   }
   try {
-    z3::context& z = impl_->fresh();
+    z3::context& z = *impl_->ctx;
     Translator tr(z, ctx, TranslateOptions{.deadline = Clock::now() + std::chrono::milliseconds(opt.timeout_ms)});
     z3::expr goal = tr(cond);
     z3::expr_vector given(z);
