@@ -134,11 +134,12 @@ Report check_bundle(const bundle::Bundle& b, const Options& user_opt) {
     opt.exec.deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(opt.budget_s));
   Report r;
   auto t0 = Clock::now();
+  // Always `return finish(...)`: the report moves out (a copy of a giant location's leaves took seconds).
   auto finish = [&](Outcome o, std::string reason) {
     r.outcome = o;
     if (!reason.empty()) r.reason = std::move(reason);
     r.seconds = since(t0);
-    return r;
+    return std::move(r);
   };
   try {
     // Fault injection for the tests of the internal-error path (exit 70): nothing else reaches it on purpose.
