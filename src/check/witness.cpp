@@ -1,5 +1,6 @@
 // Witness documents (dirigo-witness, docs/check.md) and the verdict rules for their replay.
 #include <cmath>
+#include <unordered_map>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -89,13 +90,40 @@ std::string witness_json(const Report& r, const WitnessSource& src) {
                           {"reference_expr", l.ref_expr}, {"candidate_expr", l.cand_expr}}},
             {"leaves_complete", !l.sampled}};
   if (l.sampled) j["sampled"] = json::parse(sampled_json(*l.sampled));  // every input regenerable, no leaf list
-  json leaves = json::array();
-  for (const auto& w : l.leaves) leaves.push_back(leaf_json(w, true));
-  j["leaves"] = std::move(leaves);
   json inputs = json::array();
   for (const auto& w : r.shared_inputs) inputs.push_back(leaf_json(w, false));
   j["inputs"] = std::move(inputs);
-  return j.dump(1);
+  // The leaves are written as text, one per line, not as json objects: a giant location has ~10^6 of
+  // them, whose objects took longer than the check's grace (dev pair 319: hard stop in 'report').
+  constexpr const char* kSlot = "@dirigo-witness-leaves@";
+  j["leaves"] = kSlot;
+  std::string doc = j.dump(1);
+  fmt::memory_buffer text;
+  auto to = std::back_inserter(text);
+  std::unordered_map<std::string, std::string> quoted;  // names, quoted once (10^6 leaves, a few names)
+  auto q = [&](const std::string& name) -> const std::string& {
+    auto [it, fresh] = quoted.try_emplace(name);
+    if (fresh) it->second = json(name).dump();
+    return it->second;
+  };
+  fmt::format_to(to, "[");
+  for (size_t k = 0; k < l.leaves.size(); ++k) {
+    const WitnessLeaf& w = l.leaves[k];
+    fmt::format_to(to, "{}{{", k ? ",\n  " : "\n  ");
+    if (!w.candidate_input.empty()) fmt::format_to(to, R"("candidate_input":{},)", q(w.candidate_input));
+    fmt::format_to(to, R"("index":[{}],"input":{},"kind":{},)", fmt::join(w.index, ","), q(w.input), q(w.kind));
+    if (w.kind == "trimmed") {  // as leaf_json writes them
+      fmt::format_to(to, R"("op":{},"tensor":{},"output":{},"shape":[{}],)", w.op, q(w.tensor), w.output,
+                     fmt::join(w.shape, ","));
+      if (!w.aten.empty()) fmt::format_to(to, R"("aten":{},)", q(w.aten));
+    }
+    if (!w.program.empty()) fmt::format_to(to, R"("program":{},)", q(w.program));
+    if (std::isfinite(w.value)) fmt::format_to(to, R"("value":{}}})", w.value);
+    else fmt::format_to(to, R"("value":{}}})", number(w.value).dump());
+  }
+  fmt::format_to(to, "{}", l.leaves.empty() ? "]" : "\n ]");
+  doc.replace(doc.find(json(kSlot).dump()), json(kSlot).dump().size(), std::string_view(text.data(), text.size()));
+  return doc;
 }
 
 Replay parse_replay(const std::string& text) {

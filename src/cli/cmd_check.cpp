@@ -81,8 +81,8 @@ double enter(const std::string& stage, double own_limit_s = 0) {
 }
 
 // The only way a verdict reaches stdout: rendered first, written only when the hard stop has not fired.
-int emit(const dirigo::check::Report& report, bool json, bool verbose) {
-  std::string text = json ? dirigo::check::to_json(report) + "\n" : dirigo::check::to_text(report, verbose);
+int emit(const dirigo::check::Report& report, bool json, bool verbose, const std::string* witness = nullptr) {
+  std::string text = json ? dirigo::check::to_json(report, witness) + "\n" : dirigo::check::to_text(report, verbose);
   int code = dirigo::check::exit_code(report.outcome);
   if (!dirigo::cli::claim_verdict()) dirigo::cli::wait_for_hard_stop();
   std::cout << text << std::flush;
@@ -322,7 +322,7 @@ int run_check(CheckArgs& args) {
       html << dirigo::check::to_html(report);
       if (!html) std::cerr << "dirigo check: cannot write " << a->html << "\n";
     }
-    return emit(report, a->json, a->verbose);
+    return emit(report, a->json, a->verbose, witness.empty() ? nullptr : &witness);
   }
 }
 
