@@ -33,23 +33,59 @@ double read_number(const json& j) {
   throw std::runtime_error("not a number: " + j.dump());
 }
 
-json leaf_json(const WitnessLeaf& w, bool with_value) {
-  json x = {{"input", w.input}, {"kind", w.kind}};
-  if (!w.candidate_input.empty()) x["candidate_input"] = w.candidate_input;
-  if (with_value) {
-    x["index"] = w.index;
-    x["value"] = number(w.value);
+// Names quoted as JSON strings once each: a witness has up to ~10^6 leaves over a few tensors.
+class Quoted {
+ public:
+  const std::string& operator()(const std::string& name) {
+    auto [it, fresh] = quoted_.try_emplace(name);
+    if (fresh) it->second = json(name).dump();
+    return it->second;
   }
+
+ private:
+  std::unordered_map<std::string, std::string> quoted_;
+};
+
+// One leaf as a JSON object, written as text: building json objects for 10^6 leaves costs more than
+// the check's grace leaves for the report.
+void write_leaf(fmt::memory_buffer& out, const WitnessLeaf& w, bool with_value, Quoted& q) {
+  auto to = std::back_inserter(out);
+  fmt::format_to(to, "{{");
+  if (!w.candidate_input.empty()) fmt::format_to(to, R"("candidate_input":{},)", q(w.candidate_input));
+  if (with_value) fmt::format_to(to, R"("index":[{}],)", fmt::join(w.index, ","));
+  fmt::format_to(to, R"("input":{},"kind":{})", q(w.input), q(w.kind));
   if (w.kind == "trimmed") {
-    x["op"] = w.op;
-    x["tensor"] = w.tensor;
-    x["output"] = w.output;
-    x["shape"] = w.shape;
-    if (!w.aten.empty()) x["aten"] = w.aten;
+    fmt::format_to(to, R"(,"op":{},"tensor":{},"output":{},"shape":[{}])", w.op, q(w.tensor), w.output,
+                   fmt::join(w.shape, ","));
+    if (!w.aten.empty()) fmt::format_to(to, R"(,"aten":{})", q(w.aten));
   }
-  if (!w.program.empty()) x["program"] = w.program;
-  return x;
+  if (!w.program.empty()) fmt::format_to(to, R"(,"program":{})", q(w.program));
+  if (with_value) {
+    if (std::isfinite(w.value)) fmt::format_to(to, R"(,"value":{})", w.value);
+    else fmt::format_to(to, R"(,"value":{})", number(w.value).dump());
+  }
+  fmt::format_to(to, "}}");
 }
+
+// A JSON array of leaves, one per line.
+std::string leaves_text(const std::vector<WitnessLeaf>& leaves, bool with_value) {
+  fmt::memory_buffer out;
+  Quoted q;
+  out.push_back('[');
+  for (size_t k = 0; k < leaves.size(); ++k) {
+    fmt::format_to(std::back_inserter(out), "{}", k ? ",\n  " : "\n  ");
+    write_leaf(out, leaves[k], with_value, q);
+  }
+  fmt::format_to(std::back_inserter(out), "{}", leaves.empty() ? "]" : "\n ]");
+  return fmt::to_string(out);
+}
+
+// `doc` with the JSON string `slot` (a placeholder put in its place) replaced by `text`.
+void splice(std::string& doc, const char* slot, std::string_view text) {
+  std::string quoted = json(slot).dump();
+  doc.replace(doc.find(quoted), quoted.size(), text);
+}
+
 }  // namespace
 
 std::string sampled_json(const LocationResult::SampledPoint& s) {
@@ -90,39 +126,13 @@ std::string witness_json(const Report& r, const WitnessSource& src) {
                           {"reference_expr", l.ref_expr}, {"candidate_expr", l.cand_expr}}},
             {"leaves_complete", !l.sampled}};
   if (l.sampled) j["sampled"] = json::parse(sampled_json(*l.sampled));  // every input regenerable, no leaf list
-  json inputs = json::array();
-  for (const auto& w : r.shared_inputs) inputs.push_back(leaf_json(w, false));
-  j["inputs"] = std::move(inputs);
-  // The leaves are written as text, one per line, not as json objects: a giant location has ~10^6 of
-  // them, whose objects took longer than the check's grace (dev pair 319: hard stop in 'report').
-  constexpr const char* kSlot = "@dirigo-witness-leaves@";
-  j["leaves"] = kSlot;
+  constexpr const char* kLeaves = "@dirigo-witness-leaves@";
+  constexpr const char* kInputs = "@dirigo-witness-inputs@";
+  j["leaves"] = kLeaves;
+  j["inputs"] = kInputs;
   std::string doc = j.dump(1);
-  fmt::memory_buffer text;
-  auto to = std::back_inserter(text);
-  std::unordered_map<std::string, std::string> quoted;  // names, quoted once (10^6 leaves, a few names)
-  auto q = [&](const std::string& name) -> const std::string& {
-    auto [it, fresh] = quoted.try_emplace(name);
-    if (fresh) it->second = json(name).dump();
-    return it->second;
-  };
-  fmt::format_to(to, "[");
-  for (size_t k = 0; k < l.leaves.size(); ++k) {
-    const WitnessLeaf& w = l.leaves[k];
-    fmt::format_to(to, "{}{{", k ? ",\n  " : "\n  ");
-    if (!w.candidate_input.empty()) fmt::format_to(to, R"("candidate_input":{},)", q(w.candidate_input));
-    fmt::format_to(to, R"("index":[{}],"input":{},"kind":{},)", fmt::join(w.index, ","), q(w.input), q(w.kind));
-    if (w.kind == "trimmed") {  // as leaf_json writes them
-      fmt::format_to(to, R"("op":{},"tensor":{},"output":{},"shape":[{}],)", w.op, q(w.tensor), w.output,
-                     fmt::join(w.shape, ","));
-      if (!w.aten.empty()) fmt::format_to(to, R"("aten":{},)", q(w.aten));
-    }
-    if (!w.program.empty()) fmt::format_to(to, R"("program":{},)", q(w.program));
-    if (std::isfinite(w.value)) fmt::format_to(to, R"("value":{}}})", w.value);
-    else fmt::format_to(to, R"("value":{}}})", number(w.value).dump());
-  }
-  fmt::format_to(to, "{}", l.leaves.empty() ? "]" : "\n ]");
-  doc.replace(doc.find(json(kSlot).dump()), json(kSlot).dump().size(), std::string_view(text.data(), text.size()));
+  splice(doc, kLeaves, leaves_text(l.leaves, true));
+  splice(doc, kInputs, leaves_text(r.shared_inputs, false));
   return doc;
 }
 
