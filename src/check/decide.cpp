@@ -205,13 +205,9 @@ std::optional<smt::Decision> Search::reroll_decide(ir::Context& ctx, smt::Solver
     }
     if (ra != rb) {
       // Each retry within what the budget has left now, not what it had when the location began.
-      smt::DecideOptions o = dopt;
+      if (opt_.budget_s > 0 && Clock::now() >= budget_end()) break;
+      smt::DecideOptions o = within_budget(dopt);
       o.timeout_ms = std::min(o.timeout_ms, 3000u);
-      if (opt_.budget_s > 0) {
-        auto left = std::chrono::duration_cast<std::chrono::milliseconds>(budget_end() - Clock::now()).count();
-        if (left < 1) break;
-        o.timeout_ms = std::min<unsigned>(o.timeout_ms, unsigned(left));
-      }
       o.falsify_points = 0;  // a difference is the originals' to find
       d = solver.decide(ctx, ra, rb, o);
       if (d.verdict != smt::Verdict::Equal) continue;
