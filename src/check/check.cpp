@@ -134,7 +134,7 @@ Report check_bundle(const bundle::Bundle& b, const Options& user_opt) {
     opt.exec.deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(opt.budget_s));
   Report r;
   auto t0 = Clock::now();
-  // Always `return finish(...)`: the report moves out (a copy of a giant location's leaves took seconds).
+  // Always `return finish(...)`: the report moves out (a giant location's witness holds ~10^6 leaves).
   auto finish = [&](Outcome o, std::string reason) {
     r.outcome = o;
     if (!reason.empty()) r.reason = std::move(reason);

@@ -307,7 +307,7 @@ Report check_path(const std::string& bundle_dir, const Options& opt = {});
 // "modulo A, B" (some only by approximation axioms); both qualifiers when both apply.
 std::string proof_kind(const Report& r);
 std::string to_text(const Report& r, bool verbose = false);
-// `witness`: witness_json(r) when the caller has it already (a giant location's takes ~0.7 s to write).
+// `witness`: witness_json(r) when the caller has it already (a giant location's is ~10^6 leaves to write).
 std::string to_json(const Report& r, const std::string* witness = nullptr);
 
 }  // namespace dirigo::check

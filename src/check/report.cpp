@@ -377,8 +377,8 @@ std::string to_json(const Report& r, const std::string* witness) {
   if (r.locations_omitted) j["locations_omitted"] = r.locations_omitted;  // equal locations not listed
   j["tolerance"] = {{"atol", r.tolerance.atol}, {"rtol", r.tolerance.rtol}, {"bound", r.tolerance.bound}};
   if (!r.first_differ) return j.dump(2);
-  // The witness goes in as witness_json wrote it: parsed into json objects and written again, a giant
-  // location's 6·10^5 leaves took seconds past the check's grace (dev pair 319: hard stop in 'report').
+  // The witness goes in as witness_json wrote it: parsing ~10^6 leaves into json objects and writing
+  // them again costs more than the check's grace leaves for the report.
   constexpr const char* kSlot = "@dirigo-report-witness@";
   j["first_differ"] = *r.first_differ;
   j["witness"] = kSlot;

@@ -41,7 +41,7 @@ struct Watch {
   int command_exit = 0, hard_exit = 3;
   WatchClock::time_point start;
   // The child stage running now (own limit > 0): what it did not use of its limit comes off the end
-  // when the next stage starts, so that a 3 s trace does not move the hard stop 330 s later.
+  // when the next stage starts, so that only the time a child stage took moves the hard stop later.
   WatchClock::time_point child_start;
   double child_limit_s = 0;
   HardStopRender render;

@@ -161,7 +161,7 @@ bool Context::Impl::same(Expr n, const Key& k, uint64_t h) {
 }
 
 // Doubling moves the old table's entries over in steps of kMigrateStep per intern call, not all at
-// once: rehashing 8M entries in one go took 0.7 s, a pause no deadline check could cut short. While
+// once: rehashing millions of entries in one go is a pause no deadline check can cut short. While
 // entries move, the old table stays as it was (read-only) and a lookup that misses in the new one
 // probes it; a node is inserted only when both miss, so no entry is ever in the new table twice.
 void Context::Impl::grow() {

@@ -213,7 +213,7 @@ def test_a_nested_re_check_names_its_stage_to_the_hard_stop(tmp_path):
 
 def test_what_the_trace_left_of_its_limit_does_not_delay_the_hard_stop(tmp_path):
     # A trace of a few seconds under --trace-timeout 300: the stalled search is ended at the trace's
-    # own time + budget + grace, not 330 s later (the trace stage's limit, +30 s, was kept whole).
+    # own time + budget + grace, not at the trace stage's whole limit (+30 s) later.
     import time
     ref = ROOT / "tests" / "python" / "verdict_pairs" / "ref_conv.py"
     t0 = time.monotonic()

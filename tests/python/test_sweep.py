@@ -119,7 +119,7 @@ def test_sweep_on_local_ray_resumes_after_a_kill(tmp_path):
     while time.monotonic() < deadline and p.poll() is None:
         if out.exists() and len(out.read_text().splitlines()) >= 1:
             break
-        time.sleep(0.05)  # warm Ray workers check a golden pair in well under 0.5 s: all 4 were done once
+        time.sleep(0.05)  # warm Ray workers check a golden pair in well under 0.5 s
     assert p.poll() is None, "the sweep ended before it could be killed: " + p.stderr.read().decode()[-2000:]
     done_before = len(out.read_text().splitlines())
     assert 1 <= done_before < len(PAIRS)
