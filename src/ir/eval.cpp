@@ -1,10 +1,18 @@
 // Concrete evaluation: iterative post-order over the DAG with a memo.
 #include "ir/eval.h"
 
+#include <array>
 #include <bit>
 #include <cmath>
+#include <deque>
+#include <functional>
 #include <limits>
+#include <memory>
+#include <optional>
+#include <set>
+#include <span>
 #include <stdexcept>
+#include <unordered_map>
 
 #include <fmt/format.h>
 
@@ -136,7 +144,7 @@ struct Evaluator::Impl {
     return v;
   }
 
-  Value compute(Expr x, std::vector<const Value*>& a) {
+  Value compute(Expr x, std::span<const Value* const> a) {
     Value r;
     r.sort = x->sort;
     bool undef = false;
@@ -271,32 +279,142 @@ struct Evaluator::Impl {
     return r;
   }
 
+  // A reduction body's open part (the nodes that read enclosing indices) as straight-line steps in
+  // post order, built once per Reduce node: at each point every step computes its slot from slots
+  // and from the closed operands' values (constant for this evaluator, copied in once), with no
+  // allocation or memo lookup per node. The same nodes in the same order as a walk of the body, so
+  // the same numbers.
+  struct Tape {
+    struct Step {
+      Expr node;
+      uint32_t args_at, nargs;  // operands: args[args_at, args_at + nargs)
+      // A nested reduction: the enclosing indices it reads (0 = the innermost), when at most
+      // kMaxReadIndices; its value is kept per their values (open_memo).
+      std::vector<uint32_t> reads;
+      bool memoized = false;
+    };
+    std::vector<Step> steps;
+    std::vector<const Value*> args;  // into slots or closed
+    std::vector<Value> slots;        // one per step; the body's value is the last
+    std::deque<Value> closed;        // stable addresses
+    const Value* result = nullptr;   // a closed body: its value
+  };
+  std::unordered_map<Expr, std::unique_ptr<Tape>> tapes;
+
+  // A reduction nested in a body reads few enclosing indices (a GEMM row's sum reads the row): its
+  // value is the same wherever they repeat, in every body it sits in and on both sides of a pair,
+  // so it is computed once per (node, their values).
+  static constexpr size_t kMaxReadIndices = 4, kOpenMemoEntries = size_t(1) << 21;
+  struct OpenKey {
+    Expr node;
+    std::array<int64_t, kMaxReadIndices> at{};
+    bool operator==(const OpenKey&) const = default;
+  };
+  struct OpenKeyHash {
+    size_t operator()(const OpenKey& k) const {
+      uint64_t h = reinterpret_cast<uint64_t>(k.node) * 0x9e3779b97f4a7c15ULL;
+      for (int64_t v : k.at) h = (h ^ static_cast<uint64_t>(v)) * 0x100000001b3ULL;
+      return static_cast<size_t>(h ^ (h >> 29));
+    }
+  };
+  std::unordered_map<OpenKey, Value, OpenKeyHash> open_memo;
+
+  // The enclosing indices (relative to the body x sits in) that x reads; nullopt past kMaxReadIndices.
+  static std::optional<std::vector<uint32_t>> read_indices(Expr x) {
+    std::vector<uint32_t> out;
+    std::set<std::pair<Expr, uint32_t>> seen;
+    std::vector<std::pair<Expr, uint32_t>> st{{x, 0}};
+    while (!st.empty()) {
+      auto [e, depth] = st.back();
+      st.pop_back();
+      if (!e->has_free_bound() || !seen.emplace(e, depth).second) continue;
+      if (e->op == Op::Bound) {
+        if (e->u >= depth && std::find(out.begin(), out.end(), uint32_t(e->u - depth)) == out.end()) {
+          out.push_back(uint32_t(e->u - depth));
+          if (out.size() > kMaxReadIndices) return std::nullopt;
+        }
+        continue;
+      }
+      uint32_t inner = e->op == Op::Reduce ? depth + e->reduce_rank() : depth;
+      for (Expr c : e->args()) st.emplace_back(c, e->op == Op::Reduce && c == e->reduce_body() ? inner : depth);
+    }
+    return out;
+  }
+
+  Tape& tape_of(Expr r) {
+    auto& t = tapes[r];
+    if (t) return *t;
+    t = std::make_unique<Tape>();
+    Tape& tp = *t;
+    Expr body = r->reduce_body();
+    if (!body->has_free_bound()) {
+      tp.closed.push_back(eval(body));
+      tp.result = &tp.closed.back();
+      return tp;
+    }
+    // Operand references are kept as (is_slot, index) until the slots' vector has its final size.
+    std::vector<std::pair<bool, size_t>> refs;
+    detail::NodeMap<uint32_t> slot_of;
+    detail::NodeMap<size_t> closed_of;
+    std::function<std::pair<bool, size_t>(Expr)> visit = [&](Expr x) -> std::pair<bool, size_t> {
+      if (!x->has_free_bound()) {
+        if (auto it = closed_of.find(x); it != closed_of.end()) return {false, it->second};
+        tp.closed.push_back(eval(x));
+        closed_of.emplace(x, tp.closed.size() - 1);
+        return {false, tp.closed.size() - 1};
+      }
+      if (auto it = slot_of.find(x); it != slot_of.end()) return {true, it->second};
+      std::vector<std::pair<bool, size_t>> ops;
+      if (x->op != Op::Bound && x->op != Op::Reduce)  // a Reduce's body has a tape of its own
+        for (Expr c : x->args()) ops.push_back(visit(c));
+      Tape::Step st{x, uint32_t(refs.size()), uint32_t(ops.size()), {}, false};
+      if (x->op == Op::Reduce)
+        if (auto r = read_indices(x)) st.reads = std::move(*r), st.memoized = true;
+      refs.insert(refs.end(), ops.begin(), ops.end());
+      tp.steps.push_back(st);
+      slot_of.emplace(x, uint32_t(tp.steps.size() - 1));
+      return {true, tp.steps.size() - 1};
+    };
+    visit(body);
+    tp.slots.resize(tp.steps.size());
+    for (auto [is_slot, i] : refs) tp.args.push_back(is_slot ? &tp.slots[i] : &tp.closed[i]);
+    tp.result = &tp.slots.back();
+    return tp;
+  }
+
   // Values of the enclosing reductions' indices while a body is evaluated (back = Bound(0)).
   std::vector<int64_t> bound_values;
 
-  // A node that reads enclosing indices, at the current point (evaluated afresh at every point;
-  // its closed operands come from the memo).
-  Value eval_open(Expr x, detail::NodeMap<Value>& local) {
-    if (!x->has_free_bound()) return eval(x);
-    if (x->op == Op::Bound) {
-      if (x->u >= bound_values.size()) throw std::runtime_error("evaluate: a bound index outside every reduction");
-      return Value::of_bv(Sort::BV64, static_cast<uint64_t>(bound_values[bound_values.size() - 1 - x->u]));
+  // The body of the reduction the tape is of, at the current point.
+  const Value& run(Tape& tp) {
+    for (size_t k = 0; k < tp.steps.size(); ++k) {
+      const Tape::Step& st = tp.steps[k];
+      Expr x = st.node;
+      if (env.tick && (++computed & 0xFFFF) == 0) env.tick();  // a body's nodes, at every point
+      if (x->op == Op::Bound) {
+        if (x->u >= bound_values.size()) throw std::runtime_error("evaluate: a bound index outside every reduction");
+        tp.slots[k] = Value::of_bv(Sort::BV64, static_cast<uint64_t>(bound_values[bound_values.size() - 1 - x->u]));
+      } else if (x->op == Op::Reduce) {
+        if (!st.memoized) {
+          tp.slots[k] = reduce_value(x);
+          continue;
+        }
+        OpenKey key{x, {}};
+        for (size_t q = 0; q < st.reads.size(); ++q) {
+          if (st.reads[q] >= bound_values.size()) throw std::runtime_error("evaluate: a bound index outside every reduction");
+          key.at[q] = bound_values[bound_values.size() - 1 - st.reads[q]];
+        }
+        if (auto it = open_memo.find(key); it != open_memo.end()) {
+          tp.slots[k] = it->second;
+        } else {
+          tp.slots[k] = reduce_value(x);
+          if (open_memo.size() < kOpenMemoEntries) open_memo.emplace(key, tp.slots[k]);
+        }
+      } else {
+        tp.slots[k] = compute(x, std::span<const Value* const>(tp.args.data() + st.args_at, st.nargs));
+      }
     }
-    if (auto it = local.find(x); it != local.end()) return it->second;
-    if (env.tick && (++computed & 0xFFFF) == 0) env.tick();  // a body's nodes, at every point
-    Value v;
-    if (x->op == Op::Reduce) {
-      v = reduce_value(x);
-    } else {
-      std::vector<Value> vals;
-      vals.reserve(x->nargs);
-      for (Expr c : x->args()) vals.push_back(eval_open(c, local));
-      std::vector<const Value*> a;
-      for (const Value& c : vals) a.push_back(&c);
-      v = compute(x, a);
-    }
-    local.emplace(x, v);
-    return v;
+    return *tp.result;
   }
 
   // A reduction, its points in row-major order, combined sequentially (rounded per step in F32).
@@ -314,14 +432,13 @@ struct Evaluator::Impl {
       if (op == ReduceOp::Max || op == ReduceOp::Min) throw std::runtime_error("evaluate: max/min over an empty domain");
       return acc;
     }
+    Tape& tp = tape_of(r);
     size_t base = bound_values.size();
     bound_values.resize(base + n);
     bool first = true, undef = false;
-    detail::NodeMap<Value> local;
     for (;;) {
       for (unsigned d = 0; d < n; ++d) bound_values[base + d] = p[d];
-      local.clear();
-      Value v = eval_open(r->reduce_body(), local);
+      const Value& v = run(tp);
       undef |= v.undef;
       switch (op) {
         case ReduceOp::Sum: acc.real = rnd(acc.real + v.real); break;
@@ -373,6 +490,10 @@ struct Evaluator::Impl {
 
 Evaluator::Evaluator(const Env& env, Precision p) : impl_(std::make_shared<Impl>(Impl{env, p, {}})) {}
 Value Evaluator::operator()(Expr e) { return impl_->eval(e); }
-void Evaluator::clear() { impl_->memo.clear(); }
+void Evaluator::clear() {
+  impl_->memo.clear();
+  impl_->tapes.clear();  // their closed operands came from the memo
+  impl_->open_memo.clear();
+}
 
 }  // namespace dirigo::ir

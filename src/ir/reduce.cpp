@@ -2,6 +2,7 @@
 #include "ir/reduce.h"
 
 #include <algorithm>
+#include <functional>
 #include <stdexcept>
 
 #include <fmt/format.h>
@@ -26,6 +27,30 @@ uint64_t reduce_count(Expr r) {
     if (n > UINT64_MAX) return UINT64_MAX;
   }
   return static_cast<uint64_t>(n);
+}
+
+uint64_t reduce_terms(Expr r) {
+  auto sat = [](unsigned __int128 v) { return v > UINT64_MAX ? UINT64_MAX : static_cast<uint64_t>(v); };
+  // Evaluation opens a reduction's body at every point, but a closed reduction below it only once (the
+  // evaluator's memo): its terms are counted once, however many bodies it sits in.
+  NodeSet closed_seen;
+  std::function<uint64_t(Expr)> terms = [&](Expr red) -> uint64_t {
+    unsigned __int128 per = 0, once = 0;
+    auto count = [&](Expr c) {
+      if (c->has_free_bound()) per += terms(c);
+      else if (closed_seen.insert(c)) once += terms(c);
+    };
+    // the reductions directly below the body's other nodes (their own bodies are terms' business)
+    NodeSet seen;
+    if (red->reduce_body()->op == Op::Reduce) count(red->reduce_body());
+    post_order(red->reduce_body(), [&](Expr x) { return seen.count(x) > 0 || x->op == Op::Reduce; }, [&](Expr x) {
+      seen.insert(x);
+      for (Expr c : x->args())
+        if (c->op == Op::Reduce) count(c);
+    });
+    return sat(static_cast<unsigned __int128>(reduce_count(red)) * std::max<uint64_t>(1, sat(per)) + once);
+  };
+  return terms(r);
 }
 
 bool contains_reduce(Expr e) {

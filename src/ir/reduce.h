@@ -16,6 +16,9 @@ namespace dirigo::ir {
 using Box = std::vector<std::pair<int64_t, int64_t>>;  // per dim [lo, hi)
 Box reduce_box(Expr reduce);
 uint64_t reduce_count(Expr reduce);  // points of the box (saturating)
+// What expanding `reduce` fully costs: its points times the terms of the reductions nested in its
+// body (saturating). A sum over 2048 rows of 2048-term products is 2048 points but 4 M terms.
+uint64_t reduce_terms(Expr reduce);
 bool contains_reduce(Expr e);
 
 // The body of `reduce` at `point` (one coordinate per dim, in dim order).

@@ -112,6 +112,28 @@ TEST_F(Reduce, NestedWithOuterIndex) {
   EXPECT_NEAR(e1(outer).real, e2(c.add(terms)).real, 1e-9);
 }
 
+TEST_F(Reduce, NestedSharedAcrossBodiesEvaluatesAsExpanded) {
+  // Σ_i sigmoid(h_i) and max_i h_i with h_i = Σ_k x[5i + k] w[k]: h_i is opened in two bodies (and
+  // on both sides of a pair), evaluated once per i; every value is the expanded form's (the sum's up
+  // to the order an n-ary add sorts its terms in).
+  Expr h = sum(k, 0, 5, c.mul(c.load(X, c.bv_add(c.bv_mul(bv(5), i), k)), wk(k)));
+  Expr s = sum(i, 0, 7, c.call(Fn::Sigmoid, h));
+  Expr m = red(ReduceOp::Max, i, 0, 7, h);
+  Expr both = c.add(s, c.mul(c.real_const(3), m));
+  for (Precision p : {Precision::F64, Precision::F32}) {
+    Evaluator e1(env(), p), e2(env(), p), e3(env(), p);
+    double once = e1(both).real, again = e1(both).real;  // the memo of opened reductions changes no value
+    EXPECT_EQ(once, again);
+    double vs = e1(s).real, ws = e2(expand_reductions(c, s, 1000)).real;
+    EXPECT_NEAR(vs, ws, 1e-6 * (1 + std::abs(ws)));
+    EXPECT_EQ(e1(m).real, e3(expand_reductions(c, m, 1000)).real);
+  }
+  EXPECT_EQ(reduce_terms(s), 7u * 5u);
+  // a closed reduction inside a body is evaluated once, not at every point
+  Expr closed = sum(k, 0, 100, wk(k));
+  EXPECT_EQ(reduce_terms(sum(i, 0, 7, c.call(Fn::Sigmoid, c.mul(closed, xk(i, 7))))), 7u + 100u);
+}
+
 TEST_F(Reduce, EmptyAndOnePoint) {
   check(Rule::ReduceEmpty, [&] { return sum(k, 3, 3, wk(k)); }, c.real_const(0));
   check(Rule::ReduceEmpty, [&] { return sum(k, 3, 4, wk(k)); }, c.elem(W, 3));
