@@ -70,6 +70,7 @@ std::string_view rule_name(Rule r) {
       "IteNegCond", "IteToMinMax", "BoolSimplify", "CmpCanon", "BvAffine", "BvExtMerge",
       "BvSignedToUnsigned", "BvExtPush", "BvTruncPush", "BvBitFold", "BvDivRemConst", "BvDivModRecombine", "LoadFold",
       "AbsCanon", "MinMaxFloatLimit", "MulDistributeMinMax", "MulSumContent", "IteLeakyToMax", "ClampOrder",
+      "LogOfExp",
       "ReduceEmpty", "ReduceInvariant", "ReduceFactor", "ReduceSplitSum", "ReduceFlatten", "ReduceMerge",
       "ReduceOrigin"};
   static_assert(std::size(n) == static_cast<size_t>(Rule::Count_));
@@ -224,6 +225,7 @@ std::string_view reduce_op_name(ReduceOp o) {
   return n[static_cast<unsigned>(o)];
 }
 Expr Context::bound(uint32_t de_bruijn) { return impl_->bound_leaf(de_bruijn); }
+Expr Context::lift_bound(Expr e, uint32_t by) { return impl_->shift(e, 0, by); }
 Expr Context::reduce_abstracted(ReduceOp op, std::span<const std::pair<int64_t, int64_t>> box, Expr body) {
   return impl_->reduce_n(op, box, body);
 }

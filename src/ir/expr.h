@@ -188,6 +188,8 @@ enum class Rule : uint8_t {
                       // with the arms swapped): a leaky ReLU is one node whichever comparison spelled it
   ClampOrder,         // real max(lo, min(hi, y)) -> min(hi, max(lo, y)) for constants lo <= hi: a clamp is one node
                       // whichever bound the program applied first
+  LogOfExp,           // log(exp(x)) -> x (exp maps the reals into log's domain): a logsumexp over one element
+                      // is its element, as torch's max-shifted form and its decomposition compute it
   // ---- reductions (rewrite_reduce*.cpp)
   ReduceEmpty,        // a reduction over an empty domain -> its identity (sum 0, prod 1); one point -> the body there
   ReduceInvariant,    // a body that does not read the reduction's indices: sum -> N*body, max/min -> body
@@ -299,6 +301,9 @@ class Context {
   Expr reduce(ReduceOp op, std::span<const Expr> index_vars, std::span<const std::pair<int64_t, int64_t>> box,
               Expr body);
   Expr bound(uint32_t de_bruijn);
+  // e's free Bound leaves moved past `by` new binders (Bound(k) -> Bound(k + by)): an index of an
+  // enclosing reduction used inside the body of a new one of rank `by`.
+  Expr lift_bound(Expr e, uint32_t by);
   // The raw constructor over an already-abstracted body (Bound leaves): canonicalizes like reduce().
   Expr reduce_abstracted(ReduceOp op, std::span<const std::pair<int64_t, int64_t>> box, Expr body);
 

@@ -30,6 +30,7 @@ Expr Context::Impl::call(Fn f, std::span<const Expr> args) {
       return mul_n(Sort::Real, xs);
     }
   }
+  if (f == Fn::Log && x->op == Op::Call && x->fn() == Fn::Exp && apply(Rule::LogOfExp)) return x->args_[0];
   if (x->op == Op::ConstReal && f != Fn::Recip && f != Fn::Pow) {
     if (auto r = exact_fn(f, x->rational()); r && apply(Rule::ConstFold)) return mk_real(*r);
   }

@@ -260,6 +260,12 @@ TEST_F(Rules, IteToMinMax) {
   untouched(Rule::IteToMinMax, [&] { return c.ite(c.lt(x, lo), lo, c.min(y, x)); });
 }
 
+TEST_F(Rules, LogOfExp) {
+  check(Rule::LogOfExp, [&] { return c.call(Fn::Log, c.call(Fn::Exp, c.add(x, y))); }, c.add(x, y));
+  untouched(Rule::LogOfExp, [&] { return c.call(Fn::Exp, c.call(Fn::Log, x)); });  // x <= 0 has no log
+  untouched(Rule::LogOfExp, [&] { return c.call(Fn::Log, c.call(Fn::Exp2, x)); });
+}
+
 TEST_F(Rules, ClampOrder) {
   // fmaxf(fminf(x, 1), -1) and fminf(fmaxf(x, -1), 1) are one clamp (dev pair 052's hardtanh)
   Expr lo = c.real_const(-1), hi = c.real_const(1);
