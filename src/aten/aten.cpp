@@ -92,10 +92,18 @@ namespace detail {
 // ---------------------------------------------------------------- registry
 
 void Registry::add(std::string key, std::string_view params, Handler fn) {
-  OpDef d{key, {}, std::move(fn), adding_pointwise, 0, {}};
+  OpDef d{key, {}, std::move(fn), adding_pointwise, false, 0, {}};
   std::istringstream ss{std::string(params)};
   for (std::string p; ss >> p;) d.params.push_back(p);
   defs_[key] = std::move(d);
+}
+
+void Registry::set_symbolic_location(std::initializer_list<const char*> keys) {
+  for (const char* k : keys) {
+    auto it = defs_.find(k);
+    if (it == defs_.end()) throw std::logic_error(std::string("aten registry: set_symbolic_location before add for ") + k);
+    it->second.symbolic_location = true;
+  }
 }
 
 void Registry::set_writes(const std::string& key, int returns, std::string_view params) {
@@ -288,6 +296,11 @@ Expr Env::at(const TensorRef& t, std::span<const int64_t> i) const {
   return cx.elem(t.tensor_id, t.flat_index(i), elem_sort(t.dtype));
 }
 
+Expr Env::coord(size_t k, uint32_t binders) const {
+  if (!symbolic()) return bv(idx.at(k));
+  return binders ? cx.lift_bound(sidx.at(k), binders) : sidx.at(k);
+}
+
 Expr Env::sym_at(const TensorRef& t, std::span<const Expr> i) const {
   ir::Sort sort = elem_sort(t.dtype);
   if (call.read_sym) {
@@ -470,32 +483,32 @@ Expr sum_of(const Env& e, const TensorRef& in, const std::vector<Index>& domain)
   return e.cx.add(terms);
 }
 
-std::optional<SymDomain> sym_domain(const TensorRef& in, std::span<const int64_t> dims, bool keepdim,
-                                    std::span<const int64_t> idx, ir::Context& cx) {
+std::optional<SymDomain> sym_domain(const Env& e, const TensorRef& in, std::span<const int64_t> dims, bool keepdim) {
   size_t rank = in.rank();
   std::vector<bool> reduced(rank, false);
   for (auto d : dims) reduced[d] = true;
   SymDomain r;
   uint32_t n = 0;  // reduced dims of more than one element: the box's dims (one-element ones are index 0)
   for (auto d : dims) n += in.shape[size_t(d)] != 1;
-  if (n == 0) return std::nullopt;
+  if (n == 0 && !e.symbolic()) return std::nullopt;
+  const size_t out_rank = e.idx.size();
   size_t j = 0;
   uint32_t q = 0;
   for (size_t k = 0; k < rank; ++k) {
     if (reduced[k] && in.shape[k] == 1) {
-      r.index.push_back(cx.bv_const(ir::Sort::BV64, 0));
+      r.index.push_back(e.bv(0));
       if (keepdim) ++j;
     } else if (reduced[k]) {
-      r.index.push_back(cx.bound(n - 1 - q++));  // dim q of the box: the last one is Bound(0)
+      r.index.push_back(e.cx.bound(n - 1 - q++));  // dim q of the box: the last one is Bound(0)
       r.box.emplace_back(0, in.shape[k]);
       r.count *= in.shape[k];
       if (keepdim) ++j;
     } else {
-      if (j >= idx.size()) throw std::invalid_argument("reduction output index has the wrong rank");
-      r.index.push_back(cx.bv_const(ir::Sort::BV64, static_cast<uint64_t>(idx[j++])));
+      if (j >= out_rank) throw std::invalid_argument("reduction output index has the wrong rank");
+      r.index.push_back(e.coord(j++, n));
     }
   }
-  if (j != idx.size()) throw std::invalid_argument("reduction output index has the wrong rank");
+  if (j != out_rank) throw std::invalid_argument("reduction output index has the wrong rank");
   return r;
 }
 
@@ -576,7 +589,7 @@ ir::Expr element(ir::Context& ctx, const OpCall& call, int output_index, std::sp
 ir::Expr element_sym(ir::Context& ctx, const OpCall& call, int output_index, std::span<const ir::Expr> out_index) {
   std::string key = canonical_name(call.name, call.overload);
   const detail::OpDef* def = detail::lookup(key);
-  if (!def || !def->pointwise) return nullptr;
+  if (!def || !(def->pointwise || def->symbolic_location)) return nullptr;
   if (output_index != 0 || call.outputs.empty() || out_index.size() != call.outputs[0].rank()) return nullptr;
   const TensorRef& o = call.outputs[0];
   std::vector<int64_t> rep(o.rank(), 0);

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <functional>
+#include <initializer_list>
 #include <optional>
 #include <span>
 #include <string>
@@ -25,6 +26,9 @@ struct OpDef {
   std::vector<std::string> params;  // schema parameter names in order (kwarg-only ones last)
   Handler fn;
   bool pointwise = false;           // reads every tensor operand only at the broadcast of the location
+  // The handler builds the element at a symbolic location too (Env::sidx: reductions and matrix
+  // products as Reduce nodes, every path it cannot build so throwing Env::NotSymbolic).
+  bool symbolic_location = false;
   int returns;                      // with `writes`: how many outputs the op returns
   std::vector<std::string> writes;  // arguments written in place but not returned (outputs returns+k)
 };
@@ -39,6 +43,8 @@ class Registry {
   const OpDef* find(const std::string& key) const;
   // Ops added while set are pointwise (element_sym evaluates them at symbolic locations).
   bool adding_pointwise = false;
+  // These (already added) ops' handlers also take a symbolic location (OpDef::symbolic_location).
+  void set_symbolic_location(std::initializer_list<const char*> keys);
   std::vector<std::string> keys() const;
  private:
   std::unordered_map<std::string, OpDef> defs_;
@@ -59,6 +65,8 @@ void register_attention(Registry&);
 
 class Env {
  public:
+  // Thrown (and caught by the symbolic paths) when an element cannot be read symbolically.
+  struct NotSymbolic {};
   Env(ir::Context& cx, const OpCall& call, const OpDef& def, int out, std::span<const int64_t> idx);
 
   ir::Context& cx;
@@ -66,9 +74,13 @@ class Env {
   const OpDef& def;
   const int out;   // which output is asked for
   const Index idx; // its multi-index (element_sym: all zeros, the location is `sidx`)
-  std::vector<Expr> sidx;  // set: the symbolic location of a pointwise op (element_sym)
-  // Thrown (and caught by the symbolic paths) when an element cannot be read symbolically.
-  struct NotSymbolic {};
+  std::vector<Expr> sidx;  // set: the symbolic location (element_sym; closed or reading enclosing Bounds)
+  bool symbolic() const { return !sidx.empty(); }
+  // Coordinate k of the location as a BV64 expression, its enclosing indices lifted past `binders`
+  // new reduction dims (the body of a Reduce the handler builds).
+  Expr coord(size_t k, uint32_t binders = 0) const;
+  // Paths that list a reduction element by element cannot take a symbolic location.
+  void require_concrete() const { if (symbolic()) throw NotSymbolic{}; }
 
   [[noreturn]] void unsupported(const std::string& reason) const;
   [[noreturn]] void malformed(const std::string& reason) const;  // std::invalid_argument
@@ -140,15 +152,16 @@ std::vector<int64_t> reduce_dims(const Env& e, std::string_view name, int64_t ra
 std::vector<Index> reduction_domain(const TensorRef& in, std::span<const int64_t> dims, bool keepdim, std::span<const int64_t> idx);
 // Sum / mean of real elements of `in` over a reduction domain.
 Expr sum_of(const Env& e, const TensorRef& in, const std::vector<Index>& domain);
-// A reduction over dims `dims` of `in` into the location idx as one Reduce node: body(x) of each
+// A reduction over dims `dims` of `in` into the env's location as one Reduce node: body(x) of each
 // element x read symbolically. nullptr when the elements cannot be read so (the caller expands).
 struct SymDomain {
-  std::vector<Expr> index;  // the input's multi-index: constants and Bound leaves
+  std::vector<Expr> index;  // the input's multi-index: the location's coordinates and Bound leaves
   std::vector<std::pair<int64_t, int64_t>> box;
   int64_t count = 1;
 };
-std::optional<SymDomain> sym_domain(const TensorRef& in, std::span<const int64_t> dims, bool keepdim,
-                                    std::span<const int64_t> idx, ir::Context& cx);
+// nullopt at a concrete location when every reduced dim has one element (at a symbolic one: an
+// empty box, whose Reduce is the body at the location).
+std::optional<SymDomain> sym_domain(const Env& e, const TensorRef& in, std::span<const int64_t> dims, bool keepdim);
 Expr sym_reduce(const Env& e, ir::ReduceOp op, const TensorRef& in, const SymDomain& d,
                 const std::function<Expr(Expr)>& body);
 // ite chain: first index (as BV64 constant `positions[k]`) whose value is max (or min) of vals.

@@ -2,24 +2,45 @@
 // linear, mv, dot, outer, einsum. Each location is one sum of products, built
 // with a single n-ary add.
 #include <map>
+#include <type_traits>
 
 #include "aten/internal.h"
 
 namespace dirigo::aten::detail {
 namespace {
 
-// sum_k a[ai(k)] * b[bi(k)]
-Expr dot_product(const Env& e, const TensorRef& a, const TensorRef& b, int64_t K,
-                 const std::function<Index(int64_t)>& ai, const std::function<Index(int64_t)>& bi) {
+// The location's coordinates and the term index k, as ints at a concrete location and as BV64
+// expressions at a symbolic one: each product's operand indices are written once, as generic
+// functions (o, k) -> index over either.
+template <class C>
+C zero_of(const Env& e) {
+  if constexpr (std::is_same_v<C, int64_t>) return 0;
+  else return e.bv(0);
+}
+
+// sum_k a[ai(o, k)] * b[bi(o, k)], o the location's coordinates.
+template <class AI, class BI>
+Expr dot_product(const Env& e, const TensorRef& a, const TensorRef& b, int64_t K, AI ai, BI bi) {
+  if (e.symbolic()) {  // one Reduce over k, the enclosing indices of the location lifted past it
+    std::vector<Expr> o;
+    for (size_t d = 0; d < e.idx.size(); ++d) o.push_back(e.coord(d, 1));
+    Expr k = e.cx.bound(0);
+    Expr body = e.cx.mul(e.real_sym_at(a, ai(o, k)), e.real_sym_at(b, bi(o, k)));
+    std::pair<int64_t, int64_t> box[] = {{0, K}};
+    return e.cx.reduce_abstracted(ir::ReduceOp::Sum, box, body);
+  }
+  const Index& o = e.idx;
+  auto ai_k = [&](int64_t k) { return Index(ai(o, k)); };
+  auto bi_k = [&](int64_t k) { return Index(bi(o, k)); };
   if (e.call.sum_of_products && is_floating(a.dtype) && is_floating(b.dtype) && K > 0) {
     Products p;  // every caller's index is affine in k (k is one coordinate of each operand)
     p.a_tensor = a.tensor_id;
     p.b_tensor = b.tensor_id;
     p.count = K;
-    p.a_first = a.flat_index(ai(0));
-    p.b_first = b.flat_index(bi(0));
-    p.a_step = K > 1 ? a.flat_index(ai(1)) - p.a_first : 0;
-    p.b_step = K > 1 ? b.flat_index(bi(1)) - p.b_first : 0;
+    p.a_first = a.flat_index(ai_k(0));
+    p.b_first = b.flat_index(bi_k(0));
+    p.a_step = K > 1 ? a.flat_index(ai_k(1)) - p.a_first : 0;
+    p.b_step = K > 1 ? b.flat_index(bi_k(1)) - p.b_first : 0;
     return e.call.sum_of_products(p);
   }
   if (e.reduce_symbolically(K)) {  // one Reduce: every operand index is affine in k
@@ -31,7 +52,7 @@ Expr dot_product(const Env& e, const TensorRef& a, const TensorRef& b, int64_t K
       return si;
     };
     try {
-      Expr body = e.cx.mul(e.real_sym_at(a, affine(ai(0), ai(1))), e.real_sym_at(b, affine(bi(0), bi(1))));
+      Expr body = e.cx.mul(e.real_sym_at(a, affine(ai_k(0), ai_k(1))), e.real_sym_at(b, affine(bi_k(0), bi_k(1))));
       std::pair<int64_t, int64_t> box[] = {{0, K}};
       return e.cx.reduce_abstracted(ir::ReduceOp::Sum, box, body);
     } catch (const Env::NotSymbolic&) {  // an operand computed by an op without a symbolic form: expanded
@@ -39,7 +60,7 @@ Expr dot_product(const Env& e, const TensorRef& a, const TensorRef& b, int64_t K
   }
   std::vector<Expr> terms;
   terms.reserve(K);
-  for (int64_t k = 0; k < K; ++k) terms.push_back(e.cx.mul(e.real_at(a, ai(k)), e.real_at(b, bi(k))));
+  for (int64_t k = 0; k < K; ++k) terms.push_back(e.cx.mul(e.real_at(a, ai_k(k)), e.real_at(b, bi_k(k))));
   return e.cx.add(terms);
 }
 
@@ -56,17 +77,15 @@ Expr scaled_sum(const Env& e, Expr product) {
 Expr mm(const Env& e, const TensorRef& a, const TensorRef& b) {
   e.require(a.rank() == 2 && b.rank() == 2 && a.shape[1] == b.shape[0], "mm needs [m,k] x [k,n]");
   e.require_rank(2);
-  int64_t i = e.idx[0], j = e.idx[1];
-  return dot_product(e, a, b, a.shape[1], [&](int64_t k) { return Index{i, k}; },
-                     [&](int64_t k) { return Index{k, j}; });
+  return dot_product(e, a, b, a.shape[1], [](const auto& o, auto k) { return std::vector{o[0], k}; },
+                     [](const auto& o, auto k) { return std::vector{k, o[1]}; });
 }
 
 Expr bmm(const Env& e, const TensorRef& a, const TensorRef& b) {
   e.require(a.rank() == 3 && b.rank() == 3 && a.shape[2] == b.shape[1], "bmm needs [b,m,k] x [b,k,n]");
   e.require_rank(3);
-  int64_t n = e.idx[0], i = e.idx[1], j = e.idx[2];
-  return dot_product(e, a, b, a.shape[2], [&](int64_t k) { return Index{n, i, k}; },
-                     [&](int64_t k) { return Index{n, k, j}; });
+  return dot_product(e, a, b, a.shape[2], [](const auto& o, auto k) { return std::vector{o[0], o[1], k}; },
+                     [](const auto& o, auto k) { return std::vector{o[0], k, o[2]}; });
 }
 
 // torch.matmul: 1-D operands are promoted (and the added dim dropped); batch dims broadcast.
@@ -81,25 +100,24 @@ Expr matmul(const Env& e, const TensorRef& a, const TensorRef& b) {
   size_t rmax = std::max(ra, rb);
   e.require(o.size() == (rmax > 2 ? rmax - 2 : 0) + tail, "matmul: output rank does not match the operands");
   size_t nbatch = o.size() - tail;
-  Index batch(o.begin(), o.begin() + nbatch);
-  int64_t i = ra >= 2 ? o[nbatch] : 0;
-  int64_t j = rb >= 2 ? o[o.size() - 1] : 0;
-  auto batch_index = [&](const TensorRef& t, size_t mat_dims) {
-    Index r;
-    size_t tb = t.rank() - mat_dims;  // batch dims of t, right-aligned against `batch`
-    for (size_t d = 0; d < tb; ++d) r.push_back(t.shape[d] == 1 ? 0 : batch[nbatch - tb + d]);
-    return r;
-  };
-  // An element of a or b: a 1-d operand is indexed by k alone, a matrix by its batch dims and (row, col).
-  auto element = [&](const TensorRef& t, size_t rank, int64_t k, int64_t row, int64_t col) {
-    if (rank == 1) return Index{k};
-    Index r = batch_index(t, 2);
-    r.push_back(row);
-    r.push_back(col);
+  // An element of a or b (at coordinates oc, term k): a 1-d operand is indexed by k alone, a matrix by
+  // its batch dims (right-aligned against the output's, broadcast where the operand's is 1) and
+  // (row, col); row is the output's i (a) or k (b), col k (a) or the output's j (b).
+  auto element = [&](const TensorRef& t, size_t rank, const auto& oc, auto k, bool is_a) {
+    using C = std::decay_t<decltype(k)>;
+    std::vector<C> r;
+    if (rank == 1) return std::vector<C>{k};
+    size_t tb = t.rank() - 2;
+    for (size_t d = 0; d < tb; ++d) r.push_back(t.shape[d] == 1 ? zero_of<C>(e) : oc[nbatch - tb + d]);
+    C i = ra >= 2 ? oc[nbatch] : zero_of<C>(e);
+    C j = rb >= 2 ? oc[oc.size() - 1] : zero_of<C>(e);
+    r.push_back(is_a ? i : k);
+    r.push_back(is_a ? k : j);
     return r;
   };
   return dot_product(
-      e, a, b, K, [&](int64_t k) { return element(a, ra, k, i, k); }, [&](int64_t k) { return element(b, rb, k, k, j); });
+      e, a, b, K, [&](const auto& oc, auto k) { return element(a, ra, oc, k, true); },
+      [&](const auto& oc, auto k) { return element(b, rb, oc, k, false); });
 }
 
 // ---- einsum
@@ -234,18 +252,22 @@ void register_linalg(Registry& r) {
     e.require(x.rank() >= 1 && (w.rank() == 1 || w.rank() == 2) && w.shape.back() == x.shape.back(),
               "linear: weight must be [out, in] or [in]");
     e.require_rank(x.rank() - 1 + (w.rank() == 2 ? 1 : 0));
-    Index xi = e.idx;
-    int64_t j = w.rank() == 2 ? e.idx.back() : 0;
-    if (w.rank() == 2) xi.pop_back();
-    xi.push_back(0);
-    Expr p = dot_product(e, x, w, x.shape.back(),
-                         [&](int64_t k) { xi.back() = k; return xi; },
-                         [&](int64_t k) { return w.rank() == 2 ? Index{j, k} : Index{k}; });
+    const bool matrix = w.rank() == 2;
+    Expr p = dot_product(
+        e, x, w, x.shape.back(),
+        [&](const auto& o, auto k) {
+          std::vector<std::decay_t<decltype(k)>> xi(o.begin(), o.end() - (matrix ? 1 : 0));
+          xi.push_back(k);
+          return xi;
+        },
+        [&](const auto& o, auto k) { return matrix ? std::vector{o.back(), k} : std::vector{k}; });
     if (!e.given("bias")) return p;
     const TensorRef& b = e.tensor("bias");
-    return e.cx.add(p, e.real_at(b, b.rank() == 0 ? Index{} : Index{j}));
+    // at the location's last coordinate: the bias's broadcast (a symbolic location reads it so)
+    return e.cx.add(p, e.real_at(b, b.rank() == 0 ? Index{} : Index{matrix ? e.idx.back() : 0}));
   });
   r.add("einsum", "equation tensors path", einsum);
+  r.set_symbolic_location({"mm", "bmm", "addmm", "baddbmm", "matmul", "mv", "addmv", "linear"});
 }
 
 }  // namespace dirigo::aten::detail

@@ -42,8 +42,8 @@ Reduction reduction(const Env& e, std::string_view dim_param, bool empty_means_a
   auto [dims, keepdim] = reduced_dims(e, in, dim_param, empty_means_all);
   int64_t count = 1;
   for (auto d : dims) count *= in.shape[size_t(d)];
-  if (e.reduce_symbolically(count)) {
-    Reduction r{&in, {}, sym_domain(in, dims, keepdim, e.idx, e.cx)};
+  if (e.reduce_symbolically(count) || e.symbolic()) {
+    Reduction r{&in, {}, sym_domain(e, in, dims, keepdim)};
     if (r.sym) return r;
   }
   return {&in, reduction_domain(in, dims, keepdim, e.idx), std::nullopt};
@@ -57,6 +57,7 @@ Expr sym(const Env& e, const Reduction& r, ir::ReduceOp op, const std::function<
 
 // The domain listed element by element (for the paths without a Reduce form).
 Reduction expanded(const Env& e, Reduction r, std::string_view dim_param, bool empty_means_all = true) {
+  e.require_concrete();
   if (!r.sym) return r;
   const TensorRef& in = *r.in;
   auto [dims, keepdim] = reduced_dims(e, in, dim_param, empty_means_all);
@@ -163,15 +164,16 @@ Expr softmax(const Env& e, bool log) {
   // PyTorch computes is equal over the reals, and the shift would only add terms.
   std::vector<Expr> ex;
   int64_t n = in.rank() == 0 ? 1 : in.shape[dim];
-  if (in.rank() > 0 && e.reduce_symbolically(n)) {
+  if (in.rank() > 0 && (e.reduce_symbolically(n) || e.symbolic())) {
     std::vector<int64_t> dims{dim};
-    if (auto d = sym_domain(in, dims, true, e.idx, cx))
+    if (auto d = sym_domain(e, in, dims, true))
       if (Expr total = sym_reduce(e, ir::ReduceOp::Sum, in, *d, [&](Expr x) { return cx.call(Fn::Exp, x); })) {
         Expr xi = e.real_at(in, e.idx);
         if (log) return cx.sub(xi, cx.call(Fn::Log, total));
         return cx.div(cx.call(Fn::Exp, xi), total);
       }
   }
+  e.require_concrete();
   for (int64_t k = 0; k < n; ++k) ex.push_back(cx.call(Fn::Exp, e.real_at(in, in.rank() == 0 ? e.idx : along(e.idx, dim, k))));
   Expr total = cx.add(ex);
   Expr xi = e.real_at(in, e.idx);
@@ -272,6 +274,11 @@ void register_reduce(Registry& r) {
     r.add(base + ".dim", "self dim keepdim", fn);
     r.add(base + ".dims", "self dim keepdim", fn);
   }
+  // Every path of these that lists elements goes through expanded() or a softmax loop behind
+  // require_concrete(); their Reduce forms take the location's coordinates from Env::coord.
+  r.set_symbolic_location({"sum", "sum.dim_IntList", "mean", "mean.dim", "amax", "amin", "max", "min", "max.dim",
+                           "min.dim", "var", "var.dim", "var.correction", "std", "std.dim", "std.correction",
+                           "logsumexp", "_softmax", "softmax.int", "_log_softmax", "log_softmax.int"});
 }
 
 }  // namespace dirigo::aten::detail

@@ -465,17 +465,27 @@ ir::Expr Lowering::read_symbolic(const aten::TensorRef& t, std::span<const ir::E
   if (!std::holds_alternative<bundle::AtenOp>(op.op)) return nullptr;
   for (size_t r = 0; r < op.results.size(); ++r) {
     const View& res = op.results[r];
-    // The view read must be the producer's result or a leading part of it (a slice from 0): then a
-    // multi-index means the same element in both.
-    if (res.value != v || res.shape.size() != t.rank() || res.offset != t.offset || res.strides.size() != t.rank())
-      continue;
-    bool same = true;
-    for (size_t k = 0; k < t.rank(); ++k)
-      same &= t.shape[k] <= res.shape[k] && (t.shape[k] == 1 || res.strides[k] == t.stride(k));
-    if (!same) continue;
+    if (res.value != v || res.offset != t.offset || res.strides.size() != res.shape.size()) continue;
+    // The view read is a sub-box at 0 of the producer's result, its dims in any order, dims of one element
+    // added or dropped (a slice from 0, unsqueeze, squeeze, t, permute, transpose): each dim of t of more
+    // than one element is a distinct dim of the result with the same stride, the result's other dims at
+    // 0. Then both name one address, the element the op computed at that multi-index.
+    std::vector<ir::Expr> at(res.shape.size(), bv(0));
+    std::vector<bool> used(res.shape.size(), false);
+    bool found = true;
+    for (size_t k = 0; k < t.rank() && found; ++k) {
+      if (t.shape[k] == 1) continue;
+      found = false;
+      for (size_t d = 0; d < res.shape.size() && !found; ++d)
+        if (!used[d] && res.strides[d] == t.stride(k) && t.shape[k] <= res.shape[d]) {
+          used[d] = found = true;
+          at[d] = idx[k];
+        }
+    }
+    if (!found) continue;
     try {
       aten::OpCall call = make_aten_call(op);
-      ir::Expr e = aten::element_sym(cx(), call, int(r), idx);
+      ir::Expr e = aten::element_sym(cx(), call, int(r), at);
       return e && e->sort == s ? e : nullptr;
     } catch (const std::exception&) {  // malformed or unsupported there: the reduction is expanded
       return nullptr;

@@ -65,8 +65,8 @@ class ProgramBuilder {
   void output(const std::string& name, const std::string& t) { j_["outputs"].push_back(J{{"name", name}, {"tensor", t}}); }
 
   void aten(const std::string& name, std::vector<J> args, std::vector<std::string> outputs,
-            std::vector<std::string> mutates = {}, J kwargs = J::object()) {
-    j_["ops"].push_back(J{{"kind", "aten"}, {"name", name}, {"overload", "default"}, {"args", args},
+            std::vector<std::string> mutates = {}, J kwargs = J::object(), const std::string& overload = "default") {
+    j_["ops"].push_back(J{{"kind", "aten"}, {"name", name}, {"overload", overload}, {"args", args},
                           {"kwargs", kwargs}, {"outputs", outputs}, {"mutates", mutates}});
   }
   void launch(const std::string& kernel, std::vector<J> args) {
