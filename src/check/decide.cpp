@@ -54,6 +54,13 @@ std::vector<ir::Expr> top_reductions(ir::Expr e) {
   return out;
 }
 
+// The terms of e's outermost reductions, each fully expanded (ir::reduce_terms), summed.
+uint64_t expanded_terms(ir::Expr e) {
+  uint64_t t = 0;
+  for (ir::Expr r : top_reductions(e)) t = std::min<uint64_t>(UINT64_MAX / 2, t + ir::reduce_terms(r));
+  return t;
+}
+
 ir::Expr replace_reductions(ir::Context& ctx, ir::Expr e, const std::unordered_map<ir::Expr, ir::Expr>& repl) {
   std::unordered_map<ir::Expr, ir::Expr> memo;
   std::vector<std::pair<ir::Expr, bool>> st{{e, false}};
@@ -83,10 +90,13 @@ ir::Expr replace_reductions(ir::Context& ctx, ir::Expr e, const std::unordered_m
 // Reductions with more points than this stay symbolic when the two sides still differ; smaller ones
 // are expanded so that the term-by-term stages (and Z3) see their terms.
 constexpr uint64_t kExpandReductionPoints = 1u << 14;
-// A domain witness is tried only on locations of at most this many reduction points: each try evaluates
-// both sides four times (fp64, fp32), about 0.5 s per 10^6 points on one core, so on larger locations the
-// tries alone would spend the location's budget.
+// A domain witness is tried only on locations of at most this many reduction terms (expanded): each try
+// evaluates both sides in fp64 and fp32, about 0.1 s per 10^6 terms on one core, and up to four tries
+// are made, so on larger locations the tries alone would spend the location's budget.
 constexpr uint64_t kDomainWitnessPoints = 1u << 23;
+// Terms of a location's expanded reductions that its decision's random points may evaluate in full
+// (about 0.1 µs a term on one core: 0.2 s a point).
+constexpr uint64_t kSampledTerms = 1u << 21;
 
 }  // namespace
 
@@ -97,9 +107,7 @@ constexpr uint64_t kDomainWitnessPoints = 1u << 23;
 std::string Search::match_reductions(ir::Context& ctx, smt::Solver& solver, ir::Expr& ea, ir::Expr& eb,
                                      std::vector<ir::Expr>& lone, bool expand) {
   auto ra = top_reductions(ea), rb = top_reductions(eb);
-  uint64_t points = 0;
-  for (auto* v : {&ra, &rb})
-    for (ir::Expr r : *v) points += ir::reduce_count(r);
+  uint64_t points = expanded_terms(ea) + expanded_terms(eb);
   std::unordered_set<ir::Expr> in_a(ra.begin(), ra.end()), in_b(rb.begin(), rb.end());
   std::unordered_map<ir::Expr, ir::Expr> repl;
   std::vector<std::string> notes;
@@ -170,7 +178,7 @@ std::optional<smt::Decision> Search::reroll_decide(ir::Context& ctx, smt::Solver
   std::optional<bool> differs;
   auto originals_differ = [&] {
     if (!differs) {
-      smt::FalsifyOptions fo{.points = 2, .seed = dopt.random_seed, .bound = ladder_bound(dopt),
+      smt::FalsifyOptions fo{.points = std::min(2u, dopt.falsify_points), .seed = dopt.random_seed, .bound = ladder_bound(dopt),
                              .tolerance = dopt.tolerance, .confirm_rtol = dopt.confirm_rtol,
                              .confirm_atol = dopt.confirm_atol, .assumptions = &dopt.assumptions,
                              .key_of = [&ctx](int32_t t) { return smt::name_key(ctx.tensor_name(t)); }};
@@ -321,7 +329,21 @@ Slot Search::evaluate(ir::Context& ctx, Lowering& ref, Lowering& cand, smt::Solv
   // too (its report then names both symbolic values and every leaf).
   std::optional<LocationResult> falsified;
   double falsified_cone = 0;
+  // A tier location whose two expressions build small and are one node is equal: no input tells them
+  // apart, and the tier's numbers would cost a giant cone's seconds for nothing. (Built under a small
+  // cap first; past it, or on any error, the tier runs as before and the build below reports.)
+  bool one_node = false;
   if (too_large.empty() && falsifies(loc, seq)) {
+    ir::set_limits(ctx, {ctx.node_units() + std::min({kReduceTrialNodes, opt_.build_nodes, opt_.max_location_nodes}),
+                         build_end});
+    try {
+      ir::Expr ta = ref.element(pair.ref, loc.flat);
+      one_node = ta && ta == cand.element(pair.cand, loc.flat);
+    } catch (...) {
+    }
+    ir::set_limits(ctx, {nodes0 + std::min(opt_.max_location_nodes, opt_.build_nodes), build_end});
+  }
+  if (too_large.empty() && !one_node && falsifies(loc, seq)) {
     ir::set_limits(ctx, {ctx.node_units() + opt_.max_location_nodes, budget_end()});
     if (falsify_numerically(ctx, ref, cand, slot, falsified_cone)) {
       falsified = std::move(lr);
@@ -385,6 +407,10 @@ Slot Search::evaluate(ir::Context& ctx, Lowering& ref, Lowering& cand, smt::Solv
     lr.ms = std::chrono::duration<double, std::milli>(Clock::now() - tl).count();
     return slot;
   }
+  // Built small, but its reductions expand to more terms than a falsified location may cost: every
+  // decision stage would evaluate them term by term, only to replace the tier's witness.
+  if (falsified && too_large.empty() && expanded_terms(ea) + expanded_terms(eb) > opt_.falsified_build_nodes)
+    return as_falsified();
   if (!too_large.empty()) {
     ir::set_limits(ctx, {ctx.node_units() + opt_.max_location_nodes, budget_end()});
     numeric_decide(ref, cand, slot, too_large);
@@ -426,6 +452,11 @@ Slot Search::evaluate(ir::Context& ctx, Lowering& ref, Lowering& cand, smt::Solv
   }
   // The decision never outlasts the check's budget (its own timeout may be longer).
   smt::DecideOptions dopt = dopt_;
+  // A random point costs every term the location's reductions expand to: past kSampledTerms terms
+  // the decision gets fewer points (at least one), the falsification tier having tried 20 lanes.
+  if (uint64_t terms = expanded_terms(ea) + expanded_terms(eb); terms > kSampledTerms)
+    dopt.falsify_points = unsigned(std::clamp<uint64_t>(kSampledTerms * dopt.falsify_points / terms, 1,
+                                                        std::max(1u, dopt.falsify_points)));
   double left_ms = opt_.budget_s * 1000 - std::chrono::duration<double, std::milli>(Clock::now() - t0_).count();
   if (opt_.budget_s > 0) {
     if (left_ms < 1) {

@@ -90,14 +90,31 @@ std::optional<Witness> falsify(ir::Expr a, ir::Expr b, const FalsifyOptions& opt
     PointSampler sampler(opt.seed, p, opt.bound);  // element leaves, as numeric evaluation draws them
     // What this evaluation read; sorted (stable order) and deduplicated only when a witness is kept: a
     // location over a GEMM reads millions of elements, and a map insert per read cost a minute a point.
-    std::vector<LeafValue> elems;
+    struct ElemRead {  // a LeafValue without its name string: the reads of a nested reduction number 10^7
+      int32_t tensor;
+      int64_t index;
+      ir::Value value;
+    };
+    std::vector<ElemRead> elems;
     std::map<std::string, LeafValue> vars;
+    // Reads are listed only on a second evaluation at a point whose sides differ (the first one
+    // decides whether it is a witness); an element read again (a GEMM row's x inside a sum over the
+    // row) comes from a small direct-mapped cache of its draw.
+    bool recording = false;
+    struct CachedDraw {
+      int32_t tensor = -1;
+      ir::Sort sort = ir::Sort::Real;
+      int64_t index = 0;
+      ir::Value value;
+    };
+    std::vector<CachedDraw> cache(size_t(1) << 14);
     ir::Env env;
     env.elem = [&](int32_t t, int64_t i, ir::Sort s) {
       if (opt.deadline) opt.deadline->tick("while evaluating random points (sampling)");
-      ir::Value v = sampler(key(t), i, s);
-      elems.push_back(LeafValue{LeafValue::Kind::Elem, t, i, {}, v});
-      return v;
+      CachedDraw& c = cache[(uint64_t(i) * 0x9e3779b97f4a7c15ULL ^ uint64_t(t) * 0xc2b2ae3d27d4eb4fULL) >> 50];
+      if (c.tensor != t || c.index != i || c.sort != s) c = CachedDraw{t, s, i, sampler(key(t), i, s)};
+      if (recording) elems.push_back(ElemRead{t, i, c.value});
+      return c.value;
     };
     env.var = [&](std::string_view name, ir::Sort s) {
       ir::Value v = sample(mix(base ^ std::hash<std::string_view>()(name)), s, bound, nonnegative);
@@ -123,6 +140,12 @@ std::optional<Witness> falsify(ir::Expr a, ir::Expr b, const FalsifyOptions& opt
       continue;  // a point the expressions cannot be evaluated at (e.g. an index out of every tensor)
     }
     if (!values_differ(w.a, w.b, opt.confirm_rtol, opt.confirm_atol)) continue;
+    recording = true;  // the same values again, every read listed
+    {
+      ir::Evaluator ev(env, ir::Precision::F64);
+      ev(a);
+      ev(b);
+    }
     // A witness lists every Var and element leaf of both sides (decide.h), also those this point's
     // evaluation never read (an ite arm not taken): with the value they would have had.
     for (ir::Expr e : {a, b})
@@ -130,12 +153,16 @@ std::optional<Witness> falsify(ir::Expr a, ir::Expr b, const FalsifyOptions& opt
         if (l->op == ir::Op::Var) env.var(l->name(), l->sort);
         else if (l->op == ir::Op::TensorElem) env.elem(l->tensor(), l->index(), l->sort);
       }
-    auto key = [](const LeafValue& l) { return std::make_pair(l.tensor, l.index); };
-    std::stable_sort(elems.begin(), elems.end(), [&](const LeafValue& x, const LeafValue& y) { return key(x) < key(y); });
-    elems.erase(std::unique(elems.begin(), elems.end(), [&](const LeafValue& x, const LeafValue& y) { return key(x) == key(y); }),
+    // One value per (tensor, index): every read of an element drew the same value, so any order of
+    // equal keys is the same list.
+    if (opt.deadline) opt.deadline->check("while listing a sampled witness's leaves");
+    auto key = [](const ElemRead& l) { return std::make_pair(l.tensor, l.index); };
+    std::sort(elems.begin(), elems.end(), [&](const ElemRead& x, const ElemRead& y) { return key(x) < key(y); });
+    elems.erase(std::unique(elems.begin(), elems.end(), [&](const ElemRead& x, const ElemRead& y) { return key(x) == key(y); }),
                 elems.end());
+    if (opt.deadline) opt.deadline->check("while listing a sampled witness's leaves");
     w.leaves.reserve(elems.size() + vars.size());
-    for (auto& l : elems) w.leaves.push_back(std::move(l));
+    for (const auto& l : elems) w.leaves.push_back(LeafValue{LeafValue::Kind::Elem, l.tensor, l.index, {}, l.value});
     for (auto& [k, l] : vars) w.leaves.push_back(std::move(l));
     if (opt.tolerance && w.a.sort == ir::Sort::Real)
       w.exceeds_tolerance =
