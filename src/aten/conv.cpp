@@ -14,6 +14,58 @@ struct ConvParams {
 };
 
 
+// At a symbolic location (a reduction over the convolution's output): one Reduce over (input channel
+// of the group, kernel taps), each term guarded by its tap landing inside the input (and, transposed,
+// on the stride's lattice) as comparisons of the location's coordinates; dims whose taps land inside
+// at every location need no guard. Index arithmetic is BV64: a position below 0 wraps to a huge
+// unsigned value, which the unsigned bound rejects.
+Expr sym_convolve(const Env& e, const TensorRef& x, const TensorRef& w, const std::optional<TensorRef>& bias,
+                  const ConvParams& p, bool batched) {
+  auto& cx = e.cx;
+  size_t nsp = w.rank() - 2, lead = batched ? 1 : 0;
+  int64_t cin_g = p.transposed ? x.shape[lead] / p.groups : w.shape[1];
+  int64_t cout_g = p.transposed ? w.shape[1] : e.output().shape[lead] / p.groups;
+  uint32_t nb = cin_g > 1;
+  for (size_t d = 0; d < nsp; ++d) nb += w.shape[2 + d] > 1;
+  uint32_t q = 0;
+  auto dim = [&](int64_t size) { return size > 1 ? cx.bound(nb - 1 - q++) : e.bv(0); };
+  Expr c = dim(cin_g);
+  Expr oc = e.coord(lead, nb);
+  Expr ic0 = p.groups == 1 ? e.bv(0) : cx.bv_mul(cx.bv_udiv(oc, e.bv(cout_g)), e.bv(cin_g));
+  std::vector<Expr> xi, wi, inside;
+  if (batched) xi.push_back(e.coord(0, nb));
+  xi.push_back(cx.bv_add(ic0, c));
+  if (p.transposed) wi = {cx.bv_add(ic0, c), p.groups == 1 ? oc : cx.bv_urem(oc, e.bv(cout_g))};
+  else wi = {oc, c};
+  for (size_t d = 0; d < nsp; ++d) {
+    int64_t K = w.shape[2 + d], L = x.shape[lead + 1 + d], O = e.output().shape[lead + 1 + d];
+    int64_t s = p.stride[d], pd = p.padding[d], dl = p.dilation[d];
+    Expr k = dim(K), o = e.coord(lead + 1 + d, nb);
+    wi.push_back(k);
+    Expr pos;
+    if (!p.transposed) {
+      pos = cx.bv_sub(cx.bv_add(cx.bv_mul(o, e.bv(s)), cx.bv_mul(k, e.bv(dl))), e.bv(pd));
+      if (pd > 0 || (O - 1) * s + (K - 1) * dl >= L) inside.push_back(cx.ult(pos, e.bv(L)));
+    } else {
+      Expr num = cx.bv_sub(cx.bv_add(o, e.bv(pd)), cx.bv_mul(k, e.bv(dl)));
+      pos = s == 1 ? num : cx.bv_udiv(num, e.bv(s));
+      if (s > 1) inside.push_back(cx.eq(cx.bv_urem(num, e.bv(s)), e.bv(0)));
+      inside.push_back(cx.ult(pos, e.bv(L)));
+    }
+    xi.push_back(pos);
+  }
+  Expr term = cx.mul(e.real_sym_at(x, xi), e.real_sym_at(w, wi));
+  if (!inside.empty()) term = cx.ite(cx.and_(inside), term, cx.real_const(0));
+  std::vector<std::pair<int64_t, int64_t>> box;
+  if (cin_g > 1) box.emplace_back(0, cin_g);
+  for (size_t d = 0; d < nsp; ++d)
+    if (w.shape[2 + d] > 1) box.emplace_back(0, w.shape[2 + d]);
+  Expr total = cx.reduce_abstracted(ir::ReduceOp::Sum, box, term);
+  if (!bias) return total;
+  Expr b[] = {e.coord(lead)};  // by the output channel (not broadcast against the location)
+  return cx.add(total, e.real_sym_at(*bias, b));
+}
+
 Expr convolve(const Env& e, const TensorRef& x, const TensorRef& w, const std::optional<TensorRef>& bias,
               const ConvParams& p) {
   auto& cx = e.cx;
@@ -32,6 +84,7 @@ Expr convolve(const Env& e, const TensorRef& x, const TensorRef& w, const std::o
   else
     e.require(w.shape[1] * p.groups == x.shape[cdim] && e.output().shape[cdim] % p.groups == 0,
               "convolution: input channels must equal weight dim 1 x groups");
+  if (e.symbolic()) return sym_convolve(e, x, w, bias, p, batched);
   const Index& o = e.idx;
   size_t lead = batched ? 1 : 0;  // position of the channel dim in input and output
   int64_t n = batched ? o[0] : 0;
@@ -163,6 +216,9 @@ void register_conv(Registry& r) {
     r.add(k, "input weight bias stride padding dilation groups", conv_nd);
   for (const char* k : {"conv_transpose1d", "conv_transpose2d.input", "conv_transpose3d.input"})
     r.add(k, "input weight bias stride padding output_padding groups dilation", conv_transpose_nd);
+  r.set_symbolic_location({"convolution", "convolution_overrideable", "_convolution", "_convolution.deprecated",
+                           "conv1d", "conv2d", "conv3d", "conv1d.padding", "conv2d.padding", "conv3d.padding",
+                           "conv_transpose1d", "conv_transpose2d.input", "conv_transpose3d.input"});
 }
 
 }  // namespace dirigo::aten::detail

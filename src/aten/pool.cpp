@@ -37,6 +37,33 @@ Window window(const Env& e, const TensorRef& in, size_t nsp, const std::vector<i
   return w;
 }
 
+// At a symbolic location (a reduction over the pooled output): one Reduce over the kernel box, when
+// every output position's window lies whole inside the input (no padding, none clipped at the far
+// end), so that the box is the same at every location. Throws NotSymbolic otherwise.
+Expr sym_window(const Env& e, const TensorRef& in, size_t nsp, ir::ReduceOp op, const std::vector<int64_t>& k,
+                const std::vector<int64_t>& s, const std::vector<int64_t>& p, const std::vector<int64_t>& d) {
+  size_t lead = in.rank() - nsp;
+  uint32_t nb = 0;
+  for (size_t j = 0; j < nsp; ++j) {
+    int64_t L = in.shape[lead + j], O = e.output().shape[lead + j];
+    if (p[j] != 0 || (O - 1) * s[j] + (k[j] - 1) * d[j] >= L) throw Env::NotSymbolic{};
+    nb += k[j] > 1;
+  }
+  std::vector<Expr> idx;
+  std::vector<std::pair<int64_t, int64_t>> box;
+  for (size_t q = 0; q < lead; ++q) idx.push_back(e.coord(q, nb));
+  uint32_t q = 0;
+  for (size_t j = 0; j < nsp; ++j) {
+    Expr at = e.cx.bv_mul(e.coord(lead + j, nb), e.bv(s[j]));
+    if (k[j] > 1) {
+      at = e.cx.bv_add(at, e.cx.bv_mul(e.cx.bound(nb - 1 - q++), e.bv(d[j])));
+      box.emplace_back(0, k[j]);
+    }
+    idx.push_back(at);
+  }
+  return e.cx.reduce_abstracted(op, box, e.real_sym_at(in, idx));
+}
+
 Expr max_or_arg(const Env& e, const TensorRef& in, const Window& w, bool want_index, bool is_max = true) {
   if (w.taps.empty()) e.malformed("pooling window without any input element");
   std::vector<Expr> v;
@@ -53,6 +80,10 @@ Expr max_pool(const Env& e, size_t nsp) {
   auto p = spatial_ints(e, "padding", nsp, std::vector<int64_t>(nsp, 0));
   auto d = spatial_ints(e, "dilation", nsp, std::vector<int64_t>(nsp, 1));
   for (size_t j = 0; j < nsp; ++j) e.require(k[j] > 0 && s[j] > 0 && d[j] > 0, "kernel, stride and dilation must be positive");
+  if (e.symbolic()) {
+    if (e.out != 0) throw Env::NotSymbolic{};
+    return sym_window(e, in, nsp, ir::ReduceOp::Max, k, s, p, d);
+  }
   size_t lead = e.idx.size() - nsp;
   std::vector<int64_t> start(nsp);
   for (size_t j = 0; j < nsp; ++j) start[j] = e.idx[lead + j] * s[j] - p[j];
@@ -68,6 +99,14 @@ Expr avg_pool(const Env& e, size_t nsp) {
   auto p = spatial_ints(e, "padding", nsp, std::vector<int64_t>(nsp, 0));
   for (size_t j = 0; j < nsp; ++j) e.require(k[j] > 0 && s[j] > 0, "kernel and stride must be positive");
   bool include_pad = e.flag("count_include_pad", true);
+  if (e.symbolic()) {  // whole windows: every divisor is the kernel's size (or the override)
+    int64_t divisor = 1;
+    for (size_t j = 0; j < nsp; ++j) divisor *= k[j];
+    if (e.has_param("divisor_override") && e.given("divisor_override")) divisor = e.integer("divisor_override");
+    if (divisor == 0) e.malformed("average pooling divisor is zero");
+    Expr total = sym_window(e, in, nsp, ir::ReduceOp::Sum, k, s, p, std::vector<int64_t>(nsp, 1));
+    return cx.div(total, cx.real_const(divisor));
+  }
   size_t lead = e.idx.size() - nsp;
   std::vector<int64_t> start(nsp), size(nsp);
   int64_t pool_size = 1, valid = 1;
@@ -122,6 +161,8 @@ void register_pool(Registry& r) {
     for (const char* pre : {"adaptive_avg_pool", "_adaptive_avg_pool"})
       if (n > 1 || pre[0] != '_') r.add(pre + d, "self output_size", [n](Env& e) { return adaptive(e, n, false); });
     r.add("adaptive_max_pool" + d, "self output_size", [n](Env& e) { return adaptive(e, n, true); });
+    r.set_symbolic_location({("max_pool" + d).c_str(), ("max_pool" + d + "_with_indices").c_str(),
+                             ("avg_pool" + d).c_str()});
   }
 }
 

@@ -372,8 +372,9 @@ TEST(Numeric, TransposedConvMatchesBuiltExpression) {
 }
 
 // Reductions over reductions, read through views: a row sum of a linear layer's sigmoids, a softmax
-// and a logsumexp of its outputs, a batch mean of mm with a transposed weight, a bmm's row max, and a
-// row sum over an unsqueezed view of the linear output. With Reduce nodes from two elements up (as
+// and a logsumexp of its outputs, a batch mean of mm with a transposed weight, a bmm's row max, row
+// sums of max and average pools of the linear output, a mean of a grouped strided padded convolution,
+// a sum of a transposed one, and a row sum over the linear output's unsqueezed view. With Reduce nodes from two elements up (as
 // 10^3-element ones are by default), every location is one nested Reduce of a few nodes, and its value
 // is the numeric path's, which evaluates the same programs term by term from their templates.
 ProgramBuilder nested(const char* name, const char* role, int which) {
@@ -417,6 +418,43 @@ ProgramBuilder nested(const char* name, const char* role, int which) {
       p.output("out0", o);
       break;
     }
+    case 5: {  // sum over the row of max_pool1d(y.unsqueeze(1), 2) and of avg_pool1d(y.unsqueeze(1), 3, 2)
+      auto u = p.view(y, 0, {6, 1, 24}, {24, 24, 1}), m = p.tensor({6, 1, 12}), a = p.tensor({6, 1, 11});
+      auto mv = p.view(m, 0, {6, 12}, {12, 1}), av = p.view(a, 0, {6, 11}, {11, 1});
+      auto o = p.tensor({6}), o2 = p.tensor({6});
+      p.aten("aten::linear", {T(x), T(w), T(b)}, {y});
+      p.aten("aten::max_pool1d", {T(u), Ints({2}), Ints({2}), Ints({0}), Ints({1}), drop}, {m});
+      p.aten("aten::avg_pool1d", {T(u), Ints({3}), Ints({2}), Ints({0}), drop, keep}, {a});
+      p.aten("aten::sum", {T(mv), Ints({1}), drop}, {o}, {}, J::object(), "dim_IntList");
+      p.aten("aten::sum", {T(av), Ints({1}), drop}, {o2}, {}, J::object(), "dim_IntList");
+      p.output("out0", o);
+      p.output("out1", o2);
+      break;
+    }
+    case 6: {  // mean over H, W of a grouped strided padded convolution: taps guarded at the border
+      auto xi = p.tensor({2, 4, 5, 5}), cw = p.tensor({6, 2, 3, 3}), cb = p.tensor({6});
+      auto c = p.tensor({2, 6, 3, 3}), o = p.tensor({2, 6});
+      p.input("img", xi);
+      p.input("conv.weight", cw, "parameter");
+      p.input("conv.bias", cb, "parameter");
+      p.aten("aten::convolution", {T(xi), T(cw), T(cb), Ints({2, 2}), Ints({1, 1}), Ints({1, 1}), drop,
+                                   Ints({0, 0}), I(2)},
+             {c});
+      p.aten("aten::mean", {T(c), Ints({2, 3}), drop}, {o}, {}, J::object(), "dim");
+      p.output("out0", o);
+      break;
+    }
+    case 7: {  // sum of a transposed convolution (stride 2: taps on the stride's lattice only)
+      auto xi = p.tensor({1, 4, 3, 3}), cw = p.tensor({4, 3, 3, 3}), c = p.tensor({1, 3, 6, 6}), o = p.tensor({1});
+      p.input("img", xi);
+      p.input("up.weight", cw, "parameter");
+      p.aten("aten::convolution", {T(xi), T(cw), None(), Ints({2, 2}), Ints({1, 1}), Ints({1, 1}), keep,
+                                   Ints({1, 1}), I(1)},
+             {c});
+      p.aten("aten::sum", {T(c), Ints({1, 2, 3}), drop}, {o}, {}, J::object(), "dim_IntList");
+      p.output("out0", o);
+      break;
+    }
     default: {  // sum over dim 2 of y.unsqueeze(1): the view's dims map onto y's by their strides
       auto u = p.view(y, 0, {6, 1, 24}, {24, 24, 1}), o = p.tensor({6, 1});
       p.aten("aten::linear", {T(x), T(w), T(b)}, {y});
@@ -452,7 +490,7 @@ uint64_t reduction_terms(ir::Expr e) {
 
 TEST(Numeric, NestedReductionsMatchTermByTermEvaluation) {
   ReductionsFromTwo from_two;
-  for (int which = 0; which < 5; ++which) {
+  for (int which = 0; which < 9; ++which) {
     SCOPED_TRACE(which);
     auto ref = nested("ref", "reference", which), cand = nested("new", "candidate", which);
     bundle::Bundle b = make_bundle({&ref, &cand});
