@@ -453,10 +453,13 @@ Slot Search::evaluate(ir::Context& ctx, Lowering& ref, Lowering& cand, smt::Solv
   // The decision never outlasts the check's budget (its own timeout may be longer).
   smt::DecideOptions dopt = dopt_;
   // A random point costs every term the location's reductions expand to: past kSampledTerms terms
-  // the decision gets fewer points (at least one), the falsification tier having tried 20 lanes.
+  // the decision gets fewer points, none past 4 x kSampledTerms (a point would take seconds; the
+  // falsification tier has evaluated the first locations at 20 lanes).
   if (uint64_t terms = expanded_terms(ea) + expanded_terms(eb); terms > kSampledTerms)
-    dopt.falsify_points = unsigned(std::clamp<uint64_t>(kSampledTerms * dopt.falsify_points / terms, 1,
-                                                        std::max(1u, dopt.falsify_points)));
+    dopt.falsify_points = terms > 4 * kSampledTerms
+                              ? 0
+                              : unsigned(std::clamp<uint64_t>(kSampledTerms * dopt.falsify_points / terms, 1,
+                                                              std::max(1u, dopt.falsify_points)));
   double left_ms = opt_.budget_s * 1000 - std::chrono::duration<double, std::milli>(Clock::now() - t0_).count();
   if (opt_.budget_s > 0) {
     if (left_ms < 1) {
