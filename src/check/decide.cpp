@@ -455,7 +455,8 @@ Slot Search::evaluate(ir::Context& ctx, Lowering& ref, Lowering& cand, smt::Solv
   // A random point costs every term the location's reductions expand to: past kSampledTerms terms
   // the decision gets fewer points, none past 4 x kSampledTerms (a point would take seconds; the
   // falsification tier has evaluated the first locations at 20 lanes).
-  if (uint64_t terms = expanded_terms(ea) + expanded_terms(eb); terms > kSampledTerms)
+  const uint64_t terms = expanded_terms(ea) + expanded_terms(eb);
+  if (terms > kSampledTerms)
     dopt.falsify_points = terms > 4 * kSampledTerms
                               ? 0
                               : unsigned(std::clamp<uint64_t>(kSampledTerms * dopt.falsify_points / terms, 1,
@@ -475,7 +476,26 @@ Slot Search::evaluate(ir::Context& ctx, Lowering& ref, Lowering& cand, smt::Solv
   std::optional<unsigned> sampled_point;  // the giant path's ladder point that showed the difference
   std::optional<smt::Witness> by_domain;
   if (!lone.empty() && ea != eb) by_domain = domain_witness(ea, eb, lone);
-  if (by_domain) {
+  if (!by_domain && ea != eb && terms > 4 * kSampledTerms) {
+    // Reductions past 4 x kSampledTerms terms: the stages short of Z3 decide equality; what they leave
+    // open is decided as a location too large to build is, numerically at the ladder's points (a
+    // solver's witness would have to be confirmed by evaluating every term one by one).
+    smt::DecideOptions quick = within_budget(dopt);
+    quick.rlimit = 1;
+    quick.use_cache = false;
+    smt::Decision q = solver.decide(ctx, ea, eb, quick);
+    if (q.verdict != smt::Verdict::Equal) {
+      ir::set_limits(ctx, {ctx.node_units() + opt_.max_location_nodes, budget_end()});
+      numeric_decide(ref, cand, slot,
+                     fmt::format("not proven equal short of the solver, its reductions expanding to {:.3g} terms ({})",
+                                 double(terms), reduce_how));
+      if (lr.confirmed_f32 && opt_.trim_prefix && sets_trimmed_result(lr)) confirm_over_program_inputs(lr);
+      lr.ms = std::chrono::duration<double, std::milli>(Clock::now() - tl).count();
+      return slot;
+    }
+    d = std::move(q);
+    d.reason = reduce_how;
+  } else if (by_domain) {
     d.verdict = smt::Verdict::Differ;
     d.stage = smt::Stage::Domain;
     d.witness = std::move(by_domain);
