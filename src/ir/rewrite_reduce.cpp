@@ -82,8 +82,11 @@ Expr Context::Impl::map_bound_leaves(Expr e, uint32_t depth, const std::function
 Expr Context::Impl::shift(Expr e, uint32_t cutoff, int64_t delta) {
   if (delta == 0 || loose(e) <= cutoff) return e;
   return map_bound_leaves(e, cutoff, [&](Expr x, uint32_t cut) {
+    // x sits below cut - cutoff binders of e itself: moved, it must still point past them (an index
+    // an enclosing reduction binds; removing binders, as ReduceInvariant does, moves it down to them)
     int64_t k = static_cast<int64_t>(x->u) + delta;
-    if (k < static_cast<int64_t>(cut)) throw std::logic_error("shift: a bound index would be captured");
+    if (k < static_cast<int64_t>(cut) - static_cast<int64_t>(cutoff))
+      throw std::logic_error("shift: a bound index would be captured");
     return bound_leaf(static_cast<uint32_t>(k));
   });
 }

@@ -134,6 +134,17 @@ TEST_F(Reduce, NestedSharedAcrossBodiesEvaluatesAsExpanded) {
   EXPECT_EQ(reduce_terms(sum(i, 0, 7, c.call(Fn::Sigmoid, c.mul(closed, xk(i, 7))))), 7u + 100u);
 }
 
+TEST_F(Reduce, InvariantBodyReadingAnEnclosingIndex) {
+  // Σ_{i<3} Σ_{k<4} x[i]: the inner body reads only the enclosing index (Bound 1); dropping the inner
+  // binder moves it to Bound 0 (an enclosing index is not captured by the binders it is moved past)
+  std::pair<int64_t, int64_t> b4[] = {{0, 4}}, b3[] = {{0, 3}};
+  Expr inner = c.reduce_abstracted(ReduceOp::Sum, b4, c.load(X, c.bound(1)));
+  EXPECT_EQ(inner, c.mul(c.real_const(4), c.load(X, c.bound(0))));
+  Expr outer = c.reduce_abstracted(ReduceOp::Sum, b3, inner);
+  Expr want = c.mul(c.real_const(4), c.add(std::vector<Expr>{c.elem(X, 0), c.elem(X, 1), c.elem(X, 2)}));
+  EXPECT_EQ(expand_reductions(c, outer, 100), want);
+}
+
 TEST_F(Reduce, EmptyAndOnePoint) {
   check(Rule::ReduceEmpty, [&] { return sum(k, 3, 3, wk(k)); }, c.real_const(0));
   check(Rule::ReduceEmpty, [&] { return sum(k, 3, 4, wk(k)); }, c.elem(W, 3));
