@@ -34,6 +34,17 @@ Stats stats(const Env& e, const TensorRef& x, const std::vector<Index>& domain) 
 // (channel, sample, leading index...) identify the set for the input view x.
 using Box = std::vector<std::pair<int64_t, int64_t>>;
 
+// mean and E[x^2] - mean^2 from the two sums over d; nullopt when its elements cannot be read symbolically.
+std::optional<Stats> sum_stats(const Env& e, const TensorRef& x, const SymDomain& d) {
+  auto& cx = e.cx;
+  Expr s1 = sym_reduce(e, ir::ReduceOp::Sum, x, d, [](Expr v) { return v; });
+  Expr s2 = s1 ? sym_reduce(e, ir::ReduceOp::Sum, x, d, [&](Expr v) { return square(cx, v); }) : nullptr;
+  if (!s1 || !s2) return std::nullopt;
+  Expr inv_m = inverse_count(e, size_t(d.count));
+  Expr mean = cx.mul(inv_m, s1);
+  return Stats{mean, cx.sub(cx.mul(inv_m, s2), square(cx, mean))};
+}
+
 // The statistics over a box of x's indices (per dim [lo, hi)) as two Reduce nodes, when the box is
 // large enough and its elements can be read symbolically.
 std::optional<Stats> sym_stats(const Env& e, const TensorRef& x, const Box& box) {
@@ -54,12 +65,7 @@ std::optional<Stats> sym_stats(const Env& e, const TensorRef& x, const Box& box)
     }
   }
   d.count = count;
-  Expr s1 = sym_reduce(e, ir::ReduceOp::Sum, x, d, [](Expr v) { return v; });
-  Expr s2 = s1 ? sym_reduce(e, ir::ReduceOp::Sum, x, d, [&](Expr v) { return square(cx, v); }) : nullptr;
-  if (!s1 || !s2) return std::nullopt;
-  Expr inv_m = inverse_count(e, size_t(count));
-  Expr mean = cx.mul(inv_m, s1);
-  return Stats{mean, cx.sub(cx.mul(inv_m, s2), square(cx, mean))};
+  return sum_stats(e, x, d);
 }
 
 template <class Domain>
@@ -87,6 +93,51 @@ Expr normalize(const Env& e, Expr x, Expr mean, Expr var, double eps, const std:
   if (w) y = cx.mul(y, e.real_at(*w, param_index));
   if (b) y = cx.add(y, e.real_at(*b, param_index));
   return y;
+}
+
+// ---- at a symbolic location (a reduction over the normalized output): the statistics as Reduce nodes
+// over the location's set, indexed by its coordinates (Env::coord), parameters read by channel.
+struct SymDim {
+  int64_t extent = 1;  // > 1: the set spans [at, at + extent) in this dim; 1: it is the index `at`
+  Expr at;             // an expression of the location's coordinates (not lifted)
+};
+Stats sym_set_stats(const Env& e, const TensorRef& x, const std::vector<SymDim>& dims) {
+  auto& cx = e.cx;
+  uint32_t nb = 0;
+  int64_t count = 1;
+  for (const auto& d : dims) nb += d.extent > 1, count *= d.extent;
+  SymDomain sd;
+  uint32_t q = 0;
+  for (const auto& d : dims) {
+    Expr at = cx.lift_bound(d.at, nb);
+    if (d.extent > 1) {
+      at = cx.bv_add(at, cx.bound(nb - 1 - q++));
+      sd.box.emplace_back(0, d.extent);
+    }
+    sd.index.push_back(at);
+  }
+  sd.count = count;
+  if (auto st = sum_stats(e, x, sd)) return *st;
+  throw Env::NotSymbolic{};
+}
+
+// normalize() with the parameters read at expressions of the location (a symbolic one's channel).
+Expr sym_normalize(const Env& e, const Stats& s, double eps, const std::optional<TensorRef>& w,
+                   const std::optional<TensorRef>& b, const std::vector<Expr>& param_index) {
+  auto& cx = e.cx;
+  Expr y = cx.mul(cx.sub(e.real_at(e.tensor("input"), e.idx), s.mean), rsqrt(cx, cx.add(s.var, e.num(eps))));
+  if (w) y = cx.mul(y, e.real_sym_at(*w, param_index));
+  if (b) y = cx.add(y, e.real_sym_at(*b, param_index));
+  return y;
+}
+
+// The set a channel's statistics run over: dim 1 at the location's channel, the others whole (or, with
+// `sample`, dim 0 at the location's sample).
+std::vector<SymDim> sym_channel_set(const Env& e, const TensorRef& x, bool sample) {
+  std::vector<SymDim> dims;
+  for (size_t d = 0; d < x.rank(); ++d)
+    dims.push_back(d == 1 || (d == 0 && sample) ? SymDim{1, e.coord(d)} : SymDim{x.shape[d], e.bv(0)});
+  return dims;
 }
 
 // The box of channels [c0, c1) (dim 1), optionally of sample n only, every other dim whole.
@@ -126,6 +177,16 @@ Expr batch_norm(Env& e, bool training, double eps, int returns = 3, const char* 
   e.require_rank(e.out == 0 ? x.rank() : 1);
   int64_t c = e.out == 0 ? e.idx[1] : e.idx[0];
   std::optional<TensorRef> w = e.opt_tensor("weight"), b = e.opt_tensor("bias");
+  if (e.symbolic()) {
+    if (e.out != 0) throw Env::NotSymbolic{};
+    std::vector<Expr> ch{e.coord(1)};
+    Stats st = training ? sym_set_stats(e, x, sym_channel_set(e, x, false)) : Stats{};
+    if (!training) {
+      if (!e.given("running_mean") || !e.given("running_var")) e.malformed("eval-mode batch norm needs running stats");
+      st = Stats{e.real_sym_at(e.tensor("running_mean"), ch), e.real_sym_at(e.tensor("running_var"), ch)};
+    }
+    return sym_normalize(e, st, eps, w, b, ch);
+  }
   if (e.out >= returns && e.out < returns + 2) {
     const char* which = e.out == returns ? "running_mean" : "running_var";
     if (!e.given(which)) e.malformed(std::string("batch norm output ") + std::to_string(e.out) + ": no " + which);
@@ -167,6 +228,13 @@ Expr group_norm(const Env& e, const TensorRef& x, int64_t groups, double eps, bo
   int64_t C = x.shape[1];
   if (groups <= 0 || C % groups != 0) e.malformed("channels not divisible by groups");
   int64_t cg = C / groups;
+  if (e.symbolic()) {
+    if (stats_output) throw Env::NotSymbolic{};
+    // the location's group: channels [c / cg * cg, + cg) of its sample
+    std::vector<SymDim> dims{{1, e.coord(0)}, {cg, cx.bv_mul(cx.bv_udiv(e.coord(1), e.bv(cg)), e.bv(cg))}};
+    for (size_t d = 2; d < x.rank(); ++d) dims.push_back({x.shape[d], e.bv(0)});
+    return sym_normalize(e, sym_set_stats(e, x, dims), eps, e.opt_tensor("weight"), e.opt_tensor("bias"), {e.coord(1)});
+  }
   int64_t n = e.idx[0];
   int64_t g = stats_output ? e.idx[1] : e.idx[1] / cg;
   Stats s = memo_stats(e, x, 1, {n, g, cg}, channel_box(x, g * cg, (g + 1) * cg, n), [&] {
@@ -187,6 +255,16 @@ Expr layer_norm(const Env& e, const TensorRef& x, size_t normalized, double eps,
   e.require(normalized <= x.rank(), "layer norm: normalized_shape longer than the input's shape");
   e.require_rank(x.rank());
   size_t lead = x.rank() - normalized;
+  if (e.symbolic()) {
+    if (rms || e.out != 0) throw Env::NotSymbolic{};
+    std::vector<SymDim> dims;
+    std::vector<Expr> pidx;
+    for (size_t d = 0; d < x.rank(); ++d) {
+      dims.push_back(d < lead ? SymDim{1, e.coord(d)} : SymDim{x.shape[d], e.bv(0)});
+      if (d >= lead) pidx.push_back(e.coord(d));
+    }
+    return sym_normalize(e, sym_set_stats(e, x, dims), eps, e.opt_tensor("weight"), e.opt_tensor("bias"), pidx);
+  }
   Index base(e.idx.begin(), e.idx.begin() + lead);
   std::vector<int64_t> tail(x.shape.begin() + lead, x.shape.end());
   auto domain = [&] {
@@ -262,6 +340,9 @@ void register_norm(Registry& r) {
           if (!e.flag("use_input_stats")) return batch_norm(e, false, e.real("eps"));
           e.require(x.rank() >= 2, "instance norm input needs a channel dim");
           e.require_rank(x.rank());
+          if (e.symbolic())
+            return sym_normalize(e, sym_set_stats(e, x, sym_channel_set(e, x, true)), e.real("eps"),
+                                 e.opt_tensor("weight"), e.opt_tensor("bias"), {e.coord(1)});
           Stats s = memo_stats(e, x, 3, {e.idx[0], e.idx[1]}, channel_box(x, e.idx[1], e.idx[1] + 1, e.idx[0]),
                                [&] { return channel_domain(x, e.idx[1], e.idx[0]); });
           return normalize(e, e.real_at(x, e.idx), s.mean, s.var, e.real("eps"), e.opt_tensor("weight"),
@@ -284,6 +365,10 @@ void register_norm(Registry& r) {
       double eps = e.given("eps") ? e.real("eps") : default_eps(e);
       return layer_norm(e, e.tensor("input"), e.ints("normalized_shape").size(), eps, true);
     });
+  // Output 0 (the normalized tensor) at a symbolic location; the others throw NotSymbolic there.
+  r.set_symbolic_location({"native_batch_norm", "_native_batch_norm_legit", "cudnn_batch_norm", "miopen_batch_norm",
+                           "batch_norm", "_native_batch_norm_legit_no_training", "_native_batch_norm_legit.no_stats",
+                           "instance_norm", "native_group_norm", "group_norm", "native_layer_norm", "layer_norm"});
 }
 
 }  // namespace dirigo::aten::detail

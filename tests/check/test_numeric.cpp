@@ -374,7 +374,8 @@ TEST(Numeric, TransposedConvMatchesBuiltExpression) {
 // Reductions over reductions, read through views: a row sum of a linear layer's sigmoids, a softmax
 // and a logsumexp of its outputs, a batch mean of mm with a transposed weight, a bmm's row max, row
 // sums of max and average pools of the linear output, a mean of a grouped strided padded convolution,
-// a sum of a transposed one, and a row sum over the linear output's unsqueezed view. With Reduce nodes from two elements up (as
+// a sum of a transposed one, reductions over group, batch and layer norms' outputs, and a row sum over
+// the linear output's unsqueezed view. With Reduce nodes from two elements up (as
 // 10^3-element ones are by default), every location is one nested Reduce of a few nodes, and its value
 // is the numeric path's, which evaluates the same programs term by term from their templates.
 ProgramBuilder nested(const char* name, const char* role, int which) {
@@ -455,6 +456,31 @@ ProgramBuilder nested(const char* name, const char* role, int which) {
       p.output("out0", o);
       break;
     }
+    case 8: {  // mean of a group norm's output over (C, H, W): each group's statistics at the reduction's index
+      auto xi = p.tensor({2, 4, 5, 5}), g = p.tensor({4}), gb = p.tensor({4}), o = p.tensor({2, 4, 5, 5});
+      auto gm = p.tensor({2, 2}), gr = p.tensor({2, 2}), m = p.tensor({2});
+      p.input("img", xi);
+      p.input("gn.weight", g, "parameter");
+      p.input("gn.bias", gb, "parameter");
+      p.aten("aten::native_group_norm", {T(xi), T(g), T(gb), I(2), I(4), I(25), I(2), F(1e-5)}, {o, gm, gr});
+      p.aten("aten::mean", {T(o), Ints({1, 2, 3}), drop}, {m}, {}, J::object(), "dim");
+      p.output("out0", m);
+      break;
+    }
+    case 9: {  // row sums of a training batch norm and a layer norm of the linear output
+      auto g = p.tensor({24}), gb = p.tensor({24}), z = p.tensor({6, 24}), bm = p.tensor({24}), bi = p.tensor({24});
+      auto l = p.tensor({6, 24}), lm = p.tensor({6, 1}), lr = p.tensor({6, 1}), o = p.tensor({6}), o2 = p.tensor({6});
+      p.input("bn.weight", g, "parameter");
+      p.input("bn.bias", gb, "parameter");
+      p.aten("aten::linear", {T(x), T(w), T(b)}, {y});
+      p.aten("aten::native_batch_norm", {T(y), T(g), T(gb), None(), None(), keep, F(0.1), F(1e-5)}, {z, bm, bi});
+      p.aten("aten::native_layer_norm", {T(y), Ints({24}), T(g), T(gb), F(1e-5)}, {l, lm, lr});
+      p.aten("aten::sum", {T(z), Ints({1}), drop}, {o}, {}, J::object(), "dim_IntList");
+      p.aten("aten::amax", {T(l), Ints({1}), drop}, {o2});
+      p.output("out0", o);
+      p.output("out1", o2);
+      break;
+    }
     default: {  // sum over dim 2 of y.unsqueeze(1): the view's dims map onto y's by their strides
       auto u = p.view(y, 0, {6, 1, 24}, {24, 24, 1}), o = p.tensor({6, 1});
       p.aten("aten::linear", {T(x), T(w), T(b)}, {y});
@@ -490,7 +516,7 @@ uint64_t reduction_terms(ir::Expr e) {
 
 TEST(Numeric, NestedReductionsMatchTermByTermEvaluation) {
   ReductionsFromTwo from_two;
-  for (int which = 0; which < 9; ++which) {
+  for (int which = 0; which < 11; ++which) {
     SCOPED_TRACE(which);
     auto ref = nested("ref", "reference", which), cand = nested("new", "candidate", which);
     bundle::Bundle b = make_bundle({&ref, &cand});
