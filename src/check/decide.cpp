@@ -97,6 +97,8 @@ constexpr uint64_t kDomainWitnessPoints = 1u << 23;
 // Terms of a location's expanded reductions that its decision's random points may evaluate in full
 // (about 0.1 µs a term on one core: 0.2 s a point).
 constexpr uint64_t kSampledTerms = 1u << 21;
+// The share of the budget a tier location's one-node trial build may take.
+constexpr double kOneNodeTrialShare = 0.02;
 
 }  // namespace
 
@@ -331,11 +333,16 @@ Slot Search::evaluate(ir::Context& ctx, Lowering& ref, Lowering& cand, smt::Solv
   double falsified_cone = 0;
   // A tier location whose two expressions build small and are one node is equal: no input tells them
   // apart, and the tier's numbers would cost a giant cone's seconds for nothing. (Built under a small
-  // cap first; past it, or on any error, the tier runs as before and the build below reports.)
+  // cap of nodes and kOneNodeTrialShare of the budget first — a kernel's expressions build slowly —;
+  // past either, or on any error, the tier runs as before and the build below reports.)
   bool one_node = false;
   if (too_large.empty() && falsifies(loc, seq)) {
+    auto trial_end = build_end;
+    if (opt_.budget_s > 0)
+      trial_end = std::min(build_end, Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                                                          std::chrono::duration<double>(opt_.budget_s * kOneNodeTrialShare)));
     ir::set_limits(ctx, {ctx.node_units() + std::min({kReduceTrialNodes, opt_.build_nodes, opt_.max_location_nodes}),
-                         build_end});
+                         trial_end});
     try {
       ir::Expr ta = ref.element(pair.ref, loc.flat);
       one_node = ta && ta == cand.element(pair.cand, loc.flat);
