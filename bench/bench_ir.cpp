@@ -7,6 +7,7 @@
 #include <random>
 #include <stdexcept>
 
+#include "ir/eval.h"
 #include "ir/expr.h"
 
 using namespace dirigo::ir;
@@ -149,5 +150,27 @@ void BM_BatchNormOverGemm(benchmark::State& state) {
   state.counters["arena_MB"] = double(bytes) / (1 << 20);
 }
 BENCHMARK(BM_BatchNormOverGemm)->Args({64, 512})->Args({1024, 8192})->Unit(benchmark::kMillisecond)->Iterations(1);
+
+// Evaluating a reduction over reductions, Σ_{j<n} sigmoid(b_j + Σ_{k<n} W[j, k] x[k]) (a row sum of a
+// linear layer's sigmoids), in fp64 and in fp32 (second argument 1): the body's tape at every point.
+// Counter per_term: seconds of wall time per inner term (n^2 of them), printed with an SI prefix.
+void BM_EvaluateNestedReduction(benchmark::State& state) {
+  const int64_t n = state.range(0);
+  Context c;
+  int32_t W = c.tensor("W"), X = c.tensor("x"), B = c.tensor("b");
+  Expr j = c.var("j", Sort::BV64, {0, uint64_t(n - 1)}), k = c.var("k", Sort::BV64, {0, uint64_t(n - 1)});
+  Expr prod = c.mul(c.load(W, c.bv_add(k, c.bv_mul(c.bv_const(Sort::BV64, uint64_t(n)), j))), c.load(X, k));
+  std::pair<int64_t, int64_t> box[] = {{0, n}};
+  Expr ks[] = {k}, js[] = {j};
+  Expr inner = c.reduce(ReduceOp::Sum, ks, box, prod);
+  Expr outer = c.reduce(ReduceOp::Sum, js, box, c.call(Fn::Sigmoid, c.add(c.load(B, j), inner)));
+  Env env;
+  env.elem = [](int32_t t, int64_t i, Sort) { return Value::of_real(double((i * 7 + t) % 13) * 0.01); };
+  Precision p = state.range(1) ? Precision::F32 : Precision::F64;
+  for (auto _ : state) benchmark::DoNotOptimize(Evaluator(env, p)(outer));
+  state.counters["per_term"] =
+      benchmark::Counter(double(n * n), benchmark::Counter::kIsIterationInvariantRate | benchmark::Counter::kInvert);
+}
+BENCHMARK(BM_EvaluateNestedReduction)->Args({2048, 0})->Args({2048, 1})->Unit(benchmark::kMillisecond);
 
 BENCHMARK_MAIN();
