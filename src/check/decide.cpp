@@ -335,7 +335,7 @@ Slot Search::evaluate(ir::Context& ctx, Lowering& ref, Lowering& cand, smt::Solv
   // apart, and the tier's numbers would cost a giant cone's seconds for nothing. (Built under a small
   // cap of nodes and kOneNodeTrialShare of the budget first — a kernel's expressions build slowly —;
   // past either, or on any error, the tier runs as before and the build below reports.)
-  bool one_node = false;
+  bool one_node = false, giant_terms = false;
   if (too_large.empty() && falsifies(loc, seq)) {
     auto trial_end = build_end;
     if (opt_.budget_s > 0)
@@ -344,13 +344,16 @@ Slot Search::evaluate(ir::Context& ctx, Lowering& ref, Lowering& cand, smt::Solv
     ir::set_limits(ctx, {ctx.node_units() + std::min({kReduceTrialNodes, opt_.build_nodes, opt_.max_location_nodes}),
                          trial_end});
     try {
-      ir::Expr ta = ref.element(pair.ref, loc.flat);
-      one_node = ta && ta == cand.element(pair.cand, loc.flat);
+      ir::Expr ta = ref.element(pair.ref, loc.flat), tb = cand.element(pair.cand, loc.flat);
+      one_node = ta && ta == tb;
+      // Reductions expanding past 4 x kSampledTerms: the tier's 20 lanes would not finish a point in its
+      // share; the numeric decision below evaluates two lanes at a time with the whole budget left.
+      giant_terms = ta && tb && expanded_terms(ta) + expanded_terms(tb) > 4 * kSampledTerms;
     } catch (...) {
     }
     ir::set_limits(ctx, {nodes0 + std::min(opt_.max_location_nodes, opt_.build_nodes), build_end});
   }
-  if (too_large.empty() && !one_node && falsifies(loc, seq)) {
+  if (too_large.empty() && !one_node && !giant_terms && falsifies(loc, seq)) {
     ir::set_limits(ctx, {ctx.node_units() + opt_.max_location_nodes, budget_end()});
     if (falsify_numerically(ctx, ref, cand, slot, falsified_cone)) {
       falsified = std::move(lr);
