@@ -4,6 +4,7 @@
 #include <sstream>
 
 #include "aten/internal.h"
+#include "ir/reduce.h"
 
 namespace dirigo::aten {
 
@@ -294,6 +295,20 @@ Expr Env::at(const TensorRef& t, std::span<const int64_t> i) const {
   }
   if (call.read) return call.read(t.tensor_id, t.flat_index(i), elem_sort(t.dtype));
   return cx.elem(t.tensor_id, t.flat_index(i), elem_sort(t.dtype));
+}
+
+bool Env::keep_reduce(int64_t n, Expr built) const {
+  if (reduce_symbolically(n) || symbolic()) return true;
+  // the terms its reductions stand for: past n, some body holds a reduction of its own
+  uint64_t terms = 0;
+  std::vector<Expr> st{built};
+  while (!st.empty()) {
+    Expr x = st.back();
+    st.pop_back();
+    if (x->op == ir::Op::Reduce) terms += ir::reduce_terms(x);
+    else for (Expr c : x->args()) st.push_back(c);
+  }
+  return terms > uint64_t(n) && terms > kNestedExpandTerms;
 }
 
 Expr Env::coord(size_t k, uint32_t binders) const {

@@ -122,6 +122,14 @@ class Env {
   Expr real_sym_at(const TensorRef& t, std::span<const Expr> i) const { return to_real(sym_at(t, i), t.dtype); }
   // Whether a reduction over n elements is emitted as one Reduce node (call.reduce_above).
   bool reduce_symbolically(int64_t n) const { return call.reduce_above >= 0 && n > call.reduce_above; }
+  // Whether one is tried as a Reduce node: also from kNestedReduceAbove elements, kept then only when
+  // its body reads reductions and the whole stands for more than kNestedExpandTerms terms
+  // (keep_reduce): expanded, it would repeat their terms n times. Smaller ones stay expanded, the form a
+  // kernel's loops give and the re-roller matches.
+  static constexpr int64_t kNestedReduceAbove = 16;
+  static constexpr uint64_t kNestedExpandTerms = uint64_t(1) << 16;
+  bool try_reduce(int64_t n) const { return reduce_symbolically(n) || (call.reduce_above >= 0 && n > kNestedReduceAbove); }
+  bool keep_reduce(int64_t n, Expr built) const;
   Expr bv(int64_t v) const { return cx.bv_const(ir::Sort::BV64, static_cast<uint64_t>(v)); }
   Expr to_real(Expr e, DType from) const;
   // Convert a value computed in `from` to the output dtype's sort (float->int rounds toward zero).

@@ -43,7 +43,7 @@ Expr dot_product(const Env& e, const TensorRef& a, const TensorRef& b, int64_t K
     p.b_step = K > 1 ? b.flat_index(bi_k(1)) - p.b_first : 0;
     return e.call.sum_of_products(p);
   }
-  if (e.reduce_symbolically(K)) {  // one Reduce: every operand index is affine in k
+  if (e.try_reduce(K)) {  // one Reduce: every operand index is affine in k
     auto affine = [&](const Index& i0, const Index& i1) {
       std::vector<Expr> si;
       Expr k = e.cx.bound(0);
@@ -54,7 +54,8 @@ Expr dot_product(const Env& e, const TensorRef& a, const TensorRef& b, int64_t K
     try {
       Expr body = e.cx.mul(e.real_sym_at(a, affine(ai_k(0), ai_k(1))), e.real_sym_at(b, affine(bi_k(0), bi_k(1))));
       std::pair<int64_t, int64_t> box[] = {{0, K}};
-      return e.cx.reduce_abstracted(ir::ReduceOp::Sum, box, body);
+      Expr r = e.cx.reduce_abstracted(ir::ReduceOp::Sum, box, body);
+      if (e.keep_reduce(K, r)) return r;
     } catch (const Env::NotSymbolic&) {  // an operand computed by an op without a symbolic form: expanded
     }
   }

@@ -50,7 +50,7 @@ std::optional<Stats> sum_stats(const Env& e, const TensorRef& x, const SymDomain
 std::optional<Stats> sym_stats(const Env& e, const TensorRef& x, const Box& box) {
   int64_t count = 1;
   for (auto [lo, hi] : box) count *= hi - lo;
-  if (!e.reduce_symbolically(count)) return std::nullopt;
+  if (!e.try_reduce(count)) return std::nullopt;
   auto& cx = e.cx;
   SymDomain d;
   uint32_t varying = 0;
@@ -65,7 +65,9 @@ std::optional<Stats> sym_stats(const Env& e, const TensorRef& x, const Box& box)
     }
   }
   d.count = count;
-  return sum_stats(e, x, d);
+  auto st = sum_stats(e, x, d);
+  if (st && !e.keep_reduce(count, st->mean)) return std::nullopt;
+  return st;
 }
 
 template <class Domain>

@@ -42,7 +42,7 @@ Reduction reduction(const Env& e, std::string_view dim_param, bool empty_means_a
   auto [dims, keepdim] = reduced_dims(e, in, dim_param, empty_means_all);
   int64_t count = 1;
   for (auto d : dims) count *= in.shape[size_t(d)];
-  if (e.reduce_symbolically(count) || e.symbolic()) {
+  if (e.try_reduce(count) || e.symbolic()) {
     Reduction r{&in, {}, sym_domain(e, in, dims, keepdim)};
     if (r.sym) return r;
   }
@@ -52,7 +52,8 @@ Reduction reduction(const Env& e, std::string_view dim_param, bool empty_means_a
 // The reduction as one Reduce node of body(x); nullptr when an element cannot be read symbolically.
 Expr sym(const Env& e, const Reduction& r, ir::ReduceOp op, const std::function<Expr(Expr)>& body = {}) {
   if (!r.sym) return nullptr;
-  return sym_reduce(e, op, *r.in, *r.sym, body ? body : [](Expr x) { return x; });
+  Expr s = sym_reduce(e, op, *r.in, *r.sym, body ? body : [](Expr x) { return x; });
+  return s && e.keep_reduce(r.sym->count, s) ? s : nullptr;
 }
 
 // The domain listed element by element (for the paths without a Reduce form).
@@ -164,10 +165,11 @@ Expr softmax(const Env& e, bool log) {
   // PyTorch computes is equal over the reals, and the shift would only add terms.
   std::vector<Expr> ex;
   int64_t n = in.rank() == 0 ? 1 : in.shape[dim];
-  if (in.rank() > 0 && (e.reduce_symbolically(n) || e.symbolic())) {
+  if (in.rank() > 0 && (e.try_reduce(n) || e.symbolic())) {
     std::vector<int64_t> dims{dim};
     if (auto d = sym_domain(e, in, dims, true))
-      if (Expr total = sym_reduce(e, ir::ReduceOp::Sum, in, *d, [&](Expr x) { return cx.call(Fn::Exp, x); })) {
+      if (Expr total = sym_reduce(e, ir::ReduceOp::Sum, in, *d, [&](Expr x) { return cx.call(Fn::Exp, x); });
+          total && e.keep_reduce(n, total)) {
         Expr xi = e.real_at(in, e.idx);
         if (log) return cx.sub(xi, cx.call(Fn::Log, total));
         return cx.div(cx.call(Fn::Exp, xi), total);

@@ -533,6 +533,36 @@ TEST(Numeric, NestedReductionsMatchTermByTermEvaluation) {
   }
 }
 
+// Below reduce_above (1024) a reduction is expanded, unless its body reads reductions and the whole
+// stands for more than 2^16 terms: a row sum of 300 sigmoids of 300-term products is one Reduce
+// (9·10^4 terms), of 100 sigmoids of 100-term products expanded (10^4 terms, the form kernels give).
+TEST(Numeric, MidSizeReductionOverReductionsStaysOneReduceOnlyPastItsExpansionCap) {
+  for (int64_t n : {300, 100}) {
+    auto side = [n](const char* name, const char* role) {
+      ProgramBuilder p(name, role);
+      auto x = p.tensor({2, n}), w = p.tensor({n, n}), b = p.tensor({n}), y = p.tensor({2, n}), s = p.tensor({2, n});
+      auto o = p.tensor({2, 1});
+      p.input("x", x);
+      p.input("fc.weight", w, "parameter");
+      p.input("fc.bias", b, "parameter");
+      p.aten("aten::linear", {T(x), T(w), T(b)}, {y});
+      p.aten("aten::sigmoid", {T(y)}, {s});
+      p.aten("aten::sum", {T(s), Ints({1}), J{{"scalar", true}, {"type", "bool"}}}, {o}, {}, J::object(), "dim_IntList");
+      p.output("out0", o);
+      return p;
+    };
+    auto p = side("ref", "reference"), q = side("new", "candidate");
+    bundle::Bundle bd = make_bundle({&p, &q});
+    program::Merged m = program::merge(bd, {false, false});
+    ir::Context ctx;
+    check::Lowering low(ctx, bd, m, true, {});
+    low.execute_all();
+    ir::Expr e = low.element(m.outputs[0].ref, 0);
+    if (n == 300) EXPECT_LT(ir::dag_size(e), 60u) << ir::to_string(ctx, e);
+    else EXPECT_GT(ir::dag_size(e), uint64_t(n)) << "expanded below the cap";
+  }
+}
+
 TEST(Numeric, KernelLaunchesMatchBuiltExpression) {
   // The running example: the reference's aten ops, the candidate's fused PTX kernels.
   bundle::Bundle b = bundle::read_bundle(std::string(DIRIGO_SOURCE_DIR) + "/examples/running_example/bundle-buggy");
