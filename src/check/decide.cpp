@@ -97,6 +97,9 @@ constexpr uint64_t kDomainWitnessPoints = 1u << 23;
 // Terms of a location's expanded reductions that its decision's random points may evaluate in full
 // (about 0.1 µs a term on one core: 0.2 s a point).
 constexpr uint64_t kSampledTerms = 1u << 21;
+// Past this many, no random points at all: what the stages short of Z3 leave open is decided by the
+// numeric path, as a location too large to build is.
+constexpr uint64_t kNumericTerms = 4 * kSampledTerms;
 // The share of the budget a tier location's one-node trial build may take.
 constexpr double kOneNodeTrialShare = 0.02;
 
@@ -346,9 +349,9 @@ Slot Search::evaluate(ir::Context& ctx, Lowering& ref, Lowering& cand, smt::Solv
     try {
       ir::Expr ta = ref.element(pair.ref, loc.flat), tb = cand.element(pair.cand, loc.flat);
       one_node = ta && ta == tb;
-      // Reductions expanding past 4 x kSampledTerms: the tier's 20 lanes would not finish a point in its
+      // Reductions expanding past kNumericTerms: the tier's 20 lanes would not finish a point in its
       // share; the numeric decision below evaluates two lanes at a time with the whole budget left.
-      giant_terms = ta && tb && expanded_terms(ta) + expanded_terms(tb) > 4 * kSampledTerms;
+      giant_terms = ta && tb && expanded_terms(ta) + expanded_terms(tb) > kNumericTerms;
     } catch (...) {
     }
     ir::set_limits(ctx, {nodes0 + std::min(opt_.max_location_nodes, opt_.build_nodes), build_end});
@@ -463,11 +466,11 @@ Slot Search::evaluate(ir::Context& ctx, Lowering& ref, Lowering& cand, smt::Solv
   // The decision never outlasts the check's budget (its own timeout may be longer).
   smt::DecideOptions dopt = dopt_;
   // A random point costs every term the location's reductions expand to: past kSampledTerms terms
-  // the decision gets fewer points, none past 4 x kSampledTerms (a point would take seconds; the
+  // the decision gets fewer points, none past kNumericTerms (a point would take seconds; the
   // falsification tier has evaluated the first locations at 20 lanes).
   const uint64_t terms = expanded_terms(ea) + expanded_terms(eb);
   if (terms > kSampledTerms)
-    dopt.falsify_points = terms > 4 * kSampledTerms
+    dopt.falsify_points = terms > kNumericTerms
                               ? 0
                               : unsigned(std::clamp<uint64_t>(kSampledTerms * dopt.falsify_points / terms, 1,
                                                               std::max(1u, dopt.falsify_points)));
@@ -486,8 +489,8 @@ Slot Search::evaluate(ir::Context& ctx, Lowering& ref, Lowering& cand, smt::Solv
   std::optional<unsigned> sampled_point;  // the giant path's ladder point that showed the difference
   std::optional<smt::Witness> by_domain;
   if (!lone.empty() && ea != eb) by_domain = domain_witness(ea, eb, lone);
-  if (!by_domain && ea != eb && terms > 4 * kSampledTerms) {
-    // Reductions past 4 x kSampledTerms terms: the stages short of Z3 decide equality; what they leave
+  if (!by_domain && ea != eb && terms > kNumericTerms) {
+    // Reductions past kNumericTerms terms: the stages short of Z3 decide equality; what they leave
     // open is decided as a location too large to build is, numerically at the ladder's points (a
     // solver's witness would have to be confirmed by evaluating every term one by one).
     smt::DecideOptions quick = within_budget(dopt);
