@@ -270,7 +270,14 @@ int run_check(CheckArgs& args) {
         } else if (rc == 2 || rc == 3)
           report = dirigo::check::trace_unsupported(
               message.empty() ? fmt::format("UNSUPPORTED: tracing failed (exit status {})", rc) : message);
-        else
+        else if (message.empty() && dirigo::cli::python_package_root().empty()) {
+          report.outcome = dirigo::check::Outcome::Error;  // a set-up error, not dirigo's nor the program's
+          report.reason = fmt::format(
+              "the tracer ({} -m dirigo.trace) exited with status {}: this binary lies in neither a source tree "
+              "nor an installed wheel, so {} must import the dirigo package itself (pip install the project, or "
+              "set PYTHONPATH or DIRIGO_PYTHON); its error is above",
+              dirigo::cli::python_interpreter(), rc, dirigo::cli::python_interpreter());
+        } else
           report = dirigo::check::internal_error(
               message.empty() ? fmt::format("the tracer exited with status {}", rc) : message);
         report.stage_seconds.emplace_back("trace", trace_s);

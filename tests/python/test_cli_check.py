@@ -39,6 +39,21 @@ def test_equal_programs_exit_zero(tmp_path):
     assert (tmp_path / "b" / "manifest.json").exists()
 
 
+def test_a_binary_outside_its_tree_names_the_missing_python_package(tmp_path):
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "DIRIGO_PYTHON")}
+    if subprocess.run(["python3", "-c", "import dirigo"], cwd=tmp_path, env=env, capture_output=True).returncode == 0:
+        pytest.skip("the dirigo package is installed: a copied binary finds its tracer")
+    copy = tmp_path / "dirigo"
+    copy.write_bytes(DIRIGO.read_bytes())
+    copy.chmod(0o755)
+    case = GOLDEN / "relu_as_clamp"
+    p = subprocess.run([str(copy), "check", str(case / "ref.py"), str(case / "new.py"), "--device", "cpu", "--json"],
+                       capture_output=True, text=True, timeout=120, env=env, cwd=tmp_path)
+    rep = json.loads(p.stdout)
+    assert rep["outcome"] == "ERROR", rep
+    assert "must import the dirigo package" in rep["reason"] and "internal error" not in rep["reason"], rep["reason"]
+
+
 def test_a_candidate_that_raises_where_the_reference_runs_is_a_bug_not_a_crash(tmp_path):
     bad = tmp_path / "new.py"
     bad.write_text("import torch\nclass ModelNew(torch.nn.Module):\n"
