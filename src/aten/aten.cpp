@@ -300,14 +300,7 @@ Expr Env::at(const TensorRef& t, std::span<const int64_t> i) const {
 bool Env::keep_reduce(int64_t n, Expr built) const {
   if (reduce_symbolically(n) || symbolic()) return true;
   // the terms its reductions stand for: past n, some body holds a reduction of its own
-  uint64_t terms = 0;
-  std::vector<Expr> st{built};
-  while (!st.empty()) {
-    Expr x = st.back();
-    st.pop_back();
-    if (x->op == ir::Op::Reduce) terms += ir::reduce_terms(x);
-    else for (Expr c : x->args()) st.push_back(c);
-  }
+  uint64_t terms = ir::expansion_terms(built);
   return terms > uint64_t(n) && terms > kNestedExpandTerms;
 }
 

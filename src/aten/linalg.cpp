@@ -21,14 +21,16 @@ C zero_of(const Env& e) {
 // sum_k a[ai(o, k)] * b[bi(o, k)], o the location's coordinates.
 template <class AI, class BI>
 Expr dot_product(const Env& e, const TensorRef& a, const TensorRef& b, int64_t K, AI ai, BI bi) {
-  if (e.symbolic()) {  // one Reduce over k, the enclosing indices of the location lifted past it
+  // One Reduce over k, the location's coordinates lifted past it (constants at a concrete location).
+  auto reduce = [&] {
     std::vector<Expr> o;
     for (size_t d = 0; d < e.idx.size(); ++d) o.push_back(e.coord(d, 1));
     Expr k = e.cx.bound(0);
     Expr body = e.cx.mul(e.real_sym_at(a, ai(o, k)), e.real_sym_at(b, bi(o, k)));
     std::pair<int64_t, int64_t> box[] = {{0, K}};
     return e.cx.reduce_abstracted(ir::ReduceOp::Sum, box, body);
-  }
+  };
+  if (e.symbolic()) return reduce();
   const Index& o = e.idx;
   auto ai_k = [&](int64_t k) { return Index(ai(o, k)); };
   auto bi_k = [&](int64_t k) { return Index(bi(o, k)); };
@@ -43,18 +45,9 @@ Expr dot_product(const Env& e, const TensorRef& a, const TensorRef& b, int64_t K
     p.b_step = K > 1 ? b.flat_index(bi_k(1)) - p.b_first : 0;
     return e.call.sum_of_products(p);
   }
-  if (e.try_reduce(K)) {  // one Reduce: every operand index is affine in k
-    auto affine = [&](const Index& i0, const Index& i1) {
-      std::vector<Expr> si;
-      Expr k = e.cx.bound(0);
-      for (size_t d = 0; d < i0.size(); ++d)
-        si.push_back(i0[d] == i1[d] ? e.bv(i0[d]) : e.cx.bv_add(e.bv(i0[d]), e.cx.bv_mul(e.bv(i1[d] - i0[d]), k)));
-      return si;
-    };
+  if (e.try_reduce(K)) {
     try {
-      Expr body = e.cx.mul(e.real_sym_at(a, affine(ai_k(0), ai_k(1))), e.real_sym_at(b, affine(bi_k(0), bi_k(1))));
-      std::pair<int64_t, int64_t> box[] = {{0, K}};
-      Expr r = e.cx.reduce_abstracted(ir::ReduceOp::Sum, box, body);
+      Expr r = reduce();
       if (e.keep_reduce(K, r)) return r;
     } catch (const Env::NotSymbolic&) {  // an operand computed by an op without a symbolic form: expanded
     }

@@ -37,30 +37,6 @@ namespace dirigo::check::detail {
 
 namespace {
 
-// Closed reductions of e from the top (not those inside other reductions' bodies).
-std::vector<ir::Expr> top_reductions(ir::Expr e) {
-  std::vector<ir::Expr> out, st{e};
-  std::unordered_set<ir::Expr> seen{e};
-  while (!st.empty()) {
-    ir::Expr x = st.back();
-    st.pop_back();
-    if (x->op == ir::Op::Reduce) {
-      out.push_back(x);
-      continue;
-    }
-    for (ir::Expr c : x->args())
-      if (seen.insert(c).second) st.push_back(c);
-  }
-  return out;
-}
-
-// The terms of e's outermost reductions, each fully expanded (ir::reduce_terms), summed.
-uint64_t expanded_terms(ir::Expr e) {
-  uint64_t t = 0;
-  for (ir::Expr r : top_reductions(e)) t = std::min<uint64_t>(UINT64_MAX / 2, t + ir::reduce_terms(r));
-  return t;
-}
-
 ir::Expr replace_reductions(ir::Context& ctx, ir::Expr e, const std::unordered_map<ir::Expr, ir::Expr>& repl) {
   std::unordered_map<ir::Expr, ir::Expr> memo;
   std::vector<std::pair<ir::Expr, bool>> st{{e, false}};
@@ -111,8 +87,8 @@ constexpr double kOneNodeTrialShare = 0.02;
 // still differs is expanded when small. Returns what was done, for the location's reason.
 std::string Search::match_reductions(ir::Context& ctx, smt::Solver& solver, ir::Expr& ea, ir::Expr& eb,
                                      std::vector<ir::Expr>& lone, bool expand) {
-  auto ra = top_reductions(ea), rb = top_reductions(eb);
-  uint64_t points = expanded_terms(ea) + expanded_terms(eb);
+  auto ra = ir::top_reductions(ea), rb = ir::top_reductions(eb);
+  uint64_t points = ir::expansion_terms(ea) + ir::expansion_terms(eb);
   std::unordered_set<ir::Expr> in_a(ra.begin(), ra.end()), in_b(rb.begin(), rb.end());
   std::unordered_map<ir::Expr, ir::Expr> repl;
   std::vector<std::string> notes;
@@ -351,7 +327,7 @@ Slot Search::evaluate(ir::Context& ctx, Lowering& ref, Lowering& cand, smt::Solv
       one_node = ta && ta == tb;
       // Reductions expanding past kNumericTerms: the tier's 20 lanes would not finish a point in its
       // share; the numeric decision below evaluates two lanes at a time with the whole budget left.
-      giant_terms = ta && tb && expanded_terms(ta) + expanded_terms(tb) > kNumericTerms;
+      giant_terms = ta && tb && ir::expansion_terms(ta) + ir::expansion_terms(tb) > kNumericTerms;
     } catch (...) {
     }
     ir::set_limits(ctx, {nodes0 + std::min(opt_.max_location_nodes, opt_.build_nodes), build_end});
@@ -422,7 +398,7 @@ Slot Search::evaluate(ir::Context& ctx, Lowering& ref, Lowering& cand, smt::Solv
   }
   // Built small, but its reductions expand to more terms than a falsified location may cost: every
   // decision stage would evaluate them term by term, only to replace the tier's witness.
-  if (falsified && too_large.empty() && expanded_terms(ea) + expanded_terms(eb) > opt_.falsified_build_nodes)
+  if (falsified && too_large.empty() && ir::expansion_terms(ea) + ir::expansion_terms(eb) > opt_.falsified_build_nodes)
     return as_falsified();
   if (!too_large.empty()) {
     ir::set_limits(ctx, {ctx.node_units() + opt_.max_location_nodes, budget_end()});
@@ -468,7 +444,7 @@ Slot Search::evaluate(ir::Context& ctx, Lowering& ref, Lowering& cand, smt::Solv
   // A random point costs every term the location's reductions expand to: past kSampledTerms terms
   // the decision gets fewer points, none past kNumericTerms (a point would take seconds; the
   // falsification tier has evaluated the first locations at 20 lanes).
-  const uint64_t terms = expanded_terms(ea) + expanded_terms(eb);
+  const uint64_t terms = ir::expansion_terms(ea) + ir::expansion_terms(eb);
   if (terms > kSampledTerms)
     dopt.falsify_points = terms > kNumericTerms
                               ? 0

@@ -53,6 +53,29 @@ uint64_t reduce_terms(Expr r) {
   return terms(r);
 }
 
+std::vector<Expr> top_reductions(Expr e) {
+  std::vector<Expr> out, st{e};
+  NodeSet seen;
+  seen.insert(e);
+  while (!st.empty()) {
+    Expr x = st.back();
+    st.pop_back();
+    if (x->op == Op::Reduce) {
+      out.push_back(x);
+      continue;
+    }
+    for (Expr c : x->args())
+      if (seen.insert(c)) st.push_back(c);
+  }
+  return out;
+}
+
+uint64_t expansion_terms(Expr e) {
+  uint64_t t = 0;
+  for (Expr r : top_reductions(e)) t = std::min<uint64_t>(UINT64_MAX / 2, t + reduce_terms(r));
+  return t;
+}
+
 bool contains_reduce(Expr e) {
   NodeSet seen;
   bool found = false;

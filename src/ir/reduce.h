@@ -19,6 +19,10 @@ uint64_t reduce_count(Expr reduce);  // points of the box (saturating)
 // What expanding `reduce` fully costs: its points times the terms of the reductions nested in its
 // body (saturating). A sum over 2048 rows of 2048-term products is 2048 points but 4 M terms.
 uint64_t reduce_terms(Expr reduce);
+// The outermost reductions of e (not those inside other reductions' bodies), each once.
+std::vector<Expr> top_reductions(Expr e);
+// What evaluating e's reductions costs: reduce_terms of its outermost reductions, summed (saturating).
+uint64_t expansion_terms(Expr e);
 bool contains_reduce(Expr e);
 
 // The body of `reduce` at `point` (one coordinate per dim, in dim order).
