@@ -240,6 +240,21 @@ Report check_bundle(const bundle::Bundle& b, const Options& user_opt) {
     if (opt.budget_s > 0) search_opt.budget_s = std::max(1e-9, opt.budget_s - since(t0));
     double before_search_s = since(t0);
     Search search(b, m, search_opt, tol, dopt, r, order, ctx, ref, cand);
+    std::vector<bool> settled(m.outputs.size(), false);
+    if (opt.symbolic_location && opt.only_locations.empty()) {
+      auto end = opt.budget_s > 0 ? Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(
+                                                        search_opt.budget_s * opt.symbolic_location_share))
+                                  : Clock::time_point::max();
+      auto decided = search.settle_symbolically(end, std::max<size_t>(1, opt.min_locations));
+      for (size_t o = 0; o < decided.size(); ++o) {
+        OutputInfo& info = r.outputs[o];
+        settled[o] = info.symbolic = decided[o].equal;
+        info.symbolic_expr = std::move(decided[o].expr);
+        info.symbolic_nodes = decided[o].nodes;
+        info.symbolic_how = std::move(decided[o].how);
+      }
+      if (opt.budget_s > 0) search_opt.budget_s = std::max(1e-9, opt.budget_s - since(t0));
+    }
     auto search0 = Clock::now();
     std::deque<std::optional<Slot>> slots = search.run();
     r.search_seconds = since(search0);
@@ -249,6 +264,13 @@ Report check_bundle(const bundle::Bundle& b, const Options& user_opt) {
     r.classes = search.classes();
     r.jobs = search.jobs();
     // Verdict from the slots in search order: the same for any number of workers.
+    std::vector<size_t> spot(settled.size(), 0);  // by settled output: its locations decided one by one
+    auto finish_error = [&](const std::string& what) {
+      Report err = internal_error(what);
+      err.notes = std::move(r.notes);
+      err.seconds = since(t0);
+      return err;
+    };
     for (auto& held : slots) {
       Slot& slot = *held;
       if (slot.kind == Slot::Kind::Race) {
@@ -258,6 +280,24 @@ Report check_bundle(const bundle::Bundle& b, const Options& user_opt) {
       }
       if (slot.kind == Slot::Kind::Unsupported) return finish(Outcome::Unsupported, slot.message);
       ++r.checked;
+      if (size_t o = slot.lr.loc.output; settled[o]) {
+        ++spot[o];
+        // A difference at a location of an output whose symbolic-location expressions are one node: the
+        // per-location path and the symbolic one disagree, so one of them models an operator wrongly.
+        if (slot.lr.verdict == smt::Verdict::Differ)
+          return finish_error(fmt::format("{}[{}]: the location's expressions differ although the output's "
+                                          "symbolic-location expressions are the same node",
+                                          r.outputs[o].ref_name, bundle::join_ints(slot.lr.loc.index)));
+        // undecided (or equal only within the tolerance) one by one, exactly equal at the symbolic location
+        if (slot.lr.verdict != smt::Verdict::Equal || slot.lr.stage == smt::Stage::Tolerance ||
+            !slot.lr.approximations.empty()) {
+          slot.lr.reason = fmt::format("decided at the output's symbolic location{}",
+                                       slot.lr.reason.empty() ? "" : " (one by one: " + slot.lr.reason + ")");
+          slot.lr.verdict = smt::Verdict::Equal;
+          slot.lr.stage = smt::Stage::Canonical;
+          slot.lr.approximations.clear();
+        }
+      }
       if (slot.lr.verdict == smt::Verdict::Equal) {
         if (slot.lr.stage == smt::Stage::Tolerance) ++r.equal_within_tolerance;
         else if (!slot.lr.approximations.empty()) ++r.equal_modulo_approximation;
@@ -293,11 +333,16 @@ Report check_bundle(const bundle::Bundle& b, const Options& user_opt) {
                                                    "evaluated in fp32"
                                                  : l.reason));
     }
+    double rate = r.checked / std::max(r.search_seconds, 1e-9);  // locations decided one by one
+    for (size_t o = 0; o < settled.size(); ++o)
+      if (settled[o]) {
+        size_t rest = size_t(r.outputs[o].numel) - spot[o];
+        r.checked += rest, r.equal += rest, r.equal_exact += rest, r.symbolic_locations += rest;
+        r.outputs[o].symbolic_only = int64_t(rest);
+      }
     size_t undecided = r.checked - r.equal;
-    if (opt.full && r.checked > 0 && int64_t(r.checked) < r.total_locations && r.search_seconds >= search_opt.budget_s) {
-      double rate = r.checked / std::max(r.search_seconds, 1e-9);
+    if (opt.full && r.checked > 0 && int64_t(r.checked) < r.total_locations && r.search_seconds >= search_opt.budget_s)
       r.projected_full_seconds = double(r.total_locations - int64_t(r.checked)) / rate;
-    }
     // every location proven equal is VERIFIED however few there are; otherwise at least
     // min_locations must be decided before anything but BUG is said
     if (int64_t(r.equal) == r.total_locations) {

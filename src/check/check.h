@@ -55,6 +55,12 @@ struct Options {
   // A location whose sides still differ is tried again with both sides' expanded sums re-rolled into
   // reductions (ir/reroll.h); kept only where that makes them equal (--no-reroll: off).
   bool reroll = true;
+  // Each output is first built once at a symbolic location (its coordinates as bounded variables); where
+  // both programs give the same expression, every location of it is equal and the search decides only
+  // min_locations of them, as a cross-check (--no-symbolic-location: off). The attempt gets at most this
+  // share of the budget left.
+  bool symbolic_location = true;
+  double symbolic_location_share = 0.2;
   // Nodes one location may add to its worker's ir::Context (~100 bytes each with the unique table):
   // a location that would not fit ends as TIMEOUT naming the node budget instead of swapping.
   size_t max_location_nodes = 30'000'000;
@@ -192,6 +198,13 @@ struct OutputInfo {
   std::string ref_name, cand_name;
   std::vector<int64_t> shape;
   int64_t numel = 0;
+  // Decided once for every location (Options::symbolic_location): the reference's expression at the
+  // symbolic location (abbreviated; its coordinates are loc<output>.<dim>) and both sides' size.
+  bool symbolic = false;
+  std::string symbolic_expr;
+  uint64_t symbolic_nodes = 0;
+  int64_t symbolic_only = 0;  // of its locations, those decided only so (not also one by one)
+  std::string symbolic_how;   // how it was decided, or why not; "" when not tried
 };
 
 // Locations past this many that do not differ (equal, undecided) are counted, not kept: a fast
@@ -209,6 +222,8 @@ struct Report {
   size_t locations_omitted = 0;          // locations checked but not listed (equal or undecided)
   std::optional<size_t> first_differ;    // index into locations
   size_t checked = 0, equal = 0;
+  // Of those, decided only by their output's symbolic location (OutputInfo::symbolic), not one by one.
+  size_t symbolic_locations = 0;
   // How the equal locations were proven: exactly over the reals; within the tolerance for every input
   // element in [-bound, bound]; modulo approximation equivalences (named in `approximations`).
   size_t equal_exact = 0, equal_within_tolerance = 0, equal_modulo_approximation = 0;

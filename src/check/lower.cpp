@@ -147,6 +147,11 @@ ir::Expr Lowering::element(const View& view, int64_t logical) {
   return e;
 }
 
+ir::Expr Lowering::element_symbolic(const View& view, std::span<const ir::Expr> coords) {
+  if (coords.size() != view.shape.size() || view.strides.size() != view.shape.size()) return nullptr;
+  return read_symbolic(aten_ref(view, value_tensor(view.value)), coords, sort_of(view.dtype));
+}
+
 // Elements of shared inputs are leaves: built directly (hash-consing makes them unique), never
 // memoized; a GEMM's location reads millions of them and a memo entry per leaf cost more than the leaf.
 const Lowering::SharedLeaf& Lowering::shared_leaf(ValueId v) {

@@ -88,6 +88,11 @@ class Lowering {
 
   // Value of `view` (of this program) at a logical row-major index.
   ir::Expr element(const program::View& view, int64_t logical);
+  // Value of `view` at a symbolic multi-index (one BV64 expression per dim, each within the dim's
+  // range), equal to element(view, l) at every location l the coordinates can take; nullptr where
+  // something on the way has no symbolic form (kernel writes, copies, non-contiguous inputs, ops
+  // without a symbolic location).
+  ir::Expr element_symbolic(const program::View& view, std::span<const ir::Expr> coords);
   // Value of storage version `v` at storage element `j`.
   ir::Expr storage_element(program::ValueId v, int64_t j);
 

@@ -274,6 +274,11 @@ std::string to_text(const Report& r, bool verbose) {
                                                           : "")
                              : "",
                    r.solver_calls, r.seconds, r.jobs > 1 ? fmt::format(" ({} workers)", r.jobs) : "");
+  for (const auto& o : r.outputs)
+    if (o.symbolic)
+      s += fmt::format("  {}: all {} locations decided at once at a symbolic location ({}), {} of them also one by "
+                       "one; the reference gives {}\n",
+                       o.ref_name, o.numel, o.symbolic_how, o.numel - o.symbolic_only, o.symbolic_expr);
   if (r.projected_full_seconds > 0)
     s += fmt::format("  the remaining locations would take about {:.0f} s more\n", r.projected_full_seconds);
   if (verbose)
@@ -333,10 +338,17 @@ std::string to_json(const Report& r, const std::string* witness) {
   j["solver_calls"] = r.solver_calls;
   j["deduplicated"] = r.deduplicated;
   j["classes"] = r.classes;
+  j["symbolic_locations"] = r.symbolic_locations;
   j["jobs"] = r.jobs;
   if (r.projected_full_seconds > 0) j["projected_full_seconds"] = r.projected_full_seconds;
   json outs = json::array();
-  for (const auto& o : r.outputs) outs.push_back({{"reference", o.ref_name}, {"candidate", o.cand_name}, {"shape", o.shape}});
+  for (const auto& o : r.outputs) {
+    json x = {{"reference", o.ref_name}, {"candidate", o.cand_name}, {"shape", o.shape}};
+    if (!o.symbolic_how.empty())
+      x["symbolic_location"] = {{"equal", o.symbolic}, {"how", o.symbolic_how}, {"expression", o.symbolic_expr},
+                                {"nodes", o.symbolic_nodes}, {"locations_only_so", o.symbolic_only}};
+    outs.push_back(std::move(x));
+  }
   j["outputs"] = outs;
   json fs = json::array();
   for (const auto& f : r.findings) {

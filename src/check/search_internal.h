@@ -39,6 +39,17 @@ bool sets_trimmed_result(const LocationResult& l);
 std::string leaf_display(const WitnessLeaf& w);
 bool beyond_tolerance(double a, double b, const smt::Tolerance& tol);
 
+// An output decided once for every location (the outer quantifier of the paper's equivalence, #18
+// item 6): each side's element built with the location's coordinates as bounded variables
+// (Lowering::element_symbolic), then decided as a location is, short of the per-location witness.
+struct SymbolicOutput {
+  bool equal = false;                      // every location equal, exactly
+  uint64_t nodes = 0;                      // tree size of both sides
+  std::string expr;                        // the reference's, abbreviated, for the report
+  std::string how;                         // how it was decided (equal) or why not
+  double ms = 0;
+};
+
 // The outcome of one location, in search order.
 struct Slot {
   enum class Kind : uint8_t { Done, Race, Unsupported } kind = Kind::Done;
@@ -63,6 +74,11 @@ class Search {
   // A deque: it grows without moving its elements, and the slots (millions) grow under the
   // hand-out lock, which no deadline check interrupts.
   std::deque<std::optional<Slot>> run();
+
+  // Decides each output at a symbolic location within `end` (symbolic_location.cpp); those proven equal
+  // get only `spot` of their locations handed out, the first of the usual order (a cross-check of the
+  // two paths).
+  std::vector<SymbolicOutput> settle_symbolically(Clock::time_point end, size_t spot);
 
   uint64_t solver_calls() const { return solver_calls_; }
   size_t deduplicated() const { return dedup_hits_; }
@@ -134,6 +150,9 @@ class Search {
   std::condition_variable done_cv_;
   std::deque<std::optional<Slot>> slots_;
   size_t handed_ = 0, finished_ = 0, active_ = 0;
+  std::vector<bool> settled_;              // by output (empty: none)
+  std::vector<size_t> handed_of_output_;   // locations handed out, by output (with settled_)
+  size_t spot_ = 0;
   bool stop_ = false, printed_ = false;
   std::exception_ptr error_;
   uint64_t solver_calls_ = 0;

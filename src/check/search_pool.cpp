@@ -57,10 +57,23 @@ std::optional<std::pair<size_t, Location>> Search::take() {
   std::lock_guard lock(mu_);
   if (stop_ || since(t0_) > opt_.budget_s) return std::nullopt;
   if (opt_.max_locations && handed_ >= opt_.max_locations) return std::nullopt;
-  auto loc = order_.next();
-  if (!loc) return std::nullopt;
-  slots_.emplace_back();
-  return std::make_pair(handed_++, *loc);
+  for (;;) {
+    auto loc = order_.next();
+    if (!loc) return std::nullopt;
+    if (!settled_.empty()) {
+      size_t& n = handed_of_output_[loc->output];
+      if (settled_[loc->output] && n >= spot_) {
+        bool rest_settled = true;  // nothing but settled outputs with their spots handed out: the search is over
+        for (size_t o = 0; o < settled_.size() && rest_settled; ++o)
+          rest_settled = settled_[o] && (handed_of_output_[o] >= spot_ || int64_t(handed_of_output_[o]) >= report_.outputs[o].numel);
+        if (rest_settled) return std::nullopt;
+        continue;
+      }
+      ++n;
+    }
+    slots_.emplace_back();
+    return std::make_pair(handed_++, *loc);
+  }
 }
 
 void Search::worker(size_t) {

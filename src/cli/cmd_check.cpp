@@ -32,7 +32,7 @@ using dirigo::cli::run_python;
 struct CheckArgs {
   std::vector<std::string> inputs;  // BUNDLE, or REF.py NEW.py
   std::string device, keep, witness_out, replay_device, ref_file, new_file, html;
-  bool no_replay = false, no_dedup = false, no_reroll = false, no_state = false, observe = false, no_observe = false;
+  bool no_replay = false, no_dedup = false, no_reroll = false, no_symbolic_location = false, no_state = false, observe = false, no_observe = false;
   double trace_timeout = 300;
   double child_timeout = -1;  // < 0: from the budget
   double budget = 30;
@@ -43,7 +43,7 @@ struct CheckArgs {
 };
 DIRIGO_CLI_MEMBERS(CheckArgs, inputs, device, trace_timeout, child_timeout, keep, budget, seed, jobs, min_locations,
                    max_locations, build_nodes, falsify, giant_nodes, atol, rtol, full, no_trim, json, witness_out,
-                   ref_file, new_file, no_dedup, no_reroll, no_replay, replay_device, no_state, observe, no_observe,
+                   ref_file, new_file, no_dedup, no_reroll, no_symbolic_location, no_replay, replay_device, no_state, observe, no_observe,
                    verbose, html)
 
 using Clock = std::chrono::steady_clock;
@@ -237,6 +237,7 @@ int run_check(CheckArgs& args) {
     opt.jobs = std::max<size_t>(1, a->jobs);
     opt.dedup = !a->no_dedup;
     opt.reroll = !a->no_reroll;
+    opt.symbolic_location = !a->no_symbolic_location;
     opt.release_memory = false;  // the process exits after the report: freeing 10^6-entry tables took seconds
     opt.trim_prefix = !a->no_trim;
     opt.progress = !a->json && isatty(2);

@@ -143,6 +143,7 @@ check::Report check_numeric(const bundle::Bundle& b) {
   opt.budget_s = 60;
   opt.trim_prefix = false;
   opt.build_nodes = 50;  // every location of these programs is larger: the numeric path decides them
+  opt.symbolic_location = false;  // not whole outputs at once: these tests are about the per-location path
   opt.seed = 3;
   return check::check_bundle(b, opt);
 }
@@ -766,4 +767,100 @@ TEST(Falsify, EqualProgramsAreNeverTierBugs) {
   auto a = clamp_prog("ref", "reference", 100), b = clamp_prog("new", "candidate", 100);
   check::Report same = check::check_bundle(make_bundle({&a, &b}), opt);
   EXPECT_NE(same.outcome, check::Outcome::Bug) << same.reason;
+}
+
+// An output at a symbolic location (Lowering::element_symbolic: the coordinates as bounded variables, the
+// form the check decides whole outputs by) evaluated with the variables bound to a location gives what
+// that location's own expression gives, at the same random inputs: the symbolic-location handlers of
+// convolutions, norms, pooling, matrix products and reductions (Reduce nodes) against the concrete ones
+// (sums expanded term by term below reduce_above).
+TEST(SymbolicLocation, EveryLocationEvaluatesAsItsOwnExpression) {
+  std::vector<std::pair<ProgramBuilder, ProgramBuilder>> programs;
+  programs.emplace_back(linear_bn("ref", "reference", relu), linear_bn("new", "candidate", sigmoid));
+  programs.emplace_back(conv_gn("ref", "reference"), conv_gn("new", "candidate"));
+  programs.emplace_back(conv_t("ref", "reference"), conv_t("new", "candidate"));
+  for (int which = 0; which < 11; ++which)
+    programs.emplace_back(nested("ref", "reference", which), nested("new", "candidate", which));
+  size_t built = 0, outputs = 0, compared = 0;
+  for (size_t p = 0; p < programs.size(); ++p) {
+    SCOPED_TRACE(p);
+    bundle::Bundle b = make_bundle({&programs[p].first, &programs[p].second});
+    program::Merged m = program::merge(b, {false, false});
+    for (bool reference : {true, false}) {
+      ir::Context ctx;
+      check::Lowering low(ctx, b, m, reference, {});
+      low.execute_all();
+      for (size_t o = 0; o < m.outputs.size(); ++o) {
+        const program::View& view = reference ? m.outputs[o].ref : m.outputs[o].cand;
+        std::vector<ir::Expr> coords;
+        for (size_t k = 0; k < view.shape.size(); ++k)
+          coords.push_back(ctx.var("loc." + std::to_string(k), ir::Sort::BV64, ir::Bounds{0, uint64_t(view.shape[k] - 1)}));
+        ++outputs;
+        ir::Expr sym = low.element_symbolic(view, coords);
+        if (!sym) continue;
+        ++built;
+        int64_t numel = 1;
+        for (int64_t s : view.shape) numel *= s;
+        for (int64_t flat = 0; flat < numel; flat += std::max<int64_t>(1, numel / 20)) {
+          std::vector<int64_t> at = check::unravel(view.shape, flat);
+          ir::Expr e = low.element(view, flat);
+          for (unsigned point : {0u, 5u}) {
+            ir::Env env;
+            env.elem = [&](int32_t t, int64_t i, ir::Sort s) {
+              return smt::draw(5, point, smt::name_key(ctx.tensor_name(t)), i, s, 10);
+            };
+            env.var = [&](std::string_view name, ir::Sort s) {
+              return ir::Value::of_bv(s, uint64_t(at.at(std::stoul(std::string(name.substr(4))))));
+            };
+            double want = ir::Evaluator(env)(e).real, got = ir::Evaluator(env)(sym).real;
+            EXPECT_NEAR(got, want, 1e-9 * (1 + std::fabs(want)))
+                << "output " << o << " location " << flat << "\n  symbolic: " << ir::to_string(ctx, sym);
+            ++compared;
+          }
+        }
+      }
+    }
+  }
+  // Every one of these outputs has a symbolic form (the cross-check is not vacuous).
+  EXPECT_EQ(built, outputs);
+  EXPECT_GT(compared, 200u);
+}
+
+// Both programs the same function: every output is decided once at its symbolic location and the pair
+// is VERIFIED after min_locations of each output one by one; with the option off each location is
+// decided on its own. An output that differs is still found (BUG) beside one decided symbolically.
+TEST(SymbolicLocation, SameExpressionDecidesEveryLocationOfTheOutput) {
+  auto ref = conv_gn("ref", "reference"), cand = conv_gn("new", "candidate");
+  bundle::Bundle b = make_bundle({&ref, &cand});
+  check::Options opt;
+  opt.budget_s = 60;
+  check::Report r = check::check_bundle(b, opt);
+  ASSERT_EQ(r.outcome, check::Outcome::Verified) << r.reason;
+  ASSERT_EQ(r.outputs.size(), 1u);
+  EXPECT_TRUE(r.outputs[0].symbolic) << r.outputs[0].symbolic_how;
+  EXPECT_EQ(r.symbolic_locations, size_t(r.total_locations) - opt.min_locations);
+  EXPECT_EQ(r.equal, size_t(r.total_locations));
+  EXPECT_EQ(r.locations.size(), opt.min_locations);  // the cross-check, one by one
+  EXPECT_NE(r.outputs[0].symbolic_expr.find("loc0."), std::string::npos) << r.outputs[0].symbolic_expr;
+
+  opt.jobs = 2;  // the same with two workers taking the spot locations
+  check::Report two = check::check_bundle(b, opt);
+  EXPECT_EQ(two.outcome, check::Outcome::Verified) << two.reason;
+  EXPECT_EQ(two.symbolic_locations, r.symbolic_locations);
+  EXPECT_EQ(two.locations.size(), opt.min_locations);
+  opt.jobs = 1;
+
+  opt.symbolic_location = false;
+  check::Report off = check::check_bundle(b, opt);
+  EXPECT_EQ(off.symbolic_locations, 0u);
+  EXPECT_FALSE(off.outputs[0].symbolic);
+  EXPECT_GT(off.locations.size(), opt.min_locations);
+
+  auto lr = linear_bn("ref", "reference", relu), lc = linear_bn("new", "candidate", sigmoid);
+  opt.symbolic_location = true;
+  check::Report bug = check::check_bundle(make_bundle({&lr, &lc}), opt);
+  EXPECT_EQ(bug.outcome, check::Outcome::Bug) << bug.reason;
+  ASSERT_EQ(bug.outputs.size(), 2u);
+  EXPECT_FALSE(bug.outputs[0].symbolic);
+  EXPECT_TRUE(bug.outputs[1].symbolic) << bug.outputs[1].symbolic_how;  // the linear layer itself
 }

@@ -1,0 +1,93 @@
+// Outputs decided once for all their locations (the outer quantifier of the paper's equivalence):
+// Search::settle_symbolically, see search_internal.h.
+#include <fmt/format.h>
+
+#include "check/search_internal.h"
+#include "ir/limits.h"
+#include "ir/print.h"
+#include "ir/reduce.h"
+
+namespace dirigo::check::detail {
+
+std::vector<SymbolicOutput> Search::settle_symbolically(Clock::time_point end, size_t spot) {
+  std::vector<SymbolicOutput> out(m_.outputs.size());
+  auto ref_end = ref_.deadline(), cand_end = cand_.deadline();
+  ref_.set_deadline(std::min(ref_end, end));
+  cand_.set_deadline(std::min(cand_end, end));
+  ir::LimitsGuard restore(ctx_);
+  ir::set_limits(ctx_, {ctx_.node_units() + opt_.max_location_nodes, end});
+  smt::Solver& solver = smt::thread_solver();
+  uint64_t calls0 = solver.stats().solver_calls;
+  for (size_t o = 0; o < m_.outputs.size(); ++o) {
+    const auto& mo = m_.outputs[o];
+    SymbolicOutput& so = out[o];
+    auto t0 = Clock::now();
+    if (mo.ref.shape != mo.cand.shape) {
+      so.how = "the two outputs' shapes differ";
+      continue;
+    }
+    // One variable per dimension, bounded by its extent (dims of one element are 0): the expressions
+    // hold for every value within the bounds, so one pair stands for every location.
+    std::vector<ir::Expr> coords;
+    for (size_t k = 0; k < mo.cand.shape.size(); ++k) {
+      int64_t n = mo.cand.shape[k];
+      coords.push_back(n == 1 ? ctx_.bv_const(ir::Sort::BV64, 0)
+                              : ctx_.var(fmt::format("loc{}.{}", o, k), ir::Sort::BV64,
+                                         ir::Bounds{0, uint64_t(std::max<int64_t>(n, 1) - 1)}));
+    }
+    try {
+      ir::Expr ea = ref_.element_symbolic(mo.ref, coords);
+      ir::Expr eb = ea ? cand_.element_symbolic(mo.cand, coords) : nullptr;
+      if (!ea || !eb) {
+        so.how = fmt::format("the {} program's element has no symbolic form (kernel writes, copies or an operator "
+                             "without a symbolic location on the way)",
+                             ea ? "candidate" : "reference");
+      } else {
+        so.nodes = ir::dag_size(ea) + ir::dag_size(eb);
+        so.expr = ir::to_string(ctx_, ea, ir::PrintOptions{.max_nodes = 40});
+        std::string how = "the same expression";
+        if (ea != eb && (ir::contains_reduce(ea) || ir::contains_reduce(eb))) {
+          std::vector<ir::Expr> lone;  // a witness needs a location: the search finds it
+          how = match_reductions(ctx_, solver, ea, eb, lone, false);
+        }
+        if (ea == eb) {
+          so.equal = true;
+        } else {
+          smt::DecideOptions dopt = dopt_;
+          auto left = std::chrono::duration_cast<std::chrono::milliseconds>(end - Clock::now()).count();
+          dopt.timeout_ms = std::min<unsigned>(dopt.timeout_ms, unsigned(std::max<int64_t>(1, left)));
+          smt::Decision d = solver.decide(ctx_, ea, eb, dopt);
+          // exact only: within the tolerance or modulo an approximation is said location by location
+          so.equal = d.verdict == smt::Verdict::Equal && d.approximations.empty() && d.stage != smt::Stage::Tolerance &&
+                     d.stage != smt::Stage::Sampling;
+          how = so.equal ? fmt::format("{} (stage {})", how, smt::stage_name(d.stage))
+                         : fmt::format("not proven equal exactly there ({}, stage {}): decided location by location",
+                                       smt::verdict_name(d.verdict), smt::stage_name(d.stage));
+        }
+        so.how = std::move(how);
+      }
+    } catch (const OutOfTime&) {
+      so.how = "building it ran past its share of the budget";
+    } catch (const ir::LimitExceeded& x) {
+      so.how = fmt::format("deciding it ran past its share of the budget or nodes ({})", x.what());
+    } catch (const Unsupported& u) {  // the search names what is missing, location by location
+      so.how = u.what();
+    }
+    so.ms = since(t0) * 1e3;
+  }
+  ref_.set_deadline(ref_end);
+  cand_.set_deadline(cand_end);
+  {
+    std::lock_guard lock(mu_);
+    solver_calls_ += solver.stats().solver_calls - calls0;
+  }
+  if (std::any_of(out.begin(), out.end(), [](const SymbolicOutput& s) { return s.equal; })) {
+    settled_.assign(out.size(), false);
+    for (size_t o = 0; o < out.size(); ++o) settled_[o] = out[o].equal;
+    handed_of_output_.assign(out.size(), 0);
+    spot_ = spot;
+  }
+  return out;
+}
+
+}  // namespace dirigo::check::detail
