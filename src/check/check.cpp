@@ -282,21 +282,13 @@ Report check_bundle(const bundle::Bundle& b, const Options& user_opt) {
       ++r.checked;
       if (size_t o = slot.lr.loc.output; settled[o]) {
         ++spot[o];
-        // A difference at a location of an output whose symbolic-location expressions are one node: the
-        // per-location path and the symbolic one disagree, so one of them models an operator wrongly.
-        if (slot.lr.verdict == smt::Verdict::Differ)
-          return finish_error(fmt::format("{}[{}]: the location's expressions differ although the output's "
-                                          "symbolic-location expressions are the same node",
-                                          r.outputs[o].ref_name, bundle::join_ints(slot.lr.loc.index)));
-        // undecided (or equal only within the tolerance) one by one, exactly equal at the symbolic location
-        if (slot.lr.verdict != smt::Verdict::Equal || slot.lr.stage == smt::Stage::Tolerance ||
-            !slot.lr.approximations.empty()) {
-          slot.lr.reason = fmt::format("decided at the output's symbolic location{}",
-                                       slot.lr.reason.empty() ? "" : " (one by one: " + slot.lr.reason + ")");
-          slot.lr.verdict = smt::Verdict::Equal;
-          slot.lr.stage = smt::Stage::Canonical;
-          slot.lr.approximations.clear();
-        }
+        if (!fold_settled_location(slot.lr, r.outputs[o].symbolic_how))
+          // a symbolic difference: the per-location path and the symbolic one disagree, so one of them
+          // models an operator wrongly
+          return finish_error(fmt::format("{}[{}]: the location's expressions differ although the output was "
+                                          "proven equal at a symbolic location ({})",
+                                          r.outputs[o].ref_name, bundle::join_ints(slot.lr.loc.index),
+                                          r.outputs[o].symbolic_how));
       }
       if (slot.lr.verdict == smt::Verdict::Equal) {
         if (slot.lr.stage == smt::Stage::Tolerance) ++r.equal_within_tolerance;

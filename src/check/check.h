@@ -177,6 +177,9 @@ struct LocationResult {
   bool confirmed_f32 = false;    // the fp32 values differ beyond the tolerance
   bool exceeds_tolerance = false;
   bool deduplicated = false;     // --full: decided by an earlier query identical up to leaf renaming
+  // Decided equal, but the falsification tier's numbers (fp64 and fp32 at one of its distributions)
+  // differ beyond the tolerance here: left undecided.
+  bool numbers_differ = false;
   std::vector<std::string> approximations;  // Equal: the approximation axioms it rests on (empty: exact)
   // Decided by numeric evaluation of a location too large to build (check/numeric.h): the falsify
   // ladder point whose inputs show the difference. Every input is regenerable from it (smt::draw keyed

@@ -586,6 +586,7 @@ Slot Search::evaluate(ir::Context& ctx, Lowering& ref, Lowering& cand, smt::Solv
   // Neither is reported: the location stays undecided, naming both.
   if (falsified && lr.verdict == smt::Verdict::Equal) {
     lr.verdict = smt::Verdict::Unknown;
+    lr.numbers_differ = true;
     lr.reason = fmt::format("decided equal ({}, inputs within ±{}), but the falsification tier's numbers differ "
                             "beyond the tolerance ({}): left undecided",
                             smt::stage_name(lr.stage), tol_.bound, falsified->reason);

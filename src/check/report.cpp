@@ -366,6 +366,7 @@ std::string to_json(const Report& r, const std::string* witness) {
               {"verdict", std::string(smt::verdict_name(l.verdict))}, {"stage", std::string(smt::stage_name(l.stage))},
               {"ms", l.ms}, {"ref_nodes", l.ref_nodes}, {"cand_nodes", l.cand_nodes}};
     if (l.deduplicated) x["deduplicated"] = true;
+    if (l.numbers_differ) x["numbers_differ"] = true;
     if (!l.reason.empty()) x["reason"] = l.reason;
     if (!l.ref_expr.empty()) {  // a difference, or what stayed undecided
       x["reference"] = l.ref_expr;

@@ -50,6 +50,14 @@ struct SymbolicOutput {
   double ms = 0;
 };
 
+// A location of an output proven equal at its symbolic location, as decided one by one, made what the
+// verdict counts (check.cpp): undecided (or equal within the tolerance, modulo an approximation) becomes
+// equal, exactly; a difference found by evaluating in floating point (the falsification tier, random
+// points: `numbers_differ` or `sampled`) undecided, as at a location proven equal whose tier's numbers
+// differ (overflow or cancellation can be real; it blocks VERIFIED). false: a symbolic difference, which
+// the proof contradicts (one of the two paths models an operator wrongly).
+bool fold_settled_location(LocationResult& lr, const std::string& how);
+
 // The outcome of one location, in search order.
 struct Slot {
   enum class Kind : uint8_t { Done, Race, Unsupported } kind = Kind::Done;

@@ -130,8 +130,10 @@ void Search::worker(size_t) {
     uint64_t calls0 = solver.stats().solver_calls;
     while (auto job = take()) {
       Slot slot = evaluate(*ctx, *ref, *cand, solver, job->second, job->first);
+      // (a numeric difference at an output proven equal at its symbolic location is not a BUG: check.cpp)
       bool ends = slot.kind != Slot::Kind::Done ||
-                  (slot.lr.verdict == smt::Verdict::Differ && slot.lr.confirmed_f32);
+                  (slot.lr.verdict == smt::Verdict::Differ && slot.lr.confirmed_f32 &&
+                   !(slot.lr.sampled && !settled_.empty() && settled_[slot.lr.loc.output]));
       {
         std::lock_guard lock(mu_);
         slots_[job->first] = std::move(slot);

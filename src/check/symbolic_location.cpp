@@ -90,4 +90,25 @@ std::vector<SymbolicOutput> Search::settle_symbolically(Clock::time_point end, s
   return out;
 }
 
+bool fold_settled_location(LocationResult& lr, const std::string& how) {
+  if (lr.numbers_differ || lr.sampled) {
+    lr.verdict = smt::Verdict::Unknown;
+    lr.numbers_differ = true;
+    lr.confirmed_f32 = false;
+    lr.reason = fmt::format("equal for every location at the output's symbolic location ({}), but evaluated in "
+                            "floating point here the two differ beyond the tolerance: left undecided",
+                            how);
+    return true;
+  }
+  if (lr.verdict == smt::Verdict::Differ) return false;
+  if (lr.verdict != smt::Verdict::Equal || lr.stage == smt::Stage::Tolerance || !lr.approximations.empty()) {
+    lr.reason = fmt::format("decided at the output's symbolic location{}",
+                            lr.reason.empty() ? "" : " (one by one: " + lr.reason + ")");
+    lr.verdict = smt::Verdict::Equal;
+    lr.stage = smt::Stage::Canonical;
+    lr.approximations.clear();
+  }
+  return true;
+}
+
 }  // namespace dirigo::check::detail

@@ -11,6 +11,7 @@
 #include "check/check.h"
 #include "check/lower.h"
 #include "check/numeric.h"
+#include "check/search_internal.h"
 #include "ir/eval.h"
 #include "ir/print.h"
 #include "ir/reduce.h"
@@ -863,4 +864,43 @@ TEST(SymbolicLocation, SameExpressionDecidesEveryLocationOfTheOutput) {
   ASSERT_EQ(bug.outputs.size(), 2u);
   EXPECT_FALSE(bug.outputs[0].symbolic);
   EXPECT_TRUE(bug.outputs[1].symbolic) << bug.outputs[1].symbolic_how;  // the linear layer itself
+}
+
+// The rule for a location of an output proven equal at its symbolic location, decided one by one.
+TEST(SymbolicLocation, SettledLocationsFoldAsTheProofSays) {
+  using check::detail::fold_settled_location;
+  check::LocationResult undecided;  // a timeout one by one: equal, exactly
+  undecided.verdict = smt::Verdict::Timeout;
+  undecided.reason = "z3: interrupted";
+  ASSERT_TRUE(fold_settled_location(undecided, "the same expression"));
+  EXPECT_EQ(undecided.verdict, smt::Verdict::Equal);
+  EXPECT_NE(undecided.reason.find("z3: interrupted"), std::string::npos);
+  check::LocationResult tolerance;  // within the tolerance one by one: exactly
+  tolerance.verdict = smt::Verdict::Equal;
+  tolerance.stage = smt::Stage::Tolerance;
+  ASSERT_TRUE(fold_settled_location(tolerance, "x"));
+  EXPECT_NE(tolerance.stage, smt::Stage::Tolerance);
+  check::LocationResult exact;  // already exact: untouched
+  exact.verdict = smt::Verdict::Equal;
+  exact.stage = smt::Stage::Solver;
+  ASSERT_TRUE(fold_settled_location(exact, "x"));
+  EXPECT_EQ(exact.stage, smt::Stage::Solver);
+  EXPECT_TRUE(exact.reason.empty());
+  check::LocationResult tier;  // the falsification tier's numbers differ: undecided, not a BUG
+  tier.verdict = smt::Verdict::Differ;
+  tier.confirmed_f32 = true;
+  tier.sampled = check::LocationResult::SampledPoint{};
+  ASSERT_TRUE(fold_settled_location(tier, "x"));
+  EXPECT_EQ(tier.verdict, smt::Verdict::Unknown);
+  EXPECT_TRUE(tier.numbers_differ);
+  EXPECT_FALSE(tier.confirmed_f32);
+  check::LocationResult proven_then_tier;  // equal one by one, but the tier's numbers differ: stays undecided
+  proven_then_tier.verdict = smt::Verdict::Unknown;
+  proven_then_tier.numbers_differ = true;
+  ASSERT_TRUE(fold_settled_location(proven_then_tier, "x"));
+  EXPECT_EQ(proven_then_tier.verdict, smt::Verdict::Unknown);
+  check::LocationResult symbolic;  // a symbolic difference contradicts the proof
+  symbolic.verdict = smt::Verdict::Differ;
+  symbolic.confirmed_f32 = true;
+  EXPECT_FALSE(fold_settled_location(symbolic, "x"));
 }
