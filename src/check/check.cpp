@@ -252,6 +252,7 @@ Report check_bundle(const bundle::Bundle& b, const Options& user_opt) {
         info.symbolic_expr = std::move(decided[o].expr);
         info.symbolic_nodes = decided[o].nodes;
         info.symbolic_how = std::move(decided[o].how);
+        info.symbolic_ms = decided[o].ms;
       }
       if (opt.budget_s > 0) search_opt.budget_s = std::max(1e-9, opt.budget_s - since(t0));
     }

@@ -208,6 +208,7 @@ struct OutputInfo {
   uint64_t symbolic_nodes = 0;
   int64_t symbolic_only = 0;  // of its locations, those decided only so (not also one by one)
   std::string symbolic_how;   // how it was decided, or why not; "" when not tried
+  double symbolic_ms = 0;     // the attempt's time
 };
 
 // Locations past this many that do not differ (equal, undecided) are counted, not kept: a fast

@@ -81,6 +81,15 @@ constexpr double kOneNodeTrialShare = 0.02;
 
 }  // namespace
 
+bool size_points_by_terms(smt::DecideOptions& dopt, uint64_t terms) {
+  if (terms > kSampledTerms)
+    dopt.falsify_points = terms > kNumericTerms
+                              ? 0
+                              : unsigned(std::clamp<uint64_t>(kSampledTerms * dopt.falsify_points / terms, 1,
+                                                              std::max(1u, dopt.falsify_points)));
+  return terms > kNumericTerms;
+}
+
 // Before the solver: reductions on the two sides over one box whose bodies are equal for a symbolic
 // index (one decision with the index a bounded integer and tensor reads uninterpreted functions of it)
 // are made one node; equal bodies over different boxes are named (the terms one side lacks); what
@@ -445,11 +454,7 @@ Slot Search::evaluate(ir::Context& ctx, Lowering& ref, Lowering& cand, smt::Solv
   // the decision gets fewer points, none past kNumericTerms (a point would take seconds; the
   // falsification tier has evaluated the first locations at 20 lanes).
   const uint64_t terms = ir::expansion_terms(ea) + ir::expansion_terms(eb);
-  if (terms > kSampledTerms)
-    dopt.falsify_points = terms > kNumericTerms
-                              ? 0
-                              : unsigned(std::clamp<uint64_t>(kSampledTerms * dopt.falsify_points / terms, 1,
-                                                              std::max(1u, dopt.falsify_points)));
+  size_points_by_terms(dopt, terms);
   double left_ms = opt_.budget_s * 1000 - std::chrono::duration<double, std::milli>(Clock::now() - t0_).count();
   if (opt_.budget_s > 0) {
     if (left_ms < 1) {

@@ -147,8 +147,13 @@ ir::Expr Lowering::element(const View& view, int64_t logical) {
   return e;
 }
 
-ir::Expr Lowering::element_symbolic(const View& view, std::span<const ir::Expr> coords) {
+ir::Expr Lowering::element_symbolic(const View& view, std::span<const ir::Expr> coords, std::string* why_not) {
   if (coords.size() != view.shape.size() || view.strides.size() != view.shape.size()) return nullptr;
+  struct Restore {
+    std::string*& p;
+    ~Restore() { p = nullptr; }
+  } restore{why_not_};
+  why_not_ = why_not;
   return read_symbolic(aten_ref(view, value_tensor(view.value)), coords, sort_of(view.dtype));
 }
 
@@ -444,14 +449,36 @@ aten::OpCall Lowering::make_aten_call(const program::SsaOp& op) {
   return call;
 }
 
+namespace {
+// Whether `res` is row-major contiguous and every address `t` can take lies within it.
+bool row_major_within(const View& res, const aten::TensorRef& t) {
+  int64_t numel = 1;
+  for (size_t d = res.shape.size(); d-- > 0;) {
+    if (res.shape[d] != 1 && res.strides[d] != numel) return false;
+    numel *= res.shape[d];
+  }
+  int64_t lo = t.offset, hi = t.offset;
+  for (size_t k = 0; k < t.rank(); ++k) {
+    if (t.shape[k] <= 0) return false;
+    int64_t span = (t.shape[k] - 1) * t.stride(k);
+    (span < 0 ? lo : hi) += span;
+  }
+  return lo >= res.offset && hi < res.offset + numel;
+}
+}  // namespace
+
 // An element of a view at a symbolic index (a reduction's body): a shared input's element is a Load
 // of its leaf tensor, an element computed by a pointwise ATen op is that op's equation at the index
 // (aten::element_sym); anything else (kernel writes, views the producer did not write) is nullptr:
 // the reduction is expanded instead.
 ir::Expr Lowering::read_symbolic(const aten::TensorRef& t, std::span<const ir::Expr> idx, ir::Sort s) {
   auto bv = [this](int64_t x) { return cx().bv_const(ir::Sort::BV64, uint64_t(x)); };
+  auto none = [this](std::string_view why, const auto&... args) -> ir::Expr {  // element_symbolic says why
+    if (why_not_ && why_not_->empty()) *why_not_ = fmt::format(fmt::runtime(why), args...);
+    return nullptr;
+  };
   auto it = tensor_value_.find(t.tensor_id);
-  if (it == tensor_value_.end()) return nullptr;
+  if (it == tensor_value_.end()) return none("a tensor of no value of this program");
   ValueId v = it->second;
   if (std::all_of(idx.begin(), idx.end(), [](ir::Expr e) { return e->op == ir::Op::ConstBV; })) {
     std::vector<int64_t> ci;
@@ -459,25 +486,28 @@ ir::Expr Lowering::read_symbolic(const aten::TensorRef& t, std::span<const ir::E
     return operand_element(v, t.flat_index(ci), s);
   }
   if (const SharedLeaf& sl = shared_leaf(v); sl.shared >= 0) {
-    if (!sl.contiguous || sl.sort != s) return nullptr;
+    if (!sl.contiguous || sl.sort != s) return none("a non-contiguous shared input");
     ir::Expr flat = bv(t.offset - sl.view->offset);  // logical index of a contiguous input = storage - offset
     for (size_t k = 0; k < idx.size(); ++k) flat = cx().bv_add(flat, cx().bv_mul(idx[k], bv(t.stride(k))));
     return cx().load(sl.tensor, flat, s);
   }
   const program::Value& val = prog_.value(v);
-  if (val.producer < 0) return nullptr;
+  if (val.producer < 0) return none("an input that is not shared (a constant or data from outside the trace)");
   const program::SsaOp& op = prog_.ops[size_t(val.producer)];
-  if (!std::holds_alternative<bundle::AtenOp>(op.op)) return nullptr;
+  if (!std::holds_alternative<bundle::AtenOp>(op.op))
+    return none("{}", std::holds_alternative<bundle::LaunchOp>(op.op) ? "a value written by a kernel launch"
+                      : "a value written by a copy or library call");
+  const std::string& name = op.aten()->name;
   for (size_t r = 0; r < op.results.size(); ++r) {
     const View& res = op.results[r];
-    if (res.value != v || res.offset != t.offset || res.strides.size() != res.shape.size()) continue;
+    if (res.value != v || res.strides.size() != res.shape.size()) continue;
     // The view read is a sub-box at 0 of the producer's result, its dims in any order, dims of one element
     // added or dropped (a slice from 0, unsqueeze, squeeze, t, permute, transpose): each dim of t of more
     // than one element is a distinct dim of the result with the same stride, the result's other dims at
     // 0. Then both name one address, the element the op computed at that multi-index.
     std::vector<ir::Expr> at(res.shape.size(), bv(0));
     std::vector<bool> used(res.shape.size(), false);
-    bool found = true;
+    bool found = res.offset == t.offset;
     for (size_t k = 0; k < t.rank() && found; ++k) {
       if (t.shape[k] == 1) continue;
       found = false;
@@ -487,16 +517,29 @@ ir::Expr Lowering::read_symbolic(const aten::TensorRef& t, std::span<const ir::E
           at[d] = idx[k];
         }
     }
-    if (!found) continue;
+    if (!found) {
+      // Otherwise (a reshape: x.view(N, G, -1) of a contiguous result, a slice at an offset) the view's
+      // address, when every address it can take lies within a row-major result, is that result's element
+      // at the address's row-major coordinates, by division and remainder.
+      if (!row_major_within(res, t)) continue;
+      ir::Expr flat = bv(t.offset - res.offset);
+      for (size_t k = 0; k < idx.size(); ++k) flat = cx().bv_add(flat, cx().bv_mul(idx[k], bv(t.stride(k))));
+      int64_t inner = 1;
+      for (size_t d = res.shape.size(); d-- > 0;) {
+        at[d] = res.shape[d] == 1 ? bv(0) : cx().bv_urem(cx().bv_udiv(flat, bv(inner)), bv(res.shape[d]));
+        inner *= res.shape[d];
+      }
+    }
     try {
       aten::OpCall call = make_aten_call(op);
       ir::Expr e = aten::element_sym(cx(), call, int(r), at);
-      return e && e->sort == s ? e : nullptr;
-    } catch (const std::exception&) {  // malformed or unsupported there: the reduction is expanded
-      return nullptr;
+      if (!e) return none("{} (output {}) at a symbolic location", name, r);
+      return e->sort == s ? e : none("{}: an element of another sort", name);
+    } catch (const std::exception& x) {  // malformed or unsupported there: the reduction is expanded
+      return none("{}: {}", name, x.what());
     }
   }
-  return nullptr;
+  return none("a view of {}'s result that is neither a sub-box of it nor within a row-major result", name);
 }
 
 ir::Expr Lowering::from_aten(const program::SsaOp& op, const program::Write& w, ValueId v, int64_t j) {

@@ -92,7 +92,9 @@ class Lowering {
   // range), equal to element(view, l) at every location l the coordinates can take; nullptr where
   // something on the way has no symbolic form (kernel writes, copies, non-contiguous inputs, ops
   // without a symbolic location).
-  ir::Expr element_symbolic(const program::View& view, std::span<const ir::Expr> coords);
+  // `why_not` (optional) receives the first reason a read on the way had no symbolic form.
+  ir::Expr element_symbolic(const program::View& view, std::span<const ir::Expr> coords,
+                            std::string* why_not = nullptr);
   // Value of storage version `v` at storage element `j`.
   ir::Expr storage_element(program::ValueId v, int64_t j);
 
@@ -169,6 +171,7 @@ class Lowering {
   // An operand element: its back-projection, or (building a template) the leaf T[j] of its value tensor.
   ir::Expr operand_element(program::ValueId v, int64_t j, ir::Sort s);
   ir::Context* template_ctx_ = nullptr;  // set: element_template() is building (operands stay leaves)
+  std::string* why_not_ = nullptr;        // set: element_symbolic() is building
   const ProductsHook* products_ = nullptr;
   // By (context, building a template): a template's statistics are over operand leaves, a built
   // expression's over back-projections.

@@ -346,7 +346,8 @@ std::string to_json(const Report& r, const std::string* witness) {
     json x = {{"reference", o.ref_name}, {"candidate", o.cand_name}, {"shape", o.shape}};
     if (!o.symbolic_how.empty())
       x["symbolic_location"] = {{"equal", o.symbolic}, {"how", o.symbolic_how}, {"expression", o.symbolic_expr},
-                                {"nodes", o.symbolic_nodes}, {"locations_only_so", o.symbolic_only}};
+                                {"nodes", o.symbolic_nodes}, {"locations_only_so", o.symbolic_only},
+                                {"ms", o.symbolic_ms}};
     outs.push_back(std::move(x));
   }
   j["outputs"] = outs;

@@ -50,6 +50,10 @@ struct SymbolicOutput {
   double ms = 0;
 };
 
+// A decision's random points cut to what the terms its reductions expand to allow (each point evaluates
+// them all): fewer past kSampledTerms, none past kNumericTerms, and then true (decide.cpp).
+bool size_points_by_terms(smt::DecideOptions& dopt, uint64_t terms);
+
 // A location of an output proven equal at its symbolic location, as decided one by one, made what the
 // verdict counts (check.cpp): undecided (or equal within the tolerance, modulo an approximation) becomes
 // equal, exactly; a difference found by evaluating in floating point (the falsification tier, random

@@ -36,12 +36,12 @@ std::vector<SymbolicOutput> Search::settle_symbolically(Clock::time_point end, s
                                          ir::Bounds{0, uint64_t(std::max<int64_t>(n, 1) - 1)}));
     }
     try {
-      ir::Expr ea = ref_.element_symbolic(mo.ref, coords);
-      ir::Expr eb = ea ? cand_.element_symbolic(mo.cand, coords) : nullptr;
+      std::string why;
+      ir::Expr ea = ref_.element_symbolic(mo.ref, coords, &why);
+      ir::Expr eb = ea ? cand_.element_symbolic(mo.cand, coords, &why) : nullptr;
       if (!ea || !eb) {
-        so.how = fmt::format("the {} program's element has no symbolic form (kernel writes, copies or an operator "
-                             "without a symbolic location on the way)",
-                             ea ? "candidate" : "reference");
+        so.how = fmt::format("the {} program's element has no symbolic form: it reads {}", ea ? "candidate" : "reference",
+                             why.empty() ? "something without one" : why);
       } else {
         so.nodes = ir::dag_size(ea) + ir::dag_size(eb);
         so.expr = ir::to_string(ctx_, ea, ir::PrintOptions{.max_nodes = 40});
@@ -56,6 +56,11 @@ std::vector<SymbolicOutput> Search::settle_symbolically(Clock::time_point end, s
           smt::DecideOptions dopt = dopt_;
           auto left = std::chrono::duration_cast<std::chrono::milliseconds>(end - Clock::now()).count();
           dopt.timeout_ms = std::min<unsigned>(dopt.timeout_ms, unsigned(std::max<int64_t>(1, left)));
+          // as at a location: random points sized by the terms, and past kNumericTerms the stages short of Z3
+          if (size_points_by_terms(dopt, ir::expansion_terms(ea) + ir::expansion_terms(eb))) {
+            dopt.rlimit = 1;
+            dopt.use_cache = false;
+          }
           smt::Decision d = solver.decide(ctx_, ea, eb, dopt);
           // exact only: within the tolerance or modulo an approximation is said location by location
           so.equal = d.verdict == smt::Verdict::Equal && d.approximations.empty() && d.stage != smt::Stage::Tolerance &&

@@ -770,6 +770,37 @@ TEST(Falsify, EqualProgramsAreNeverTierBugs) {
   EXPECT_NE(same.outcome, check::Outcome::Bug) << same.reason;
 }
 
+// x - mean over each group of channels, spelled through reshapes (x.view(2, 2, 50), its mean over the last
+// dim, the difference viewed back as [2, 4, 5, 5]): reads of a view that is not a sub-box of its
+// producer's result, at row-major coordinates by division and remainder.
+ProgramBuilder group_centre_by_hand(const char* name, const char* role) {
+  ProgramBuilder p(name, role);
+  auto x = p.tensor({2, 4, 5, 5}), y = p.tensor({2, 4, 5, 5});
+  p.input("x", x);
+  p.aten("aten::sigmoid", {T(x)}, {y});  // computed, not a shared input: read through the producer
+  auto g = p.view(y, 0, {2, 2, 50}, {100, 50, 1}), m = p.tensor({2, 2, 1}), d = p.tensor({2, 2, 50});
+  p.aten("aten::mean", {T(g), Ints({2}), J{{"scalar", true}, {"type", "bool"}}}, {m}, {}, J::object(), "dim");
+  p.aten("aten::sub", {T(g), T(m)}, {d}, {}, J::object(), "Tensor");
+  auto back = p.view(d, 0, {2, 4, 5, 5}, {100, 25, 5, 1}), o = p.tensor({2, 4, 5, 5});
+  p.aten("aten::relu", {T(back)}, {o});
+  p.output("out0", o);
+  return p;
+}
+
+// Reductions over dims of one element only (x.sum(1, keepdim=True) of x [4, 1, 3], amax likewise): at a
+// symbolic location the one term itself.
+ProgramBuilder one_element_reductions(const char* name, const char* role) {
+  ProgramBuilder p(name, role);
+  auto x = p.tensor({4, 1, 3}), y = p.tensor({4, 1, 3}), s = p.tensor({4, 1, 3}), m = p.tensor({4, 3});
+  p.input("x", x);
+  p.aten("aten::tanh", {T(x)}, {y});
+  p.aten("aten::sum", {T(y), Ints({1}), J{{"scalar", true}, {"type", "bool"}}}, {s}, {}, J::object(), "dim_IntList");
+  p.aten("aten::amax", {T(y), Ints({1}), J{{"scalar", false}, {"type", "bool"}}}, {m});
+  p.output("out0", s);
+  p.output("out1", m);
+  return p;
+}
+
 // An output at a symbolic location (Lowering::element_symbolic: the coordinates as bounded variables, the
 // form the check decides whole outputs by) evaluated with the variables bound to a location gives what
 // that location's own expression gives, at the same random inputs: the symbolic-location handlers of
@@ -782,6 +813,8 @@ TEST(SymbolicLocation, EveryLocationEvaluatesAsItsOwnExpression) {
   programs.emplace_back(conv_t("ref", "reference"), conv_t("new", "candidate"));
   for (int which = 0; which < 11; ++which)
     programs.emplace_back(nested("ref", "reference", which), nested("new", "candidate", which));
+  programs.emplace_back(group_centre_by_hand("ref", "reference"), group_centre_by_hand("new", "candidate"));
+  programs.emplace_back(one_element_reductions("ref", "reference"), one_element_reductions("new", "candidate"));
   size_t built = 0, outputs = 0, compared = 0;
   for (size_t p = 0; p < programs.size(); ++p) {
     SCOPED_TRACE(p);
@@ -835,8 +868,10 @@ TEST(SymbolicLocation, SameExpressionDecidesEveryLocationOfTheOutput) {
   bundle::Bundle b = make_bundle({&ref, &cand});
   check::Options opt;
   opt.budget_s = 60;
+  opt.trim_prefix = false;  // (trimmed, the whole of identical programs would be a shared input)
   check::Report r = check::check_bundle(b, opt);
   ASSERT_EQ(r.outcome, check::Outcome::Verified) << r.reason;
+  EXPECT_NE(r.outputs[0].symbolic_expr.find("rsqrt"), std::string::npos) << r.outputs[0].symbolic_expr;  // built, not a leaf
   ASSERT_EQ(r.outputs.size(), 1u);
   EXPECT_TRUE(r.outputs[0].symbolic) << r.outputs[0].symbolic_how;
   EXPECT_EQ(r.symbolic_locations, size_t(r.total_locations) - opt.min_locations);
@@ -857,8 +892,14 @@ TEST(SymbolicLocation, SameExpressionDecidesEveryLocationOfTheOutput) {
   EXPECT_FALSE(off.outputs[0].symbolic);
   EXPECT_GT(off.locations.size(), opt.min_locations);
 
-  auto lr = linear_bn("ref", "reference", relu), lc = linear_bn("new", "candidate", sigmoid);
+  // through reshapes of computed tensors (division and remainder of the coordinates)
+  auto gr = group_centre_by_hand("ref", "reference"), gc = group_centre_by_hand("new", "candidate");
   opt.symbolic_location = true;
+  check::Report reshaped = check::check_bundle(make_bundle({&gr, &gc}), opt);
+  EXPECT_EQ(reshaped.outcome, check::Outcome::Verified) << reshaped.reason;
+  EXPECT_TRUE(reshaped.outputs[0].symbolic) << reshaped.outputs[0].symbolic_how;
+
+  auto lr = linear_bn("ref", "reference", relu), lc = linear_bn("new", "candidate", sigmoid);
   check::Report bug = check::check_bundle(make_bundle({&lr, &lc}), opt);
   EXPECT_EQ(bug.outcome, check::Outcome::Bug) << bug.reason;
   ASSERT_EQ(bug.outputs.size(), 2u);
