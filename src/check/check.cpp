@@ -241,6 +241,7 @@ Report check_bundle(const bundle::Bundle& b, const Options& user_opt) {
     double before_search_s = since(t0);
     Search search(b, m, search_opt, tol, dopt, r, order, ctx, ref, cand);
     std::vector<bool> settled(m.outputs.size(), false);
+    std::vector<std::vector<std::string>> settled_approximations(m.outputs.size());
     if (opt.symbolic_location && opt.only_locations.empty()) {
       auto end = opt.budget_s > 0 ? Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(
                                                         search_opt.budget_s * opt.symbolic_location_share))
@@ -253,6 +254,7 @@ Report check_bundle(const bundle::Bundle& b, const Options& user_opt) {
         info.symbolic_nodes = decided[o].nodes;
         info.symbolic_how = std::move(decided[o].how);
         info.symbolic_ms = decided[o].ms;
+        settled_approximations[o] = std::move(decided[o].approximations);
       }
       if (opt.budget_s > 0) search_opt.budget_s = std::max(1e-9, opt.budget_s - since(t0));
     }
@@ -283,7 +285,7 @@ Report check_bundle(const bundle::Bundle& b, const Options& user_opt) {
       ++r.checked;
       if (size_t o = slot.lr.loc.output; settled[o]) {
         ++spot[o];
-        if (!fold_settled_location(slot.lr, r.outputs[o].symbolic_how))
+        if (!fold_settled_location(slot.lr, r.outputs[o].symbolic_how, settled_approximations[o]))
           // a symbolic difference: the per-location path and the symbolic one disagree, so one of them
           // models an operator wrongly
           return finish_error(fmt::format("{}[{}]: the location's expressions differ although the output was "
@@ -330,7 +332,11 @@ Report check_bundle(const bundle::Bundle& b, const Options& user_opt) {
     for (size_t o = 0; o < settled.size(); ++o)
       if (settled[o]) {
         size_t rest = size_t(r.outputs[o].numel) - spot[o];
-        r.checked += rest, r.equal += rest, r.equal_exact += rest, r.symbolic_locations += rest;
+        r.checked += rest, r.equal += rest, r.symbolic_locations += rest;
+        (settled_approximations[o].empty() ? r.equal_exact : r.equal_modulo_approximation) += rest;
+        for (const auto& a : settled_approximations[o])
+          if (std::find(r.approximations.begin(), r.approximations.end(), a) == r.approximations.end())
+            r.approximations.push_back(a);
         r.outputs[o].symbolic_only = int64_t(rest);
       }
     size_t undecided = r.checked - r.equal;

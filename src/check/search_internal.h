@@ -43,7 +43,8 @@ bool beyond_tolerance(double a, double b, const smt::Tolerance& tol);
 // item 6): each side's element built with the location's coordinates as bounded variables
 // (Lowering::element_symbolic), then decided as a location is, short of the per-location witness.
 struct SymbolicOutput {
-  bool equal = false;                      // every location equal, exactly
+  bool equal = false;                      // every location equal (exactly, or modulo `approximations`)
+  std::vector<std::string> approximations;  // the approximation axioms equality rests on (empty: exact)
   uint64_t nodes = 0;                      // tree size of both sides
   std::string expr;                        // the reference's, abbreviated, for the report
   std::string how;                         // how it was decided (equal) or why not
@@ -55,12 +56,12 @@ struct SymbolicOutput {
 bool size_points_by_terms(smt::DecideOptions& dopt, uint64_t terms);
 
 // A location of an output proven equal at its symbolic location, as decided one by one, made what the
-// verdict counts (check.cpp): undecided (or equal within the tolerance, modulo an approximation) becomes
-// equal, exactly; a difference found by evaluating in floating point (the falsification tier, random
+// verdict counts (check.cpp): undecided (or equal within the tolerance, modulo another approximation)
+// becomes equal as the proof says (exactly, or modulo its `approximations`); a difference found by evaluating in floating point (the falsification tier, random
 // points: `numbers_differ` or `sampled`) undecided, as at a location proven equal whose tier's numbers
 // differ (overflow or cancellation can be real; it blocks VERIFIED). false: a symbolic difference, which
 // the proof contradicts (one of the two paths models an operator wrongly).
-bool fold_settled_location(LocationResult& lr, const std::string& how);
+bool fold_settled_location(LocationResult& lr, const std::string& how, const std::vector<std::string>& approximations);
 
 // The outcome of one location, in search order.
 struct Slot {

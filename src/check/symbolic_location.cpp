@@ -11,6 +11,7 @@ namespace dirigo::check::detail {
 
 std::vector<SymbolicOutput> Search::settle_symbolically(Clock::time_point end, size_t spot) {
   std::vector<SymbolicOutput> out(m_.outputs.size());
+  t0_ = Clock::now();  // budget_end() for the re-roller (run() starts the search's own clock)
   auto ref_end = ref_.deadline(), cand_end = cand_.deadline();
   ref_.set_deadline(std::min(ref_end, end));
   cand_.set_deadline(std::min(cand_end, end));
@@ -62,11 +63,19 @@ std::vector<SymbolicOutput> Search::settle_symbolically(Clock::time_point end, s
             dopt.use_cache = false;
           }
           smt::Decision d = solver.decide(ctx_, ea, eb, dopt);
-          // exact only: within the tolerance or modulo an approximation is said location by location
-          so.equal = d.verdict == smt::Verdict::Equal && d.approximations.empty() && d.stage != smt::Stage::Tolerance &&
-                     d.stage != smt::Stage::Sampling;
-          how = so.equal ? fmt::format("{} (stage {})", how, smt::stage_name(d.stage))
-                         : fmt::format("not proven equal exactly there ({}, stage {}): decided location by location",
+          // Equal for every input, exactly or modulo named approximations (as a location may be); within
+          // the tolerance is said location by location
+          auto proven = [](const smt::Decision& x) {
+            return x.verdict == smt::Verdict::Equal && x.stage != smt::Stage::Tolerance && x.stage != smt::Stage::Sampling;
+          };
+          std::string rerolled;
+          if (!proven(d) && opt_.reroll)  // as at a location: both sides re-rolled, then with fp32 constants
+            if (auto rd = reroll_decide(ctx_, solver, ea, eb, dopt, rerolled, true)) d = std::move(*rd);
+          so.equal = proven(d);
+          if (so.equal) so.approximations = d.approximations;
+          how = so.equal ? fmt::format("{} (stage {}){}", how, smt::stage_name(d.stage),
+                                       rerolled.empty() ? "" : "; " + rerolled)
+                         : fmt::format("not proven equal there ({}, stage {}): decided location by location",
                                        smt::verdict_name(d.verdict), smt::stage_name(d.stage));
         }
         so.how = std::move(how);
@@ -95,7 +104,7 @@ std::vector<SymbolicOutput> Search::settle_symbolically(Clock::time_point end, s
   return out;
 }
 
-bool fold_settled_location(LocationResult& lr, const std::string& how) {
+bool fold_settled_location(LocationResult& lr, const std::string& how, const std::vector<std::string>& approximations) {
   if (lr.numbers_differ || lr.sampled) {
     lr.verdict = smt::Verdict::Unknown;
     lr.numbers_differ = true;
@@ -106,12 +115,14 @@ bool fold_settled_location(LocationResult& lr, const std::string& how) {
     return true;
   }
   if (lr.verdict == smt::Verdict::Differ) return false;
-  if (lr.verdict != smt::Verdict::Equal || lr.stage == smt::Stage::Tolerance || !lr.approximations.empty()) {
+  bool as_proven = lr.verdict == smt::Verdict::Equal && lr.stage != smt::Stage::Tolerance &&
+                   (lr.approximations.empty() || lr.approximations == approximations);
+  if (!as_proven) {
     lr.reason = fmt::format("decided at the output's symbolic location{}",
                             lr.reason.empty() ? "" : " (one by one: " + lr.reason + ")");
     lr.verdict = smt::Verdict::Equal;
     lr.stage = smt::Stage::Canonical;
-    lr.approximations.clear();
+    lr.approximations = approximations;
   }
   return true;
 }

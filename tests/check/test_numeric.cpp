@@ -913,35 +913,40 @@ TEST(SymbolicLocation, SettledLocationsFoldAsTheProofSays) {
   check::LocationResult undecided;  // a timeout one by one: equal, exactly
   undecided.verdict = smt::Verdict::Timeout;
   undecided.reason = "z3: interrupted";
-  ASSERT_TRUE(fold_settled_location(undecided, "the same expression"));
+  ASSERT_TRUE(fold_settled_location(undecided, "the same expression", {}));
   EXPECT_EQ(undecided.verdict, smt::Verdict::Equal);
   EXPECT_NE(undecided.reason.find("z3: interrupted"), std::string::npos);
   check::LocationResult tolerance;  // within the tolerance one by one: exactly
   tolerance.verdict = smt::Verdict::Equal;
   tolerance.stage = smt::Stage::Tolerance;
-  ASSERT_TRUE(fold_settled_location(tolerance, "x"));
+  ASSERT_TRUE(fold_settled_location(tolerance, "x", {}));
   EXPECT_NE(tolerance.stage, smt::Stage::Tolerance);
   check::LocationResult exact;  // already exact: untouched
   exact.verdict = smt::Verdict::Equal;
   exact.stage = smt::Stage::Solver;
-  ASSERT_TRUE(fold_settled_location(exact, "x"));
+  ASSERT_TRUE(fold_settled_location(exact, "x", {}));
   EXPECT_EQ(exact.stage, smt::Stage::Solver);
   EXPECT_TRUE(exact.reason.empty());
+  check::LocationResult modulo;  // an output equal modulo an approximation: its undecided locations so too
+  modulo.verdict = smt::Verdict::Unknown;
+  ASSERT_TRUE(fold_settled_location(modulo, "x", {"Fp32Constants"}));
+  EXPECT_EQ(modulo.verdict, smt::Verdict::Equal);
+  EXPECT_EQ(modulo.approximations, std::vector<std::string>{"Fp32Constants"});
   check::LocationResult tier;  // the falsification tier's numbers differ: undecided, not a BUG
   tier.verdict = smt::Verdict::Differ;
   tier.confirmed_f32 = true;
   tier.sampled = check::LocationResult::SampledPoint{};
-  ASSERT_TRUE(fold_settled_location(tier, "x"));
+  ASSERT_TRUE(fold_settled_location(tier, "x", {}));
   EXPECT_EQ(tier.verdict, smt::Verdict::Unknown);
   EXPECT_TRUE(tier.numbers_differ);
   EXPECT_FALSE(tier.confirmed_f32);
   check::LocationResult proven_then_tier;  // equal one by one, but the tier's numbers differ: stays undecided
   proven_then_tier.verdict = smt::Verdict::Unknown;
   proven_then_tier.numbers_differ = true;
-  ASSERT_TRUE(fold_settled_location(proven_then_tier, "x"));
+  ASSERT_TRUE(fold_settled_location(proven_then_tier, "x", {}));
   EXPECT_EQ(proven_then_tier.verdict, smt::Verdict::Unknown);
   check::LocationResult symbolic;  // a symbolic difference contradicts the proof
   symbolic.verdict = smt::Verdict::Differ;
   symbolic.confirmed_f32 = true;
-  EXPECT_FALSE(fold_settled_location(symbolic, "x"));
+  EXPECT_FALSE(fold_settled_location(symbolic, "x", {}));
 }
