@@ -70,7 +70,7 @@ std::string_view rule_name(Rule r) {
       "IteNegCond", "IteToMinMax", "BoolSimplify", "CmpCanon", "BvAffine", "BvExtMerge",
       "BvSignedToUnsigned", "BvExtPush", "BvTruncPush", "BvBitFold", "BvDivRemConst", "BvDivModRecombine", "LoadFold",
       "AbsCanon", "MinMaxFloatLimit", "MulDistributeMinMax", "MulSumContent", "IteLeakyToMax", "ClampOrder",
-      "LogOfExp",
+      "LogOfExp", "CmpIteConst",
       "ReduceEmpty", "ReduceInvariant", "ReduceFactor", "ReduceSplitSum", "ReduceFlatten", "ReduceMerge",
       "ReduceOrigin"};
   static_assert(std::size(n) == static_cast<size_t>(Rule::Count_));

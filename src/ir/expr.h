@@ -190,6 +190,8 @@ enum class Rule : uint8_t {
                       // whichever bound the program applied first
   LogOfExp,           // log(exp(x)) -> x (exp maps the reals into log's domain): a logsumexp over one element
                       // is its element, as torch's max-shifted form and its decomposition compute it
+  CmpIteConst,        // k ~ ite(p, c1, c2) for constants k, c1, c2 -> p, not p, true or false, decided per arm: a
+                      // boolean materialized as 0/1 and compared again (where(x > t, ..) reads 0 == (t < x ? 1 : 0))
   // ---- reductions (rewrite_reduce*.cpp)
   ReduceEmpty,        // a reduction over an empty domain -> its identity (sum 0, prod 1); one point -> the body there
   ReduceInvariant,    // a body that does not read the reduction's indices: sum -> N*body, max/min -> body

@@ -96,6 +96,15 @@ Expr Context::Impl::cmp_op(Op op, Expr a, Expr b) {
     else c = a->u < b->u ? -1 : a->u > b->u;
     return mk_bool(op == Op::Eq ? c == 0 : strict ? c < 0 : c <= 0);
   }
+  if (on(Rule::CmpIteConst) && (a->is_const() || b->is_const())) {
+    auto const_arms = [](Expr x) { return x->op == Op::Ite && x->args_[1]->is_const() && x->args_[2]->is_const(); };
+    Expr it = a->is_const() ? b : a;
+    if (const_arms(it)) {
+      auto arm = [&](Expr v) { return it == a ? cmp_op(op, v, b) : cmp_op(op, a, v); };
+      Expr t = arm(it->args_[1]), e = arm(it->args_[2]);
+      if (t->op == Op::ConstBool && e->op == Op::ConstBool && apply(Rule::CmpIteConst)) return ite(it->args_[0], t, e);
+    }
+  }
   if (a == b && !a->has_undef() && apply(Rule::CmpCanon)) return mk_bool(!strict);
   if (op == Op::Eq && s == Sort::Bool && on(Rule::CmpCanon)) {
     if (a->op == Op::ConstBool) std::swap(a, b);

@@ -260,6 +260,18 @@ TEST_F(Rules, IteToMinMax) {
   untouched(Rule::IteToMinMax, [&] { return c.ite(c.lt(x, lo), lo, c.min(y, x)); });
 }
 
+TEST_F(Rules, CmpIteConst) {
+  Expr gt = c.lt(r(20), x);  // a boolean tensor materialized as 0/1
+  auto as01 = [&] { return c.ite(gt, r(1), r(0)); };
+  check(Rule::CmpIteConst, [&] { return c.eq(r(0), as01()); }, c.not_(gt));
+  check(Rule::CmpIteConst, [&] { return c.eq(as01(), r(1)); }, gt);
+  check(Rule::CmpIteConst, [&] { return c.lt(r(0), as01()); }, gt);
+  check(Rule::CmpIteConst, [&] { return c.eq(r(2), as01()); }, c.bool_const(false));
+  check(Rule::CmpIteConst, [&] { return c.eq(c.ite(p, bv(1), bv(0)), bv(0)); }, c.not_(p));
+  untouched(Rule::CmpIteConst, [&] { return c.eq(r(0), c.ite(gt, r(1), y)); });  // an arm not constant
+  untouched(Rule::CmpIteConst, [&] { return c.eq(x, as01()); });                 // no constant side
+}
+
 TEST_F(Rules, LogOfExp) {
   check(Rule::LogOfExp, [&] { return c.call(Fn::Log, c.call(Fn::Exp, c.add(x, y))); }, c.add(x, y));
   untouched(Rule::LogOfExp, [&] { return c.call(Fn::Exp, c.call(Fn::Log, x)); });  // x <= 0 has no log
