@@ -22,14 +22,14 @@ std::string_view axiom_name(Axiom a) {
       "SigmoidToExp", "TanhToExp", "SoftplusToLog", "Log1pToLog", "Expm1ToExp", "Exp2ToExp",
       "Log2ToLog", "RsqrtToRecip", "SiluToSigmoid", "MishToTanh", "EluToExp", "ErfcToErf",
       "SinhCoshToExp", "PowSmallInt", "ExpSum", "RecipExp", "ExpLog", "SqrtSquare", "ExpShift",
-      "GeluTanhIsErf", "GeluErfForm", "GeluTanhForm", "FastMathIsExact", "SnapConstants"};
+      "GeluTanhIsErf", "GeluErfForm", "GeluTanhForm", "FastMathIsExact", "SnapConstants", "SoftplusThreshold"};
   static_assert(std::size(names) == static_cast<size_t>(Axiom::Count_));
   return names[static_cast<size_t>(a)];
 }
 
 bool axiom_is_approximation(Axiom a) {
   return a == Axiom::GeluTanhIsErf || a == Axiom::FastMathIsExact || a == Axiom::GeluErfForm ||
-         a == Axiom::GeluTanhForm || a == Axiom::SnapConstants;
+         a == Axiom::GeluTanhForm || a == Axiom::SnapConstants || a == Axiom::SoftplusThreshold;
 }
 
 bool AxiomOptions::on(Axiom a) const {
@@ -532,7 +532,37 @@ Expr Normalizer::rewrite(Expr e) {
   if (e->op == Op::ConstReal) return snap_constant(e);  // constants the rules below create
   if (e->op == Op::Call) return rewrite_call(e);
   if (e->op == Op::Mul) return rewrite_mul(e);
+  if (e->op == Op::Ite && e->sort == ir::Sort::Real) return softplus_threshold(e);
   return e;
+}
+
+// PyTorch's softplus returns x itself where b*x passes its threshold t (20), and so does every kernel
+// that copies it; there x and softplus(b*x)/b differ by log1p(exp(-b*x))/b, relatively at most
+// exp(-t)/t: less than half an fp32 ulp of x once exp(-t) <= t * 2^-24 (t >= 15). Children are
+// normalized, so softplus, log1p(exp) and log(1 + exp) all read log(1 + exp(y)) here.
+Expr Normalizer::softplus_threshold(Expr e) {
+  Expr c = e->arg(0), hi = e->arg(1), lo = e->arg(2);
+  if (c->op == Op::Not) c = c->arg(0), std::swap(hi, lo);
+  Expr t, y, x, s;  // t < y ? x : s
+  if (c->op == Op::Lt && c->arg(0)->op == Op::ConstReal)
+    t = c->arg(0), y = c->arg(1), x = hi, s = lo;
+  else if (c->op == Op::Le && c->arg(1)->op == Op::ConstReal)  // y <= t ? s : x
+    t = c->arg(1), y = c->arg(0), x = lo, s = hi;
+  else
+    return e;
+  double td = t->rational().get_d();
+  if (!(td > 0) || std::exp(-td) > td * 0x1p-24) return e;
+  Expr sp = ctx_.call(Fn::Log, ctx_.add(ctx_.real_const(1), ctx_.call(Fn::Exp, y)));
+  if (y == x) return s == sp && fire(Axiom::SoftplusThreshold) ? s : e;
+  // b != 1: y = b*x, s = sp/b; b read off the leading coefficients, then checked by building b*x
+  auto coefficient = [](Expr z) -> mpq_class {
+    if (z->op == Op::Add) z = z->arg(z->nargs - 1);
+    return z->op == Op::Mul && z->arg(0)->op == Op::ConstReal ? z->arg(0)->rational() : mpq_class(1);
+  };
+  mpq_class b = coefficient(y) / coefficient(x);
+  if (b <= 0 || ctx_.mul(ctx_.real_const(b), x) != y) return e;
+  Expr scaled = ctx_.mul(ctx_.real_const(mpq_class(1 / b)), sp);
+  return s == scaled && fire(Axiom::SoftplusThreshold) ? s : e;
 }
 
 Expr Normalizer::rewrite_call(Expr e) {

@@ -65,6 +65,8 @@ enum class Axiom : uint8_t {
   GeluTanhForm,    // a*0.5*s*(1 + tanh(k*(s + 0.044715*s^3))), k ~ sqrt(2/pi) -> a*gelu_tanh(s)
   FastMathIsExact, // exp2(c*x) with c ~ log2(e) -> exp(x); log2 scaled by the f32 ln2 -> log
   SnapConstants,   // a constant within 2^-22 (relative) of a known irrational -> ONE canonical rational
+  SoftplusThreshold,  // x if t < b*x else softplus(b*x)/b -> softplus(b*x)/b, for a threshold t where the two
+                      // branches round alike in fp32 (exp(-t) <= t * 2^-24; PyTorch's softplus: t = 20)
   Count_
 };
 std::string_view axiom_name(Axiom a);
@@ -107,6 +109,7 @@ class Normalizer {
   ir::Expr snap_constant(ir::Expr e);    // SnapConstants on a ConstReal
   ir::Expr rewrite_call(ir::Expr e);
   ir::Expr rewrite_mul(ir::Expr e);
+  ir::Expr softplus_threshold(ir::Expr e);  // SoftplusThreshold on an Ite (e itself where it does not apply)
   bool fire(Axiom a);
   ir::Expr ln2();
   ir::Expr small_power(ir::Expr base, int64_t n);

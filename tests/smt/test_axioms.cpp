@@ -218,6 +218,43 @@ TEST_F(AxiomTest, GeluTanhIsErf) {
   does_not_apply(Axiom::GeluTanhIsErf, call(Fn::GeluTanh, x), strict);
 }
 
+TEST_F(AxiomTest, SoftplusThreshold) {
+  smt::Normalizer n(ctx);
+  Expr sp = n(call(Fn::Softplus, x));
+  Expr twenty = ctx.real_const(20);
+  // F.softplus's linear region, spelled with softplus, log1p(exp) or as where(x <= t, .., x)
+  applies(Axiom::SoftplusThreshold, ctx.ite(ctx.lt(twenty, x), x, call(Fn::Softplus, x)), sp);
+  applies(Axiom::SoftplusThreshold, ctx.ite(ctx.lt(twenty, x), x, call(Fn::Log1p, call(Fn::Exp, x))), sp);
+  applies(Axiom::SoftplusThreshold, ctx.ite(ctx.le(x, twenty), call(Fn::Log1p, call(Fn::Exp, x)), x), sp);
+  // beta 2: 2x > 20 ? x : softplus(2x)/2, also of a sum
+  for (Expr v : {x, ctx.add(x, y)}) {
+    Expr bx = ctx.mul(two, v);
+    Expr half_sp = ctx.div(call(Fn::Softplus, bx), two);
+    applies(Axiom::SoftplusThreshold, ctx.ite(ctx.lt(twenty, bx), v, half_sp), n(half_sp));
+  }
+  // not: a threshold where the branches differ in fp32 (exp(-5) is 1e-3 of x), another value than x,
+  // another function, or switched off
+  does_not_apply(Axiom::SoftplusThreshold, ctx.ite(ctx.lt(ctx.real_const(5), x), x, sp));
+  does_not_apply(Axiom::SoftplusThreshold, ctx.ite(ctx.lt(twenty, x), y, sp));
+  Expr e = n(call(Fn::Exp, x));
+  does_not_apply(Axiom::SoftplusThreshold, ctx.ite(ctx.lt(twenty, x), x, e));
+  does_not_apply(Axiom::SoftplusThreshold, ctx.ite(ctx.lt(twenty, x), x, sp), without(Axiom::SoftplusThreshold));
+  EXPECT_TRUE(smt::axiom_is_approximation(Axiom::SoftplusThreshold));
+}
+
+TEST_F(AxiomTest, MishOfThresholdedSoftplusIsMishModuloTheThreshold) {
+  // torch's mish kernel has no threshold; its decomposition through F.softplus does
+  smt::Solver solver;
+  Expr thresholded = ctx.ite(ctx.lt(ctx.real_const(20), x), x, call(Fn::Log1p, call(Fn::Exp, x)));
+  smt::Decision d = solver.decide(ctx, call(Fn::Mish, x), ctx.mul(x, call(Fn::Tanh, thresholded)), {});
+  EXPECT_EQ(d.verdict, smt::Verdict::Equal) << d.reason;
+  EXPECT_EQ(d.approximations, std::vector<std::string>{"SoftplusThreshold"});
+  smt::DecideOptions exact;
+  exact.axioms.set(Axiom::SoftplusThreshold, false);
+  EXPECT_NE(solver.decide(ctx, call(Fn::Mish, x), ctx.mul(x, call(Fn::Tanh, thresholded)), exact).verdict,
+            smt::Verdict::Equal);
+}
+
 TEST_F(AxiomTest, EveryAxiomHasADistinctName) {
   std::set<std::string_view> names;
   for (size_t i = 0; i < static_cast<size_t>(Axiom::Count_); ++i) names.insert(smt::axiom_name(static_cast<Axiom>(i)));
