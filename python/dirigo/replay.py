@@ -458,9 +458,6 @@ def _set_sampled(progs: "Programs", witness: dict, ref_state: dict, fixed: list)
     """Every shared input regenerated from a sampled witness's (seed, point)."""
     import torch
     sampled = witness["sampled"]
-    if sampled.get("trimmed"):
-        raise ReplayError(f"a sampled witness over a trimmed prefix: its values were drawn for the prefix's results "
-                          f"{sampled['trimmed']}, which no input assignment is known to produce")
     for inp in witness.get("inputs", []):
         kind, name = inp["kind"], inp["input"]
         t = progs.input_tensor(name) if kind == "input" else ref_state.get(name)
@@ -513,6 +510,56 @@ def _failure(e: BaseException, programs: tuple = ()) -> dict:
     return {"status": "error", "message": f"{type(e).__name__}: {e}{where}"}
 
 
+def _run_at_location(progs: Programs, witness: dict, atol: float, rtol: float) -> dict:
+    """Both programs run on their current inputs and state, compared at the witness's location."""
+    with contextlib.redirect_stdout(sys.stderr):
+        ref_outs, new_outs = progs.run()
+    k = int(witness["output"].get("index", 0))
+    if k >= len(ref_outs) or k >= len(new_outs):
+        raise ReplayError(f"output {k}: the reference returns {len(ref_outs)} tensors, the candidate "
+                          f"{len(new_outs)}")
+    ro, no = ref_outs[k], new_outs[k]
+    if ro.shape != no.shape:
+        raise ReplayError(f"output {k} has shape {list(ro.shape)} in the reference, {list(no.shape)} in the "
+                          f"candidate")
+    loc = tuple(int(i) for i in witness["location"])
+    a, b = float(ro[loc]), float(no[loc])
+    diff = abs(a - b) if math.isfinite(a) and math.isfinite(b) else math.inf
+    whole = (ro.double() - no.double()).abs()
+    return dict(status="replayed", evidence=f"replay-{'gpu' if progs.device == 'cuda' else 'cpu'}",
+                reference=json_float(a), candidate=json_float(b), difference=json_float(diff),
+                allowed=_allowed(a, atol, rtol), exceeds=_exceeds(a, b, atol, rtol),
+                output_max_difference=json_float(float(whole.nan_to_num(math.inf).max()) if whole.numel() else 0.0))
+
+
+# How the programs' own inputs are varied when a witness cannot be carried back to them.
+INPUT_VARIANTS = (("as drawn", 1.0), ("scaled by 10", 10.0), ("scaled by 0.01", 0.01), ("negated", -1.0))
+
+
+def _replay_at_program_inputs(progs: Programs, witness: dict, atol: float, rtol: float,
+                              seconds: float = 30.0) -> dict:
+    """A sampled witness over a trimmed prefix drew values for the prefix's results, which no input is
+    known to produce. The difference it shows is looked for at the programs' own inputs instead:
+    get_inputs() under the input seed, then scaled and negated (INPUT_VARIANTS), until one shows the
+    witness's location beyond the tolerance or `seconds` have gone. The answer names the inputs
+    ("inputs_from"); where none differs it is the last one tried (not exceeding: SUSPECT stays)."""
+    import torch
+    base = list(progs.inputs)
+    t0, res = time.monotonic(), None
+    try:
+        for label, scale in INPUT_VARIANTS:
+            progs.inputs = [x * scale if isinstance(x, torch.Tensor) and x.is_floating_point() else x for x in base]
+            res = _run_at_location(progs, witness, atol, rtol)
+            res["inputs_from"] = f"the reference's get_inputs() under torch.manual_seed({progs.input_seed}), {label}"
+            if res["exceeds"] or time.monotonic() - t0 > seconds:
+                break
+    finally:
+        progs.inputs = base
+    res["notes"] = [f"the witness set results of the trimmed prefix {witness['sampled']['trimmed']}, which no input "
+                    f"is known to produce: the programs were run at their own inputs instead"]
+    return res
+
+
 def _replay_on(progs: Programs, witness: dict, steps: int) -> dict:
     """Replay one witness on loaded programs (left changed: the caller restores them)."""
     import torch
@@ -529,6 +576,8 @@ def _replay_on(progs: Programs, witness: dict, steps: int) -> dict:
         writes.setdefault(id(t), (t, [], []))[1].append(index)
         writes[id(t)][2].append(value)
 
+    if witness.get("sampled", {}).get("trimmed"):
+        return _replay_at_program_inputs(progs, witness, atol, rtol)
     if witness.get("sampled"):
         _set_sampled(progs, witness, ref_state, fixed)
     for leaf in witness["leaves"]:
@@ -570,24 +619,7 @@ def _replay_on(progs: Programs, witness: dict, steps: int) -> dict:
             mirrored.add(cname)
     if mirrored:
         notes.append(f"candidate state set from the reference's: {sorted(mirrored)}")
-    with contextlib.redirect_stdout(sys.stderr):
-        ref_outs, new_outs = progs.run()
-    k = int(witness["output"].get("index", 0))
-    if k >= len(ref_outs) or k >= len(new_outs):
-        raise ReplayError(f"output {k}: the reference returns {len(ref_outs)} tensors, the candidate "
-                          f"{len(new_outs)}")
-    ro, no = ref_outs[k], new_outs[k]
-    if ro.shape != no.shape:
-        raise ReplayError(f"output {k} has shape {list(ro.shape)} in the reference, {list(no.shape)} in the "
-                          f"candidate")
-    loc = tuple(int(i) for i in witness["location"])
-    a, b = float(ro[loc]), float(no[loc])
-    diff = abs(a - b) if math.isfinite(a) and math.isfinite(b) else math.inf
-    whole = (ro.double() - no.double()).abs()
-    res.update(status="replayed", evidence=f"replay-{'gpu' if progs.device == 'cuda' else 'cpu'}",
-               reference=json_float(a), candidate=json_float(b), difference=json_float(diff),
-               allowed=_allowed(a, atol, rtol), exceeds=_exceeds(a, b, atol, rtol),
-               output_max_difference=json_float(float(whole.nan_to_num(math.inf).max()) if whole.numel() else 0.0))
+    res.update(_run_at_location(progs, witness, atol, rtol))
     sym = witness.get("symbolic") or {}
     if "reference" in sym and witness.get("leaves_complete") and not trimmed:
         res["symbolic_reference"] = sym["reference"]

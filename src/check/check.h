@@ -145,6 +145,8 @@ struct Replay {
   double reference = 0, candidate = 0, difference = 0, allowed = 0;
   bool exceeds = false;
   double carry_residual = -1;   // max residual of the prefix carry-back (-1: none needed)
+  std::string inputs_from;      // run at the programs' own inputs instead of the witness (named so): its
+                                // values were results of the trimmed prefix, which no input is known to give
   std::string json;             // the replayer's whole answer
 };
 Replay parse_replay(const std::string& json);  // malformed -> status "error" naming what was wrong

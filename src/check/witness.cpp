@@ -152,6 +152,7 @@ Replay parse_replay(const std::string& text) {
       rp.difference = read_number(j.at("difference"));
       rp.allowed = read_number(j.at("allowed"));
       rp.exceeds = j.at("exceeds").get<bool>();
+      rp.inputs_from = j.value("inputs_from", "");
       if (j.contains("carried_back") && j["carried_back"].is_object())
         rp.carry_residual = read_number(j["carried_back"].at("max_residual"));
     }
@@ -167,18 +168,19 @@ void apply_replay(Report& r, Replay rp) {
   const LocationResult& l = r.locations.at(*r.first_differ);
   std::string where = fmt::format("{}[{}]", r.outputs.at(l.loc.output).ref_name, fmt::join(l.loc.index, ", "));
   if (rp.status == "replayed") {
+    std::string at = rp.inputs_from.empty() ? "the witness" : rp.inputs_from;
     if (rp.exceeds) {
       r.outcome = Outcome::Bug;
       r.evidence = rp.evidence;
-      r.reason = fmt::format("{} differs: the real programs give reference {} vs candidate {} at the witness "
-                             "(difference {:.6g} > allowed {:.6g})", where, rp.reference, rp.candidate,
+      r.reason = fmt::format("{} differs: the real programs give reference {} vs candidate {} at {} "
+                             "(difference {:.6g} > allowed {:.6g})", where, rp.reference, rp.candidate, at,
                              rp.difference, rp.allowed);
     } else {
       r.outcome = Outcome::Suspect;
       r.evidence.clear();
-      r.reason = fmt::format("{}: the symbolic values differ, but replaying the witness on the real programs "
-                             "gives reference {} vs candidate {} (difference {:.6g} within allowed {:.6g})",
-                             where, rp.reference, rp.candidate, rp.difference, rp.allowed);
+      r.reason = fmt::format("{}: the symbolic values differ, but the real programs give reference {} vs candidate "
+                             "{} at {} (difference {:.6g} within allowed {:.6g})",
+                             where, rp.reference, rp.candidate, at, rp.difference, rp.allowed);
     }
   } else if (r.outcome == Outcome::Bug) {
     r.notes.push_back("replay impossible (" + rp.status + "): " + rp.message + "; evidence is the fp32 evaluation");

@@ -8,6 +8,7 @@ import subprocess
 
 import numpy as np
 import pytest
+import torch
 
 from dirigo import replay as rp
 
@@ -77,10 +78,42 @@ def test_sampled_witness_over_a_trimmed_prefix_is_found_again_over_the_inputs(tm
         r["outcome"], r["evidence"], r["reason"], r["replay"])
 
 
-def test_replay_refuses_a_sampled_witness_over_a_trimmed_prefix():
-    w = {"sampled": {"seed": 1, "point": 0, "bound": 10.0, "nonnegative": False, "trimmed": ["prefix[0].t3"]}}
-    with pytest.raises(rp.ReplayError, match="trimmed prefix"):
-        rp._set_sampled(None, w, {}, [])
+CLAMPED_REF = """
+import torch
+class Model(torch.nn.Module):
+    def forward(self, x):
+        return torch.tanh(x) * 3
+def get_inputs():
+    return [torch.full((4, 8), 0.5)]  # 5 when scaled by 10: past the candidate's clamp below
+def get_init_inputs():
+    return []
+"""
+
+
+def _trimmed_witness():
+    return {"output": {"index": 0}, "location": [1, 2], "tolerance": {"atol": 1e-2, "rtol": 1e-2, "bound": 10},
+            "leaves": [], "inputs": [],
+            "sampled": {"seed": 1, "point": 0, "bound": 10.0, "nonnegative": False, "trimmed": ["prefix[0].t3"]}}
+
+
+@pytest.mark.parametrize("new_forward, found_at, exceeds", [
+    ("torch.tanh(x) * 3.5", "as drawn", True),                 # every input shows it
+    ("torch.tanh(torch.clamp(x, max=2.0)) * 3", "scaled by 10", True),  # only at inputs past 2
+    ("3 * torch.tanh(x)", "negated", False),                   # the same function: every variant tried
+])
+def test_a_witness_over_a_trimmed_prefix_is_looked_for_at_the_program_inputs(tmp_path, new_forward, found_at, exceeds):
+    # its values were drawn for the prefix's results, which no input is known to produce: the programs
+    # are run at their own inputs, scaled and negated, and the answer names the inputs it was found at
+    (tmp_path / "ref.py").write_text(CLAMPED_REF)
+    (tmp_path / "new.py").write_text(CLAMPED_REF.replace("class Model(", "class ModelNew(")
+                                     .replace("torch.tanh(x) * 3", new_forward))
+    progs = rp.Programs(str(tmp_path / "ref.py"), str(tmp_path / "new.py"), "cpu", 42, None)
+    drawn = progs.inputs[0].clone()
+    res = rp._replay_on(progs, _trimmed_witness(), 300)
+    assert res["status"] == "replayed" and res["exceeds"] is exceeds, res
+    assert res["inputs_from"].endswith(found_at) and f"manual_seed({progs.input_seed})" in res["inputs_from"], res
+    assert "trimmed prefix" in res["notes"][0]
+    assert torch.equal(progs.inputs[0], drawn)  # the inputs as they were
 
 
 def test_equal_programs_are_never_bug_on_the_numeric_path(tmp_path, monkeypatch):
