@@ -455,7 +455,7 @@ def sampled_values(sampled: dict, name: str, n: int):
 
 
 def _set_sampled(progs: "Programs", witness: dict, ref_state: dict, fixed: list) -> None:
-    """Every shared input regenerated from a sampled witness's (seed, point)."""
+    """Every shared input regenerated from a sampled witness's (seed, point); those it names "zeroed" set to 0."""
     import torch
     sampled = witness["sampled"]
     for inp in witness.get("inputs", []):
@@ -463,8 +463,11 @@ def _set_sampled(progs: "Programs", witness: dict, ref_state: dict, fixed: list)
         t = progs.input_tensor(name) if kind == "input" else ref_state.get(name)
         if t is None:
             raise ReplayError(f"the reference has no {kind} {name!r}")
-        vals = sampled_values(sampled, name, t.numel())
         with torch.no_grad():
+            if name in sampled.get("zeroed", ()):  # 0 in every element at this point, not drawn
+                t.zero_()
+                continue
+            vals = sampled_values(sampled, name, t.numel())
             t.copy_(torch.from_numpy(vals).reshape(t.shape).to(t.dtype))
 
 
@@ -541,17 +544,18 @@ def _replay_at_program_inputs(progs: Programs, witness: dict, atol: float, rtol:
     """A sampled witness over a trimmed prefix drew values for the prefix's results, which no input is
     known to produce. The difference it shows is looked for at the programs' own inputs instead:
     get_inputs() under the input seed, then scaled and negated (INPUT_VARIANTS), until one shows the
-    witness's location beyond the tolerance or `seconds` have gone. The answer names the inputs
+    witness's location beyond the tolerance or the next would end past `seconds`. The answer names the inputs
     ("inputs_from"); where none differs it is the last one tried (not exceeding: SUSPECT stays)."""
     import torch
     base = list(progs.inputs)
     t0, res = time.monotonic(), None
     try:
-        for label, scale in INPUT_VARIANTS:
+        for n, (label, scale) in enumerate(INPUT_VARIANTS):
             progs.inputs = [x * scale if isinstance(x, torch.Tensor) and x.is_floating_point() else x for x in base]
             res = _run_at_location(progs, witness, atol, rtol)
             res["inputs_from"] = f"the reference's get_inputs() under torch.manual_seed({progs.input_seed}), {label}"
-            if res["exceeds"] or time.monotonic() - t0 > seconds:
+            spent = time.monotonic() - t0  # the next variant costs about what each one did
+            if res["exceeds"] or spent * (n + 2) / (n + 1) > seconds:
                 break
     finally:
         progs.inputs = base

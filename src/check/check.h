@@ -191,6 +191,7 @@ struct LocationResult {
     unsigned point = 0;
     double bound = 10;  // the ladder's first rung; point `point` draws within smt::point_bound(point, bound)
     std::vector<std::string> trimmed;  // shared inputs that are results of the trimmed prefix (drawn too)
+    std::vector<std::string> zeroed;   // shared inputs set to 0 at the point (every element), not drawn
   };
   std::optional<SampledPoint> sampled;
   // What backs the difference when it is not "fp32-evaluation" (both symbolic or numeric values in

@@ -480,9 +480,9 @@ Slot Search::evaluate(ir::Context& ctx, Lowering& ref, Lowering& cand, smt::Solv
     smt::Decision q = solver.decide(ctx, ea, eb, quick);
     if (q.verdict != smt::Verdict::Equal) {
       ir::set_limits(ctx, {ctx.node_units() + opt_.max_location_nodes, budget_end()});
-      numeric_decide(ref, cand, slot,
-                     fmt::format("not proven equal short of the solver, its reductions expanding to {:.3g} terms ({})",
-                                 double(terms), reduce_how));
+      std::string why = fmt::format("not proven equal short of the solver, its reductions expanding to {:.3g} terms ({})",
+                                    double(terms), reduce_how);
+      if (!zeroed_input_witness(ctx, ea, eb, dopt_, kSampledTerms, slot, seq, why)) numeric_decide(ref, cand, slot, why);
       if (lr.confirmed_f32 && opt_.trim_prefix && sets_trimmed_result(lr)) confirm_over_program_inputs(lr);
       lr.ms = std::chrono::duration<double, std::milli>(Clock::now() - tl).count();
       return slot;

@@ -1,5 +1,6 @@
 // Human and JSON renderings of a check Report, and the verdict rules applied to a report held as JSON.
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <cctype>
@@ -134,9 +135,13 @@ std::string values_text(const LocationResult& l) {
 // The witness by input: its role, how many of its elements matter, its largest values.
 std::string witness_text(const LocationResult& l) {
   if (l.leaves.empty()) {  // a sampled point: every input regenerable from (seed, point)
-    std::string s = l.sampled ? fmt::format("  witness: random point {} of seed {} (every input drawn; --witness-out "
-                                            "regenerates them); the largest values:\n", l.sampled->point, l.sampled->seed)
-                              : std::string("  witness:\n");
+    std::string s = !l.sampled ? std::string("  witness:\n")
+                    : l.sampled->zeroed.empty()
+                        ? fmt::format("  witness: random point {} of seed {} (every input drawn; --witness-out "
+                                      "regenerates them); the largest values:\n", l.sampled->point, l.sampled->seed)
+                        : fmt::format("  witness: random point {} of seed {} with {} 0 everywhere (every other input "
+                                      "drawn; --witness-out regenerates them); the largest values:\n",
+                                      l.sampled->point, l.sampled->seed, fmt::join(l.sampled->zeroed, ", "));
     std::vector<std::pair<std::string, std::vector<std::string>>> by_input;
     for (const auto& w : l.witness) {
       auto cut = w.name.find('[');

@@ -111,6 +111,10 @@ class Search {
   // the decision at one location: symbolic, numeric, estimated too large (decide.cpp)
   Slot evaluate(ir::Context& ctx, Lowering& ref, Lowering& cand, smt::Solver& solver, const Location& loc, size_t seq);
   void numeric_decide(Lowering& ref, Lowering& cand, Slot& slot, const std::string& why);
+  // Reductions too large for a random point: the point with one shared input zeroed, where they may
+  // vanish (zeroed_witness.cpp); true when that shows a difference and slot.lr holds it
+  bool zeroed_input_witness(ir::Context& ctx, ir::Expr ea, ir::Expr eb, const smt::DecideOptions& dopt,
+                            uint64_t max_terms, Slot& slot, size_t seq, const std::string& why);
 
   NumericEvaluator& numeric_evaluator(Lowering& low, unsigned first);
   // The numeric path's ladder: the falsify ladder's uniform points (cheap draws: a giant location's

@@ -96,6 +96,7 @@ std::string sampled_json(const LocationResult::SampledPoint& s) {
             {"distribution", smt::distribution_name(smt::point_distribution(s.point))},
             {"ladder_bound", s.bound},
             {"trimmed", s.trimmed},  // drawn for the prefix's results: no input assignment is known to give them
+            {"zeroed", s.zeroed},    // 0 in every element instead of drawn
             {"draw", "element i of shared input NAME: u = splitmix64(splitmix64(seed * 1000003 + point) ^ "
                      "splitmix64(fnv1a64('in:' + NAME) % 2^24 << 40 ^ i)) >> 11 (53 bits); value = u * 2^-53 * bound, "
                      "or (2 * u * 2^-53 - 1) * bound when not nonnegative; distribution normal: with u2 = "

@@ -116,6 +116,20 @@ def test_a_witness_over_a_trimmed_prefix_is_looked_for_at_the_program_inputs(tmp
     assert torch.equal(progs.inputs[0], drawn)  # the inputs as they were
 
 
+def test_a_zeroed_input_of_a_sampled_witness_is_zero_and_the_others_drawn(tmp_path):
+    src = CLAMPED_REF.replace("def forward(self, x):", "def forward(self, x, y):").replace(
+        "return [torch.full((4, 8), 0.5)]", "return [torch.rand(4, 8), torch.rand(4, 8)]")
+    (tmp_path / "ref.py").write_text(src)
+    (tmp_path / "new.py").write_text(src.replace("class Model(", "class ModelNew("))
+    progs = rp.Programs(str(tmp_path / "ref.py"), str(tmp_path / "new.py"), "cpu", 42, None)
+    sampled = {"seed": 1, "point": 0, "bound": 10.0, "nonnegative": False, "trimmed": [], "zeroed": ["x"]}
+    w = {"sampled": sampled, "inputs": [{"kind": "input", "input": "x"}, {"kind": "input", "input": "y"}]}
+    rp._set_sampled(progs, w, {}, [])
+    x, y = progs.inputs
+    assert torch.count_nonzero(x) == 0
+    assert np.allclose(y.double().numpy().ravel(), rp.sampled_values(sampled, "y", 32), atol=1e-6)
+
+
 def test_equal_programs_are_never_bug_on_the_numeric_path(tmp_path, monkeypatch):
     monkeypatch.setenv("DIRIGO_REDUCE_ABOVE", "-1")  # term by term: with Reduce nodes the location is small
     # the per-location path: not the whole output at its symbolic location (that proves it equal)
