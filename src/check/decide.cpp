@@ -513,12 +513,7 @@ Slot Search::evaluate(ir::Context& ctx, Lowering& ref, Lowering& cand, smt::Solv
                                "point(s)", lr.ref_nodes + lr.cand_nodes, p);
         break;
       }
-      smt::FalsifyOptions fo{.points = 1, .first_point = p, .seed = dopt.random_seed,
-                             .bound = ladder_bound(dopt),
-                             .tolerance = dopt.tolerance, .confirm_rtol = dopt.confirm_rtol,
-                             .confirm_atol = dopt.confirm_atol, .assumptions = &dopt.assumptions,
-                             .key_of = [&ctx](int32_t t) { return smt::name_key(ctx.tensor_name(t)); }};
-      if (auto w = smt::falsify(ea, eb, fo); w && (w->exceeds_tolerance || !dopt.tolerance)) {
+      if (auto w = falsify_at_point(ctx, ea, eb, dopt, p)) {
         d.verdict = smt::Verdict::Differ;
         d.reason.clear();
         d.witness = std::move(*w);
@@ -602,6 +597,17 @@ Slot Search::evaluate(ir::Context& ctx, Lowering& ref, Lowering& cand, smt::Solv
   return slot;
 }
 
+std::optional<smt::Witness> Search::falsify_at_point(ir::Context& ctx, ir::Expr a, ir::Expr b,
+                                                     const smt::DecideOptions& dopt, unsigned p) {
+  smt::FalsifyOptions fo{.points = 1, .first_point = p, .seed = dopt.random_seed, .bound = ladder_bound(dopt),
+                         .tolerance = dopt.tolerance, .confirm_rtol = dopt.confirm_rtol,
+                         .confirm_atol = dopt.confirm_atol, .assumptions = &dopt.assumptions,
+                         .key_of = [&ctx](int32_t t) { return smt::name_key(ctx.tensor_name(t)); }};
+  auto w = smt::falsify(a, b, fo);
+  if (w && !w->exceeds_tolerance && dopt.tolerance) w.reset();
+  return w;
+}
+
 // A location too large to build, decided at the falsify ladder's points by evaluating both programs
 // numerically (check/numeric.h): a point beyond the tolerance is a Sampling witness regenerable
 // from (seed, point); none leaves the location undecided. Evaluators live as long as the search, so
@@ -644,7 +650,7 @@ void Search::numeric_decide(Lowering& ref, Lowering& cand, Slot& slot, const std
     lr.cand_value = b[0];
     lr.exceeds_tolerance = true;
     unsigned point = numeric_point(*hit);
-    lr.sampled = LocationResult::SampledPoint{dopt_.random_seed, point, bound, {}};
+    lr.sampled = LocationResult::SampledPoint{dopt_.random_seed, point, bound, {}, {}};
     for (const auto& si : m_.inputs)
       if (si.origin == program::SharedInput::Origin::Trimmed) lr.sampled->trimmed.push_back(si.name);
     lr.reason = fmt::format("{}: evaluated numerically at random point {} of seed {} ({} inputs, scale {})", why,

@@ -95,7 +95,7 @@ bool Search::falsify_numerically(ir::Context&, Lowering& ref, Lowering& cand, Sl
       lr.ref_value_f32 = a[n + k];
       lr.cand_value_f32 = b[n + k];
       lr.exceeds_tolerance = lr.confirmed_f32 = true;
-      lr.sampled = LocationResult::SampledPoint{dopt_.random_seed, point, bound, {}};
+      lr.sampled = LocationResult::SampledPoint{dopt_.random_seed, point, bound, {}, {}};
       for (const auto& si : m_.inputs)
         if (si.origin == program::SharedInput::Origin::Trimmed) lr.sampled->trimmed.push_back(si.name);
       lr.reason = fmt::format("falsified before the proof: both programs evaluated numerically at point {} of seed {} "

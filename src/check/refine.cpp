@@ -213,7 +213,7 @@ void Search::as_sampled_point(LocationResult& lr, unsigned point, double bound) 
     if (w.kind == "trimmed" && std::find(trimmed.begin(), trimmed.end(), w.input) == trimmed.end())
       trimmed.push_back(w.input);
   }
-  lr.sampled = LocationResult::SampledPoint{dopt_.random_seed, point, bound, std::move(trimmed)};
+  lr.sampled = LocationResult::SampledPoint{dopt_.random_seed, point, bound, std::move(trimmed), {}};
   lr.leaves.clear();
   lr.leaves.shrink_to_fit();
 }

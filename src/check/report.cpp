@@ -135,13 +135,14 @@ std::string values_text(const LocationResult& l) {
 // The witness by input: its role, how many of its elements matter, its largest values.
 std::string witness_text(const LocationResult& l) {
   if (l.leaves.empty()) {  // a sampled point: every input regenerable from (seed, point)
-    std::string s = !l.sampled ? std::string("  witness:\n")
-                    : l.sampled->zeroed.empty()
-                        ? fmt::format("  witness: random point {} of seed {} (every input drawn; --witness-out "
-                                      "regenerates them); the largest values:\n", l.sampled->point, l.sampled->seed)
-                        : fmt::format("  witness: random point {} of seed {} with {} 0 everywhere (every other input "
-                                      "drawn; --witness-out regenerates them); the largest values:\n",
-                                      l.sampled->point, l.sampled->seed, fmt::join(l.sampled->zeroed, ", "));
+    std::string s = "  witness:\n";
+    if (l.sampled) {
+      bool zeroed = !l.sampled->zeroed.empty();
+      s = fmt::format("  witness: random point {} of seed {}{} (every {}input drawn; --witness-out regenerates "
+                      "them); the largest values:\n", l.sampled->point, l.sampled->seed,
+                      zeroed ? fmt::format(" with {} 0 everywhere", fmt::join(l.sampled->zeroed, ", ")) : "",
+                      zeroed ? "other " : "");
+    }
     std::vector<std::pair<std::string, std::vector<std::string>>> by_input;
     for (const auto& w : l.witness) {
       auto cut = w.name.find('[');

@@ -135,6 +135,10 @@ class Search {
 
   // The first rung of the random points' ladder (falsify's and the numeric path's alike).
   static double ladder_bound(const smt::DecideOptions& dopt) { return dopt.tolerance ? dopt.tolerance->bound : 10.0; }
+  // Ladder point p alone, its draws keyed by the tensors' names (regenerable from seed and point): the
+  // witness when a and b differ there beyond the tolerance (decide.cpp)
+  static std::optional<smt::Witness> falsify_at_point(ir::Context& ctx, ir::Expr a, ir::Expr b,
+                                                      const smt::DecideOptions& dopt, unsigned p);
 
   // witnesses: sampled points, refined values, the re-check over program inputs (refine.cpp)
   void as_sampled_point(LocationResult& lr, unsigned point, double bound);

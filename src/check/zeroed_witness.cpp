@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <tuple>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -19,14 +20,13 @@
 #include "ir/reduce.h"
 #include "ir/walk.h"
 #include "program/merge.h"
-#include "smt/falsify.h"
 
 namespace dirigo::check::detail {
 
 namespace {
 
-// The real-valued tensors both expressions read (elements and symbolic-index loads), with how many
-// elements each has; tensors read at an integer sort (indices, masks) are left out.
+// The tensors both expressions read (elements and symbolic-index loads): tensor -> whether every
+// read is real-valued (one read at an integer sort, an index or a mask, is no candidate for 0).
 std::unordered_map<int32_t, bool> tensors_read(ir::Expr ea, ir::Expr eb) {
   std::unordered_map<int32_t, bool> real_only;  // tensor -> every read is Real
   std::unordered_set<ir::Expr> seen;
@@ -56,8 +56,7 @@ bool Search::zeroed_input_witness(ir::Context& ctx, ir::Expr ea, ir::Expr eb, co
   const uint64_t terms = ir::expansion_terms(ea) + ir::expansion_terms(eb);
   // program inputs, parameters and buffers only (a trimmed result set to 0 is no input either), the
   // largest first: they are what the reductions run over
-  std::vector<std::pair<int64_t, int32_t>> order;  // (-numel, tensor)
-  std::unordered_map<int32_t, std::string> names;
+  std::vector<std::tuple<int64_t, int32_t, std::string>> order;  // (-numel, tensor, shared input name)
   for (auto [t, real] : tensors_read(ea, eb)) {
     std::string name(ctx.tensor_name(t));
     if (!real || name.rfind("in:", 0) != 0) continue;
@@ -65,27 +64,22 @@ bool Search::zeroed_input_witness(ir::Context& ctx, ir::Expr ea, ir::Expr eb, co
       if (si.origin == program::SharedInput::Origin::Input && si.name == name.substr(3)) {
         int64_t n = 1;
         for (int64_t d : si.ref.shape) n *= d;
-        order.emplace_back(-n, t);
-        names[t] = si.name;
+        order.emplace_back(-n, t, si.name);
       }
   }
   std::sort(order.begin(), order.end());
   constexpr size_t kTries = 3;
   for (size_t i = 0; i < order.size() && i < kTries; ++i) {
     if (Clock::now() > budget_end()) return false;
-    int32_t t = order[i].second;
+    const auto& [minus_numel, t, name] = order[i];
     std::unordered_map<ir::Expr, ir::Expr> memo;
     ir::Expr za = zeroed(ctx, ea, t, memo), zb = zeroed(ctx, eb, t, memo);
     const uint64_t left = ir::expansion_terms(za) + ir::expansion_terms(zb);
     if (za == zb || left > max_terms) continue;  // equal there (no evidence either way), or still too large
     for (unsigned p = 0; p < dopt.falsify_points; ++p) {
       if (Clock::now() > budget_end()) return false;
-      smt::FalsifyOptions fo{.points = 1, .first_point = p, .seed = dopt.random_seed, .bound = ladder_bound(dopt),
-                             .tolerance = dopt.tolerance, .confirm_rtol = dopt.confirm_rtol,
-                             .confirm_atol = dopt.confirm_atol, .assumptions = &dopt.assumptions,
-                             .key_of = [&ctx](int32_t id) { return smt::name_key(ctx.tensor_name(id)); }};
-      auto w = smt::falsify(za, zb, fo);
-      if (!w || !(w->exceeds_tolerance || !dopt.tolerance)) continue;
+      auto w = falsify_at_point(ctx, za, zb, dopt, p);
+      if (!w) continue;
       if (std::any_of(w->leaves.begin(), w->leaves.end(),
                       [](const smt::LeafValue& l) { return l.kind == smt::LeafValue::Kind::Var; }))
         return false;  // a free variable is no regenerable point
@@ -93,8 +87,8 @@ bool Search::zeroed_input_witness(ir::Context& ctx, ir::Expr ea, ir::Expr eb, co
       found.verdict = smt::Verdict::Differ;
       found.stage = smt::Stage::Sampling;
       found.reason = fmt::format("{}: at random point {} of seed {} with {} set to 0 everywhere, where the location's "
-                              "reductions over it vanish ({:.3g} terms instead of {:.3g})",
-                              why, p, dopt.random_seed, names[t], double(left), double(terms));
+                                 "reductions over it vanish ({:.3g} terms instead of {:.3g})",
+                              why, p, dopt.random_seed, name, double(left), double(terms));
       ir::PrintOptions popt{.max_nodes = 40};
       found.ref_expr = ir::to_string(ctx, ea, popt);
       found.cand_expr = ir::to_string(ctx, eb, popt);
@@ -102,7 +96,7 @@ bool Search::zeroed_input_witness(ir::Context& ctx, ir::Expr ea, ir::Expr eb, co
       witness_values(ctx, za, zb, *w, found, seq);
       as_sampled_point(found, p, ladder_bound(dopt));
       if (!found.sampled) return false;  // a leaf no replay can set: not a point
-      found.sampled->zeroed = {names[t]};
+      found.sampled->zeroed = {name};
       lr = std::move(found);
       return true;
     }
