@@ -76,6 +76,13 @@ def validate(w: dict) -> None:
             raise ReplayError(f"witness leaves[{i}]: unknown kind {leaf['kind']!r}")
         if leaf["kind"] == "trimmed" and ("op" not in leaf or "tensor" not in leaf):
             raise ReplayError(f"witness leaves[{i}]: a trimmed leaf needs 'op' and 'tensor'")
+    if w.get("others", "zero") != "zero":
+        raise ReplayError(f"witness 'others' must be \"zero\", not {w['others']!r}")
+    for i, f in enumerate(w.get("fill", [])):
+        if not isinstance(f, dict) or any(k not in f for k in ("kind", "input", "value")):
+            raise ReplayError(f"witness fill[{i}] needs 'kind', 'input' and 'value'")
+        if f["kind"] not in ("input", "parameter", "buffer"):
+            raise ReplayError(f"witness fill[{i}]: kind {f['kind']!r} cannot be filled")
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -471,6 +478,29 @@ def _set_sampled(progs: "Programs", witness: dict, ref_state: dict, fixed: list)
             t.copy_(torch.from_numpy(vals).reshape(t.shape).to(t.dtype))
 
 
+def _zero_others(progs: "Programs", witness: dict, ref_state: dict, new_state: dict) -> None:
+    """A witness whose reductions read elements it does not list ("others": "zero"): those are 0 at the
+    point dirigo evaluated (or, for the inputs it names under "fill", that value), so every
+    floating-point shared input and every parameter and buffer of both programs is set so before the
+    listed leaves are written."""
+    import torch
+    tensors = [progs.input_tensor(inp["input"]) for inp in witness.get("inputs", []) if inp["kind"] == "input"]
+    tensors += list(ref_state.values()) + list(new_state.values())
+    with torch.no_grad():
+        for t in tensors:
+            if isinstance(t, torch.Tensor) and t.dtype.is_floating_point:
+                t.zero_()
+        for f in witness.get("fill", []):  # every element of these at a value instead of 0
+            kind, name = f["kind"], f["input"]
+            if kind == "input":
+                t = progs.input_tensor(name)
+            else:
+                t = (new_state if f.get("program") == "candidate" else ref_state).get(name)
+            if t is None:
+                raise ReplayError(f"the witness fills {kind} {name!r}, which the programs do not have")
+            t.fill_(_float(f["value"]))
+
+
 def _allowed(ref: float, atol: float, rtol: float) -> float:
     return atol + rtol * abs(ref)
 
@@ -584,6 +614,8 @@ def _replay_on(progs: Programs, witness: dict, steps: int) -> dict:
         return _replay_at_program_inputs(progs, witness, atol, rtol)
     if witness.get("sampled"):
         _set_sampled(progs, witness, ref_state, fixed)
+    elif witness.get("others") == "zero":
+        _zero_others(progs, witness, ref_state, new_state)
     for leaf in witness["leaves"]:
         kind, name, value = leaf["kind"], leaf["input"], _float(leaf["value"])
         if kind == "trimmed":

@@ -174,6 +174,11 @@ struct LocationResult {
   uint64_t ref_nodes = 0, cand_nodes = 0;
   std::vector<LeafShown> witness;   // Differ: the leaves of both expressions, at most a few dozen shown
   std::vector<WitnessLeaf> leaves;  // Differ: every tensor-element leaf of both expressions
+  // Differ: the expressions' reductions read elements the leaves do not list, which are 0 at the witness
+  // (the witness's "others": "zero"; a replay sets every shared input, parameter and buffer to 0 first)
+  bool others_zero = false;
+  // Differ: inputs whose elements not listed hold `value` instead of 0 (no index; the witness's "fill")
+  std::vector<WitnessLeaf> fills;
   double ref_value = 0, cand_value = 0;           // fp64 at the witness
   double ref_value_f32 = 0, cand_value_f32 = 0;   // fp32 at the witness
   bool confirmed_f32 = false;    // the fp32 values differ beyond the tolerance

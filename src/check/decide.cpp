@@ -30,6 +30,7 @@
 #include "ir/limits.h"
 #include "ir/print.h"
 #include "ir/reroll.h"
+#include "ir/walk.h"
 #include "program/merge.h"
 #include "smt/falsify.h"
 
@@ -66,10 +67,13 @@ ir::Expr replace_reductions(ir::Context& ctx, ir::Expr e, const std::unordered_m
 // Reductions with more points than this stay symbolic when the two sides still differ; smaller ones
 // are expanded so that the term-by-term stages (and Z3) see their terms.
 constexpr uint64_t kExpandReductionPoints = 1u << 14;
-// A domain witness is tried only on locations of at most this many reduction terms (expanded): each try
-// evaluates both sides in fp64 and fp32, about 0.1 s per 10^6 terms on one core, and up to four tries
-// are made, so on larger locations the tries alone would spend the location's budget.
+// A domain witness's evaluation enumerates a reduction that no zero read restricts only up to this many
+// points (about 0.1 s per 10^6 terms on one core, and up to twelve tries are made); past it the try is
+// dropped.
 constexpr uint64_t kDomainWitnessPoints = 1u << 23;
+// A domain witness try's evaluations stop after this many ticks of 65,536 nodes (about 0.1 s), and
+// all tries of a location after kDomainWitnessTotalTicks.
+constexpr uint64_t kDomainWitnessTicks = 16, kDomainWitnessTotalTicks = 128;
 // Terms of a location's expanded reductions that its decision's random points may evaluate in full
 // (about 0.1 µs a term on one core: 0.2 s a point).
 constexpr uint64_t kSampledTerms = 1u << 21;
@@ -118,7 +122,7 @@ std::string Search::match_reductions(ir::Context& ctx, smt::Solver& solver, ir::
                                     "in the candidate's (e.g. index ({}) of the {}'s)",
                                     ir::reduce_op_name(a->reduce_op()), off.empty() ? "" : off + ")", d->only_a,
                                     d->only_b, pt, d->in_a ? "reference" : "candidate"));
-        if (lone.size() < 4 && points <= kDomainWitnessPoints)
+        if (lone.size() < 4)
           lone.push_back(ir::instantiate(ctx, d->in_a ? a : b, d->point));
         continue;
       }
@@ -222,46 +226,119 @@ std::optional<smt::Decision> Search::reroll_decide(ir::Context& ctx, smt::Solver
 }
 
 // A sum (max, min) that one side takes over terms the other lacks differs wherever those terms
-// dominate: every leaf of one lone term at a value v, every other leaf 0, for v in ±bound and ±1 (a
-// product body needs a large v, a max over signed terms a positive one). The verdict rests on both
-// original expressions evaluated at that input, never on the domains alone.
-std::optional<smt::Witness> Search::domain_witness(ir::Expr ea, ir::Expr eb, const std::vector<ir::Expr>& lone) {
+// dominate: the leaves of one lone term at a value v, every other leaf 0, for v in ±bound and ±1 (a
+// product body needs a large v, a max over signed terms a positive one). Tried with the lone term's
+// own element leaves, then with the leaves of one point of it (its reductions opened at their
+// middle, then their first point: one product of a GEMM row, the terms beside it): the rest of
+// every tensor is then 0, so both sides are evaluated at the points where their reductions can be
+// nonzero only (ir::Env::support), and a 2·10⁹-term location costs microseconds. The verdict rests
+// on both original expressions evaluated at that input, never on the domains alone.
+std::optional<smt::Witness> Search::domain_witness(ir::Context& ctx, ir::Expr ea, ir::Expr eb,
+                                                   const std::vector<ir::Expr>& lone) {
   double bound = tol_.bound;
-  for (ir::Expr term : lone) {
+  // one point of e: every reduction replaced by its body there, nested ones too
+  auto one_point = [&](ir::Expr e, bool middle) {
+    std::unordered_map<ir::Expr, ir::Expr> memo;
+    std::function<ir::Expr(ir::Expr)> open = [&](ir::Expr x) -> ir::Expr {
+      return ir::rebuild_post_order(ctx, x, memo, [&](ir::Expr r) -> ir::Expr {
+        if (r->op != ir::Op::Reduce) return nullptr;
+        std::vector<int64_t> at;
+        for (auto [lo, hi] : ir::reduce_box(r)) at.push_back(middle ? lo + (hi - lo) / 2 : lo);
+        return open(ir::instantiate(ctx, r, at));
+      });
+    };
+    return open(e);
+  };
+  // A point that sets only program inputs (not results of the trimmed prefix, which no input need
+  // produce at 0) for the opened points, whose zeros the replay then sets too.
+  bool inputs_only = true;
+  for (auto [t, real] : tensors_read(ea, eb)) {
+    std::string kind = describe_leaf(ctx, m_, t, 0, 0).kind;
+    if (kind != "input" && kind != "parameter" && kind != "buffer") inputs_only = false;
+  }
+  std::vector<std::vector<ir::Expr>> tries;
+  auto add_try = [&](ir::Expr term) {
     std::vector<ir::Expr> elems;
     for (ir::Expr l : ir::leaves(term))
       if (l->op == ir::Op::TensorElem && l->sort == ir::Sort::Real) elems.push_back(l);
-    if (elems.empty()) continue;
-    for (double v : {bound, -bound, 1.0, -1.0}) {
-      if (opt_.budget_s > 0 && Clock::now() >= budget_end()) return std::nullopt;
-      smt::Witness w;
-      for (ir::Expr l : elems) {
-        smt::LeafValue lv;
-        lv.tensor = l->tensor();
-        lv.index = l->index();
-        lv.value = ir::Value::of_real(v);
-        w.leaves.push_back(lv);
-      }
-      ir::Env env = w.env();
-      if (opt_.budget_s > 0)
-        env.tick = [this] {
-          if (Clock::now() > budget_end()) throw OutOfTime("the budget ran out evaluating a domain witness");
-        };
-      try {
-        ir::Value a = ir::Evaluator(env, ir::Precision::F64)(ea), b = ir::Evaluator(env, ir::Precision::F64)(eb);
-        if (a.undef || b.undef || !std::isfinite(a.real) || !std::isfinite(b.real) || !beyond_tolerance(a.real, b.real, tol_))
-          continue;
-        ir::Value a32 = ir::Evaluator(env, ir::Precision::F32)(ea), b32 = ir::Evaluator(env, ir::Precision::F32)(eb);
-        if (!std::isfinite(a32.real) || !std::isfinite(b32.real) || !beyond_tolerance(a32.real, b32.real, tol_)) continue;
-        w.a = a;
-        w.b = b;
-        w.exceeds_tolerance = true;
-        return w;
-      } catch (const OutOfTime&) {
-        return std::nullopt;
-      } catch (const std::exception&) {  // an evaluation error at this input (e.g. a leaf of no value): the next
-      }
+    if (!elems.empty() && std::find(tries.begin(), tries.end(), elems) == tries.end()) tries.push_back(std::move(elems));
+  };
+  for (ir::Expr term : lone) {
+    add_try(term);
+    if (!inputs_only || !ir::contains_reduce(term)) continue;
+    try {
+      add_try(one_point(term, true));
+      add_try(one_point(term, false));
+    } catch (const std::exception&) {  // a node budget: the element leaves alone
     }
+  }
+  // Per try, besides every other element 0: one tensor of the set (the smallest first: a bias) at -v
+  // everywhere else, for a context that is not flat at 0 (a sigmoid's or a softmax's other terms).
+  auto numel_of = [&](int32_t t) {
+    std::string name(ctx.tensor_name(t));
+    for (const auto& si : m_.inputs)
+      if (name == "in:" + si.name) {
+        int64_t n = 1;
+        for (int64_t d : si.ref.shape) n *= d;
+        return n;
+      }
+    return std::numeric_limits<int64_t>::max();
+  };
+  uint64_t total_ticks = 0;
+  for (const auto& elems : tries) {
+    std::vector<std::pair<int64_t, int32_t>> by_size;
+    for (ir::Expr l : elems)
+      if (std::none_of(by_size.begin(), by_size.end(), [&](auto& p) { return p.second == l->tensor(); }))
+        by_size.emplace_back(numel_of(l->tensor()), l->tensor());
+    std::sort(by_size.begin(), by_size.end());
+    for (double v : {bound, -bound, 1.0, -1.0})
+      for (size_t f = 0; f <= by_size.size(); ++f) {
+        if (f > 0 && !inputs_only) break;  // a trimmed result at -v is no input either
+        if (opt_.budget_s > 0 && Clock::now() >= budget_end()) return std::nullopt;
+        smt::Witness w;
+        if (f > 0) w.fills.emplace_back(by_size[f - 1].second, -v);
+        auto support = std::make_shared<std::unordered_map<int32_t, std::vector<int64_t>>>();
+        for (ir::Expr l : elems) {
+          smt::LeafValue lv;
+          lv.tensor = l->tensor();
+          lv.index = l->index();
+          lv.value = ir::Value::of_real(v);
+          w.leaves.push_back(lv);
+          (*support)[l->tensor()].push_back(l->index());
+        }
+        for (auto& [t, idx] : *support) std::sort(idx.begin(), idx.end());
+        ir::Env env = w.env();
+        int32_t filled = f > 0 ? by_size[f - 1].second : -1;
+        env.support = [support, filled](int32_t t) -> const std::vector<int64_t>* {
+          static const std::vector<int64_t> none;
+          if (t == filled) return nullptr;
+          auto it = support->find(t);
+          return it == support->end() ? &none : &it->second;
+        };
+        env.max_dense_points = kDomainWitnessPoints;
+        uint64_t ticks = 0;
+        env.tick = [this, &ticks, &total_ticks] {
+          if ((opt_.budget_s > 0 && Clock::now() > budget_end()) || ++total_ticks > kDomainWitnessTotalTicks)
+            throw OutOfTime("the budget ran out evaluating a domain witness");
+          if (++ticks > kDomainWitnessTicks) throw std::runtime_error("a domain witness try past its work");
+        };
+        try {
+          ir::Value a = ir::Evaluator(env, ir::Precision::F64)(ea), b = ir::Evaluator(env, ir::Precision::F64)(eb);
+          if (a.undef || b.undef || !std::isfinite(a.real) || !std::isfinite(b.real) ||
+              !beyond_tolerance(a.real, b.real, tol_))
+            continue;
+          ir::Value a32 = ir::Evaluator(env, ir::Precision::F32)(ea), b32 = ir::Evaluator(env, ir::Precision::F32)(eb);
+          if (!std::isfinite(a32.real) || !std::isfinite(b32.real) || !beyond_tolerance(a32.real, b32.real, tol_))
+            continue;
+          w.a = a;
+          w.b = b;
+          w.exceeds_tolerance = true;
+          return w;
+        } catch (const OutOfTime&) {
+          return std::nullopt;
+        } catch (const std::exception&) {  // an evaluation error at this input (a leaf of no value, a reduction no
+        }                                  // zero restricts, past its work): the next
+      }
   }
   return std::nullopt;
 }
@@ -469,7 +546,7 @@ Slot Search::evaluate(ir::Context& ctx, Lowering& ref, Lowering& cand, smt::Solv
   smt::Decision d;
   std::optional<unsigned> sampled_point;  // the giant path's ladder point that showed the difference
   std::optional<smt::Witness> by_domain;
-  if (!lone.empty() && ea != eb) by_domain = domain_witness(ea, eb, lone);
+  if (!lone.empty() && ea != eb) by_domain = domain_witness(ctx, ea, eb, lone);
   if (!by_domain && ea != eb && terms > kNumericTerms) {
     // Reductions past kNumericTerms terms: the stages short of Z3 decide equality; what they leave
     // open is decided as a location too large to build is, numerically at the ladder's points (a

@@ -160,9 +160,11 @@ std::string to_html(const Report& r) {
         if (!by.count(w.input)) order.push_back(w.input);
         by[w.input].push_back(&w);
       }
-      h += fmt::format("<h2>Witness: {} input element(s) matter (every other element 0)</h2>\n<table><tr><th>input</th>"
+      std::string others = "every other element 0";
+      for (const WitnessLeaf& f : l.fills) others += fmt::format(", of {} {:.6g}", esc(f.input), f.value);
+      h += fmt::format("<h2>Witness: {} input element(s) matter ({})</h2>\n<table><tr><th>input</th>"
                        "<th>role</th><th>elements</th><th>largest values</th></tr>\n",
-                       l.leaves.size());
+                       l.leaves.size(), others);
       for (const auto& name : order) {
         auto v = by[name];
         std::stable_sort(v.begin(), v.end(), [](auto* a, auto* b) { return std::fabs(a->value) > std::fabs(b->value); });

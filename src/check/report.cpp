@@ -184,8 +184,10 @@ std::string witness_text(const LocationResult& l) {
     in.peak = in.leaves.empty() ? 0 : std::fabs(in.leaves[0]->value);
   }
   std::stable_sort(inputs.begin(), inputs.end(), [](const Input& a, const Input& b) { return a.peak > b.peak; });
-  std::string s = fmt::format("  witness: {} input element(s) matter, in {} input(s); every other element 0\n",
-                              l.leaves.size(), inputs.size());
+  std::string others = "every other element 0";
+  for (const WitnessLeaf& f : l.fills) others += fmt::format(", of {} {:.6g}", f.input, f.value);
+  std::string s = fmt::format("  witness: {} input element(s) matter, in {} input(s); {}\n", l.leaves.size(),
+                              inputs.size(), others);
   constexpr size_t kInputs = 6, kValues = 3;
   for (size_t k = 0; k < inputs.size() && k < kInputs; ++k) {
     const Input& in = inputs[k];

@@ -38,6 +38,9 @@ WitnessLeaf describe_leaf(const ir::Context& ctx, const program::Merged& m, int3
 bool sets_trimmed_result(const LocationResult& l);
 std::string leaf_display(const WitnessLeaf& w);
 bool beyond_tolerance(double a, double b, const smt::Tolerance& tol);
+// The tensors both expressions read (elements and symbolic-index loads): tensor -> whether every
+// read is real-valued (zeroed_witness.cpp).
+std::unordered_map<int32_t, bool> tensors_read(ir::Expr ea, ir::Expr eb);
 
 // An output decided once for every location (the outer quantifier of the paper's equivalence, #18
 // item 6): each side's element built with the location's coordinates as bounded variables
@@ -194,9 +197,10 @@ class Search {
   // the originals); `how` says what decided it. snap_too: also with constants snapped (Fp32Constants).
   std::optional<smt::Decision> reroll_decide(ir::Context& ctx, smt::Solver& solver, ir::Expr ea, ir::Expr eb,
                                              const smt::DecideOptions& dopt, std::string& how, bool snap_too);
-  // A witness from the terms one side lacks: the leaves of a `lone` term set (everything else 0), kept
-  // only when both sides, evaluated in fp64 and IEEE fp32, differ beyond the tolerance.
-  std::optional<smt::Witness> domain_witness(ir::Expr ea, ir::Expr eb, const std::vector<ir::Expr>& lone);
+  // A witness from the terms one side lacks: the leaves of a `lone` term, or of one point of it, set
+  // (everything else 0), kept only when both sides, evaluated in fp64 and IEEE fp32, differ beyond the
+  // tolerance.
+  std::optional<smt::Witness> domain_witness(ir::Context& ctx, ir::Expr ea, ir::Expr eb, const std::vector<ir::Expr>& lone);
   std::map<std::pair<const Lowering*, unsigned>, std::unique_ptr<NumericEvaluator>> numeric_;  // by first point
   std::map<unsigned, std::shared_ptr<ProductsCache>> numeric_products_;  // by first point, both programs'
   // the falsification tier's evaluators (its distribution points, fp64 and fp32 lanes), by lowering and round

@@ -127,6 +127,13 @@ std::string witness_json(const Report& r, const WitnessSource& src) {
                           {"reference_expr", l.ref_expr}, {"candidate_expr", l.cand_expr}}},
             {"leaves_complete", !l.sampled}};
   if (l.sampled) j["sampled"] = json::parse(sampled_json(*l.sampled));  // every input regenerable, no leaf list
+  else if (l.others_zero || !l.fills.empty()) j["others"] = "zero";
+  if (!l.sampled && !l.fills.empty()) {
+    json fills = json::array();
+    for (const WitnessLeaf& f : l.fills)
+      fills.push_back({{"kind", f.kind}, {"input", f.input}, {"program", f.program}, {"value", f.value}});
+    j["fill"] = fills;
+  }
   constexpr const char* kLeaves = "@dirigo-witness-leaves@";
   constexpr const char* kInputs = "@dirigo-witness-inputs@";
   j["leaves"] = kLeaves;

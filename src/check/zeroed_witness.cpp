@@ -25,8 +25,15 @@ namespace dirigo::check::detail {
 
 namespace {
 
-// The tensors both expressions read (elements and symbolic-index loads): tensor -> whether every
-// read is real-valued (one read at an integer sort, an index or a mask, is no candidate for 0).
+ir::Expr zeroed(ir::Context& ctx, ir::Expr e, int32_t tensor, std::unordered_map<ir::Expr, ir::Expr>& memo) {
+  return ir::rebuild_post_order(ctx, e, memo, [&](ir::Expr x) -> ir::Expr {
+    bool read = (x->op == ir::Op::TensorElem || x->op == ir::Op::Load) && x->tensor() == tensor;
+    return read ? ctx.real_const(0) : nullptr;
+  });
+}
+
+}  // namespace
+
 std::unordered_map<int32_t, bool> tensors_read(ir::Expr ea, ir::Expr eb) {
   std::unordered_map<int32_t, bool> real_only;  // tensor -> every read is Real
   std::unordered_set<ir::Expr> seen;
@@ -40,15 +47,6 @@ std::unordered_map<int32_t, bool> tensors_read(ir::Expr ea, ir::Expr eb) {
     });
   return real_only;
 }
-
-ir::Expr zeroed(ir::Context& ctx, ir::Expr e, int32_t tensor, std::unordered_map<ir::Expr, ir::Expr>& memo) {
-  return ir::rebuild_post_order(ctx, e, memo, [&](ir::Expr x) -> ir::Expr {
-    bool read = (x->op == ir::Op::TensorElem || x->op == ir::Op::Load) && x->tensor() == tensor;
-    return read ? ctx.real_const(0) : nullptr;
-  });
-}
-
-}  // namespace
 
 bool Search::zeroed_input_witness(ir::Context& ctx, ir::Expr ea, ir::Expr eb, const smt::DecideOptions& dopt,
                                   uint64_t max_terms, Slot& slot, size_t seq, const std::string& why) {

@@ -1,6 +1,7 @@
 // Concrete evaluation: iterative post-order over the DAG with a memo.
 #include "ir/eval.h"
 
+#include <algorithm>
 #include <array>
 #include <bit>
 #include <cmath>
@@ -417,6 +418,289 @@ struct Evaluator::Impl {
     return *tp.result;
   }
 
+  // ---- sparse points (Env::support)
+  // A body's nonzero set as a disjunction of conjunctions of reads: the body can be nonzero at a
+  // point only where, for some conjunct, every read's element is in its tensor's support. Reads are
+  // of supported tensors at an index affine in the bound indices (`coef`: Bound(u) -> factor, with
+  // u relative to the body: below the reduction's rank its own dims, above them enclosing ones).
+  struct Affine {
+    int64_t c = 0;
+    std::vector<std::pair<uint32_t, int64_t>> coef;
+  };
+  struct Atom {
+    int32_t tensor;
+    Affine idx;
+  };
+  struct Nonzero {
+    bool anywhere = true;  // no restriction known
+    std::vector<std::vector<Atom>> conj;  // !anywhere: an empty list is "nowhere"
+  };
+  static constexpr size_t kMaxConjuncts = 16;
+  static constexpr uint64_t kMaxSparsePoints = uint64_t(1) << 20;
+  static constexpr int64_t kAffineLimit = int64_t(1) << 61;
+  std::unordered_map<Expr, std::unique_ptr<Nonzero>> nonzero_plans;
+
+  static int64_t signed64(uint64_t b) { return static_cast<int64_t>(b); }
+  static bool add_ok(int64_t a, int64_t b, int64_t& out) {
+    __int128 v = static_cast<__int128>(a) + b;
+    if (v > kAffineLimit || v < -kAffineLimit) return false;
+    out = static_cast<int64_t>(v);
+    return true;
+  }
+
+  // e as c + Σ coef·Bound over BV64 (a closed part evaluated once); nullopt for any other form.
+  std::optional<Affine> affine(Expr e) {
+    if (e->sort != Sort::BV64) return std::nullopt;
+    if (!e->has_free_bound()) {
+      Affine a;
+      a.c = signed64(eval(e).bits);
+      if (a.c > kAffineLimit || a.c < -kAffineLimit) return std::nullopt;
+      return a;
+    }
+    auto scaled = [&](Affine a, int64_t k) -> std::optional<Affine> {
+      __int128 c = static_cast<__int128>(a.c) * k;
+      if (c > kAffineLimit || c < -kAffineLimit) return std::nullopt;
+      a.c = static_cast<int64_t>(c);
+      for (auto& [u, f] : a.coef) {
+        __int128 v = static_cast<__int128>(f) * k;
+        if (v > kAffineLimit || v < -kAffineLimit) return std::nullopt;
+        f = static_cast<int64_t>(v);
+      }
+      return a;
+    };
+    switch (e->op) {
+      case Op::Bound: {
+        Affine a;
+        a.coef.emplace_back(static_cast<uint32_t>(e->u), 1);
+        return a;
+      }
+      case Op::BvAdd: {
+        Affine sum;
+        for (Expr x : e->args()) {
+          auto a = affine(x);
+          if (!a || !add_ok(sum.c, a->c, sum.c)) return std::nullopt;
+          for (auto [u, f] : a->coef) {
+            auto it = std::find_if(sum.coef.begin(), sum.coef.end(), [u = u](auto& p) { return p.first == u; });
+            if (it == sum.coef.end()) sum.coef.emplace_back(u, f);
+            else if (!add_ok(it->second, f, it->second)) return std::nullopt;
+          }
+        }
+        return sum;
+      }
+      case Op::BvMul: {
+        int64_t k = 1;
+        Expr open = nullptr;
+        for (Expr x : e->args()) {
+          if (x->op == Op::ConstBV) {
+            __int128 v = static_cast<__int128>(k) * signed64(x->u);
+            if (v > kAffineLimit || v < -kAffineLimit) return std::nullopt;
+            k = static_cast<int64_t>(v);
+          } else if (!open) {
+            open = x;
+          } else {
+            return std::nullopt;
+          }
+        }
+        if (!open) return std::nullopt;  // closed: taken above
+        auto a = affine(open);
+        return a ? scaled(*a, k) : std::nullopt;
+      }
+      case Op::BvShl: {
+        if (e->arg(1)->op != Op::ConstBV || e->arg(1)->u >= 61) return std::nullopt;
+        auto a = affine(e->arg(0));
+        return a ? scaled(*a, int64_t(1) << e->arg(1)->u) : std::nullopt;
+      }
+      default:
+        return std::nullopt;
+    }
+  }
+
+  // Finite wherever its leaves are (finite, moderate): a product with such a factor and one zero
+  // read is exactly zero. No division, exp, log, pow, square root or variable (the ±inf Vars).
+  bool finite_factor(Expr e) {
+    if (e->sort != Sort::Real) return true;
+    switch (e->op) {
+      case Op::ConstReal: case Op::TensorElem: case Op::Load: case Op::BvToReal: return true;
+      case Op::Add: case Op::Mul: case Op::Min: case Op::Max: case Op::Abs: case Op::Reduce:
+        if (e->op == Op::Reduce && e->reduce_op() == ReduceOp::Prod) return false;
+        for (Expr x : e->args()) if (!finite_factor(x)) return false;
+        return true;
+      case Op::Ite: return finite_factor(e->arg(1)) && finite_factor(e->arg(2));
+      case Op::Call:
+        switch (e->fn()) {
+          case Fn::Tanh: case Fn::Sigmoid: case Fn::Erf: case Fn::Erfc: case Fn::Sin: case Fn::Cos: case Fn::Atan:
+          case Fn::GeluErf: case Fn::GeluTanh: case Fn::Silu: case Fn::Softplus: case Fn::Mish: case Fn::Elu:
+          case Fn::Selu: case Fn::Floor: case Fn::Ceil: case Fn::Round: case Fn::Trunc: case Fn::Sign:
+            return finite_factor(e->arg(0));
+          default: return false;
+        }
+      default: return false;
+    }
+  }
+
+  // Where e (a body's sub-expression; nested reductions are not looked into) can be nonzero.
+  Nonzero nonzero(Expr e) {
+    Nonzero any;
+    if (e->sort != Sort::Real) return any;
+    switch (e->op) {
+      case Op::ConstReal: {
+        if (e->rational() != 0) return any;
+        return Nonzero{false, {}};
+      }
+      case Op::TensorElem: case Op::Load: {
+        const std::vector<int64_t>* sup = env.support ? env.support(e->tensor()) : nullptr;
+        if (!sup) return any;
+        std::optional<Affine> idx = e->op == Op::Load ? affine(e->arg(0)) : std::optional<Affine>(Affine{e->index(), {}});
+        if (!idx) return any;
+        return Nonzero{false, {{Atom{e->tensor(), *idx}}}};
+      }
+      case Op::Abs: return nonzero(e->arg(0));
+      case Op::Ite: return either({e->arg(1), e->arg(2)});
+      case Op::Add: case Op::Max: case Op::Min: {
+        std::vector<Expr> xs(e->args().begin(), e->args().end());
+        return either(xs);
+      }
+      case Op::Mul: {
+        for (Expr f : e->args()) if (!finite_factor(f)) return any;
+        Nonzero out{false, {{}}};  // one empty conjunct: every point so far
+        bool restricted = false;
+        for (Expr f : e->args()) {
+          Nonzero n = nonzero(f);
+          if (n.anywhere) continue;
+          restricted = true;
+          std::vector<std::vector<Atom>> prod;
+          for (const auto& a : out.conj)
+            for (const auto& b : n.conj) {
+              if (prod.size() >= kMaxConjuncts) return any;
+              prod.push_back(a);
+              prod.back().insert(prod.back().end(), b.begin(), b.end());
+            }
+          out.conj = std::move(prod);
+        }
+        return restricted ? out : any;
+      }
+      default:
+        return any;
+    }
+  }
+  Nonzero either(const std::vector<Expr>& xs) {
+    Nonzero out{false, {}};
+    for (Expr x : xs) {
+      Nonzero n = nonzero(x);
+      if (n.anywhere || out.conj.size() + n.conj.size() > kMaxConjuncts) return Nonzero{};
+      out.conj.insert(out.conj.end(), n.conj.begin(), n.conj.end());
+    }
+    return out;
+  }
+
+  // The points of r (row-major offsets, ascending) where its body can be nonzero, given the
+  // enclosing indices in bound_values; nullopt: no restriction found (or too many points).
+  std::optional<std::vector<uint64_t>> sparse_points(Expr r) {
+    auto& plan = nonzero_plans[r];
+    if (!plan) plan = std::make_unique<Nonzero>(nonzero(r->reduce_body()));
+    if (plan->anywhere) return std::nullopt;
+    const unsigned n = r->reduce_rank();
+    std::vector<int64_t> lo(n), ext(n);
+    for (unsigned d = 0; d < n; ++d) lo[d] = r->reduce_lo(d), ext[d] = r->reduce_hi(d) - r->reduce_lo(d);
+    // own dim d is Bound(n-1-d); an enclosing index Bound(u >= n) is bound_values[size-1-(u-n)]
+    auto outer = [&](uint32_t u) -> std::optional<int64_t> {
+      size_t j = u - n;
+      if (j >= bound_values.size()) return std::nullopt;
+      return bound_values[bound_values.size() - 1 - j];
+    };
+    std::vector<uint64_t> points;
+    for (const auto& conj : plan->conj) {
+      // per read: the constant at this point of the enclosing indices, and its factors on own dims
+      struct Read { const std::vector<int64_t>* sup; int64_t c; std::vector<int64_t> a; uint64_t free_points; };
+      std::vector<Read> reads;
+      bool nowhere = false;
+      for (const Atom& at : conj) {
+        Read rd{env.support(at.tensor), at.idx.c, std::vector<int64_t>(n, 0), 1};
+        for (auto [u, f] : at.idx.coef) {
+          if (u < n) { rd.a[n - 1 - u] += f; continue; }
+          auto v = outer(u);
+          if (!v) return std::nullopt;
+          __int128 c = static_cast<__int128>(rd.c) + static_cast<__int128>(f) * *v;
+          if (c > kAffineLimit || c < -kAffineLimit) return std::nullopt;
+          rd.c = static_cast<int64_t>(c);
+        }
+        for (unsigned d = 0; d < n; ++d)
+          if (rd.a[d] == 0) rd.free_points = rd.free_points > kMaxSparsePoints ? rd.free_points : rd.free_points * uint64_t(ext[d]);
+        bool own = std::any_of(rd.a.begin(), rd.a.end(), [](int64_t f) { return f != 0; });
+        if (!own && !std::binary_search(rd.sup->begin(), rd.sup->end(), rd.c)) nowhere = true;
+        reads.push_back(std::move(rd));
+      }
+      if (nowhere) continue;
+      const Read* best = nullptr;
+      for (const Read& rd : reads)
+        if (std::any_of(rd.a.begin(), rd.a.end(), [](int64_t f) { return f != 0; }) &&
+            (!best || rd.free_points < best->free_points))
+          best = &rd;
+      if (!best || best->free_points > kMaxSparsePoints) return std::nullopt;
+      // Σ a_d k_d = s - c over k_d in [lo_d, lo_d + ext_d), the dims with the largest |a_d| first
+      std::vector<unsigned> dims;
+      for (unsigned d = 0; d < n; ++d) if (best->a[d] != 0) dims.push_back(d);
+      std::sort(dims.begin(), dims.end(), [&](unsigned x, unsigned y) { return std::llabs(best->a[x]) > std::llabs(best->a[y]); });
+      std::vector<__int128> rest_min(dims.size() + 1, 0), rest_max(dims.size() + 1, 0);
+      for (size_t i = dims.size(); i-- > 0;) {
+        __int128 a = best->a[dims[i]], x0 = a * lo[dims[i]], x1 = a * (lo[dims[i]] + ext[dims[i]] - 1);
+        rest_min[i] = rest_min[i + 1] + std::min(x0, x1);
+        rest_max[i] = rest_max[i + 1] + std::max(x0, x1);
+      }
+      // the index as an integer stays inside int64 over the box, so it is the element read (no wrap)
+      if (best->c + rest_min[0] < std::numeric_limits<int64_t>::min() ||
+          best->c + rest_max[0] > std::numeric_limits<int64_t>::max())
+        return std::nullopt;
+      std::vector<int64_t> k(n, 0);
+      uint64_t visits = 0;
+      bool overflow = false;
+      std::function<void(size_t, __int128)> solve = [&](size_t i, __int128 target) {
+        if (overflow) return;
+        if (++visits > kMaxSparsePoints) { overflow = true; return; }
+        if (i == dims.size()) {
+          if (target != 0) return;
+          // the free dims take every value
+          std::vector<unsigned> fr;
+          for (unsigned d = 0; d < n; ++d) if (best->a[d] == 0) fr.push_back(d), k[d] = lo[d];
+          for (;;) {
+            uint64_t off = 0;
+            for (unsigned d = 0; d < n; ++d) off = off * uint64_t(ext[d]) + uint64_t(k[d] - lo[d]);
+            if (points.size() >= kMaxSparsePoints) { overflow = true; return; }
+            points.push_back(off);
+            size_t f = fr.size();
+            while (f-- > 0) {
+              if (++k[fr[f]] < lo[fr[f]] + ext[fr[f]]) break;
+              k[fr[f]] = lo[fr[f]];
+            }
+            if (f == size_t(-1)) return;
+          }
+        }
+        unsigned d = dims[i];
+        __int128 a = best->a[d];
+        // a·k in [target - rest_max, target - rest_min]
+        __int128 lo_v = target - rest_max[i + 1], hi_v = target - rest_min[i + 1];
+        __int128 k0, k1;
+        auto floor_div = [](__int128 x, __int128 y) { __int128 q = x / y; return (x % y != 0 && ((x < 0) != (y < 0))) ? q - 1 : q; };
+        auto ceil_div = [&](__int128 x, __int128 y) { return -floor_div(-x, y); };
+        if (a > 0) k0 = ceil_div(lo_v, a), k1 = floor_div(hi_v, a);
+        else k0 = ceil_div(hi_v, a), k1 = floor_div(lo_v, a);
+        k0 = std::max<__int128>(k0, lo[d]);
+        k1 = std::min<__int128>(k1, lo[d] + ext[d] - 1);
+        for (__int128 v = k0; v <= k1 && !overflow; ++v) {
+          k[d] = static_cast<int64_t>(v);
+          solve(i + 1, target - a * v);
+        }
+      };
+      for (int64_t s : *best->sup) {
+        solve(0, static_cast<__int128>(s) - best->c);
+        if (overflow) return std::nullopt;
+      }
+    }
+    std::sort(points.begin(), points.end());
+    points.erase(std::unique(points.begin(), points.end()), points.end());
+    return points;
+  }
+
   // A reduction, its points in row-major order, combined sequentially (rounded per step in F32).
   Value reduce_value(Expr r) {
     const unsigned n = r->reduce_rank();
@@ -433,6 +717,16 @@ struct Evaluator::Impl {
       return acc;
     }
     Tape& tp = tape_of(r);
+    if (env.support && op != ReduceOp::Prod) {
+      if (auto pts = sparse_points(r)) return sparse_value(r, tp, *pts);
+      if (env.max_dense_points) {
+        uint64_t count = 1;
+        for (unsigned d = 0; d < n; ++d)
+          count = count > env.max_dense_points ? count : count * uint64_t(r->reduce_hi(d) - r->reduce_lo(d));
+        if (count > env.max_dense_points)
+          throw std::runtime_error(fmt::format("evaluate: a reduction of {}+ points that no zero read restricts", count));
+      }
+    }
     size_t base = bound_values.size();
     bound_values.resize(base + n);
     bool first = true, undef = false;
@@ -456,6 +750,42 @@ struct Evaluator::Impl {
       if (d == unsigned(-1)) break;
     }
     bound_values.resize(base);
+    acc.undef = undef;
+    return acc;
+  }
+
+  // r at the given points only (row-major offsets, ascending): its body is exactly 0 elsewhere, so a
+  // sum is the same number (x + 0 is x, also rounded) and a max or min takes one 0 for the rest.
+  Value sparse_value(Expr r, Tape& tp, const std::vector<uint64_t>& points) {
+    const unsigned n = r->reduce_rank();
+    ReduceOp op = r->reduce_op();
+    uint64_t count = 1;
+    for (unsigned d = 0; d < n; ++d) count *= uint64_t(r->reduce_hi(d) - r->reduce_lo(d));
+    Value acc = Value::of_real(0.0);
+    bool first = true, undef = false;
+    auto combine = [&](const Value& v) {
+      undef |= v.undef;
+      switch (op) {
+        case ReduceOp::Sum: acc.real = rnd(acc.real + v.real); break;
+        case ReduceOp::Max: acc.real = first || v.real > acc.real ? v.real : acc.real; break;
+        case ReduceOp::Min: acc.real = first || v.real < acc.real ? v.real : acc.real; break;
+        case ReduceOp::Prod: throw std::logic_error("sparse_value: a product");
+      }
+      first = false;
+    };
+    size_t base = bound_values.size();
+    bound_values.resize(base + n);
+    for (uint64_t off : points) {
+      for (unsigned d = n; d-- > 0;) {
+        uint64_t e = uint64_t(r->reduce_hi(d) - r->reduce_lo(d));
+        bound_values[base + d] = r->reduce_lo(d) + int64_t(off % e);
+        off /= e;
+      }
+      combine(run(tp));
+      if (env.tick && (++computed & 0xFFFF) == 0) env.tick();
+    }
+    bound_values.resize(base);
+    if (points.size() < count && op != ReduceOp::Sum) combine(Value::of_real(0.0));
     acc.undef = undef;
     return acc;
   }

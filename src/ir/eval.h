@@ -7,6 +7,7 @@
 #include <functional>
 #include <optional>
 #include <string_view>
+#include <vector>
 
 #include "ir/expr.h"
 
@@ -32,6 +33,15 @@ struct Env {
   // Set: called every 65,536 evaluated nodes (a deadline throws from it; one evaluation of a giant
   // location's 10^6-10^7 nodes takes seconds).
   std::function<void()> tick;
+  // Set: the Real elements of `tensor` are 0 except at the returned indices (sorted; empty: all 0),
+  // and finite; nullptr: no such promise for that tensor. A sum, max or min is then evaluated at the
+  // points where its body can be nonzero only — its body is 0 wherever a factor read of such a
+  // tensor is (docs/ir.md "Sparse points") — with the same result as every point (bit for bit; a
+  // max or min whose ties are ±0 may keep the other zero): a domain witness that sets one element per tensor evaluates a 32768² GEMM row in microseconds.
+  std::function<const std::vector<int64_t>*(int32_t tensor)> support;
+  // With `support`: a reduction of more points than this that no such read restricts throws
+  // std::runtime_error instead of being enumerated (0: no limit).
+  uint64_t max_dense_points = 0;
 };
 
 class Evaluator {

@@ -68,17 +68,20 @@ struct ElemKeyHash {
 };
 using ElemSet = std::unordered_set<std::pair<int32_t, int64_t>, ElemKeyHash>;
 
-ir::Env make_env(const std::vector<LeafValue>& leaves) {
+ir::Env make_env(const std::vector<LeafValue>& leaves, const std::vector<std::pair<int32_t, double>>& fills = {}) {
   auto elems = std::make_shared<std::unordered_map<std::pair<int32_t, int64_t>, Value, ElemKeyHash>>();
+  auto filled = std::make_shared<std::unordered_map<int32_t, double>>(fills.begin(), fills.end());
   auto vars = std::make_shared<std::unordered_map<std::string, Value>>();
   for (const LeafValue& l : leaves) {
     if (l.kind == LeafValue::Kind::Elem) (*elems)[{l.tensor, l.index}] = l.value;
     else (*vars)[l.name] = l.value;
   }
   ir::Env env;
-  env.elem = [elems](int32_t t, int64_t i, Sort s) {
+  env.elem = [elems, filled](int32_t t, int64_t i, Sort s) {
     auto it = elems->find({t, i});
-    return it == elems->end() || it->second.sort != s ? zero_of(s) : it->second;
+    if (it != elems->end() && it->second.sort == s) return it->second;
+    auto f = filled->find(t);
+    return f != filled->end() && s == Sort::Real ? Value::of_real(f->second) : zero_of(s);
   };
   env.var = [vars](std::string_view name, Sort s) {
     auto it = vars->find(std::string(name));
@@ -194,7 +197,7 @@ void apply_params(z3::context& z, z3::solver& s, const DecideOptions& opt) {
 
 }  // namespace
 
-ir::Env Witness::env() const { return make_env(leaves); }
+ir::Env Witness::env() const { return make_env(leaves, fills); }
 ir::Env SatResult::env() const { return make_env(model); }
 
 std::string Witness::to_string(const ir::Context& ctx) const {
@@ -203,6 +206,7 @@ std::string Witness::to_string(const ir::Context& ctx) const {
     if (l.kind == LeafValue::Kind::Var) s += fmt::format("{} = {}; ", l.name, value_string(l.value));
     else s += fmt::format("{}[{}] = {}; ", ctx.tensor_name(l.tensor), l.index, value_string(l.value));
   }
+  for (const auto& [t, v] : fills) s += fmt::format("{}[*] = {}; ", ctx.tensor_name(t), v);
   s += fmt::format("a = {}, b = {}", value_string(a), value_string(b));
   return s;
 }

@@ -56,10 +56,13 @@ struct Witness {
   // Every Var of both sides, every tensor element the solver query contained,
   // and the elements symbolic loads read. Tensor elements not listed are 0.
   std::vector<LeafValue> leaves;
+  // Tensors whose real elements not listed hold this value instead of 0 (a domain witness's bias
+  // at -v, where a sigmoid or a softmax of the rest is then flat).
+  std::vector<std::pair<int32_t, double>> fills;
   ir::Value a, b;                 // both original expressions evaluated (fp64) at the witness
   bool exceeds_tolerance = false; // |a-b| > atol + rtol*|a| (a: the reference) (when a tolerance was asked for)
   bool depends_on_undef = false;  // exactly one side depends on an Undef leaf
-  // Environment for ir::Evaluator: the listed values, 0 for any other leaf.
+  // Environment for ir::Evaluator: the listed values, the fills, 0 for any other leaf.
   ir::Env env() const;
   std::string to_string(const ir::Context& ctx) const;
 };

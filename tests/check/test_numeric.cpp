@@ -627,6 +627,63 @@ TEST(Numeric, GiantReductionsDifferAtAPointWithTheirLargestInputZeroed) {
   EXPECT_NE(w.substr(z, 40).find("fc.weight"), std::string::npos) << w.substr(z, 200);
 }
 
+// x[2,4096] -> linear(W[4096,4096], b) -> act -> sum over the row (the candidate: over 4095 of its
+// 4096 elements, a slice first), times 0.5: 2^24 multiply-adds per location, and the dropped term a
+// 4096th of the sum, inside the tolerance at random inputs. The lone term's leaves at v, the rest of
+// every tensor 0 (relu) or the bias at -v (sigmoid, whose other terms are then ~0): a domain witness
+// evaluated at the reductions' nonzero points only (decide.cpp domain_witness, ir Env::support).
+ProgramBuilder gemm_act_row_sum(const char* name, const char* role, const char* act, bool shortened) {
+  ProgramBuilder p(name, role);
+  auto x = p.tensor({2, 4096}), w = p.tensor({4096, 4096}), b = p.tensor({4096}), y = p.tensor({2, 4096});
+  auto r = p.tensor({2, 4096}), s = p.tensor({2}), o = p.tensor({2});
+  auto c = p.view(r, 0, {2, 4095}, {4096, 1});  // the slice: a view of the activation's storage
+  auto wt = p.view(w, 0, {4096, 4096}, {1, 4096});
+  p.input("x", x);
+  p.input("fc.weight", w, "parameter");
+  p.input("fc.bias", b, "parameter");
+  p.aten("aten::t", {T(w)}, {wt});  // nn.Linear as traced
+  p.aten("aten::addmm", {T(b), T(x), T(wt)}, {y});
+  p.aten(act, {T(y)}, {r});
+  if (shortened) p.aten("aten::slice", {T(r), I(1), I(0), I(4095), I(1)}, {c}, {}, J::object(), "Tensor");
+  p.aten("aten::sum", {T(shortened ? c : r), Ints({1}), Bool(false)}, {s}, {}, J::object(), "dim_IntList");
+  p.aten("aten::mul", {T(s), F(0.5)}, {o}, {}, J::object(), "Scalar");
+  p.output("out0", o);
+  return p;
+}
+
+TEST(Numeric, GiantShortenedSumsDifferWhereTheirLoneTermIsAloneNonzero) {
+  for (const char* act : {"aten::sigmoid", "aten::relu"}) {
+    auto ref = gemm_act_row_sum("ref", "reference", act, false), cand = gemm_act_row_sum("new", "candidate", act, true);
+    check::Options opt;
+    opt.budget_s = 20;
+    opt.trim_prefix = false;
+    opt.seed = 3;
+    check::Report r = check::check_bundle(make_bundle({&ref, &cand}), opt);
+    ASSERT_EQ(r.outcome, check::Outcome::Bug) << act << ": " << r.reason;
+    const check::LocationResult& l = r.locations[*r.first_differ];
+    EXPECT_EQ(l.stage, smt::Stage::Domain) << act << ": " << l.reason;
+    EXPECT_FALSE(l.sampled);
+    EXPECT_TRUE(l.confirmed_f32);
+    EXPECT_TRUE(l.others_zero);
+    EXPECT_LT(r.search_seconds, 5.0) << act;
+    std::string w = check::witness_json(r);
+    EXPECT_NE(w.find("\"others\": \"zero\""), std::string::npos) << w.substr(0, 1500);
+    bool sigmoid = std::string(act) == "aten::sigmoid";
+    ASSERT_EQ(l.fills.size(), sigmoid ? 1u : 0u) << act;
+    if (sigmoid) {
+      EXPECT_EQ(l.fills[0].input, "fc.bias");
+      EXPECT_NE(w.find("\"fill\""), std::string::npos);
+      // every other bias at -v: 0.5 * (4095 sigmoid(-v) + sigmoid(lone)) against 0.5 * 4095 sigmoid(-v)
+      double v = -l.fills[0].value, rest = 0.5 * 4095 / (1 + std::exp(v));
+      EXPECT_NEAR(l.cand_value, rest, 1e-9 * rest);
+      EXPECT_GT(l.ref_value - l.cand_value, 0.4);
+    } else {
+      EXPECT_EQ(l.cand_value, 0.0);  // relu(0) everywhere the candidate sums
+      EXPECT_GT(l.ref_value, 0.0);
+    }
+  }
+}
+
 TEST(Numeric, SameProgramsNeverBug) {
   auto ref = conv_gn("ref", "reference"), cand = conv_gn("new", "candidate");
   check::Report r = check_numeric(make_bundle({&ref, &cand}));

@@ -173,3 +173,56 @@ def test_giant_built_location_witness_is_a_regenerable_point(tmp_path):
     sym = w["symbolic"]
     assert abs(r["replay"]["reference"] - sym["reference_f64"]) <= 1e-3 * (1 + abs(sym["reference_f64"]))
     assert abs(r["replay"]["candidate"] - sym["candidate_f64"]) <= 1e-3 * (1 + abs(sym["candidate_f64"]))
+
+
+SHORT_REF = """import torch
+class Model(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = torch.nn.Linear(2048, 2048)
+    def forward(self, x):
+        return torch.sigmoid(self.fc(x)).sum(1) * 0.5
+def get_inputs():
+    return [torch.randn(2, 2048)]
+def get_init_inputs():
+    return []
+"""
+
+
+def test_a_shortened_sum_within_tolerance_is_bug_at_its_lone_term_and_replays_there(tmp_path):
+    # The candidate sums 2047 of the 2048 sigmoids: a 2048th of the row sum, inside the tolerance at random
+    # inputs. The domain witness sets the dropped term's bias, every other element 0 and the other biases
+    # at -v (a sigmoid is flat there); the replay sets the programs so, and gives dirigo's own values.
+    (tmp_path / "ref.py").write_text(SHORT_REF)
+    (tmp_path / "new.py").write_text(SHORT_REF.replace("class Model(", "class ModelNew(").replace(
+        "torch.sigmoid(self.fc(x)).sum(1)", "torch.sigmoid(self.fc(x))[:, :2047].sum(1)"))
+    w = tmp_path / "witness.json"
+    p = subprocess.run([str(DIRIGO), "check", tmp_path / "ref.py", tmp_path / "new.py", "--device", "cpu",
+                        "--budget", "30", "--json", "--witness-out", w, "--no-state"],
+                       capture_output=True, text=True, timeout=600)
+    r = json.loads(p.stdout)
+    assert r["outcome"] == "BUG", p.stdout[:2000] + p.stderr[-2000:]
+    loc = r["locations"][r["first_differ"]]
+    assert loc["stage"] == "domain", loc
+    wj = json.loads(w.read_text())
+    assert wj["others"] == "zero" and [f["input"] for f in wj["fill"]] == ["fc.bias"], wj.get("fill")
+    assert r["evidence"] == "replay-cpu" and r["replay"]["exceeds"], r["replay"]
+    sym = wj["symbolic"]
+    for side in ("reference", "candidate"):
+        assert abs(r["replay"][side] - sym[side + "_f64"]) <= 1e-4 * (1 + abs(sym[side + "_f64"])), (side, r["replay"], sym)
+
+
+def test_others_zero_sets_every_other_element_and_the_fills(tmp_path):
+    (tmp_path / "ref.py").write_text(SHORT_REF.replace("2048", "16"))
+    (tmp_path / "new.py").write_text(SHORT_REF.replace("2048", "16").replace("class Model(", "class ModelNew("))
+    progs = rp.Programs(str(tmp_path / "ref.py"), str(tmp_path / "new.py"), "cpu", 42, None)
+    ref_state, new_state = progs.state("ref"), progs.state("new")
+    w = {"others": "zero", "inputs": [{"kind": "input", "input": "x"}],
+         "fill": [{"kind": "parameter", "input": "fc.bias", "program": "", "value": -3.0}]}
+    rp._zero_others(progs, w, ref_state, new_state)
+    assert torch.count_nonzero(progs.inputs[0]) == 0
+    assert torch.count_nonzero(ref_state["fc.weight"]) == 0 and torch.count_nonzero(new_state["fc.weight"]) == 0
+    assert torch.all(ref_state["fc.bias"] == -3.0)
+    with pytest.raises(rp.ReplayError, match="fill"):
+        rp.validate({"format": rp.FORMAT, "version": rp.VERSION, "output": 0, "location": [0], "leaves": [],
+                     "fill": [{"kind": "trimmed", "input": "prefix[0].t1", "value": 1}]})
