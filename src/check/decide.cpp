@@ -71,9 +71,10 @@ constexpr uint64_t kExpandReductionPoints = 1u << 14;
 // points (about 0.1 s per 10^6 terms on one core, and up to twelve tries are made); past it the try is
 // dropped.
 constexpr uint64_t kDomainWitnessPoints = 1u << 23;
-// A domain witness try's evaluations stop after this many ticks of 65,536 nodes (about 0.1 s), and
-// all tries of a location after kDomainWitnessTotalTicks.
-constexpr uint64_t kDomainWitnessTicks = 16, kDomainWitnessTotalTicks = 128;
+// A sparse point's evaluations stop after this many ticks of 65,536 nodes (about 0.1 s), and all
+// points of a location after kDomainWitnessTotalTicks (about 2 s).
+constexpr uint64_t kDomainWitnessTicks = 16, kDomainWitnessTotalTicks = 256;
+struct PastWork {};  // a sparse point's evaluation past kDomainWitnessTicks
 // Terms of a location's expanded reductions that its decision's random points may evaluate in full
 // (about 0.1 µs a term on one core: 0.2 s a point).
 constexpr uint64_t kSampledTerms = 1u << 21;
@@ -225,55 +226,46 @@ std::optional<smt::Decision> Search::reroll_decide(ir::Context& ctx, smt::Solver
   return std::nullopt;
 }
 
-// A sum (max, min) that one side takes over terms the other lacks differs wherever those terms
-// dominate: the leaves of one lone term at a value v, every other leaf 0, for v in ±bound and ±1 (a
-// product body needs a large v, a max over signed terms a positive one). Tried with the lone term's
-// own element leaves, then with the leaves of one point of it (its reductions opened at their
-// middle, then their first point: one product of a GEMM row, the terms beside it): the rest of
-// every tensor is then 0, so both sides are evaluated at the points where their reductions can be
-// nonzero only (ir::Env::support), and a 2·10⁹-term location costs microseconds. The verdict rests
-// on both original expressions evaluated at that input, never on the domains alone.
-std::optional<smt::Witness> Search::domain_witness(ir::Context& ctx, ir::Expr ea, ir::Expr eb,
-                                                   const std::vector<ir::Expr>& lone) {
-  double bound = tol_.bound;
-  // one point of e: every reduction replaced by its body there, nested ones too
-  auto one_point = [&](ir::Expr e, bool middle) {
-    std::unordered_map<ir::Expr, ir::Expr> memo;
-    std::function<ir::Expr(ir::Expr)> open = [&](ir::Expr x) -> ir::Expr {
-      return ir::rebuild_post_order(ctx, x, memo, [&](ir::Expr r) -> ir::Expr {
-        if (r->op != ir::Op::Reduce) return nullptr;
-        std::vector<int64_t> at;
-        for (auto [lo, hi] : ir::reduce_box(r)) at.push_back(middle ? lo + (hi - lo) / 2 : lo);
-        return open(ir::instantiate(ctx, r, at));
-      });
-    };
-    return open(e);
+namespace {
+// The real element leaves of e with every reduction replaced by its body at one point (its middle, or
+// its first), nested ones too: one product of a GEMM row and the terms beside it.
+std::vector<ir::Expr> opened_point_leaves(ir::Context& ctx, ir::Expr e, bool middle) {
+  std::unordered_map<ir::Expr, ir::Expr> memo;
+  std::function<ir::Expr(ir::Expr)> open = [&](ir::Expr x) -> ir::Expr {
+    return ir::rebuild_post_order(ctx, x, memo, [&](ir::Expr r) -> ir::Expr {
+      if (r->op != ir::Op::Reduce) return nullptr;
+      std::vector<int64_t> at;
+      for (auto [lo, hi] : ir::reduce_box(r)) at.push_back(middle ? lo + (hi - lo) / 2 : lo);
+      return open(ir::instantiate(ctx, r, at));
+    });
   };
-  // A point that sets only program inputs (not results of the trimmed prefix, which no input need
-  // produce at 0) for the opened points, whose zeros the replay then sets too.
-  bool inputs_only = true;
+  std::vector<ir::Expr> elems;
+  for (ir::Expr l : ir::leaves(open(e)))
+    if (l->op == ir::Op::TensorElem && l->sort == ir::Sort::Real) elems.push_back(l);
+  return elems;
+}
+}  // namespace
+
+// Whether every tensor the two sides read is a program input, parameter or buffer: a point that sets
+// the rest of them to 0 is then one the replay can set too (a trimmed result at 0 need not be one
+// any input produces).
+bool Search::reads_inputs_only(ir::Context& ctx, ir::Expr ea, ir::Expr eb) const {
   for (auto [t, real] : tensors_read(ea, eb)) {
     std::string kind = describe_leaf(ctx, m_, t, 0, 0).kind;
-    if (kind != "input" && kind != "parameter" && kind != "buffer") inputs_only = false;
+    if (kind != "input" && kind != "parameter" && kind != "buffer") return false;
   }
-  std::vector<std::vector<ir::Expr>> tries;
-  auto add_try = [&](ir::Expr term) {
-    std::vector<ir::Expr> elems;
-    for (ir::Expr l : ir::leaves(term))
-      if (l->op == ir::Op::TensorElem && l->sort == ir::Sort::Real) elems.push_back(l);
-    if (!elems.empty() && std::find(tries.begin(), tries.end(), elems) == tries.end()) tries.push_back(std::move(elems));
-  };
-  for (ir::Expr term : lone) {
-    add_try(term);
-    if (!inputs_only || !ir::contains_reduce(term)) continue;
-    try {
-      add_try(one_point(term, true));
-      add_try(one_point(term, false));
-    } catch (const std::exception&) {  // a node budget: the element leaves alone
-    }
-  }
-  // Per try, besides every other element 0: one tensor of the set (the smallest first: a bias) at -v
-  // everywhere else, for a context that is not flat at 0 (a sigmoid's or a softmax's other terms).
+  return true;
+}
+
+// Each set of elements at v ∈ {±bound, ±1}, every other element 0 — and, with `fills`, also with one
+// of the set's tensors (the smallest first: a bias) at -v in every other element, for contexts that
+// are not flat at 0 (a sigmoid's or a softmax's other terms). Both sides are evaluated at their
+// reductions' nonzero points only (ir::Env::support: a 2·10⁹-term location in microseconds); a try
+// that no zero restricts stops after kDomainWitnessTicks, all of them after kDomainWitnessTotalTicks.
+// The first point where both differ beyond the tolerance in fp64 and IEEE fp32 is the witness.
+std::optional<smt::Witness> Search::sparse_witness(ir::Context& ctx, ir::Expr ea, ir::Expr eb,
+                                                   const std::vector<std::vector<ir::Expr>>& tries, bool fills) {
+  double bound = tol_.bound;
   auto numel_of = [&](int32_t t) {
     std::string name(ctx.tensor_name(t));
     for (const auto& si : m_.inputs)
@@ -285,18 +277,34 @@ std::optional<smt::Witness> Search::domain_witness(ir::Context& ctx, ir::Expr ea
     return std::numeric_limits<int64_t>::max();
   };
   uint64_t total_ticks = 0;
-  for (const auto& elems : tries) {
+  for (const auto& set : tries) {
+    if (set.empty()) continue;
     std::vector<std::pair<int64_t, int32_t>> by_size;
-    for (ir::Expr l : elems)
+    for (ir::Expr l : set)
       if (std::none_of(by_size.begin(), by_size.end(), [&](auto& p) { return p.second == l->tensor(); }))
         by_size.emplace_back(numel_of(l->tensor()), l->tensor());
     std::sort(by_size.begin(), by_size.end());
+    // the set; without one of its tensors (a bias set to v makes a whole channel nonzero, and its
+    // statistics no longer small); with one of them at -v in every other element
+    struct Variant { std::vector<ir::Expr> elems; int32_t filled = -1; };
+    std::vector<Variant> variants{{set, -1}};
+    for (auto [numel, t] : by_size) {
+      Variant drop;
+      for (ir::Expr l : set) if (l->tensor() != t) drop.elems.push_back(l);
+      if (!drop.elems.empty()) variants.push_back(std::move(drop));
+    }
+    if (fills)
+      for (auto [numel, t] : by_size) variants.push_back({set, t});
+    std::vector<bool> costly(variants.size(), false);  // past its work at one v: at every v (same points)
     for (double v : {bound, -bound, 1.0, -1.0})
-      for (size_t f = 0; f <= by_size.size(); ++f) {
-        if (f > 0 && !inputs_only) break;  // a trimmed result at -v is no input either
+      for (size_t vi = 0; vi < variants.size(); ++vi) {
+        if (costly[vi]) continue;
+        const Variant& var = variants[vi];
+        const auto& elems = var.elems;
+        const int32_t filled = var.filled;
         if (opt_.budget_s > 0 && Clock::now() >= budget_end()) return std::nullopt;
         smt::Witness w;
-        if (f > 0) w.fills.emplace_back(by_size[f - 1].second, -v);
+        if (filled >= 0) w.fills.emplace_back(filled, -v);
         auto support = std::make_shared<std::unordered_map<int32_t, std::vector<int64_t>>>();
         for (ir::Expr l : elems) {
           smt::LeafValue lv;
@@ -308,7 +316,6 @@ std::optional<smt::Witness> Search::domain_witness(ir::Context& ctx, ir::Expr ea
         }
         for (auto& [t, idx] : *support) std::sort(idx.begin(), idx.end());
         ir::Env env = w.env();
-        int32_t filled = f > 0 ? by_size[f - 1].second : -1;
         env.support = [support, filled](int32_t t) -> const std::vector<int64_t>* {
           static const std::vector<int64_t> none;
           if (t == filled) return nullptr;
@@ -319,14 +326,15 @@ std::optional<smt::Witness> Search::domain_witness(ir::Context& ctx, ir::Expr ea
         uint64_t ticks = 0;
         env.tick = [this, &ticks, &total_ticks] {
           if ((opt_.budget_s > 0 && Clock::now() > budget_end()) || ++total_ticks > kDomainWitnessTotalTicks)
-            throw OutOfTime("the budget ran out evaluating a domain witness");
-          if (++ticks > kDomainWitnessTicks) throw std::runtime_error("a domain witness try past its work");
+            throw OutOfTime("the budget ran out evaluating a sparse point");
+          if (++ticks > kDomainWitnessTicks) throw PastWork{};
         };
         try {
           ir::Value a = ir::Evaluator(env, ir::Precision::F64)(ea), b = ir::Evaluator(env, ir::Precision::F64)(eb);
           if (a.undef || b.undef || !std::isfinite(a.real) || !std::isfinite(b.real) ||
               !beyond_tolerance(a.real, b.real, tol_))
             continue;
+          ticks = 0;  // as much again for the same points in fp32
           ir::Value a32 = ir::Evaluator(env, ir::Precision::F32)(ea), b32 = ir::Evaluator(env, ir::Precision::F32)(eb);
           if (!std::isfinite(a32.real) || !std::isfinite(b32.real) || !beyond_tolerance(a32.real, b32.real, tol_))
             continue;
@@ -336,11 +344,58 @@ std::optional<smt::Witness> Search::domain_witness(ir::Context& ctx, ir::Expr ea
           return w;
         } catch (const OutOfTime&) {
           return std::nullopt;
+        } catch (const PastWork&) {
+          costly[vi] = true;
         } catch (const std::exception&) {  // an evaluation error at this input (a leaf of no value, a reduction no
-        }                                  // zero restricts, past its work): the next
+          costly[vi] = true;               // zero restricts): the next
+        }
       }
   }
   return std::nullopt;
+}
+
+// A sum (max, min) that one side takes over terms the other lacks differs wherever those terms
+// dominate: the lone term's element leaves, then (where the location reads program inputs alone) the
+// leaves of one opened point of it, at v with the rest 0 (sparse_witness). The verdict rests on both
+// original expressions evaluated at that input, never on the domains alone.
+std::optional<smt::Witness> Search::domain_witness(ir::Context& ctx, ir::Expr ea, ir::Expr eb,
+                                                   const std::vector<ir::Expr>& lone) {
+  const bool inputs_only = reads_inputs_only(ctx, ea, eb);
+  std::vector<std::vector<ir::Expr>> tries;
+  auto add = [&](std::vector<ir::Expr> elems) {
+    if (!elems.empty() && std::find(tries.begin(), tries.end(), elems) == tries.end()) tries.push_back(std::move(elems));
+  };
+  for (ir::Expr term : lone) {
+    std::vector<ir::Expr> elems;
+    for (ir::Expr l : ir::leaves(term))
+      if (l->op == ir::Op::TensorElem && l->sort == ir::Sort::Real) elems.push_back(l);
+    add(std::move(elems));
+    if (!inputs_only || !ir::contains_reduce(term)) continue;
+    try {
+      for (bool middle : {true, false}) add(opened_point_leaves(ctx, term, middle));
+    } catch (const std::exception&) {  // a node budget: the element leaves alone
+    }
+  }
+  return sparse_witness(ctx, ea, eb, tries, inputs_only);
+}
+
+// A location past kNumericTerms that differs at all may differ at a sparse point: the leaves of one
+// opened point of either side at v, every other element 0 (or a bias at -v). A changed constant
+// (an epsilon, a scale, a dropped term) shows there in microseconds where a random point costs every
+// term; where the location reads results of a trimmed prefix, nothing (the re-check over program
+// inputs builds it from the inputs and tries again).
+std::optional<smt::Witness> Search::opened_point_witness(ir::Context& ctx, ir::Expr ea, ir::Expr eb) {
+  if (!reads_inputs_only(ctx, ea, eb)) return std::nullopt;
+  std::vector<std::vector<ir::Expr>> tries;
+  try {
+    for (ir::Expr side : {ea, eb})
+      for (bool middle : {true, false}) {
+        auto elems = opened_point_leaves(ctx, side, middle);
+        if (!elems.empty() && std::find(tries.begin(), tries.end(), elems) == tries.end()) tries.push_back(std::move(elems));
+      }
+  } catch (const std::exception&) {  // a node budget
+  }
+  return sparse_witness(ctx, ea, eb, tries, true);
 }
 
 Slot Search::evaluate(ir::Context& ctx, Lowering& ref, Lowering& cand, smt::Solver& solver, const Location& loc, size_t seq) {
@@ -555,7 +610,15 @@ Slot Search::evaluate(ir::Context& ctx, Lowering& ref, Lowering& cand, smt::Solv
     quick.rlimit = 1;
     quick.use_cache = false;
     smt::Decision q = solver.decide(ctx, ea, eb, quick);
-    if (q.verdict != smt::Verdict::Equal) {
+    std::optional<smt::Witness> sparse;
+    if (q.verdict != smt::Verdict::Equal) sparse = opened_point_witness(ctx, ea, eb);
+    if (sparse) {
+      d.verdict = smt::Verdict::Differ;
+      d.stage = smt::Stage::Sparse;
+      d.witness = std::move(sparse);
+      d.reason = fmt::format("at a sparse point (one opened point's elements set, every other element 0), its "
+                             "reductions expanding to {:.3g} terms ({})", double(terms), reduce_how);
+    } else if (q.verdict != smt::Verdict::Equal) {
       ir::set_limits(ctx, {ctx.node_units() + opt_.max_location_nodes, budget_end()});
       std::string why = fmt::format("not proven equal short of the solver, its reductions expanding to {:.3g} terms ({})",
                                     double(terms), reduce_how);
@@ -563,9 +626,10 @@ Slot Search::evaluate(ir::Context& ctx, Lowering& ref, Lowering& cand, smt::Solv
       if (lr.confirmed_f32 && opt_.trim_prefix && sets_trimmed_result(lr)) confirm_over_program_inputs(lr);
       lr.ms = std::chrono::duration<double, std::milli>(Clock::now() - tl).count();
       return slot;
+    } else {
+      d = std::move(q);
+      d.reason = reduce_how;
     }
-    d = std::move(q);
-    d.reason = reduce_how;
   } else if (by_domain) {
     d.verdict = smt::Verdict::Differ;
     d.stage = smt::Stage::Domain;

@@ -377,10 +377,12 @@ void Search::confirm_over_program_inputs(LocationResult& lr) {
   const LocationResult* again = ur.first_differ ? &ur.locations[*ur.first_differ] : nullptr;
   if (ur.outcome == Outcome::Bug && again && again->confirmed_f32 && again->loc.flat == lr.loc.flat) {
     Location loc = lr.loc;
+    std::string first = fmt::format("{}: {}", smt::stage_name(lr.stage), lr.reason);
     lr = *again;
     lr.loc = loc;
-    lr.reason = "the first witness set results of the trimmed prefix; this one, over program inputs, was found "
-                "with prefix trimming off at this location";
+    lr.reason = fmt::format("the first witness ({}) set results of the trimmed prefix; this one ({}), over program "
+                            "inputs, was found with prefix trimming off at this location",
+                            first, smt::stage_name(lr.stage));
     return;
   }
   lr.confirmed_f32 = false;

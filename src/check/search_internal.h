@@ -201,6 +201,13 @@ class Search {
   // (everything else 0), kept only when both sides, evaluated in fp64 and IEEE fp32, differ beyond the
   // tolerance.
   std::optional<smt::Witness> domain_witness(ir::Context& ctx, ir::Expr ea, ir::Expr eb, const std::vector<ir::Expr>& lone);
+  // A location past kNumericTerms at a sparse point: one opened point's elements set, the rest 0.
+  std::optional<smt::Witness> opened_point_witness(ir::Context& ctx, ir::Expr ea, ir::Expr eb);
+  // Sets of elements at v (the rest 0, or with `fills` one tensor at -v), evaluated at the reductions'
+  // nonzero points only: the first point where both sides differ beyond the tolerance.
+  std::optional<smt::Witness> sparse_witness(ir::Context& ctx, ir::Expr ea, ir::Expr eb,
+                                             const std::vector<std::vector<ir::Expr>>& tries, bool fills);
+  bool reads_inputs_only(ir::Context& ctx, ir::Expr ea, ir::Expr eb) const;
   std::map<std::pair<const Lowering*, unsigned>, std::unique_ptr<NumericEvaluator>> numeric_;  // by first point
   std::map<unsigned, std::shared_ptr<ProductsCache>> numeric_products_;  // by first point, both programs'
   // the falsification tier's evaluators (its distribution points, fp64 and fp32 lanes), by lowering and round

@@ -44,6 +44,7 @@ struct Watch {
   // when the next stage starts, so that only the time a child stage took moves the hard stop later.
   WatchClock::time_point child_start;
   double child_limit_s = 0;
+  WatchClock::duration child_reap{0};  // what the reap margin added to the end for the running child
   HardStopRender render;
   // The scratch directories alive now, as `rm -rf -- DIR...` ready to exec: the firing path may not
   // allocate (another thread can hold the allocator's lock when it fires).
@@ -161,15 +162,23 @@ void enter_stage(const std::string& stage, double own_limit_s) {
     std::lock_guard lock(w.mu);
     end = w.current->end;
     auto now = WatchClock::now();
-    if (w.child_limit_s > 0) {
+    if (w.child_limit_s > 0) {  // the child ended: neither what it left of its limit nor its reap margin stays
       auto unused = std::chrono::duration<double>(w.child_limit_s) - (now - w.child_start);
-      if (unused.count() > 0) end -= std::chrono::duration_cast<WatchClock::duration>(unused);
+      if (unused.count() > 0) end -= std::chrono::duration_cast<WatchClock::duration>(unused) + w.child_reap;
     }
     w.child_limit_s = own_limit_s > 0 ? own_limit_s : 0;
     w.child_start = now;
+    w.child_reap = WatchClock::duration{0};
+    if (own_limit_s > 0) {
+      auto own = std::chrono::duration_cast<WatchClock::duration>(std::chrono::duration<double>(own_limit_s));
+      // the child is killed at its own limit from now; killing a process of many GB and reaping it can
+      // take seconds, and stages before it that ended inside their grace must not shorten its window
+      auto reap = std::chrono::duration_cast<WatchClock::duration>(std::chrono::duration<double>(kChildReapS));
+      auto latest = std::max(end + own, now + own + reap);
+      w.child_reap = latest - (end + own);
+      end = latest;
+    }
   }
-  if (own_limit_s > 0)
-    end += std::chrono::duration_cast<WatchClock::duration>(std::chrono::duration<double>(own_limit_s));
   publish(w, stage, end);
 }
 

@@ -25,8 +25,10 @@ using HardStopRender = std::function<HardStopText(const std::string& stage, doub
 void arm_hard_stop(double limit_s, int exit_code, HardStopRender render);
 
 // The command is now in `stage`; `own_limit_s` > 0: the stage has its own limit (a child process that
-// runs the programs' code, killed at that limit), by which the end moves later; what the previous
-// child stage left of its own limit comes off again as this one starts. No-op when not armed.
+// runs the programs' code, killed at that limit), by which the end moves later — to at least
+// kChildReapS past that kill; what the previous child stage left of its own limit comes off again as
+// this one starts. No-op when not armed.
+constexpr double kChildReapS = 5;
 void enter_stage(const std::string& stage, double own_limit_s = 0);
 
 // The stage enter_stage last named ("" when not armed).

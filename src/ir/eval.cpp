@@ -430,6 +430,9 @@ struct Evaluator::Impl {
   struct Atom {
     int32_t tensor;
     Affine idx;
+    // dims of reductions nested in the body that the read sits in: (lo, extent, factor); the body
+    // can be nonzero where some value of them puts the read on its support
+    std::vector<std::array<int64_t, 3>> exists;
   };
   struct Nonzero {
     bool anywhere = true;  // no restriction known
@@ -532,13 +535,29 @@ struct Evaluator::Impl {
           case Fn::GeluErf: case Fn::GeluTanh: case Fn::Silu: case Fn::Softplus: case Fn::Mish: case Fn::Elu:
           case Fn::Selu: case Fn::Floor: case Fn::Ceil: case Fn::Round: case Fn::Trunc: case Fn::Sign:
             return finite_factor(e->arg(0));
+          case Fn::Pow:  // a square of a finite value (an overflow aside)
+            return e->arg(1)->op == Op::ConstReal && e->arg(1)->rational() > 0 &&
+                   e->arg(1)->rational().get_den() == 1 && finite_factor(e->arg(0));
           default: return false;
         }
       default: return false;
     }
   }
 
-  // Where e (a body's sub-expression; nested reductions are not looked into) can be nonzero.
+  // f(0) = 0 in IEEE arithmetic (and x^c at x = 0 for a constant c > 0).
+  static bool zero_at_zero(Expr e) {
+    switch (e->fn()) {
+      case Fn::Tanh: case Fn::Erf: case Fn::Sin: case Fn::Tan: case Fn::Atan: case Fn::Asin: case Fn::Sinh:
+      case Fn::Asinh: case Fn::Atanh: case Fn::GeluErf: case Fn::GeluTanh: case Fn::Silu: case Fn::Mish:
+      case Fn::Elu: case Fn::Selu: case Fn::Expm1: case Fn::Log1p: case Fn::Sqrt: case Fn::Floor: case Fn::Ceil:
+      case Fn::Round: case Fn::Trunc: case Fn::Sign:
+        return true;
+      case Fn::Pow: return e->arg(1)->op == Op::ConstReal && e->arg(1)->rational() > 0;
+      default: return false;
+    }
+  }
+
+  // Where e (a body's sub-expression) can be nonzero.
   Nonzero nonzero(Expr e) {
     Nonzero any;
     if (e->sort != Sort::Real) return any;
@@ -552,9 +571,28 @@ struct Evaluator::Impl {
         if (!sup) return any;
         std::optional<Affine> idx = e->op == Op::Load ? affine(e->arg(0)) : std::optional<Affine>(Affine{e->index(), {}});
         if (!idx) return any;
-        return Nonzero{false, {{Atom{e->tensor(), *idx}}}};
+        return Nonzero{false, {{Atom{e->tensor(), *idx, {}}}}};
       }
       case Op::Abs: return nonzero(e->arg(0));
+      case Op::Reduce: {  // nonzero where its body is at some point of its box
+        if (e->reduce_op() == ReduceOp::Prod) return any;
+        Nonzero in = nonzero(e->reduce_body());
+        if (in.anywhere) return any;
+        const uint32_t m = e->reduce_rank();
+        for (auto& conj : in.conj)
+          for (Atom& at : conj) {
+            std::vector<std::pair<uint32_t, int64_t>> coef;
+            for (auto [u, f] : at.idx.coef) {
+              if (u >= m) { coef.emplace_back(u - m, f); continue; }
+              unsigned d = m - 1 - u;
+              at.exists.push_back({e->reduce_lo(d), e->reduce_hi(d) - e->reduce_lo(d), f});
+            }
+            at.idx.coef = std::move(coef);
+          }
+        return in;
+      }
+      case Op::Call:  // f(0) = 0 exactly: 0 wherever its argument is (gelu of a convolution's zeros)
+        return zero_at_zero(e) ? nonzero(e->arg(0)) : any;
       case Op::Ite: return either({e->arg(1), e->arg(2)});
       case Op::Add: case Op::Max: case Op::Min: {
         std::vector<Expr> xs(e->args().begin(), e->args().end());
@@ -608,60 +646,44 @@ struct Evaluator::Impl {
       if (j >= bound_values.size()) return std::nullopt;
       return bound_values[bound_values.size() - 1 - j];
     };
+    // one read at this point of the enclosing indices: Σ over its dims of factor·k = s - c
+    struct Dim { int64_t lo, ext, a; int own; };  // own: the reduction's dim, -1: a nested one's
+    struct Read { const std::vector<int64_t>* sup; int64_t c; std::vector<Dim> dims; uint64_t free_points; bool own; };
     std::vector<uint64_t> points;
-    for (const auto& conj : plan->conj) {
-      // per read: the constant at this point of the enclosing indices, and its factors on own dims
-      struct Read { const std::vector<int64_t>* sup; int64_t c; std::vector<int64_t> a; uint64_t free_points; };
-      std::vector<Read> reads;
-      bool nowhere = false;
-      for (const Atom& at : conj) {
-        Read rd{env.support(at.tensor), at.idx.c, std::vector<int64_t>(n, 0), 1};
-        for (auto [u, f] : at.idx.coef) {
-          if (u < n) { rd.a[n - 1 - u] += f; continue; }
-          auto v = outer(u);
-          if (!v) return std::nullopt;
-          __int128 c = static_cast<__int128>(rd.c) + static_cast<__int128>(f) * *v;
-          if (c > kAffineLimit || c < -kAffineLimit) return std::nullopt;
-          rd.c = static_cast<int64_t>(c);
-        }
-        for (unsigned d = 0; d < n; ++d)
-          if (rd.a[d] == 0) rd.free_points = rd.free_points > kMaxSparsePoints ? rd.free_points : rd.free_points * uint64_t(ext[d]);
-        bool own = std::any_of(rd.a.begin(), rd.a.end(), [](int64_t f) { return f != 0; });
-        if (!own && !std::binary_search(rd.sup->begin(), rd.sup->end(), rd.c)) nowhere = true;
-        reads.push_back(std::move(rd));
-      }
-      if (nowhere) continue;
-      const Read* best = nullptr;
-      for (const Read& rd : reads)
-        if (std::any_of(rd.a.begin(), rd.a.end(), [](int64_t f) { return f != 0; }) &&
-            (!best || rd.free_points < best->free_points))
-          best = &rd;
-      if (!best || best->free_points > kMaxSparsePoints) return std::nullopt;
-      // Σ a_d k_d = s - c over k_d in [lo_d, lo_d + ext_d), the dims with the largest |a_d| first
-      std::vector<unsigned> dims;
-      for (unsigned d = 0; d < n; ++d) if (best->a[d] != 0) dims.push_back(d);
-      std::sort(dims.begin(), dims.end(), [&](unsigned x, unsigned y) { return std::llabs(best->a[x]) > std::llabs(best->a[y]); });
-      std::vector<__int128> rest_min(dims.size() + 1, 0), rest_max(dims.size() + 1, 0);
-      for (size_t i = dims.size(); i-- > 0;) {
-        __int128 a = best->a[dims[i]], x0 = a * lo[dims[i]], x1 = a * (lo[dims[i]] + ext[dims[i]] - 1);
+    bool overflow = false;
+    // the solutions of one read for one support element, own dims recorded (`record`), nested ones
+    // only required to exist
+    auto solve_read = [&](const Read& rd, int64_t s, bool record) -> bool {
+      std::vector<const Dim*> order;
+      for (const Dim& d : rd.dims) if (d.a != 0) order.push_back(&d);
+      std::sort(order.begin(), order.end(), [](const Dim* x, const Dim* y) { return std::llabs(x->a) > std::llabs(y->a); });
+      std::vector<__int128> rest_min(order.size() + 1, 0), rest_max(order.size() + 1, 0);
+      for (size_t i = order.size(); i-- > 0;) {
+        __int128 a = order[i]->a, x0 = a * order[i]->lo, x1 = a * (order[i]->lo + order[i]->ext - 1);
         rest_min[i] = rest_min[i + 1] + std::min(x0, x1);
         rest_max[i] = rest_max[i + 1] + std::max(x0, x1);
       }
       // the index as an integer stays inside int64 over the box, so it is the element read (no wrap)
-      if (best->c + rest_min[0] < std::numeric_limits<int64_t>::min() ||
-          best->c + rest_max[0] > std::numeric_limits<int64_t>::max())
-        return std::nullopt;
+      if (rd.c + rest_min[0] < std::numeric_limits<int64_t>::min() || rd.c + rest_max[0] > std::numeric_limits<int64_t>::max()) {
+        overflow = true;
+        return false;
+      }
       std::vector<int64_t> k(n, 0);
+      std::vector<unsigned> fr;  // own dims the read does not constrain: every value
+      for (unsigned d = 0; d < n; ++d)
+        if (std::none_of(rd.dims.begin(), rd.dims.end(), [&](const Dim& x) { return x.own == int(d) && x.a != 0; }))
+          fr.push_back(d);
       uint64_t visits = 0;
-      bool overflow = false;
-      std::function<void(size_t, __int128)> solve = [&](size_t i, __int128 target) {
-        if (overflow) return;
+      bool found = false;
+      auto floor_div = [](__int128 x, __int128 y) { __int128 q = x / y; return (x % y != 0 && ((x < 0) != (y < 0))) ? q - 1 : q; };
+      std::function<void(size_t, __int128)> go = [&](size_t i, __int128 target) {
+        if (overflow || (found && !record)) return;
         if (++visits > kMaxSparsePoints) { overflow = true; return; }
-        if (i == dims.size()) {
+        if (i == order.size()) {
           if (target != 0) return;
-          // the free dims take every value
-          std::vector<unsigned> fr;
-          for (unsigned d = 0; d < n; ++d) if (best->a[d] == 0) fr.push_back(d), k[d] = lo[d];
+          found = true;
+          if (!record) return;
+          for (unsigned d : fr) k[d] = lo[d];
           for (;;) {
             uint64_t off = 0;
             for (unsigned d = 0; d < n; ++d) off = off * uint64_t(ext[d]) + uint64_t(k[d] - lo[d]);
@@ -675,24 +697,56 @@ struct Evaluator::Impl {
             if (f == size_t(-1)) return;
           }
         }
-        unsigned d = dims[i];
-        __int128 a = best->a[d];
-        // a·k in [target - rest_max, target - rest_min]
-        __int128 lo_v = target - rest_max[i + 1], hi_v = target - rest_min[i + 1];
-        __int128 k0, k1;
-        auto floor_div = [](__int128 x, __int128 y) { __int128 q = x / y; return (x % y != 0 && ((x < 0) != (y < 0))) ? q - 1 : q; };
-        auto ceil_div = [&](__int128 x, __int128 y) { return -floor_div(-x, y); };
-        if (a > 0) k0 = ceil_div(lo_v, a), k1 = floor_div(hi_v, a);
-        else k0 = ceil_div(hi_v, a), k1 = floor_div(lo_v, a);
-        k0 = std::max<__int128>(k0, lo[d]);
-        k1 = std::min<__int128>(k1, lo[d] + ext[d] - 1);
-        for (__int128 v = k0; v <= k1 && !overflow; ++v) {
-          k[d] = static_cast<int64_t>(v);
-          solve(i + 1, target - a * v);
+        const Dim& d = *order[i];
+        __int128 a = d.a, lo_v = target - rest_max[i + 1], hi_v = target - rest_min[i + 1], k0, k1;
+        // a·k in [lo_v, hi_v]
+        if (a > 0) k0 = -floor_div(-lo_v, a), k1 = floor_div(hi_v, a);
+        else k0 = -floor_div(-hi_v, a), k1 = floor_div(lo_v, a);
+        k0 = std::max<__int128>(k0, d.lo);
+        k1 = std::min<__int128>(k1, d.lo + d.ext - 1);
+        for (__int128 v = k0; v <= k1 && !overflow && !(found && !record); ++v) {
+          if (d.own >= 0) k[size_t(d.own)] = static_cast<int64_t>(v);
+          go(i + 1, target - a * v);
         }
       };
+      go(0, static_cast<__int128>(s) - rd.c);
+      return found;
+    };
+    for (const auto& conj : plan->conj) {
+      std::vector<Read> reads;
+      bool nowhere = false;
+      for (const Atom& at : conj) {
+        Read rd{env.support(at.tensor), at.idx.c, {}, 1, false};
+        std::vector<int64_t> own(n, 0);
+        for (auto [u, f] : at.idx.coef) {
+          if (u < n) { own[n - 1 - u] += f; continue; }
+          auto v = outer(u);
+          if (!v) return std::nullopt;
+          __int128 c = static_cast<__int128>(rd.c) + static_cast<__int128>(f) * *v;
+          if (c > kAffineLimit || c < -kAffineLimit) return std::nullopt;
+          rd.c = static_cast<int64_t>(c);
+        }
+        for (unsigned d = 0; d < n; ++d) {
+          if (own[d] != 0) rd.own = true, rd.dims.push_back({lo[d], ext[d], own[d], int(d)});
+          else rd.free_points = rd.free_points > kMaxSparsePoints ? rd.free_points : rd.free_points * uint64_t(ext[d]);
+        }
+        for (const auto& [elo, eext, ea] : at.exists) rd.dims.push_back({elo, eext, ea, -1});
+        if (!rd.own) {  // constrains nothing here: a filter (no element of the support in reach: nowhere)
+          bool reach = false;
+          for (int64_t s : *rd.sup)
+            if ((reach = solve_read(rd, s, false)) || overflow) break;
+          if (overflow) return std::nullopt;
+          if (!reach) nowhere = true;
+        }
+        reads.push_back(std::move(rd));
+      }
+      if (nowhere) continue;
+      const Read* best = nullptr;
+      for (const Read& rd : reads)
+        if (rd.own && (!best || rd.free_points < best->free_points)) best = &rd;
+      if (!best || best->free_points > kMaxSparsePoints) return std::nullopt;
       for (int64_t s : *best->sup) {
-        solve(0, static_cast<__int128>(s) - best->c);
+        solve_read(*best, s, true);
         if (overflow) return std::nullopt;
       }
     }

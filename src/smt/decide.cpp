@@ -38,7 +38,7 @@ std::string_view verdict_name(Verdict v) {
 }
 
 std::string_view stage_name(Stage s) {
-  static constexpr std::string_view n[] = {"canonical", "axioms", "cut-points", "cache", "solver", "tolerance", "sampling", "error", "domain"};
+  static constexpr std::string_view n[] = {"canonical", "axioms", "cut-points", "cache", "solver", "tolerance", "sampling", "error", "domain", "sparse"};
   return n[static_cast<size_t>(s)];
 }
 

@@ -40,7 +40,7 @@ std::string_view verdict_name(Verdict v);
 // Sampling: random-point falsification (smt/falsify.h) found a witness before Z3 was asked.
 // Domain: two reductions of one body over different domains (check's match_reductions); the witness
 // sets the terms only one side sums.
-enum class Stage : uint8_t { Canonical, Axioms, CutPoints, Cache, Solver, Tolerance, Sampling, Error, Domain };
+enum class Stage : uint8_t { Canonical, Axioms, CutPoints, Cache, Solver, Tolerance, Sampling, Error, Domain, Sparse };
 std::string_view stage_name(Stage s);
 
 // A value for one leaf of the original expressions.

@@ -359,6 +359,10 @@ TEST_F(Reduce, SparsePointsEvaluateAsEveryPoint) {
   Expr mn = red(ReduceOp::Min, k, 0, K, c.mul(c.load(X, k), c.load(B, c.bv_add(k, bv(1)))));
   Expr dense_body = sum(k, 0, K, c.add(c.load(X, k), c.real_const(1)));
   Expr recip = sum(k, 0, K, c.mul(c.load(X, k), c.call(Fn::Recip, c.add(c.load(W, k), c.real_const(3)))));
+  // a function that is 0 at 0 (gelu) of a nested sum, and one that is not (sigmoid)
+  Expr window = sum(k, 0, 3, c.mul(c.load(X, c.bv_add(h, k)), c.load(W, k)));
+  Expr gelu = sum(h, 0, K - 2, c.call(Fn::GeluErf, c.add(c.load(B, h), window)));
+  Expr sig = sum(h, 0, K - 2, c.mul(c.load(B, h), c.call(Fn::Sigmoid, window)));
   std::mt19937_64 rng(7);
   for (int trial = 0; trial < 40; ++trial) {
     SparseEnv s;
@@ -370,7 +374,7 @@ TEST_F(Reduce, SparsePointsEvaluateAsEveryPoint) {
           s.set(t, int64_t(rng() % uint64_t(extent)), double(int64_t(rng() % 2001) - 1000) / 37.0);
       s.support[t];  // a tensor with no element set is all 0
     }
-    for (Expr e : {e1, conv, mx, mn, dense_body, recip})
+    for (Expr e : {e1, conv, mx, mn, dense_body, recip, gelu, sig})
       for (Precision pr : {Precision::F64, Precision::F32}) {
         Env sparse = s.env(true), dense = s.env(false);
         double a = Evaluator(sparse, pr).real(e), b = Evaluator(dense, pr).real(e);
