@@ -440,6 +440,7 @@ struct Evaluator::Impl {
   };
   static constexpr size_t kMaxConjuncts = 16;
   static constexpr uint64_t kMaxSparsePoints = uint64_t(1) << 20;
+  static constexpr size_t kMaxFilterSupport = 64;  // a read that constrains no own dim is a filter up to this
   static constexpr int64_t kAffineLimit = int64_t(1) << 61;
   std::unordered_map<Expr, std::unique_ptr<Nonzero>> nonzero_plans;
 
@@ -679,6 +680,7 @@ struct Evaluator::Impl {
       std::function<void(size_t, __int128)> go = [&](size_t i, __int128 target) {
         if (overflow || (found && !record)) return;
         if (++visits > kMaxSparsePoints) { overflow = true; return; }
+        if (env.tick && (++computed & 0xFFFF) == 0) env.tick();  // the deadline also binds while solving
         if (i == order.size()) {
           if (target != 0) return;
           found = true;
@@ -731,7 +733,7 @@ struct Evaluator::Impl {
           else rd.free_points = rd.free_points > kMaxSparsePoints ? rd.free_points : rd.free_points * uint64_t(ext[d]);
         }
         for (const auto& [elo, eext, ea] : at.exists) rd.dims.push_back({elo, eext, ea, -1});
-        if (!rd.own) {  // constrains nothing here: a filter (no element of the support in reach: nowhere)
+        if (!rd.own && rd.sup->size() <= kMaxFilterSupport) {  // a filter: no element of the support in reach is nowhere
           bool reach = false;
           for (int64_t s : *rd.sup)
             if ((reach = solve_read(rd, s, false)) || overflow) break;
@@ -745,6 +747,10 @@ struct Evaluator::Impl {
       for (const Read& rd : reads)
         if (rd.own && (!best || rd.free_points < best->free_points)) best = &rd;
       if (!best || best->free_points > kMaxSparsePoints) return std::nullopt;
+      // as many support elements as points: every point is cheaper than solving for each element
+      uint64_t count = 1;
+      for (unsigned d = 0; d < n; ++d) count = count > kMaxSparsePoints ? count : count * uint64_t(ext[d]);
+      if (uint64_t(best->sup->size()) * best->free_points >= count) return std::nullopt;
       for (int64_t s : *best->sup) {
         solve_read(*best, s, true);
         if (overflow) return std::nullopt;
