@@ -305,23 +305,17 @@ std::optional<smt::Witness> Search::sparse_witness(ir::Context& ctx, ir::Expr ea
         if (opt_.budget_s > 0 && Clock::now() >= budget_end()) return std::nullopt;
         smt::Witness w;
         if (filled >= 0) w.fills.emplace_back(filled, -v);
-        auto support = std::make_shared<std::unordered_map<int32_t, std::vector<int64_t>>>();
+        std::unordered_map<int32_t, std::vector<int64_t>> listed;
         for (ir::Expr l : elems) {
           smt::LeafValue lv;
           lv.tensor = l->tensor();
           lv.index = l->index();
           lv.value = ir::Value::of_real(v);
           w.leaves.push_back(lv);
-          (*support)[l->tensor()].push_back(l->index());
+          listed[l->tensor()].push_back(l->index());
         }
-        for (auto& [t, idx] : *support) std::sort(idx.begin(), idx.end());
         ir::Env env = w.env();
-        env.support = [support, filled](int32_t t) -> const std::vector<int64_t>* {
-          static const std::vector<int64_t> none;
-          if (t == filled) return nullptr;
-          auto it = support->find(t);
-          return it == support->end() ? &none : &it->second;
-        };
+        set_support(env, std::move(listed), filled >= 0 ? std::vector<int32_t>{filled} : std::vector<int32_t>{});
         env.max_dense_points = kDomainWitnessPoints;
         uint64_t ticks = 0;
         env.tick = [this, &ticks, &total_ticks] {

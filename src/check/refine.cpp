@@ -194,6 +194,17 @@ WitnessLeaf describe_leaf(const ir::Context& ctx, const program::Merged& m, int3
   return w;
 }
 
+void set_support(ir::Env& env, std::unordered_map<int32_t, std::vector<int64_t>> listed, std::vector<int32_t> filled) {
+  for (auto& [t, idx] : listed) std::sort(idx.begin(), idx.end());
+  auto support = std::make_shared<const std::unordered_map<int32_t, std::vector<int64_t>>>(std::move(listed));
+  env.support = [support, filled = std::move(filled)](int32_t t) -> const std::vector<int64_t>* {
+    static const std::vector<int64_t> none;
+    if (std::find(filled.begin(), filled.end(), t) != filled.end()) return nullptr;
+    auto it = support->find(t);
+    return it == support->end() ? &none : &it->second;
+  };
+}
+
 // Does the witness choose values for results of the trimmed prefix? (A sampled point draws every
 // shared input, the trimmed results among them.)
 bool sets_trimmed_result(const LocationResult& l) {
@@ -292,20 +303,15 @@ void Search::evaluate_witness(ir::Context& ctx, ir::Expr ea, ir::Expr eb, const 
   // Every element not listed is 0: reductions are evaluated where their bodies can be nonzero only
   // (exact; a domain witness's 2·10⁹-term location in microseconds). Not with a non-finite value,
   // whose products with the zeros would not vanish.
-  auto support = std::make_shared<std::unordered_map<int32_t, std::vector<int64_t>>>();
+  std::unordered_map<int32_t, std::vector<int64_t>> listed;
   bool finite = true;
   for (const auto& [key, v] : at) {
-    (*support)[key.first].push_back(key.second);
+    listed[key.first].push_back(key.second);
     finite = finite && std::isfinite(v);
   }
-  for (auto& [t, idx] : *support) std::sort(idx.begin(), idx.end());
-  if (finite)
-    env.support = [support, &filled](int32_t t) -> const std::vector<int64_t>* {
-      static const std::vector<int64_t> none;
-      if (filled.count(t)) return nullptr;
-      auto it = support->find(t);
-      return it == support->end() ? &none : &it->second;
-    };
+  std::vector<int32_t> filled_tensors;
+  for (auto [t, v] : w.fills) filled_tensors.push_back(t);
+  if (finite) set_support(env, std::move(listed), std::move(filled_tensors));
   // A giant location's four evaluations take seconds, enough to overrun the budget: past
   // the budget the witness stays unconfirmed ("fp32 evaluation failed: ...").
   if (opt_.budget_s > 0)

@@ -38,6 +38,9 @@ WitnessLeaf describe_leaf(const ir::Context& ctx, const program::Merged& m, int3
 bool sets_trimmed_result(const LocationResult& l);
 std::string leaf_display(const WitnessLeaf& w);
 bool beyond_tolerance(double a, double b, const smt::Tolerance& tol);
+// env.support (ir/eval.h) from the elements a point lists per tensor: every other real element is 0,
+// except in the `filled` tensors (no promise there).
+void set_support(ir::Env& env, std::unordered_map<int32_t, std::vector<int64_t>> listed, std::vector<int32_t> filled);
 // The tensors both expressions read (elements and symbolic-index loads): tensor -> whether every
 // read is real-valued (zeroed_witness.cpp).
 std::unordered_map<int32_t, bool> tensors_read(ir::Expr ea, ir::Expr eb);
