@@ -6,7 +6,11 @@
 // (reduce_above = -1, the form before). No tensor data is touched: equations only need shapes.
 #include <benchmark/benchmark.h>
 
+#include <map>
+#include <vector>
+
 #include "aten/aten.h"
+#include "ir/eval.h"
 #include "ir/limits.h"
 #include "smt/decide.h"
 
@@ -68,6 +72,39 @@ void BM_NormMeanVsBatchNorm(benchmark::State& s) {
   decide_pair(s, bn, mean, {2}, {2}, 1, 0);
 }
 
+// A GEMM row under a max and a row sum, Σ_{j<N} max(Σ_{k<N} x[k]·W[N·j + k], b[j]) (N² products), evaluated
+// in fp64 at a sparse point (x[5], W[N(N-1) + 5], b[N-1] set, every other element 0: ir::Env::support)
+// and, second argument 0, at every point (the same values). products/s counts the location's products.
+void BM_SparsePointGemmRow(benchmark::State& s) {
+  int64_t N = s.range(0);
+  bool sparse = s.range(1) != 0;
+  ir::Context c;
+  int32_t X = c.tensor("x"), W = c.tensor("w"), B = c.tensor("b");
+  ir::Expr j = c.var("j", ir::Sort::BV64), k = c.var("k", ir::Sort::BV64);
+  auto bv = [&](int64_t v) { return c.bv_const(ir::Sort::BV64, uint64_t(v)); };
+  auto sum = [&](ir::Expr v, int64_t n, ir::Expr body) {
+    ir::Expr vs[] = {v};
+    std::pair<int64_t, int64_t> box[] = {{0, n}};
+    return c.reduce(ir::ReduceOp::Sum, vs, box, body);
+  };
+  ir::Expr row = sum(k, N, c.mul(c.load(X, k), c.load(W, c.bv_add(c.bv_mul(bv(N), j), k))));
+  ir::Expr e = sum(j, N, c.max(row, c.load(B, j)));
+  std::map<std::pair<int32_t, int64_t>, double> set{{{X, 5}, 10}, {{W, N * (N - 1) + 5}, 10}, {{B, N - 1}, 10}};
+  std::map<int32_t, std::vector<int64_t>> support;
+  for (auto& [key, v] : set) support[key.first].push_back(key.second);
+  ir::Env env;
+  env.elem = [&](int32_t t, int64_t i, ir::Sort) {
+    auto it = set.find({t, i});
+    return ir::Value::of_real(it == set.end() ? 0.0 : it->second);
+  };
+  if (sparse)
+    env.support = [&](int32_t t) -> const std::vector<int64_t>* { return &support.at(t); };
+  double v = 0;
+  for (auto _ : s) v = ir::Evaluator(env)(e).real;
+  s.counters["value"] = v;
+  s.counters["products/s"] = benchmark::Counter(double(N) * double(N), benchmark::Counter::kIsIterationInvariantRate);
+}
+
 void extents(benchmark::internal::Benchmark* b) {
   for (int64_t k = 100; k <= 100'000'000; k *= 10) b->Args({k, 1});
   for (int64_t k = 100; k <= 1'000'000; k *= 10) b->Args({k, 0});  // term by term: 10^7 passes a minute
@@ -75,6 +112,10 @@ void extents(benchmark::internal::Benchmark* b) {
 
 BENCHMARK(BM_GemmLinearVsAddmm)->Apply(extents)->Unit(benchmark::kMillisecond)->Iterations(1);
 BENCHMARK(BM_NormMeanVsBatchNorm)->Apply(extents)->Unit(benchmark::kMillisecond)->Iterations(1);
+BENCHMARK(BM_SparsePointGemmRow)
+    ->ArgsProduct({{1 << 7, 1 << 9, 1 << 11, 1 << 13, 1 << 15}, {1}})
+    ->ArgsProduct({{1 << 7, 1 << 9, 1 << 11}, {0}})
+    ->Unit(benchmark::kMillisecond);
 
 }  // namespace
 
