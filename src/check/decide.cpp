@@ -67,9 +67,8 @@ ir::Expr replace_reductions(ir::Context& ctx, ir::Expr e, const std::unordered_m
 // Reductions with more points than this stay symbolic when the two sides still differ; smaller ones
 // are expanded so that the term-by-term stages (and Z3) see their terms.
 constexpr uint64_t kExpandReductionPoints = 1u << 14;
-// A domain witness's evaluation enumerates a reduction that no zero read restricts only up to this many
-// points (about 0.1 s per 10^6 terms on one core, and up to twelve tries are made); past it the try is
-// dropped.
+// A sparse point's evaluation enumerates a reduction that no zero read restricts only up to this many
+// points (about 0.1 s per 10^6 terms on one core); past it the point is dropped.
 constexpr uint64_t kDomainWitnessPoints = 1u << 23;
 // A sparse point's evaluations stop after this many ticks of 65,536 nodes (about 0.1 s), and all
 // points of a location after kDomainWitnessTotalTicks (about 2 s).

@@ -369,9 +369,10 @@ TEST_F(Reduce, SparsePointsEvaluateAsEveryPoint) {
     for (int32_t t : {X, W, B}) {
       int count = int(rng() % 4);
       int64_t extent = t == W ? 2 * N * K : t == X ? K : 2 * N + 1;
-      for (int q = 0; q < count; ++q)
-        if (!s.values.count({t, int64_t(rng() % uint64_t(extent))}))
-          s.set(t, int64_t(rng() % uint64_t(extent)), double(int64_t(rng() % 2001) - 1000) / 37.0);
+      for (int q = 0; q < count; ++q) {
+        int64_t at = int64_t(rng() % uint64_t(extent));
+        if (!s.values.count({t, at})) s.set(t, at, double(int64_t(rng() % 2001) - 1000) / 37.0);
+      }
       s.support[t];  // a tensor with no element set is all 0
     }
     for (Expr e : {e1, conv, mx, mn, dense_body, recip, gelu, sig})
