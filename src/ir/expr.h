@@ -202,6 +202,8 @@ enum class Rule : uint8_t {
                       // one body reads the other's at an index offset (see ReduceOrigin)
   ReduceOrigin,       // a box dim [lo, hi) -> [0, hi - lo) with k -> k + lo in the body: sum_{k in [1,n)} x[k] and
                       // sum_{k<n-1} x[k+1] are one node
+  BvExtOfTrunc,       // zext/sext(trunc x) -> x when x has the wide sort and Bounds keep it below 2^w (2^(w-1) for
+                      // sext): a 32-bit loop counter over a bounded BV64 iteration index is that index
   Count_
 };
 std::string_view rule_name(Rule r);

@@ -141,6 +141,10 @@ Expr Context::Impl::ext(Expr a, Sort to, bool sgn) {
     return mk_bv(to, sgn ? static_cast<uint64_t>(a->bv_signed()) : a->u);
   if (sgn && a->op == Op::SExt && apply(Rule::BvExtMerge)) return ext(a->args_[0], to, true);
   if (a->op == Op::ZExt && apply(Rule::BvExtMerge)) return ext(a->args_[0], to, false);
+  if (a->op == Op::Trunc && a->args_[0]->sort == to) {
+    uint64_t below = uint64_t(1) << (sgn ? wf - 1 : wf);
+    if (bounds(a->args_[0]).hi < below && apply(Rule::BvExtOfTrunc)) return a->args_[0];
+  }
   if (sgn && nonneg(a) && apply(Rule::BvSignedToUnsigned)) return ext(a, to, false);
   if ((a->op == Op::BvAdd || a->op == Op::BvMul) && on(Rule::BvExtPush) && ext_depth < 8) {
     if (Expr r = push_ext(a, to, sgn)) return r;

@@ -345,6 +345,14 @@ TEST_F(Rules, CmpCanon) {
   untouched(Rule::CmpCanon, [&] { return c.ult(tid, bv(1000)); });
 }
 
+TEST_F(Rules, BvExtOfTrunc) {
+  Expr k = c.var("k", Sort::BV64, {0, 4095}), big = c.var("big", Sort::BV64, {0, uint64_t(1) << 40});
+  check(Rule::BvExtOfTrunc, [&] { return c.zext(c.trunc(k, Sort::BV32), Sort::BV64); }, k);
+  check(Rule::BvExtOfTrunc, [&] { return c.sext(c.trunc(k, Sort::BV16), Sort::BV64); }, k);
+  untouched(Rule::BvExtOfTrunc, [&] { return c.zext(c.trunc(big, Sort::BV32), Sort::BV64); });  // may wrap
+  untouched(Rule::BvExtOfTrunc, [&] { return c.sext(c.trunc(k, Sort::BV8), Sort::BV64); });     // 4095 > 127
+}
+
 TEST_F(Rules, BvAffine) {
   check(Rule::BvAffine, [&] { return c.bv_shl(a, bv(3)); }, c.bv_mul(bv(8), a));
   check(Rule::BvAffine, [&] { return c.bv_not(a); }, c.bv_sub(c.bv_neg(a), bv(1)));
