@@ -1,4 +1,5 @@
 #include "check/lower.h"
+#include "ir/reduce.h"
 
 #include "exec/deadline.h"
 
@@ -763,10 +764,44 @@ ir::Expr Lowering::from_launch(size_t, const program::Write& w, int64_t j) {
   return project_leaves(result);
 }
 
+bool Lowering::input_read(ir::Expr load) const {
+  return !load->arg(0)->has_data() && !launch_tensor_.count(load->tensor()) && !tensor_value_.count(load->tensor());
+}
+
+ir::Expr Lowering::summarized_reads(ir::Expr e) {
+  if (!e->has_data() || !ir::contains_reduce(e)) return e;
+  std::unordered_map<ir::Expr, ir::Expr> map;
+  bool expand = false;
+  for (ir::Expr leaf : ir::leaves(e)) {
+    if (leaf->op != ir::Op::Load || leaf->arg(0)->has_data()) continue;
+    auto it = launch_tensor_.find(leaf->tensor());
+    if (it == launch_tensor_.end()) continue;
+    const SharedLeaf& sl = shared_leaf(it->second.second);
+    // Execute proved the index inside the launch tensor's storage; that storage is the input
+    // itself when the input's view starts at 0 and covers all of it
+    bool whole = false;
+    if (sl.shared >= 0 && sl.contiguous && sl.view->offset == 0) {
+      const program::Value& val = prog_.value(it->second.second);
+      uint64_t elems = uint64_t(prog_.storages[size_t(val.storage)].nbytes) / bundle::element_size(sl.view->dtype);
+      whole = uint64_t(sl.numel) == elems;
+    }
+    if (whole) map[leaf] = ctx_.load(sl.tensor, leaf->arg(0), sl.sort);
+    else expand = true;
+  }
+  // reads of an intermediate value: the summary's points one by one, as stepping built them
+  if (expand) return ir::expand_reductions(ctx_, e, kMaxExpandedSummaryPoints);
+  if (map.empty()) return e;
+  return ir::substitute(ctx_, e, [&](ir::Expr leaf) -> ir::Expr {
+    auto it = map.find(leaf);
+    return it == map.end() ? nullptr : it->second;
+  });
+}
+
 ir::Expr Lowering::project_leaves(ir::Expr e) {
+  e = summarized_reads(e);
   if (template_ctx_) {  // the template keeps launch/value tensor leaves (operand() resolves them)
     for (ir::Expr leaf : ir::leaves(e))
-      if (leaf->op == ir::Op::Load)
+      if (leaf->op == ir::Op::Load && !input_read(leaf))
         throw Unsupported("a memory index depends on tensor data (" + ir::to_string(ctx_, leaf, {.max_nodes = 12}) + ")");
       else if (leaf->op == ir::Op::Var)
         throw Unsupported("a value still depends on thread identity after specialization (" +
@@ -794,6 +829,7 @@ ir::Expr Lowering::project_leaves(ir::Expr e) {
         break;
       }
       case ir::Op::Load:
+        if (input_read(leaf)) break;
         throw Unsupported("a memory index depends on tensor data (" +
                           ir::to_string(ctx_, leaf, {.max_nodes = 12}) + ")");
       case ir::Op::Var:

@@ -97,6 +97,12 @@ class Lowering {
                             std::string* why_not = nullptr);
   // Value of storage version `v` at storage element `j`.
   ir::Expr storage_element(program::ValueId v, int64_t j);
+  // Execute's loop summaries read launch tensors at indices over a reduction's bound indices: those
+  // become the program input's reads when the launch tensor is an input read whole, else the
+  // reductions are expanded (at most this many points each).
+  ir::Expr summarized_reads(ir::Expr e);
+  bool input_read(ir::Expr load) const;  // a program input's element at an index over bound indices
+  static constexpr uint64_t kMaxExpandedSummaryPoints = uint64_t(1) << 26;
 
   // The element's own equation (aten), inverted kernel write, copy or library equation, built in
   // `cx` with its operands as leaves instead of their back-projections: T[i] of a value tensor or a

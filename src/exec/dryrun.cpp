@@ -120,9 +120,7 @@ void Machine::decode_dry_run() {
   }
 }
 
-namespace {
-// `a op b` of a Native instruction on width-bit words (as unsigned values); nullopt: not decided here
-std::optional<uint64_t> native_value(Opcode op, ptx::CmpOp cmp, unsigned width, bool is_signed, uint64_t a, uint64_t b) {
+std::optional<uint64_t> native_word(Opcode op, ptx::CmpOp cmp, unsigned width, bool is_signed, uint64_t a, uint64_t b) {
   const uint64_t mask = ir::width_mask(width);
   auto sgn = [&](uint64_t v) { return width == 64 ? int64_t(v) : int64_t(int32_t(uint32_t(v))); };
   using C = ptx::CmpOp;
@@ -149,7 +147,6 @@ std::optional<uint64_t> native_value(Opcode op, ptx::CmpOp cmp, unsigned width, 
     default: return std::nullopt;
   }
 }
-}  // namespace
 
 void Machine::predict_step_limit(Bundle& b) {
   if (!opt_.predict_step_limit || concrete_ || b.conv || !b.merges.empty() || steps_ < b.dry_run_until ||
@@ -233,7 +230,7 @@ void Machine::predict_step_limit(Bundle& b) {
       if (d.kind == DryInstr::Native) {
         auto x = as_word(d.args[0], d.width);
         auto y = d.args.size() > 1 ? as_word(d.args[1], d.width) : std::optional<uint64_t>(0);
-        auto r = x && y ? native_value(d.op, d.cmp, d.width, d.is_signed, *x, *y) : std::nullopt;
+        auto r = x && y ? native_word(d.op, d.cmp, d.width, d.is_signed, *x, *y) : std::nullopt;
         if (r) {
           size_t sl = size_t(d.dests[0]);
           word[sl] = *r;

@@ -85,8 +85,19 @@ ExecResult execute(ir::Context& ctx, const ptx::Module& m, const std::string& ke
   r.kernel = kernel;
   r.launch = launch;
   guarded(m, kernel, r.unsupported, r.out_of_time, [&](const ptx::Function& f) {
-    Machine mach(ctx, m, f, launch, opt, r, nullptr);
-    mach.run();
+    try {
+      Machine mach(ctx, m, f, launch, opt, r, nullptr);
+      mach.run();
+    } catch (const SummaryConflict&) {
+      r = ExecResult{};
+      r.kernel = kernel;
+      r.launch = launch;
+      r.summaries_retracted = true;
+      ExecOptions stepped = opt;
+      stepped.summarize_loops = false;
+      Machine mach(ctx, m, f, launch, stepped, r, nullptr);
+      mach.run();
+    }
   });
   return r;
 }
@@ -122,6 +133,8 @@ std::string to_text(const ir::Context& ctx, const ExecResult& r, size_t max_writ
                     "{} steps, {:.1f} ms\n",
                     r.kernel, L.grid.x, L.grid.y, L.grid.z, L.block.x, L.block.y, L.block.z, r.smem_bytes, r.bundles.size(),
                     r.writes.size(), r.smem_tensor.size(), r.steps, r.ms);
+  if (r.loops_summarized) os << fmt::format("  loops summarized: {}\n", r.loops_summarized);
+  if (r.summaries_retracted) os << "  loop summaries retracted (the launch writes a tensor they read)\n";
   if (!r.idioms.empty()) {
     os << "  math idioms:";
     for (auto& i : r.idioms) os << " " << i;

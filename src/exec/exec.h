@@ -85,6 +85,14 @@ struct ExecOptions {
   // Once a launch has this many bundles, a thread-identity branch whose region is short (<= 256
   // instructions) and free of stores is if-converted instead of splitting (docs/exec.md).
   uint64_t ifconvert_thread_after = 32;
+  // A per-thread loop of loads and arithmetic whose counters are concrete becomes one Reduce per
+  // accumulator (loopsum.cpp, docs/exec.md "Loop summaries") when it runs at least min_trips
+  // iterations; off: every iteration is stepped. The default leaves loops that stepping handles in
+  // seconds as they were: an unrolled body's reduction is not yet merged back into the one
+  // reduction the reference's equations build (docs/exec.md), so a shorter loop checks better stepped.
+  bool summarize_loops = true;
+  uint64_t summarize_min_trips = 8192;
+  uint64_t summarize_max_trips = uint64_t(1) << 32;
 };
 
 // Where a finding or record comes from.
@@ -156,6 +164,8 @@ struct ExecResult {
   double ms = 0;
   uint64_t ifconverted = 0;  // branch regions run under a predicate instead of splitting (ifconv.h)
   uint64_t merged = 0;       // split bundles merged again at their branch's reconvergence point
+  uint64_t loops_summarized = 0;  // loop runs turned into reductions (ExecOptions::summarize_loops)
+  bool summaries_retracted = false;  // the launch writes a tensor a summarized loop read: run again without
 
   // Shared memory epochs: smem_tensor[k] is the pseudo-tensor of epoch k's initial state;
   // epoch_writes[k] the stores performed during epoch k.

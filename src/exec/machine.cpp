@@ -363,6 +363,7 @@ ThreadCoord Machine::coord_of(uint64_t lin, const Dim3& ctaid) const {
 
 bool Machine::finding(const std::string& kind, const ptx::Instruction& in, Bundle& b, Expr where_pred, std::string msg,
                       Expr holds, std::optional<ThreadCoord> thread) {
+  if (summary_) throw SummaryAbort(kind);  // found at a symbolic iteration: stepping finds it at a real one
   std::string key = kind + "@" + std::to_string(in.loc.ptx_line);
   if (!reported_.insert(key).second) return true;
   Finding fd;
@@ -554,6 +555,7 @@ bool Machine::step(size_t bi) {
   Bundle* b = &bundles_[bi];
   if (b->pc >= f_.body.size()) { b->state = Bundle::State::Exited; return false; }
   if (!b->merges.empty() && at_merge_point(*b)) return false;
+  if (!concrete_ && opt_.summarize_loops && !summary_) note_loop_entry(*b);
   if (++steps_ > opt_.max_steps)
     throw Unsupported(fmt::format("step limit ({} instructions) reached at PTX line {} in kernel {}", opt_.max_steps,
                                   f_.body[b->pc].loc.ptx_line, f_.name));
@@ -666,6 +668,8 @@ bool Machine::step(size_t bi) {
       auto it = f_.labels.find(in.operands.at(0).name);
       if (it == f_.labels.end()) unsupported(in, "branch to unknown label");
       bool backward = it->second <= b->pc;
+      if (backward && summarize_loop(bi, it->second, b->pc)) return true;
+      b = &bundles_[bi];
       b->pc = it->second;
       if (backward) predict_step_limit(*b);  // a loop: will it run past max_steps?
       return true;

@@ -38,6 +38,18 @@ constexpr uint64_t kConstBase = 0x00007E0000000000ull;  // initialized .const mo
 struct Unsupported : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
+// Inside a loop summary's symbolic iteration: something the summary cannot take (the loop is then
+// stepped as before).
+struct SummaryAbort : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+// The launch writes a tensor that a summarized loop read: run it again without summaries.
+struct SummaryConflict : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+// `a op b` of an add/sub/mov/setp on width-bit words (as unsigned values); nullopt: not decided here
+std::optional<uint64_t> native_word(ptx::Opcode op, ptx::CmpOp cmp, unsigned width, bool is_signed, uint64_t a, uint64_t b);
 
 struct Bundle {
   ir::Expr pred;
@@ -75,6 +87,16 @@ struct Bundle {
   struct MergeFrame { size_t end = 0; uint64_t id = 0; ir::Expr cond, pred_before; bool yes = false; };
   std::vector<MergeFrame> merges;
   uint64_t dry_run_until = 0;  // predict_step_limit: no new dry run before the step count gets here
+  // loop summaries (loopsum.cpp): the state at the entry or last back edge of the loop being
+  // watched, and the loop headers this bundle no longer tries to summarize
+  struct LoopWatch {
+    size_t header = 0;
+    uint64_t steps = 0;
+    std::vector<ir::Expr> regs;
+    std::unordered_map<int, PendingSum> sums;
+  };
+  std::optional<LoopWatch> watch;
+  std::set<size_t> unsummarized;
 };
 
 struct SharedAccess {
@@ -127,6 +149,29 @@ class Machine {
   };
   std::vector<DryInstr> dry_;
   void decode_dry_run();
+
+  // ---- loop summaries (loopsum.cpp)
+  // true: the loop whose back edge at `branch` goes to `header` was summarized; the bundle now
+  // stands after its last iteration
+  bool summarize_loop(size_t bi, size_t header, size_t branch);
+  struct LoopShape {
+    size_t header = 0, branch = 0;
+    std::vector<int> written;  // slots the body writes
+    std::set<int> temps;       // of those, the ones it writes before reading
+  };
+  // a body of loads and arithmetic with no guard but the back edge's; nullptr otherwise
+  const LoopShape* loop_shape(size_t header, size_t branch);
+  std::unordered_map<uint64_t, std::optional<LoopShape>> loop_shapes_;
+  // iterations left, the next one included, replaying the counters natively; nullopt: not decided
+  // by concrete counters within `cap`
+  std::optional<uint64_t> loop_trips(const std::vector<ir::Expr>& regs,
+                                     const std::unordered_map<int, Bundle::PendingSum>& sums, const LoopShape& shape,
+                                     uint64_t cap);
+  // the loop headers (targets of backward branches) whose body loop_shape accepts: a bundle
+  // arriving at one from outside the loop takes a snapshot there (Bundle::watch)
+  std::vector<uint8_t> summary_header_;
+  void note_loop_entry(Bundle& b);
+
   void collective_warp(std::vector<size_t> group);
   void barrier(std::vector<size_t> group);
 
@@ -163,6 +208,19 @@ class Machine {
     int param = -1;     // Global: kernel param index
     int32_t tensor = -1;
   };
+  // the loads of a loop summary's symbolic iteration, checked once the summary holds
+  struct SummaryLoad {
+    size_t pc;
+    Addr addr;
+    ir::Expr index;
+    unsigned bytes, align;  // align: the whole vector's bytes (first element of a vector access), else 0
+  };
+  struct SummaryMode {
+    std::vector<SummaryLoad> loads;
+    unsigned align = 0;  // set by exec_mem_at for the vector access under way
+  };
+  SummaryMode* summary_ = nullptr;
+  std::set<int32_t> summary_tensors_;  // tensors summarized loops read (SummaryConflict)
   // `base`: the address register's value when the caller already chose it (one arm of a pointer ite)
   Addr address(Bundle& b, const ptx::Instruction& in, const ptx::Operand& o, ir::Expr base = nullptr);
   // An address register that selects between tensors (`p = c ? a : b`): the (condition, value)

@@ -391,6 +391,13 @@ Expr Machine::load(Bundle& b, const ptx::Instruction& in, const Addr& a, unsigne
         return pack_half2(load(b, in, lo, 2, Type::F16, 0), load(b, in, hi, 2, Type::F16, 0));
       }
       Expr idx = element_index(b, in, a, bytes, k);
+      if (summary_) {  // checked at the first and last iteration once the summary holds
+        if (idx->has_data() || idx->has_undef()) throw SummaryAbort("an index that depends on data");
+        for (const auto& st : b.own_global)
+          if (st.tensor == a.tensor) throw SummaryAbort("a read of a tensor the thread wrote");
+        summary_->loads.push_back({b.pc, a, idx, bytes, k == 0 ? summary_->align : 0});
+        return ctx_.load(a.tensor, idx, dtype_sort(p.dtype));
+      }
       check_global_bounds(b, in, a, idx);
       Sort s = dtype_sort(p.dtype);
       if (concrete_) {
@@ -533,6 +540,7 @@ void Machine::exec_mem(Bundle& b, const ptx::Instruction& in, Expr guard) {
   const Operand& addr_op = in.operands.at(is_store ? 0 : 1);
   auto arms = pointer_arms(b, in, addr_op);
   if (arms.empty()) return exec_mem_at(b, in, address(b, in, addr_op), guard);
+  if (summary_) throw SummaryAbort("a pointer select");
   // `p = c ? a : b`: one access per arm, under its condition, like a guarded instruction (a load
   // merges ite(c, a[i], old), a store stores ite(c, v, old element)); bounds and the other checks
   // see only the threads some input sends down that arm
@@ -593,7 +601,12 @@ void Machine::exec_mem_at(Bundle& b, const ptx::Instruction& in, const Addr& a, 
   unsigned bytes = std::max(1u, ptx::type_bits(ty) / 8);
   const Operand& data_op = in.operands.at(is_store ? 1 : 0);
   std::vector<Operand> elems = data_op.kind == Operand::Kind::Vector ? data_op.elements : std::vector<Operand>{data_op};
-  if (elems.size() > 1 && a.space == Space::Global && !concrete_) check_vector_alignment(b, in, a, bytes * unsigned(elems.size()));
+  if (summary_) {
+    if (a.space != Space::Global || is_store) throw SummaryAbort("not a global load");
+    summary_->align = elems.size() > 1 ? bytes * unsigned(elems.size()) : 0;
+  } else if (elems.size() > 1 && a.space == Space::Global && !concrete_) {
+    check_vector_alignment(b, in, a, bytes * unsigned(elems.size()));
+  }
   for (unsigned k = 0; k < elems.size(); ++k) {
     if (is_store) {
       Expr v = read_raw(b, elems[k], ty);
@@ -702,6 +715,8 @@ void Machine::exec_atom(Bundle& b, const ptx::Instruction& in, Expr guard) {
 // over every thread of the launch (up to 2^22 threads).
 void Machine::check_global_reads() {
   if (concrete_) return;
+  for (const auto& w : out_.writes)
+    if (summary_tensors_.count(w.tensor)) throw SummaryConflict(std::string(ctx_.tensor_name(w.tensor)));
   std::map<int32_t, std::vector<size_t>> stores;
   for (size_t i = 0; i < out_.writes.size(); ++i)
     if (out_.writes[i].op == WriteOp::Store) stores[out_.writes[i].tensor].push_back(i);

@@ -7,7 +7,8 @@
 //   // PARAMS: x=f32[1024] idx=i32[64]{0,63} n=i32:1000 alpha=f32:0.5   (one per .param, in order)
 //   // NVCC: flags (default -lineinfo)
 //   // EXEC: ifconvert_thread_after=N [merges]   (optional ExecOptions, to exercise the many-bundle
-//   //       paths on small launches; `merges`: some split must merge again, ExecResult::merged > 0)
+//   //       paths on small launches; `merges`: some split must merge again, ExecResult::merged > 0;
+//   //       `summaries`: some loop must be summarized, ExecResult::loops_summarized > 0)
 // and the source lines of the bug (the first kind) carry the marker "@bug".
 // OK kernels: no finding, not UNSUPPORTED, and the symbolic write sets (inverted per element and
 // evaluated) equal the concrete interpreter on random inputs for every element of every tensor.
@@ -51,6 +52,7 @@ struct Golden {
   std::set<int> bug_lines;
   ExecOptions options;
   bool expect_merges = false;
+  bool expect_summaries = false;
 };
 
 std::string trim(std::string s) {
@@ -111,6 +113,7 @@ Golden parse_golden(const fs::path& p) {
       std::string tok;
       while (ss >> tok) {
         if (tok == "merges") { g.expect_merges = true; continue; }
+        if (tok == "summaries") { g.expect_summaries = true, g.options.summarize_min_trips = 16; continue; }
         auto eq = tok.find('=');
         if (tok.substr(0, eq) != "ifconvert_thread_after" || eq == std::string::npos)
           throw std::runtime_error(g.stem + ": bad EXEC token " + tok);
@@ -267,6 +270,7 @@ TEST_P(GoldenCuda, Verdict) {
               r.ms, (unsigned long long)r.steps, r.bundles.size(), (unsigned long long)r.merged);
 
   if (g.expect_merges) EXPECT_GT(r.merged, 0u) << "no split merged again";
+  if (g.expect_summaries) EXPECT_GT(r.loops_summarized, 0u) << "no loop summarized";
   if (g.expect == "UNSUPPORTED") {
     ASSERT_TRUE(r.unsupported) << listing;
     EXPECT_NE(r.unsupported->find(g.reason), std::string::npos) << *r.unsupported;

@@ -116,6 +116,7 @@ ExecResult run_nest(const ptx::Module& m, uint64_t max_steps, bool predict, Harn
   ExecOptions o;
   o.max_steps = max_steps;
   o.predict_step_limit = predict;
+  o.summarize_loops = false;  // the loops are the steps these tests count
   return execute(h.ctx, m, "k", h.launch, o);
 }
 
@@ -133,6 +134,7 @@ TEST(Semantics, StepLimitPredictionMatchesStepping) {
   auto stepped = run_nest(m, 1'000'000, false, std::move(h));
   ExecOptions o;
   o.max_steps = 1'000'000;
+  o.summarize_loops = false;
   auto predicted = execute(h.ctx, m, "k", h.launch, o);
   ASSERT_TRUE(stepped.ok());
   ASSERT_TRUE(predicted.ok());
