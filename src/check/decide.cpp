@@ -192,7 +192,9 @@ std::optional<smt::Decision> Search::reroll_decide(ir::Context& ctx, smt::Solver
     ir::Reroller rr(ctx, {.snap_constants = snap});
     ir::Expr ra = rr(ea), rb = rr(eb);
     const ir::RerollStats& st = rr.stats();
-    if (st.sums == 0 && (!snap || st.snapped == 0)) continue;  // the same pair as before
+    // the same pair as before (a kernel's summarized loop is a reduction already: its dims or the
+    // reference's may only need coalescing)
+    if (st.sums == 0 && st.normalized == 0 && (!snap || st.snapped == 0)) continue;
     if (originals_differ()) break;
     how = fmt::format("re-rolled: {} expanded sum(s) of {} terms into reductions", st.sums, st.terms);
     if (st.normalized) how += fmt::format(", {} reduction(s) with dims coalesced", st.normalized);

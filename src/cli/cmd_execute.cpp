@@ -35,9 +35,11 @@ struct ExecuteOptions {
   std::vector<std::string> dtypes;  // NAME=f32|f64|f16|bf16|i8|i16|i32|i64|u8
   uint64_t max_steps = 20'000'000;
   double max_ms = 60'000;
+  uint64_t summarize_min_trips = exec::ExecOptions{}.summarize_min_trips;
+  bool step_loops = false;
 };
 DIRIGO_CLI_MEMBERS(ExecuteOptions, file, json, parse_only, kernel, grid, block, dynamic_shared, args, dtypes, max_steps,
-                   max_ms)
+                   max_ms, summarize_min_trips, step_loops)
 
 bool parse_dim3(const std::string& s, exec::Dim3& d) {
   unsigned v[3] = {1, 1, 1};
@@ -115,6 +117,8 @@ int run_kernel(const ExecuteOptions& opt, const ptx::Module& m, const ptx::Funct
   exec::ExecOptions eo;
   eo.max_steps = opt.max_steps;
   eo.max_ms = opt.max_ms;
+  eo.summarize_loops = !opt.step_loops;
+  eo.summarize_min_trips = opt.summarize_min_trips;
   auto r = exec::execute(ctx, m, f.name, launch, eo);
   if (opt.json) {
     nlohmann::json j;

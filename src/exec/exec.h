@@ -87,11 +87,9 @@ struct ExecOptions {
   uint64_t ifconvert_thread_after = 32;
   // A per-thread loop of loads and arithmetic whose counters are concrete becomes one Reduce per
   // accumulator (loopsum.cpp, docs/exec.md "Loop summaries") when it runs at least min_trips
-  // iterations; off: every iteration is stepped. The default leaves loops that stepping handles in
-  // seconds as they were: an unrolled body's reduction is not yet merged back into the one
-  // reduction the reference's equations build (docs/exec.md), so a shorter loop checks better stepped.
+  // iterations; off: every iteration is stepped (shorter loops are cheaper stepped).
   bool summarize_loops = true;
-  uint64_t summarize_min_trips = 8192;
+  uint64_t summarize_min_trips = 16;
   uint64_t summarize_max_trips = uint64_t(1) << 32;
 };
 

@@ -19,7 +19,6 @@
 #include "exec/machine.h"
 #include "ir/bits.h"
 #include "ir/reduce.h"
-#include "ir/reroll.h"
 
 namespace dirigo::exec {
 
@@ -152,6 +151,53 @@ void Machine::note_loop_entry(Bundle& b) {
   if (b.pc >= summary_header_.size() || !summary_header_[b.pc] || b.conv || b.unsummarized.count(b.pc)) return;
   if (b.watch && b.watch->header == b.pc && b.watch->steps == steps_) return;  // back from its own back edge
   b.watch = Bundle::LoopWatch{b.pc, steps_, b.regs, b.sums};
+}
+
+std::optional<std::pair<Expr, Expr>> Machine::fold_unrolled(std::span<const Expr> terms, Expr iv, uint64_t T) {
+  const uint64_t u = terms.size();
+  if (u < 2 || u > 16 || T > (uint64_t(1) << 40)) return std::nullopt;
+  Expr kv = ctx_.var(std::string(iv->name()) + ".k", Sort::BV64, ir::Bounds{0, u * T - 1});
+  auto at = [&](Expr e, Expr value) {
+    return ir::substitute(ctx_, e, [&](Expr leaf) -> Expr { return leaf == iv ? value : nullptr; });
+  };
+  std::vector<Expr> want(terms.begin(), terms.end());
+  std::sort(want.begin(), want.end());
+  for (Expr base : terms) {
+    std::vector<Expr> loads;
+    for (Expr l : ir::leaves(base))
+      if (l->op == Op::Load) loads.push_back(l);
+    if (loads.empty()) return std::nullopt;
+    for (uint64_t j0 = 0; j0 < u; ++j0) {
+      // base = t_{j0}: a load at a + s·i is g's load at (a − (s/u)·j0) + (s/u)·k
+      std::unordered_map<Expr, Expr> rebuilt;
+      bool ok = true;
+      for (Expr l : loads) {
+        Expr idx = l->arg(0), a = at(idx, ctx_.bv_const(Sort::BV64, 0));
+        Expr s = ctx_.bv_sub(at(idx, ctx_.bv_const(Sort::BV64, 1)), a);
+        if (s->op != Op::ConstBV || s->bv_signed() % int64_t(u) != 0) { ok = false; break; }
+        Expr d = ctx_.bv_const(Sort::BV64, uint64_t(s->bv_signed() / int64_t(u)));
+        Expr start = ctx_.bv_sub(a, ctx_.bv_mul(d, ctx_.bv_const(Sort::BV64, j0)));
+        rebuilt[l] = ctx_.load(l->tensor(), ctx_.bv_add(start, ctx_.bv_mul(d, kv)), l->sort);
+      }
+      if (!ok) break;
+      Expr g = ir::substitute(ctx_, base, [&](Expr leaf) -> Expr {
+        auto it = rebuilt.find(leaf);
+        return it == rebuilt.end() ? nullptr : it->second;
+      });
+      bool uses_iv = false;
+      for (Expr l : ir::leaves(g)) uses_iv = uses_iv || l == iv;
+      if (uses_iv) break;  // the counter reaches the terms other than through load indices
+      // the proof: t_j(i) == g(u·i + j) for every j, the same terms as the iteration appended
+      std::vector<Expr> got;
+      for (uint64_t j = 0; j < u; ++j) {
+        Expr k = ctx_.bv_add(ctx_.bv_mul(ctx_.bv_const(Sort::BV64, u), iv), ctx_.bv_const(Sort::BV64, j));
+        got.push_back(ir::substitute(ctx_, g, [&](Expr leaf) -> Expr { return leaf == kv ? k : nullptr; }));
+      }
+      std::sort(got.begin(), got.end());
+      if (got == want) return std::make_pair(kv, g);
+    }
+  }
+  return std::nullopt;
 }
 
 bool Machine::summarize_loop(size_t bi, size_t header, size_t branch) {
@@ -302,13 +348,15 @@ bool Machine::summarize_loop(size_t bi, size_t header, size_t branch) {
         terms.erase(self);
         Expr t = r.op == Op::Add ? ctx_.add(terms) : terms.empty() ? nullptr : r.op == Op::Max ? ctx_.max(terms) : ctx_.min(terms);
         if (!t || mentions_acc(t) || t->has_undef()) { ok = false; break; }
+        ir::ReduceOp rop = r.op == Op::Add ? ir::ReduceOp::Sum : r.op == Op::Max ? ir::ReduceOp::Max : ir::ReduceOp::Min;
         Expr ivs[] = {iv};
         std::pair<int64_t, int64_t> box[] = {{0, int64_t(T)}};
-        ir::ReduceOp rop = r.op == Op::Add ? ir::ReduceOp::Sum : r.op == Op::Max ? ir::ReduceOp::Max : ir::ReduceOp::Min;
-        // an unrolled body's terms f(u·i), …, f(u·i + u − 1) as one inner reduction, flattened into
-        // the outer one and merged with it: the reduction over k < u·T that the source loop wrote
-        t = ir::reroll_node(ctx_, t);
-        reduced.push_back({r.slot, ir::normalize_reduce(ctx_, ctx_.reduce(rop, ivs, box, t))});
+        if (auto folded = fold_unrolled(terms, iv, T)) {
+          ivs[0] = folded->first;
+          box[0] = {0, int64_t(T * terms.size())};
+          t = folded->second;
+        }
+        reduced.push_back({r.slot, ctx_.reduce(rop, ivs, box, t)});
         reduced_op.push_back(r.op);
         break;
       }

@@ -167,6 +167,10 @@ class Machine {
   std::optional<uint64_t> loop_trips(const std::vector<ir::Expr>& regs,
                                      const std::unordered_map<int, Bundle::PendingSum>& sums, const LoopShape& shape,
                                      uint64_t cap);
+  // An unrolled iteration's terms t_0..t_{u-1} (loads at a + s·i, s a multiple of u) as one function
+  // g of the source counter k = u·i + j, proven by t_j(i) == g(u·i + j): (the Var k, g); nullopt
+  // when they are not of that form.
+  std::optional<std::pair<ir::Expr, ir::Expr>> fold_unrolled(std::span<const ir::Expr> terms, ir::Expr iv, uint64_t T);
   // the loop headers (targets of backward branches) whose body loop_shape accepts: a bundle
   // arriving at one from outside the loop takes a snapshot there (Bundle::watch)
   std::vector<uint8_t> summary_header_;
