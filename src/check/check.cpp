@@ -3,6 +3,7 @@
 #include "check/check.h"
 
 #include <algorithm>
+#include <set>
 #include <atomic>
 #include <chrono>
 #include <cmath>
@@ -117,6 +118,34 @@ const char* modelled_limit(const std::exception& e) {
   return nullptr;
 }
 
+// The inputs whose values a program reads on the host (aten::_local_scalar_dense: `.item()`, a
+// tensor used as a Python number), through the ops that computed the read tensor. The trace keeps
+// what the host did with the value then (a kernel's scalar argument, a branch taken) as constants,
+// so a witness that changes such an input runs a different program than the trace shows.
+std::set<std::string> host_read_inputs(const bundle::Program& p) {
+  std::set<std::string> read;
+  for (size_t i = 0; i < p.ops.size(); ++i) {
+    const auto* item = std::get_if<bundle::AtenOp>(&p.ops[i]);
+    if (!item || (item->name != "aten::_local_scalar_dense" && item->name != "aten::item")) continue;
+    std::set<std::string> from;
+    for (const auto& a : item->args)
+      if (const auto* t = std::get_if<bundle::TensorRef>(&a.value)) from.insert(t->tensor);
+    for (size_t j = i; j-- > 0;) {
+      const auto* op = std::get_if<bundle::AtenOp>(&p.ops[j]);
+      if (!op) continue;
+      bool feeds = false;
+      for (const auto& o : op->outputs) feeds = feeds || from.count(o);
+      for (const auto& o : op->mutates) feeds = feeds || from.count(o);
+      if (!feeds) continue;
+      for (const auto& a : op->args)
+        if (const auto* t = std::get_if<bundle::TensorRef>(&a.value)) from.insert(t->tensor);
+    }
+    for (const auto& in : p.inputs)
+      if (from.count(in.tensor) && !in.constant) read.insert(in.name);
+  }
+  return read;
+}
+
 }  // namespace
 
 using namespace detail;
@@ -156,6 +185,23 @@ Report check_bundle(const bundle::Bundle& b, const Options& user_opt) {
     }
     if (opt.on_stage) opt.on_stage("merge");
     program::Merged m = program::merge(b, {opt.trim_prefix, false});
+    std::set<std::string> ref_host, cand_host;
+    for (const auto& p : b.programs) {
+      if (p.role == bundle::Role::Reference) ref_host = host_read_inputs(p);
+      if (p.role == bundle::Role::Candidate) cand_host = host_read_inputs(p);
+    }
+    // (the input's name, which program) when the location's witness sets an input a program reads on the host
+    auto host_read_witness = [&](const LocationResult& l) -> std::optional<std::pair<std::string, std::string>> {
+      for (const auto& leaf : l.leaves) {
+        if (ref_host.count(leaf.input)) return std::make_pair(leaf.input, std::string("reference"));
+        if (cand_host.count(leaf.candidate_input)) return std::make_pair(leaf.candidate_input, std::string("candidate"));
+      }
+      if (l.sampled) {  // a sampled point draws every shared input
+        if (!ref_host.empty()) return std::make_pair(*ref_host.begin(), std::string("reference"));
+        if (!cand_host.empty()) return std::make_pair(*cand_host.begin(), std::string("candidate"));
+      }
+      return std::nullopt;
+    };
     r.stage_seconds.emplace_back("merge", since(t0));
     r.prefix_trimmed = m.prefix;
     if (!m.prefix_stop.empty()) r.notes.push_back("prefix trimming stopped: " + m.prefix_stop);
@@ -312,8 +358,17 @@ Report check_bundle(const bundle::Bundle& b, const Options& user_opt) {
       const LocationResult& last = r.locations.back();
       if (!r.first_differ || last.confirmed_f32) r.first_differ = r.locations.size() - 1;
       if (last.confirmed_f32) {
-        r.evidence = last.evidence.empty() ? "fp32-evaluation" : last.evidence;
         const auto& out = r.outputs[last.loc.output];
+        if (auto host = host_read_witness(last)) {
+          return finish(Outcome::Suspect,
+                        fmt::format("{}[{}]: the symbolic values differ (reference {} vs candidate {} at the witness), "
+                                    "but the witness changes {}, which the {} reads on the host (.item()): the trace "
+                                    "holds what the host did with the value it read then, so only a replay on the "
+                                    "real programs can show the difference",
+                                    out.ref_name, bundle::join_ints(last.loc.index), last.ref_value_f32,
+                                    last.cand_value_f32, host->first, host->second));
+        }
+        r.evidence = last.evidence.empty() ? "fp32-evaluation" : last.evidence;
         return finish(Outcome::Bug, fmt::format("{}[{}] differs: reference {} vs candidate {} at the witness",
                                                 out.ref_name, bundle::join_ints(last.loc.index), last.ref_value_f32,
                                                 last.cand_value_f32));

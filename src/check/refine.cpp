@@ -404,11 +404,12 @@ void Search::confirm_over_program_inputs(LocationResult& lr) {
     lr.cand_expr.clear();
     return;
   }
+  std::string over = first ? fmt::format("{}{}", smt::verdict_name(first->verdict),
+                                         first->reason.empty() ? "" : " (" + first->reason + ")")
+                           : (ur.reason.empty() ? std::string("no time left") : ur.reason);
+  if (ur.outcome == Outcome::Suspect && !ur.reason.empty()) over = ur.reason;  // why that check could not back it
   lr.reason = fmt::format("the witness sets results of the trimmed prefix, which no program input is known to "
-                          "produce; over program inputs: {}",
-                          first ? fmt::format("{}{}", smt::verdict_name(first->verdict),
-                                              first->reason.empty() ? "" : " (" + first->reason + ")")
-                                : (ur.reason.empty() ? std::string("no time left") : ur.reason));
+                          "produce; over program inputs: {}", over);
 }
 
 }  // namespace dirigo::check::detail
