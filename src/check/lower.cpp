@@ -770,6 +770,11 @@ bool Lowering::input_read(ir::Expr load) const {
 
 ir::Expr Lowering::summarized_reads(ir::Expr e) {
   if (!e->has_data() || !ir::contains_reduce(e)) return e;
+  // A short loop's terms, expanded as stepping built them: next to the elements the loop's first and
+  // remainder iterations leave outside the reduction they are one n-ary node the reference's
+  // expanded form meets (a min over 128 channels: one element before the loop, 124 summarized, 3 left)
+  e = ir::expand_reductions(ctx_, e, kExpandedSummaryBelow);
+  if (!ir::contains_reduce(e)) return e;
   std::unordered_map<ir::Expr, ir::Expr> map;
   bool expand = false;
   for (ir::Expr leaf : ir::leaves(e)) {

@@ -103,6 +103,7 @@ class Lowering {
   ir::Expr summarized_reads(ir::Expr e);
   bool input_read(ir::Expr load) const;  // a program input's element at an index over bound indices
   static constexpr uint64_t kMaxExpandedSummaryPoints = uint64_t(1) << 26;
+  static constexpr uint64_t kExpandedSummaryBelow = 4096;  // summaries of at most this many points always
 
   // The element's own equation (aten), inverted kernel write, copy or library equation, built in
   // `cx` with its operands as leaves instead of their back-projections: T[i] of a value tensor or a
