@@ -17,8 +17,6 @@
 #include <algorithm>
 
 #include "exec/machine.h"
-#include "ir/bits.h"
-#include "ir/reduce.h"
 
 namespace dirigo::exec {
 
