@@ -3,7 +3,6 @@
 #include "check/check.h"
 
 #include <algorithm>
-#include <set>
 #include <atomic>
 #include <chrono>
 #include <cmath>
@@ -15,6 +14,7 @@
 #include <map>
 #include <mutex>
 #include <random>
+#include <set>
 #include <thread>
 #include <unordered_map>
 #include <unordered_set>

@@ -1,5 +1,4 @@
 #include "check/lower.h"
-#include "ir/reduce.h"
 
 #include "exec/deadline.h"
 
@@ -13,6 +12,7 @@
 #include "aten/aten.h"
 #include "blas/blas.h"
 #include "ir/print.h"
+#include "ir/reduce.h"
 #include "ptx/inline.h"
 #include "ptx/parser.h"
 
@@ -683,6 +683,7 @@ LaunchInfo& Lowering::launch(size_t op_index) {
   info.result = std::make_shared<exec::ExecResult>(
       exec::execute(ctx_, modules_[mit->second]->module, l.kernel, launch, eopt_));
   info.resolver = std::make_shared<exec::Resolver>(ctx_, *info.result);
+  any_summary_ = any_summary_ || info.result->loops_summarized > 0;
   launch_of_op_[op_index] = launches_.size();
   launches_.push_back(std::move(info));
   return launches_.back();
@@ -769,7 +770,7 @@ bool Lowering::input_read(ir::Expr load) const {
 }
 
 ir::Expr Lowering::summarized_reads(ir::Expr e) {
-  if (!e->has_data() || !ir::contains_reduce(e)) return e;
+  if (!any_summary_ || !e->has_data() || !ir::contains_reduce(e)) return e;
   // A short loop's terms, expanded as stepping built them: next to the elements the loop's first and
   // remainder iterations leave outside the reduction they are one n-ary node the reference's
   // expanded form meets (a min over 128 channels: one element before the loop, 124 summarized, 3 left)

@@ -104,6 +104,7 @@ class Lowering {
   bool input_read(ir::Expr load) const;  // a program input's element at an index over bound indices
   static constexpr uint64_t kMaxExpandedSummaryPoints = uint64_t(1) << 26;
   static constexpr uint64_t kExpandedSummaryBelow = 4096;  // summaries of at most this many points always
+  bool any_summary_ = false;  // some launch summarized a loop (only its values can hold reductions)
 
   // The element's own equation (aten), inverted kernel write, copy or library equation, built in
   // `cx` with its operands as leaves instead of their back-projections: T[i] of a value tensor or a

@@ -161,23 +161,25 @@ std::optional<std::pair<Expr, Expr>> Machine::fold_unrolled(std::span<const Expr
   std::vector<Expr> want(terms.begin(), terms.end());
   std::sort(want.begin(), want.end());
   for (Expr base : terms) {
-    std::vector<Expr> loads;
-    for (Expr l : ir::leaves(base))
-      if (l->op == Op::Load) loads.push_back(l);
-    if (loads.empty()) return std::nullopt;
+    struct Read { Expr load, a, d; };  // a load at a + s·i, d = s/u
+    std::vector<Read> reads;
+    bool ok = true;
+    for (Expr l : ir::leaves(base)) {
+      if (l->op != Op::Load) continue;
+      Expr a = at(l->arg(0), ctx_.bv_const(Sort::BV64, 0));
+      Expr s = ctx_.bv_sub(at(l->arg(0), ctx_.bv_const(Sort::BV64, 1)), a);
+      if (s->op != Op::ConstBV || s->bv_signed() % int64_t(u) != 0) { ok = false; break; }
+      reads.push_back({l, a, ctx_.bv_const(Sort::BV64, uint64_t(s->bv_signed() / int64_t(u)))});
+    }
+    if (reads.empty()) return std::nullopt;
+    if (!ok) continue;
     for (uint64_t j0 = 0; j0 < u; ++j0) {
-      // base = t_{j0}: a load at a + s·i is g's load at (a − (s/u)·j0) + (s/u)·k
+      // base = t_{j0}: its load at a + s·i is g's load at (a − d·j0) + d·k
       std::unordered_map<Expr, Expr> rebuilt;
-      bool ok = true;
-      for (Expr l : loads) {
-        Expr idx = l->arg(0), a = at(idx, ctx_.bv_const(Sort::BV64, 0));
-        Expr s = ctx_.bv_sub(at(idx, ctx_.bv_const(Sort::BV64, 1)), a);
-        if (s->op != Op::ConstBV || s->bv_signed() % int64_t(u) != 0) { ok = false; break; }
-        Expr d = ctx_.bv_const(Sort::BV64, uint64_t(s->bv_signed() / int64_t(u)));
-        Expr start = ctx_.bv_sub(a, ctx_.bv_mul(d, ctx_.bv_const(Sort::BV64, j0)));
-        rebuilt[l] = ctx_.load(l->tensor(), ctx_.bv_add(start, ctx_.bv_mul(d, kv)), l->sort);
+      for (const Read& r : reads) {
+        Expr start = ctx_.bv_sub(r.a, ctx_.bv_mul(r.d, ctx_.bv_const(Sort::BV64, j0)));
+        rebuilt[r.load] = ctx_.load(r.load->tensor(), ctx_.bv_add(start, ctx_.bv_mul(r.d, kv)), r.load->sort);
       }
-      if (!ok) break;
       Expr g = ir::substitute(ctx_, base, [&](Expr leaf) -> Expr {
         auto it = rebuilt.find(leaf);
         return it == rebuilt.end() ? nullptr : it->second;
@@ -232,12 +234,7 @@ bool Machine::summarize_loop(size_t bi, size_t header, size_t branch) {
   auto sums0 = b->sums;
   auto value_of = [&](const std::vector<Expr>& regs, const std::unordered_map<int, Bundle::PendingSum>& sums,
                       int sl) -> Expr {
-    if (auto it = sums.find(sl); it != sums.end()) {
-      std::span<const Expr> xs(it->second.terms->data(), it->second.n);
-      if (it->second.op == Op::Add) return ctx_.add(xs);
-      if (xs.empty()) return it->second.op == Op::Max ? ninf_ : pinf_;
-      return it->second.op == Op::Max ? ctx_.max(xs) : ctx_.min(xs);
-    }
+    if (auto it = sums.find(sl); it != sums.end()) return list_value(it->second);
     return size_t(sl) < regs.size() ? regs[size_t(sl)] : nullptr;
   };
   Expr iv = ctx_.var(fmt::format("loop@{}", f_.body[header].loc.ptx_line), Sort::BV64, ir::Bounds{0, T - 1});

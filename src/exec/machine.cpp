@@ -247,13 +247,7 @@ Expr Machine::read_raw(Bundle& b, const Operand& o, Type ty) {
         // materialize once: accumulate() clears regs[s] whenever it extends the list, so a set
         // register with a pending list holds that list's node already (a softmax's exp pass reads
         // the 10^5-term running max every step; rebuilding it per read is O(n) each)
-        if (auto it = b.sums.find(s); it != b.sums.end() && !b.regs[s]) {
-          const auto& p = it->second;
-          std::span<const Expr> xs(p.terms->data(), p.n);
-          if (p.op == Op::Add) b.regs[s] = ctx_.add(xs);
-          else if (p.n == 0) b.regs[s] = (p.op == Op::Max ? ninf_ : pinf_);
-          else b.regs[s] = p.op == Op::Max ? ctx_.max(xs) : ctx_.min(xs);
-        }
+        if (auto it = b.sums.find(s); it != b.sums.end() && !b.regs[s]) b.regs[s] = list_value(it->second);
         v = b.regs[s];
         if (!v) v = ctx_.undef(sort_of(slot_types_[s] == Type::None ? ty : slot_types_[s]));
       }
@@ -276,6 +270,13 @@ Expr Machine::read_raw(Bundle& b, const Operand& o, Type ty) {
     default:
       throw Unsupported("operand form");
   }
+}
+
+Expr Machine::list_value(const Bundle::PendingSum& p) {
+  std::span<const Expr> xs(p.terms->data(), p.n);
+  if (p.op == Op::Add) return ctx_.add(xs);
+  if (p.n == 0) return p.op == Op::Max ? ninf_ : pinf_;
+  return p.op == Op::Max ? ctx_.max(xs) : ctx_.min(xs);
 }
 
 Expr Machine::as_real(Expr v) {

@@ -187,6 +187,7 @@ class Machine {
   // dst := src's list + term; cur is src's value when src holds no pending list
   void append_to_list(Bundle& b, int src, int dst, ir::Expr cur, ir::Expr term, ir::Op list_op);
   ir::Expr read_raw(Bundle& b, const ptx::Operand& o, ptx::Type ty);
+  ir::Expr list_value(const Bundle::PendingSum& p);  // a pending list as one n-ary node
   ir::Expr special(Bundle& b, const std::string& name);
   void write(Bundle& b, const ptx::Operand& o, ir::Expr v);
   ir::Expr as_real(ir::Expr v);
