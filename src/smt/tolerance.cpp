@@ -128,10 +128,14 @@ double lipschitz(Fn f, Interval x) {
 
 class IntervalEval {
  public:
-  explicit IntervalEval(double bound) : bound_(bound) {}
+  // The walks tick `ticker`: a difference of 10^7 nodes is walked for seconds.
+  explicit IntervalEval(double bound, Ticker* ticker = nullptr) : bound_(bound), ticker_(ticker) {}
 
   Interval operator()(Expr root) {
-    ir::post_order(root, [&](Expr e) { return memo_.count(e) > 0; }, [&](Expr e) { memo_[e] = node(e); });
+    ir::post_order(root, [&](Expr e) { return memo_.count(e) > 0; }, [&](Expr e) {
+      if (ticker_) ticker_->tick("while bounding the difference (tolerance)");
+      memo_[e] = node(e);
+    });
     return memo_.at(root);
   }
   Interval at(Expr e) { return (*this)(e); }
@@ -196,6 +200,7 @@ class IntervalEval {
   }
 
   double bound_;
+  Ticker* ticker_;
   std::unordered_map<Expr, Interval> memo_;
 };
 
@@ -204,8 +209,12 @@ class IntervalEval {
 // node for node, so n-ary operands can be paired by it.
 class Skeleton {
  public:
+  explicit Skeleton(Ticker* ticker = nullptr) : ticker_(ticker) {}
   uint64_t operator()(Expr root) {
-    ir::post_order(root, [&](Expr e) { return memo_.count(e) > 0; }, [&](Expr e) { memo_[e] = node(e); });
+    ir::post_order(root, [&](Expr e) { return memo_.count(e) > 0; }, [&](Expr e) {
+      if (ticker_) ticker_->tick("while bounding the difference (tolerance)");
+      memo_[e] = node(e);
+    });
     return memo_.at(root);
   }
 
@@ -238,6 +247,7 @@ class Skeleton {
     if (e->op == Op::Mul && n == 1) return last;  // c*x has the skeleton of x
     return mix(tag ^ sum) + n;
   }
+  Ticker* ticker_;
   std::unordered_map<Expr, uint64_t> memo_;
 };
 
@@ -569,8 +579,8 @@ double difference_bound(ir::Context& ctx, Expr a, Expr b, double bound, const Ax
   norm.set_deadline(deadline);
   Expr na = scale_into_minmax(ctx, norm(a), deadline), nb = scale_into_minmax(ctx, norm(b), deadline);
   if (na == nb) return 0;
-  IntervalEval iv(bound);
-  Skeleton sk;
+  IntervalEval iv(bound, deadline);
+  Skeleton sk(deadline);
   DiffBound db(iv, sk, deadline);
   return db(na, nb);
 }
