@@ -142,6 +142,8 @@ int run_kernel(const ExecuteOptions& opt, const ptx::Module& m, const ptx::Funct
     }
     j["idioms"] = r.idioms;
     j["steps"] = r.steps;
+    j["loops_summarized"] = r.loops_summarized;
+    j["summaries_retracted"] = r.summaries_retracted;
     j["ms"] = r.ms;
     if (r.unsupported) j["unsupported"] = *r.unsupported;
     std::cout << j.dump(2) << "\n";

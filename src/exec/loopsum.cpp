@@ -15,8 +15,10 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
 
 #include "exec/machine.h"
+#include "exec/sat.h"
 
 namespace dirigo::exec {
 
@@ -94,7 +96,8 @@ const Machine::LoopShape* Machine::loop_shape(size_t header, size_t branch) {
 }
 
 std::optional<uint64_t> Machine::loop_trips(const std::vector<Expr>& regs, const std::unordered_map<int, Bundle::PendingSum>& sums,
-                                            const LoopShape& shape, uint64_t cap) {
+                                            const LoopShape& shape, uint64_t cap,
+                                            std::span<const std::pair<int, uint64_t>> words) {
   if (dry_.empty()) decode_dry_run();
   size_t n = slot_types_.size();
   std::vector<uint64_t> word(n, 0);
@@ -105,6 +108,7 @@ std::optional<uint64_t> Machine::loop_trips(const std::vector<Expr>& regs, const
     if (v->op == Op::ConstBV) word[sl] = v->bv_value(), bits[sl] = uint8_t(ir::bv_width(v->sort));
     else if (v->op == Op::ConstBool) word[sl] = v->bool_value(), bits[sl] = 1;
   }
+  for (auto [sl, w] : words) word[size_t(sl)] = w, bits[size_t(sl)] = uint8_t(ir::bv_width(regs[size_t(sl)]->sort));
   const DryInstr& br = dry_[shape.branch];
   if (br.guard < 0) return std::nullopt;
   for (uint64_t trips = 1; trips <= cap; ++trips) {
@@ -134,6 +138,72 @@ std::optional<uint64_t> Machine::loop_trips(const std::vector<Expr>& regs, const
     if (!taken) return trips;
   }
   return std::nullopt;
+}
+
+std::optional<uint64_t> Machine::thread_trips(const Bundle& b, const std::vector<Expr>& regs,
+                                              const std::unordered_map<int, Bundle::PendingSum>& sums,
+                                              const LoopShape& shape, uint64_t cap) {
+  constexpr uint64_t kTripThreads = 4096;  // a block; each point replays the whole loop
+  const ThreadVars& tv = sat_.vars();
+  std::vector<Expr> vars = tv.all();
+  // the slots the back edge's guard depends on across iterations (a fixed point over the body)
+  if (dry_.empty()) decode_dry_run();
+  if (dry_[shape.branch].guard < 0) return std::nullopt;
+  std::vector<uint8_t> needed(slot_types_.size(), 0);
+  needed[size_t(dry_[shape.branch].guard)] = 1;
+  for (bool grew = true; grew;) {
+    grew = false;
+    for (size_t pc = shape.branch; pc-- > shape.header;) {
+      const DryInstr& d = dry_[pc];
+      bool feeds = false;
+      for (int sl : d.dests) feeds = feeds || needed[size_t(sl)];
+      if (!feeds) continue;
+      auto need = [&](int sl) {
+        if (sl >= 0 && !needed[size_t(sl)]) needed[size_t(sl)] = 1, grew = true;
+      };
+      for (const auto& a : d.args) need(a.slot);
+      for (int sl : d.sources) need(sl);
+    }
+  }
+  std::vector<int> slots;
+  std::vector<Expr> roots{b.pred};
+  std::array<bool, 6> used{};
+  for (size_t sl = 0; sl < regs.size() && sl < needed.size(); ++sl) {
+    Expr v = regs[sl];
+    if (!needed[sl] || shape.temps.count(int(sl))) continue;
+    if (!v || sums.count(int(sl)) || !ir::is_bv(v->sort) || v->op == Op::ConstBV || !sat_.thread_only(v)) continue;
+    slots.push_back(int(sl));
+    roots.push_back(v);
+    for (Expr l : ir::leaves(v))
+      for (size_t d = 0; d < 6; ++d) used[d] = used[d] || l == vars[d];
+  }
+  if (slots.empty()) return std::nullopt;
+  // the threads of the bundle among the points of the used Vars; a pred that mentions other Vars
+  // counts every point (one count over more threads than the bundle's is still that count)
+  bool pred_exact = sat_.thread_only(b.pred);
+  for (Expr l : ir::leaves(b.pred))
+    for (size_t d = 0; d < 6; ++d) pred_exact = pred_exact && (l != vars[d] || used[d]);
+  const uint32_t extent[6] = {tv.block.x, tv.block.y, tv.block.z, tv.grid.x, tv.grid.y, tv.grid.z};
+  uint64_t points = 1;
+  for (size_t d = 0; d < 6; ++d)
+    if (used[d] && (points *= extent[d]) > kTripThreads) return std::nullopt;
+  BvProgram prog(vars, roots);
+  if (!prog.ok()) return std::nullopt;
+  std::vector<uint64_t> out(roots.size());
+  std::vector<std::pair<int, uint64_t>> words(slots.size());
+  std::optional<uint64_t> trips;
+  for (uint64_t n = 0; n < points; ++n) {
+    uint64_t p[6] = {}, r = n;
+    for (size_t d = 0; d < 6; ++d)
+      if (used[d]) p[d] = r % extent[d], r /= extent[d];
+    prog.eval(p, out.data());
+    if (pred_exact && !out[0]) continue;
+    for (size_t k = 0; k < slots.size(); ++k) words[k] = {slots[k], out[k + 1]};
+    auto t = loop_trips(regs, sums, shape, cap, words);
+    if (!t || (trips && *t != *trips)) return std::nullopt;
+    trips = t;
+  }
+  return trips;
 }
 
 void Machine::note_loop_entry(Bundle& b) {
@@ -224,6 +294,7 @@ bool Machine::summarize_loop(size_t bi, size_t header, size_t branch) {
   // the iterations from prev on: the one just stepped is summarized again (its checks and records
   // stand, its terms are replaced by the reduction's)
   auto trips = loop_trips(prev.regs, prev.sums, *shape, opt_.summarize_max_trips);
+  if (!trips) trips = thread_trips(*b, prev.regs, prev.sums, *shape, opt_.summarize_max_trips);
   if (!trips) return give_up();
   if (*trips < opt_.summarize_min_trips) return false;  // cheap to step; a later run of the loop may be long
   const uint64_t T = *trips;

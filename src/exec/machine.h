@@ -164,9 +164,16 @@ class Machine {
   std::unordered_map<uint64_t, std::optional<LoopShape>> loop_shapes_;
   // iterations left, the next one included, replaying the counters natively; nullopt: not decided
   // by concrete counters within `cap`
+  // `words`: values of slots whose register is not a constant (one thread's, thread_trips)
   std::optional<uint64_t> loop_trips(const std::vector<ir::Expr>& regs,
                                      const std::unordered_map<int, Bundle::PendingSum>& sums, const LoopShape& shape,
-                                     uint64_t cap);
+                                     uint64_t cap, std::span<const std::pair<int, uint64_t>> words = {});
+  // The trip count when the counters depend on the thread (a block-stride loop from tid): replayed
+  // for every thread point of the Vars they mention (at most kTripThreads), one count for all of them
+  // or nullopt.
+  std::optional<uint64_t> thread_trips(const Bundle& b, const std::vector<ir::Expr>& regs,
+                                       const std::unordered_map<int, Bundle::PendingSum>& sums, const LoopShape& shape,
+                                       uint64_t cap);
   // An unrolled iteration's terms t_0..t_{u-1} (loads at a + s·i, s a multiple of u) as one function
   // g of the source counter k = u·i + j, proven by t_j(i) == g(u·i + j): (the Var k, g); nullopt
   // when they are not of that form.

@@ -104,6 +104,30 @@ TEST(LoopSummary, AThreadDependentTripCountIsStepped) {
   expect_same_values(*P, 8);
 }
 
+// for (i = tid; i < n; i += ntid) acc += in[i]: the counter starts at the thread's index
+std::string block_stride_body(const std::string& n) {
+  return "mov.f32 %f2, 0f00000000;\nmov.u32 %r2, %r1;\nmov.u32 %r4, %ntid.x;\nLOOP:\n"
+         "mul.wide.u32 %rd8, %r2, 4;\nadd.s64 %rd6, %rd2, %rd8;\nld.global.f32 %f3, [%rd6];\nadd.f32 %f2, %f2, %f3;\n"
+         "add.s32 %r2, %r2, %r4;\nsetp.lt.u32 %p1, %r2, " + n + ";\n@%p1 bra LOOP;\nst.global.f32 [%rd3], %f2;";
+}
+
+TEST(LoopSummary, ABlockStrideLoopWithOneTripCountForEveryThreadIsSummarized) {
+  auto m = loop_kernel(block_stride_body("1024"));
+  auto P = run_both(m, 8, 1024);  // 128 trips for each of the 8 threads (replayed per thread)
+  ASSERT_TRUE(P->summarized.ok()) << to_text(P->h.ctx, P->summarized);
+  EXPECT_EQ(P->summarized.loops_summarized, 1u);
+  EXPECT_LT(P->summarized.steps, P->stepped.steps / 10);
+  expect_same_values(*P, 8);
+}
+
+TEST(LoopSummary, ABlockStrideLoopWhoseThreadsDifferInTripsIsStepped) {
+  auto m = loop_kernel(block_stride_body("1020"));  // threads 0-3 run 128 trips, 4-7 run 127
+  auto P = run_both(m, 8, 1024);
+  ASSERT_FALSE(P->summarized.unsupported) << *P->summarized.unsupported;
+  EXPECT_EQ(P->summarized.loops_summarized, 0u);
+  expect_same_values(*P, 8);
+}
+
 TEST(LoopSummary, ARunningMaximumIsOneMaxReduction) {
   auto m = loop_kernel("mov.f32 %f2, 0fFF800000;\nmov.u32 %r2, 0;\nadd.s64 %rd6, %rd2, %rd5;\nLOOP:\n"
                        "ld.global.f32 %f3, [%rd6];\nmax.f32 %f2, %f2, %f3;\nadd.s64 %rd6, %rd6, 32;\n"
