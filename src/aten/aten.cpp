@@ -526,7 +526,7 @@ Expr sym_reduce(const Env& e, ir::ReduceOp op, const TensorRef& in, const SymDom
     Expr x = e.real_sym_at(in, d.index);
     // every reduced dim of one element (a symbolic location): the one term itself, whatever the op
     if (d.box.empty()) return body(x);
-    return e.cx.reduce_abstracted(op, d.box, body(x));
+    return ir::reduce_bounded(e.cx, op, d.box, body(x));
   } catch (const Env::NotSymbolic&) {
     return nullptr;
   }

@@ -774,7 +774,8 @@ ir::Expr Lowering::summarized_reads(ir::Expr e) {
   // A short loop's terms, expanded as stepping built them: next to the elements the loop's first and
   // remainder iterations leave outside the reduction they are one n-ary node the reference's
   // expanded form meets (a min over 128 channels: one element before the loop, 124 summarized, 3 left)
-  e = ir::expand_reductions(ctx_, e, kExpandedSummaryBelow);
+  // the partials of a strided loop, combined by a tree, are one reduction over the whole range first
+  e = ir::expand_reductions(ctx_, ir::merge_interleaved(ctx_, e), kExpandedSummaryBelow);
   if (!ir::contains_reduce(e)) return e;
   std::unordered_map<ir::Expr, ir::Expr> map;
   bool expand = false;

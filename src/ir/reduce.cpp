@@ -3,6 +3,8 @@
 
 #include <algorithm>
 #include <functional>
+#include <map>
+#include <unordered_map>
 #include <stdexcept>
 
 #include <fmt/format.h>
@@ -137,6 +139,152 @@ Expr expand_reductions(Context& ctx, Expr e, uint64_t max_points) {
       return reduce_count(x) <= max_points ? expand_reductions(ctx, expand_reduce(ctx, x), max_points) : x;
     return nullptr;
   });
+}
+
+namespace {
+
+// The reads of a body at a Var k: each load's start a (at k = 0) and step s (from k = 0 to 1).
+struct StridedRead {
+  Expr load, start;
+  int64_t step;
+};
+std::optional<std::vector<StridedRead>> strided_reads(Context& ctx, Expr body, Expr k) {
+  std::vector<StridedRead> reads;
+  auto at = [&](Expr e, int64_t v) {
+    return substitute(ctx, e, [&](Expr leaf) -> Expr { return leaf == k ? ctx.bv_const(Sort::BV64, uint64_t(v)) : nullptr; });
+  };
+  for (Expr l : leaves(body)) {
+    if (l->op != Op::Load) continue;
+    Expr a = at(l->arg(0), 0), s = ctx.bv_sub(at(l->arg(0), 1), a);
+    if (s->op != Op::ConstBV) return std::nullopt;
+    if (s->bv_signed() != 0) reads.push_back({l, a, s->bv_signed()});  // (a read of k's loop, not an invariant)
+  }
+  return reads;
+}
+
+// xs[pos] (Reduces of op `want` over one box [0, T)) merged as merge_interleaved says, or nullptr.
+Expr merge_group(Context& ctx, ReduceOp want, const std::vector<Expr>& group, uint64_t& fresh) {
+  const size_t n = group.size();
+  const int64_t T = reduce_box(group[0])[0].second;
+  Expr kv = ctx.var(fmt::format("interleave.k{}", fresh), Sort::BV64, Bounds{0, uint64_t(T - 1)});
+  Expr jv = ctx.var(fmt::format("interleave.j{}", fresh++), Sort::BV64, Bounds{0, uint64_t(T) * n - 1});
+  std::vector<Expr> bodies;
+  for (Expr r : group) {
+    Expr at[] = {kv};
+    bodies.push_back(instantiate_at(ctx, r, at));
+  }
+  auto base_reads = strided_reads(ctx, bodies[0], kv);
+  if (!base_reads || base_reads->empty()) return nullptr;
+  // the first read fixes d and each partial's t: its start is a + t·d
+  const StridedRead& first = base_reads->front();
+  if (first.step == 0 || first.step % int64_t(n) != 0) return nullptr;
+  const int64_t d = first.step / int64_t(n);
+  std::vector<int64_t> t_of(n);
+  int64_t t_min = 0;
+  for (size_t p = 0; p < n; ++p) {
+    auto rp = strided_reads(ctx, bodies[p], kv);
+    if (!rp || rp->empty() || rp->front().load->tensor() != first.load->tensor()) return nullptr;
+    Expr diff = ctx.bv_sub(rp->front().start, first.start);
+    if (diff->op != Op::ConstBV || diff->bv_signed() % d != 0) return nullptr;
+    t_of[p] = diff->bv_signed() / d;
+    t_min = std::min(t_min, t_of[p]);
+  }
+  std::vector<uint8_t> seen(n, 0);
+  size_t origin = 0;  // the partial with t = 0 after shifting
+  for (size_t p = 0; p < n; ++p) {
+    int64_t t = t_of[p] - t_min;
+    if (t >= int64_t(n) || seen[size_t(t)]) return nullptr;
+    seen[size_t(t)] = 1;
+    t_of[p] = t;
+    if (t == 0) origin = p;
+  }
+  // g: the origin's body with each read at a + (s/n)·j
+  auto reads = strided_reads(ctx, bodies[origin], kv);
+  std::unordered_map<Expr, Expr> rebuilt;
+  for (const StridedRead& r : *reads) {
+    if (r.step % int64_t(n) != 0) return nullptr;
+    Expr step = ctx.bv_const(Sort::BV64, uint64_t(r.step / int64_t(n)));
+    rebuilt[r.load] = ctx.load(r.load->tensor(), ctx.bv_add(r.start, ctx.bv_mul(step, jv)), r.load->sort);
+  }
+  Expr g = substitute(ctx, bodies[origin], [&](Expr leaf) -> Expr {
+    auto it = rebuilt.find(leaf);
+    return it == rebuilt.end() ? nullptr : it->second;
+  });
+  for (Expr l : leaves(g))
+    if (l == kv) return nullptr;  // k reaches the body other than through read indices
+  // the proof: f_t(k) == g(n·k + t) for every partial
+  for (size_t p = 0; p < n; ++p) {
+    Expr j = ctx.bv_add(ctx.bv_mul(ctx.bv_const(Sort::BV64, n), kv), ctx.bv_const(Sort::BV64, uint64_t(t_of[p])));
+    if (substitute(ctx, g, [&](Expr leaf) -> Expr { return leaf == jv ? j : nullptr; }) != bodies[p]) return nullptr;
+  }
+  Expr ivs[] = {jv};
+  std::pair<int64_t, int64_t> box[] = {{0, T * int64_t(n)}};
+  return ctx.reduce(want, ivs, box, g);
+}
+
+// Interleaved partials among the operands of one Add/Max/Min: those of one extent and one constant
+// factor as one group (a tree's result flattens to all its partials; a positive factor of a max
+// distributes into it).
+bool merge_operands(Context& ctx, Op combine, std::vector<Expr>& xs, uint64_t& fresh) {
+  ReduceOp want = combine == Op::Add ? ReduceOp::Sum : combine == Op::Max ? ReduceOp::Max : ReduceOp::Min;
+  struct Part { Expr coef, reduce; };  // coef: nullptr for 1
+  auto partial = [&](Expr x) -> std::optional<Part> {
+    Part p{nullptr, x};
+    if (x->op == Op::Mul && x->nargs == 2 && x->arg(0)->op == Op::ConstReal &&
+        (combine == Op::Add || x->arg(0)->rational() > 0))
+      p = {x->arg(0), x->arg(1)};
+    Expr r = p.reduce;
+    if (r->op != Op::Reduce || r->reduce_op() != want || r->reduce_rank() != 1 || r->has_free_bound() ||
+        reduce_box(r)[0].first != 0 || reduce_box(r)[0].second <= 0)
+      return std::nullopt;
+    return p;
+  };
+  std::map<std::pair<int64_t, Expr>, std::vector<size_t>> groups;  // by extent and factor
+  for (size_t i = 0; i < xs.size(); ++i)
+    if (auto p = partial(xs[i])) groups[{reduce_box(p->reduce)[0].second, p->coef}].push_back(i);
+  std::vector<size_t> gone;
+  for (auto& [key, idx] : groups) {
+    if (idx.size() < 2) continue;
+    std::vector<Expr> group;
+    for (size_t i : idx) group.push_back(partial(xs[i])->reduce);
+    if (Expr m = merge_group(ctx, want, group, fresh)) {
+      xs[idx[0]] = key.second ? ctx.mul(key.second, m) : m;
+      gone.insert(gone.end(), idx.begin() + 1, idx.end());
+    }
+  }
+  if (gone.empty()) return false;
+  std::sort(gone.rbegin(), gone.rend());
+  for (size_t i : gone) xs.erase(xs.begin() + std::ptrdiff_t(i));
+  return true;
+}
+
+}  // namespace
+
+Expr reduce_bounded(Context& ctx, ReduceOp op, const Box& box, Expr body) {
+  Expr r = ctx.reduce_abstracted(op, box, body);
+  if (r->op != Op::Reduce) return r;
+  Box b = reduce_box(r);
+  if (std::any_of(b.begin(), b.end(), [](auto d) { return d.first < 0 || d.second <= d.first; })) return r;
+  std::vector<Expr> vars;
+  for (size_t d = 0; d < b.size(); ++d)
+    vars.push_back(ctx.var(fmt::format("bounded.k{}", d), Sort::BV64,
+                           Bounds{uint64_t(b[d].first), uint64_t(b[d].second - 1)}));
+  return ctx.reduce(op, vars, b, instantiate_at(ctx, r, vars));
+}
+
+Expr merge_interleaved(Context& ctx, Expr e) {
+  if (!contains_reduce(e)) return e;
+  NodeMap<Expr> memo;
+  uint64_t fresh = 0;
+  return rebuild_post_order(
+      ctx, e, memo, [&](Expr x) -> Expr { return x->nargs == 0 || !contains_reduce(x) ? x : nullptr; },
+      [&](Expr, Expr r) {
+        if (r->sort != Sort::Real || r->has_free_bound() || (r->op != Op::Add && r->op != Op::Max && r->op != Op::Min))
+          return r;
+        std::vector<Expr> xs(r->args().begin(), r->args().end());
+        if (!merge_operands(ctx, r->op, xs, fresh)) return r;
+        return r->op == Op::Add ? ctx.add(xs) : r->op == Op::Max ? ctx.max(xs) : ctx.min(xs);
+      });
 }
 
 std::optional<std::vector<int64_t>> body_offset(Context& ctx, Expr a, Expr b) {

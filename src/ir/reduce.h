@@ -50,4 +50,16 @@ std::optional<DomainDifference> domain_difference(Context& ctx, Expr a, Expr b);
 // The offset per dim with body_b(k) == body_a(k + offset), when one is found (ReduceMerge's alignment).
 std::optional<std::vector<int64_t>> body_offset(Context& ctx, Expr a, Expr b);
 
+// op over box of body (Bound leaves, as Context::reduce_abstracted) with the body rebuilt over index
+// Vars bounded by the box: the rules that need bounds fire on its index arithmetic (a flat index
+// split into fields by a view, (63 & k) + 64·(63 & (k >> 6)) + ..., is k again below 2^12).
+Expr reduce_bounded(Context& ctx, ReduceOp op, const Box& box, Expr body);
+
+// The partials of a block- or grid-stride loop combined by a tree (shared memory, shuffles), merged:
+// n one-dim reductions R_t = op_{k<T} f_t(k) of one op, combined by that op, whose reads are at
+// a + t·d + n·d·k (t = 0..n-1 in some order) are op_{j<n·T} g(j) with g's reads at a + d·j, kept only
+// when f_t(k) == g(n·k + t) for every t (hash-consed, exact). Below e (reduction bodies included),
+// bottom-up, at closed nodes.
+Expr merge_interleaved(Context& ctx, Expr e);
+
 }  // namespace dirigo::ir

@@ -166,8 +166,9 @@ Expr Context::Impl::add_n(Sort s, std::span<const Expr> xs) {
   return raw(addop, s, args);
 }
 
-// k*c*(x/c) + k*(x%c) -> k*x (also with x>>s and x & (2^s-1)): the index split
-// row = i / N, col = i % N recombined as row*N + col. Returns nullptr if nothing matched.
+// k*c*(x/c) + k*(x%c) -> k*x (also with x>>s and x & (2^s-1), and a middle field:
+// k*2^s*(x>>(t+s)) + k*((x>>t) & (2^s-1)) -> k*(x>>t)): the index split row = i / N, col = i % N
+// recombined as row*N + col. Returns nullptr if nothing matched.
 Expr Context::Impl::recombine_divmod(Sort s, Expr c0, std::vector<Term>& terms) {
   uint64_t m = width_mask(bv_width(s));
   struct Rem {
@@ -203,11 +204,16 @@ Expr Context::Impl::recombine_divmod(Sort s, Expr c0, std::vector<Term>& terms) 
     }
     if (!x) continue;
     for (const Rem& r : rems) {
-      if (gone[r.i] || r.x != x || r.d != d) continue;
+      if (gone[r.i]) continue;
+      // also a middle field of x: (x>>t) & (2^(q-t) - 1) next to x>>q is x>>t (a flat index split by a view)
+      bool field = g->op == Op::BvLShr && r.x->op == Op::BvLShr && r.x->args_[0] == x &&
+                   r.x->args_[1]->op == Op::ConstBV && r.x->args_[1]->u < g->args_[1]->u &&
+                   (r.d << r.x->args_[1]->u) == d;
+      if (!field && (r.x != x || r.d != d)) continue;
       uint64_t k = terms[r.i].coef->u;
-      if (((k * d) & m) != terms[j].coef->u || !apply(Rule::BvDivModRecombine)) continue;
+      if (((k * r.d) & m) != terms[j].coef->u || !apply(Rule::BvDivModRecombine)) continue;
       gone[r.i] = gone[j] = 1;
-      Expr kx[] = {mk_bv(s, k), x};
+      Expr kx[] = {mk_bv(s, k), r.x};
       extra.push_back(mul_n(s, kx));
       break;
     }

@@ -408,3 +408,48 @@ TEST_F(Reduce, SparsePointsMakeAGiantShortenedSumCheap) {
   Expr unrestricted = sum(k, 0, int64_t(1) << 30, c.call(Fn::Exp, c.load(X, k)));
   EXPECT_THROW(Evaluator(env, Precision::F64).real(unrestricted), std::runtime_error);
 }
+
+// A block-stride loop's partials (thread t sums x[t + 4k], k < 8) combined by a tree: one sum over
+// x[0..32); exact, so the merged form equals the reference's reduction node for node.
+TEST_F(Reduce, MergeInterleavedPartials) {
+  auto body = [&](int64_t t) { return c.call(Fn::Exp, c.load(X, c.bv_add(bv(t), c.bv_mul(bv(4), k)))); };
+  Expr whole = sum(j, 0, 32, c.call(Fn::Exp, c.load(X, j)));
+  std::vector<Expr> parts;
+  for (int64_t t : {2, 0, 3, 1}) parts.push_back(sum(k, 0, 8, body(t)));
+  EXPECT_EQ(merge_interleaved(c, c.add(parts)), whole);
+  // max alike, next to an initial value (the accumulator's 0), and inside an enclosing expression
+  std::vector<Expr> maxes{c.real_const(0)};
+  for (int64_t t : {0, 1, 2, 3}) maxes.push_back(red(ReduceOp::Max, k, 0, 8, body(t)));
+  Expr m = c.mul(c.real_const(2), c.max(maxes));
+  Expr want = c.mul(c.real_const(2), c.max(c.real_const(0), red(ReduceOp::Max, j, 0, 32, c.call(Fn::Exp, c.load(X, j)))));
+  EXPECT_EQ(merge_interleaved(c, m), want) << str(m) << "\n" << str(merge_interleaved(c, m)) << "\n" << str(want);
+}
+
+TEST_F(Reduce, MergeInterleavedLeavesGapsAndMixedBodies) {
+  auto part = [&](int64_t t, int32_t tensor) { return sum(k, 0, 8, c.load(tensor, c.bv_add(bv(t), c.bv_mul(bv(4), k)))); };
+  // a missing residue class (t = 2): not the whole range
+  Expr gap = c.add(std::vector<Expr>{part(0, X), part(1, X), part(3, X)});
+  EXPECT_EQ(merge_interleaved(c, gap), gap);
+  // one partial reads another tensor
+  Expr mixed = c.add(std::vector<Expr>{part(0, X), part(1, X), part(2, W), part(3, X)});
+  EXPECT_EQ(merge_interleaved(c, mixed), mixed);
+  // a body that uses k other than in a read index
+  auto odd = [&](int64_t t) { return sum(k, 0, 8, c.mul(c.bv_to_real(k, false), c.load(X, c.bv_add(bv(t), c.bv_mul(bv(2), k))))); };
+  Expr uses_k = c.add(odd(0), odd(1));
+  EXPECT_EQ(merge_interleaved(c, uses_k), uses_k);
+}
+
+// A view's field split of a flat reduction index is the index again once the body knows its bounds.
+TEST_F(Reduce, BoundedBodyRecombinesAViewsFields) {
+  Expr b = c.bound(0);
+  Expr idx = c.bv_add(std::vector<Expr>{c.bv_and(bv(63), b), c.bv_mul(bv(64), c.bv_and(bv(63), c.bv_lshr(b, bv(6)))),
+                                        c.bv_mul(bv(4096), c.bv_and(bv(31), c.bv_lshr(b, bv(12))))});
+  std::pair<int64_t, int64_t> box[] = {{0, 1 << 17}};
+  Expr raw = c.reduce_abstracted(ReduceOp::Sum, box, c.load(X, idx));
+  Expr bounded = reduce_bounded(c, ReduceOp::Sum, {{0, 1 << 17}}, c.load(X, idx));
+  EXPECT_NE(raw, bounded);
+  EXPECT_EQ(bounded, sum(j, 0, 1 << 17, c.load(X, j)));
+  // past 2^17 the top field's mask matters: kept
+  Expr wide = reduce_bounded(c, ReduceOp::Sum, {{0, 1 << 18}}, c.load(X, idx));
+  EXPECT_NE(wide, sum(j, 0, 1 << 18, c.load(X, j)));
+}

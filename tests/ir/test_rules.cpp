@@ -439,6 +439,19 @@ TEST_F(Rules, BvDivModRecombine) {
   Expr qq = c.bv_udiv(q, bv(5)), r1 = c.bv_urem(q, bv(5));
   check(Rule::BvDivModRecombine,
         [&] { return c.bv_add(std::vector<Expr>{c.bv_mul(qq, bv(30)), c.bv_mul(r1, bv(6)), r0}); }, a);
+  // a flat index k split into three fields by a view (k < 2^17): (63 & k) + 64*(63 & (k >> 6)) + 4096*(k >> 12)
+  auto b64 = [&](uint64_t v) { return bv(v, Sort::BV64); };
+  Expr k = c.var("k", Sort::BV64, Bounds{0, (1u << 17) - 1});
+  auto field = [&](unsigned shift, uint64_t mask) { return c.bv_and(b64(mask), c.bv_lshr(k, b64(shift))); };
+  check(Rule::BvDivModRecombine,
+        [&] {
+          return c.bv_add(std::vector<Expr>{c.bv_and(b64(63), k), c.bv_mul(b64(64), field(6, 63)),
+                                            c.bv_mul(b64(4096), c.bv_lshr(k, b64(12)))});
+        },
+        k);
+  // the middle field's width must be the gap to the next shift
+  untouched(Rule::BvDivModRecombine,
+            [&] { return c.bv_add(c.bv_mul(b64(64), field(6, 31)), c.bv_mul(b64(4096), c.bv_lshr(k, b64(12)))); });
 }
 
 TEST_F(Rules, LoadFold) {
