@@ -140,7 +140,7 @@ std::optional<uint64_t> Machine::loop_trips(const std::vector<Expr>& regs, const
   return std::nullopt;
 }
 
-std::optional<uint64_t> Machine::thread_trips(const Bundle& b, const std::vector<Expr>& regs,
+std::optional<Machine::ThreadTrips> Machine::thread_trips(const Bundle& b, const std::vector<Expr>& regs,
                                               const std::unordered_map<int, Bundle::PendingSum>& sums,
                                               const LoopShape& shape, uint64_t cap) {
   constexpr uint64_t kTripThreads = 4096;  // a block; each point replays the whole loop
@@ -191,7 +191,7 @@ std::optional<uint64_t> Machine::thread_trips(const Bundle& b, const std::vector
   if (!prog.ok()) return std::nullopt;
   std::vector<uint64_t> out(roots.size());
   std::vector<std::pair<int, uint64_t>> words(slots.size());
-  std::optional<uint64_t> trips;
+  std::optional<ThreadTrips> trips;
   for (uint64_t n = 0; n < points; ++n) {
     uint64_t p[6] = {}, r = n;
     for (size_t d = 0; d < 6; ++d)
@@ -200,8 +200,9 @@ std::optional<uint64_t> Machine::thread_trips(const Bundle& b, const std::vector
     if (pred_exact && !out[0]) continue;
     for (size_t k = 0; k < slots.size(); ++k) words[k] = {slots[k], out[k + 1]};
     auto t = loop_trips(regs, sums, shape, cap, words);
-    if (!t || (trips && *t != *trips)) return std::nullopt;
-    trips = t;
+    if (!t) return std::nullopt;
+    if (!trips) trips = ThreadTrips{*t, true};
+    else if (*t != trips->common) trips = ThreadTrips{std::min(*t, trips->common), false};
   }
   return trips;
 }
@@ -294,7 +295,10 @@ bool Machine::summarize_loop(size_t bi, size_t header, size_t branch) {
   // the iterations from prev on: the one just stepped is summarized again (its checks and records
   // stand, its terms are replaced by the reduction's)
   auto trips = loop_trips(prev.regs, prev.sums, *shape, opt_.summarize_max_trips);
-  if (!trips) trips = thread_trips(*b, prev.regs, prev.sums, *shape, opt_.summarize_max_trips);
+  bool uniform = true;  // every thread leaves after T iterations (else some run on: stepped from the back edge)
+  if (!trips)
+    if (auto tt = thread_trips(*b, prev.regs, prev.sums, *shape, opt_.summarize_max_trips))
+      trips = tt->common, uniform = tt->uniform;
   if (!trips) return give_up();
   if (*trips < opt_.summarize_min_trips) return false;  // cheap to step; a later run of the loop may be long
   const uint64_t T = *trips;
@@ -471,7 +475,9 @@ bool Machine::summarize_loop(size_t bi, size_t header, size_t branch) {
     Expr cur = b->sums.count(sl) ? nullptr : value_of(b->regs, b->sums, sl);
     append_to_list(*b, sl, sl, cur, reduced[k].second, reduced_op[k]);
   }
-  b->pc = branch + 1;
+  // a thread that runs on decides at the back edge, its guard the last summarized iteration's
+  b->pc = uniform ? branch + 1 : branch;
+  if (!uniform) b->unsummarized.insert(header);
   b->watch.reset();
   ++out_.loops_summarized;
   for (const auto& [l, ix] : ends) {

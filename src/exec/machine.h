@@ -169,9 +169,13 @@ class Machine {
                                      const std::unordered_map<int, Bundle::PendingSum>& sums, const LoopShape& shape,
                                      uint64_t cap, std::span<const std::pair<int, uint64_t>> words = {});
   // The trip count when the counters depend on the thread (a block-stride loop from tid): replayed
-  // for every thread point of the Vars they mention (at most kTripThreads), one count for all of them
-  // or nullopt.
-  std::optional<uint64_t> thread_trips(const Bundle& b, const std::vector<ir::Expr>& regs,
+  // for every thread point of the Vars they mention (at most kTripThreads): the count every thread
+  // runs (the least), and whether they all stop there; nullopt when some point is not decided.
+  struct ThreadTrips {
+    uint64_t common = 0;
+    bool uniform = true;
+  };
+  std::optional<ThreadTrips> thread_trips(const Bundle& b, const std::vector<ir::Expr>& regs,
                                        const std::unordered_map<int, Bundle::PendingSum>& sums, const LoopShape& shape,
                                        uint64_t cap);
   // An unrolled iteration's terms t_0..t_{u-1} (loads at a + s·i, s a multiple of u) as one function

@@ -162,8 +162,12 @@ std::optional<std::vector<StridedRead>> strided_reads(Context& ctx, Expr body, E
   return reads;
 }
 
-// xs[pos] (Reduces of op `want` over one box [0, T)) merged as merge_interleaved says, or nullptr.
-Expr merge_group(Context& ctx, ReduceOp want, const std::vector<Expr>& group, uint64_t& fresh) {
+// Reduces of one op over one box [0, T) merged as merge_interleaved says: g over the Var jv, j < count.
+struct Merged {
+  Expr jv = nullptr, g = nullptr;
+  int64_t count = 0;
+};
+std::optional<Merged> merge_group(Context& ctx, const std::vector<Expr>& group, uint64_t& fresh) {
   const size_t n = group.size();
   const int64_t T = reduce_box(group[0])[0].second;
   Expr kv = ctx.var(fmt::format("interleave.k{}", fresh), Sort::BV64, Bounds{0, uint64_t(T - 1)});
@@ -174,18 +178,18 @@ Expr merge_group(Context& ctx, ReduceOp want, const std::vector<Expr>& group, ui
     bodies.push_back(instantiate_at(ctx, r, at));
   }
   auto base_reads = strided_reads(ctx, bodies[0], kv);
-  if (!base_reads || base_reads->empty()) return nullptr;
+  if (!base_reads || base_reads->empty()) return std::nullopt;
   // the first read fixes d and each partial's t: its start is a + t·d
   const StridedRead& first = base_reads->front();
-  if (first.step == 0 || first.step % int64_t(n) != 0) return nullptr;
+  if (first.step == 0 || first.step % int64_t(n) != 0) return std::nullopt;
   const int64_t d = first.step / int64_t(n);
   std::vector<int64_t> t_of(n);
   int64_t t_min = 0;
   for (size_t p = 0; p < n; ++p) {
     auto rp = strided_reads(ctx, bodies[p], kv);
-    if (!rp || rp->empty() || rp->front().load->tensor() != first.load->tensor()) return nullptr;
+    if (!rp || rp->empty() || rp->front().load->tensor() != first.load->tensor()) return std::nullopt;
     Expr diff = ctx.bv_sub(rp->front().start, first.start);
-    if (diff->op != Op::ConstBV || diff->bv_signed() % d != 0) return nullptr;
+    if (diff->op != Op::ConstBV || diff->bv_signed() % d != 0) return std::nullopt;
     t_of[p] = diff->bv_signed() / d;
     t_min = std::min(t_min, t_of[p]);
   }
@@ -193,7 +197,7 @@ Expr merge_group(Context& ctx, ReduceOp want, const std::vector<Expr>& group, ui
   size_t origin = 0;  // the partial with t = 0 after shifting
   for (size_t p = 0; p < n; ++p) {
     int64_t t = t_of[p] - t_min;
-    if (t >= int64_t(n) || seen[size_t(t)]) return nullptr;
+    if (t >= int64_t(n) || seen[size_t(t)]) return std::nullopt;
     seen[size_t(t)] = 1;
     t_of[p] = t;
     if (t == 0) origin = p;
@@ -202,7 +206,7 @@ Expr merge_group(Context& ctx, ReduceOp want, const std::vector<Expr>& group, ui
   auto reads = strided_reads(ctx, bodies[origin], kv);
   std::unordered_map<Expr, Expr> rebuilt;
   for (const StridedRead& r : *reads) {
-    if (r.step % int64_t(n) != 0) return nullptr;
+    if (r.step % int64_t(n) != 0) return std::nullopt;
     Expr step = ctx.bv_const(Sort::BV64, uint64_t(r.step / int64_t(n)));
     rebuilt[r.load] = ctx.load(r.load->tensor(), ctx.bv_add(r.start, ctx.bv_mul(step, jv)), r.load->sort);
   }
@@ -211,20 +215,18 @@ Expr merge_group(Context& ctx, ReduceOp want, const std::vector<Expr>& group, ui
     return it == rebuilt.end() ? nullptr : it->second;
   });
   for (Expr l : leaves(g))
-    if (l == kv) return nullptr;  // k reaches the body other than through read indices
+    if (l == kv) return std::nullopt;  // k reaches the body other than through read indices
   // the proof: f_t(k) == g(n·k + t) for every partial
   for (size_t p = 0; p < n; ++p) {
     Expr j = ctx.bv_add(ctx.bv_mul(ctx.bv_const(Sort::BV64, n), kv), ctx.bv_const(Sort::BV64, uint64_t(t_of[p])));
-    if (substitute(ctx, g, [&](Expr leaf) -> Expr { return leaf == jv ? j : nullptr; }) != bodies[p]) return nullptr;
+    if (substitute(ctx, g, [&](Expr leaf) -> Expr { return leaf == jv ? j : nullptr; }) != bodies[p]) return std::nullopt;
   }
-  Expr ivs[] = {jv};
-  std::pair<int64_t, int64_t> box[] = {{0, T * int64_t(n)}};
-  return ctx.reduce(want, ivs, box, g);
+  return Merged{jv, g, T * int64_t(n)};
 }
 
 // Interleaved partials among the operands of one Add/Max/Min: those of one extent and one constant
 // factor as one group (a tree's result flattens to all its partials; a positive factor of a max
-// distributes into it).
+// distributes into it), then the loose terms that continue the merged range.
 bool merge_operands(Context& ctx, Op combine, std::vector<Expr>& xs, uint64_t& fresh) {
   ReduceOp want = combine == Op::Add ? ReduceOp::Sum : combine == Op::Max ? ReduceOp::Max : ReduceOp::Min;
   struct Part { Expr coef, reduce; };  // coef: nullptr for 1
@@ -247,10 +249,27 @@ bool merge_operands(Context& ctx, Op combine, std::vector<Expr>& xs, uint64_t& f
     if (idx.size() < 2) continue;
     std::vector<Expr> group;
     for (size_t i : idx) group.push_back(partial(xs[i])->reduce);
-    if (Expr m = merge_group(ctx, want, group, fresh)) {
-      xs[idx[0]] = key.second ? ctx.mul(key.second, m) : m;
-      gone.insert(gone.end(), idx.begin() + 1, idx.end());
+    auto m = merge_group(ctx, group, fresh);
+    if (!m) continue;
+    gone.insert(gone.end(), idx.begin() + 1, idx.end());
+    // the remainder iterations some threads ran past the common trip count: loose terms g(count), ...
+    std::unordered_map<Expr, size_t> loose;
+    for (size_t i = 0; i < xs.size(); ++i) loose.emplace(xs[i], i);
+    for (;;) {
+      Expr at = substitute(ctx, m->g, [&](Expr leaf) -> Expr {
+        return leaf == m->jv ? ctx.bv_const(Sort::BV64, uint64_t(m->count)) : nullptr;
+      });
+      auto it = loose.find(key.second ? ctx.mul(key.second, at) : at);
+      if (it == loose.end() || std::find(gone.begin(), gone.end(), it->second) != gone.end() ||
+          std::find(idx.begin(), idx.end(), it->second) != idx.end())
+        break;
+      gone.push_back(it->second);
+      ++m->count;
     }
+    Expr ivs[] = {m->jv};
+    std::pair<int64_t, int64_t> box[] = {{0, m->count}};
+    Expr r = ctx.reduce(want, ivs, box, m->g);
+    xs[idx[0]] = key.second ? ctx.mul(key.second, r) : r;
   }
   if (gone.empty()) return false;
   std::sort(gone.rbegin(), gone.rend());

@@ -58,8 +58,9 @@ Expr reduce_bounded(Context& ctx, ReduceOp op, const Box& box, Expr body);
 // The partials of a block- or grid-stride loop combined by a tree (shared memory, shuffles), merged:
 // n one-dim reductions R_t = op_{k<T} f_t(k) of one op, combined by that op, whose reads are at
 // a + t·d + n·d·k (t = 0..n-1 in some order) are op_{j<n·T} g(j) with g's reads at a + d·j, kept only
-// when f_t(k) == g(n·k + t) for every t (hash-consed, exact). Below e (reduction bodies included),
-// bottom-up, at closed nodes.
+// when f_t(k) == g(n·k + t) for every t (hash-consed, exact); operands equal to g(n·T), g(n·T + 1), ...
+// (the remainder iterations of the threads that ran one more) extend it. Below e (reduction bodies
+// included), bottom-up, at closed nodes.
 Expr merge_interleaved(Context& ctx, Expr e);
 
 }  // namespace dirigo::ir

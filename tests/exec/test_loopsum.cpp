@@ -95,13 +95,21 @@ TEST(LoopSummary, ALoopThatReadsATensorTheLaunchWritesIsSteppedAgain) {
   EXPECT_EQ(P->summarized.unsupported.has_value(), P->stepped.unsupported.has_value());
 }
 
-TEST(LoopSummary, AThreadDependentTripCountIsStepped) {
-  // trips = tid + 20: no one count for the bundle
+TEST(LoopSummary, AThreadDependentTripCountSummarizesTheTripsEveryThreadRuns) {
+  // trips = tid + 20: the 20 all threads run are one reduction, thread t steps t more
   auto m = loop_kernel("add.s32 %r3, %r1, 20;\n" + dot_body("%r3"));
   auto P = run_both(m, 8, 64);
   ASSERT_FALSE(P->summarized.unsupported) << *P->summarized.unsupported;
-  EXPECT_EQ(P->summarized.loops_summarized, 0u);
+  EXPECT_EQ(P->summarized.loops_summarized, 1u);
   expect_same_values(*P, 8);
+}
+
+TEST(LoopSummary, ATripCountReadFromDataIsStepped) {
+  // trips = in[0] as an integer: no count before the data is known
+  auto m = loop_kernel("ld.global.u32 %r3, [%rd2];\nmin.u32 %r3, %r3, 40;\n" + dot_body("%r3"));
+  auto P = run_both(m, 8, 64);
+  EXPECT_EQ(P->summarized.loops_summarized, 0u);
+  EXPECT_EQ(P->summarized.unsupported.has_value(), P->stepped.unsupported.has_value());
 }
 
 // for (i = tid; i < n; i += ntid) acc += in[i]: the counter starts at the thread's index
@@ -120,12 +128,19 @@ TEST(LoopSummary, ABlockStrideLoopWithOneTripCountForEveryThreadIsSummarized) {
   expect_same_values(*P, 8);
 }
 
-TEST(LoopSummary, ABlockStrideLoopWhoseThreadsDifferInTripsIsStepped) {
+TEST(LoopSummary, ABlockStrideLoopWhoseThreadsDifferInTripsSummarizesTheTripsAllRun) {
   auto m = loop_kernel(block_stride_body("1020"));  // threads 0-3 run 128 trips, 4-7 run 127
   auto P = run_both(m, 8, 1024);
-  ASSERT_FALSE(P->summarized.unsupported) << *P->summarized.unsupported;
-  EXPECT_EQ(P->summarized.loops_summarized, 0u);
+  ASSERT_TRUE(P->summarized.ok()) << to_text(P->h.ctx, P->summarized);
+  EXPECT_EQ(P->summarized.loops_summarized, 1u);  // 127 for all, the last one stepped by threads 0-3
+  EXPECT_LT(P->summarized.steps, P->stepped.steps / 10);
   expect_same_values(*P, 8);
+  auto c = run_concrete(P->h.ctx, m, "k", P->h.launch, P->h.input);
+  ASSERT_FALSE(c.unsupported);
+  Resolver rs(P->h.ctx, P->summarized);
+  int32_t out = P->h.ids.at("out");
+  for (int64_t i = 0; i < 8; ++i)
+    EXPECT_TRUE(close(symbolic_value(P->h, P->summarized, out, i, rs), c.memory.tensors.at(out)[size_t(i)], 1e-6));
 }
 
 TEST(LoopSummary, ARunningMaximumIsOneMaxReduction) {

@@ -425,6 +425,19 @@ TEST_F(Reduce, MergeInterleavedPartials) {
   EXPECT_EQ(merge_interleaved(c, m), want) << str(m) << "\n" << str(merge_interleaved(c, m)) << "\n" << str(want);
 }
 
+// n not a multiple of the block: partials of 7 points for every thread, and the threads t < 2 ran an
+// eighth iteration (loose terms x[28], x[29]): one sum over x[0..30).
+TEST_F(Reduce, MergeInterleavedAbsorbsTheRemainderTerms) {
+  std::vector<Expr> parts;
+  for (int64_t t : {0, 1, 2, 3}) parts.push_back(sum(k, 0, 7, c.load(X, c.bv_add(bv(t), c.bv_mul(bv(4), k)))));
+  parts.push_back(c.load(X, bv(28)));
+  parts.push_back(c.load(X, bv(29)));
+  EXPECT_EQ(merge_interleaved(c, c.add(parts)), sum(j, 0, 30, c.load(X, j)));
+  // a term past a gap stays
+  parts.back() = c.load(X, bv(30));
+  EXPECT_EQ(merge_interleaved(c, c.add(parts)), c.add(sum(j, 0, 29, c.load(X, j)), c.load(X, bv(30))));
+}
+
 TEST_F(Reduce, MergeInterleavedLeavesGapsAndMixedBodies) {
   auto part = [&](int64_t t, int32_t tensor) { return sum(k, 0, 8, c.load(tensor, c.bv_add(bv(t), c.bv_mul(bv(4), k)))); };
   // a missing residue class (t = 2): not the whole range
