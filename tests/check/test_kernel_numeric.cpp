@@ -194,3 +194,29 @@ TEST(KernelNumeric, CheckDecidesKernelOutputsNumerically) {
   EXPECT_EQ(l.stage, smt::Stage::Sampling);
   EXPECT_NE(l.reason.find("evaluated numerically"), std::string::npos) << l.reason;
 }
+
+// A block-stride loop per thread and a shared-memory tree: Execute summarizes each thread's loop, check
+// merges the 256 interleaved partials into one sum over the row (ir::merge_interleaved), equal to the
+// reference's Σ_{k<cols} x[r, k] with no expansion. 16384 columns: 64 trips for every thread; 16000:
+// 62 for every thread and a 63rd for threads 0-127, absorbed into the merged range. A kernel told a
+// row length one short is a BUG.
+TEST(KernelNumeric, BlockStrideRowSumIsVerifiedAsOneReduction) {
+  std::string ptx = kernels_ptx();
+  NEED_PTX(ptx);
+  check::Options opt;
+  opt.budget_s = 60;
+  opt.trim_prefix = false;
+  opt.full = true;
+  for (int64_t cols : {16384, 16000}) {
+    bundle::Bundle b = row_sum_bundle(ptx, 2, cols, 256);
+    check::Report r = check::check_bundle(b, opt);
+    EXPECT_EQ(r.outcome, check::Outcome::Verified) << cols << ": " << r.reason;
+    ASSERT_FALSE(r.locations.empty());
+    EXPECT_NE(r.locations[0].reason.find("the same reduction nodes on both sides"), std::string::npos) << r.locations[0].reason;
+  }
+  bundle::Bundle bad = row_sum_bundle(ptx, 2, 16000, 256);
+  launch_op(bad, 1, 0).args[3].value = bundle::Scalar{bundle::ScalarType::S32, 15999};
+  opt.full = false;
+  check::Report rb = check::check_bundle(bad, opt);
+  EXPECT_EQ(rb.outcome, check::Outcome::Bug) << rb.reason;
+}
