@@ -16,6 +16,7 @@
 
 #include <algorithm>
 #include <array>
+#include <unordered_set>
 
 #include "exec/machine.h"
 #include "exec/sat.h"
@@ -143,7 +144,8 @@ std::optional<uint64_t> Machine::loop_trips(const std::vector<Expr>& regs, const
 std::optional<Machine::ThreadTrips> Machine::thread_trips(const Bundle& b, const std::vector<Expr>& regs,
                                               const std::unordered_map<int, Bundle::PendingSum>& sums,
                                               const LoopShape& shape, uint64_t cap) {
-  constexpr uint64_t kTripThreads = 4096;  // a block; each point replays the whole loop
+  // thread points evaluated (cheap: a BvProgram each), and distinct counter values replayed (a loop each)
+  constexpr uint64_t kTripThreads = uint64_t(1) << 24, kTripReplays = 4096;
   const ThreadVars& tv = sat_.vars();
   std::vector<Expr> vars = tv.all();
   // the slots the back edge's guard depends on across iterations (a fixed point over the body)
@@ -192,12 +194,27 @@ std::optional<Machine::ThreadTrips> Machine::thread_trips(const Bundle& b, const
   std::vector<uint64_t> out(roots.size());
   std::vector<std::pair<int, uint64_t>> words(slots.size());
   std::optional<ThreadTrips> trips;
+  // threads with the same counter values run the same trips: each distinct tuple is replayed once (a
+  // group's loop from g·512 to g·512 + 512 is 16 tuples over a 32768-block grid)
+  struct TupleHash {
+    size_t operator()(const std::vector<uint64_t>& v) const {
+      size_t h = 0;
+      for (uint64_t x : v) h = (h ^ x) * 0x100000001b3ULL + 0x9e3779b97f4a7c15ULL;
+      return h;
+    }
+  };
+  std::unordered_set<std::vector<uint64_t>, TupleHash> replayed;
+  std::vector<uint64_t> tuple(slots.size());
   for (uint64_t n = 0; n < points; ++n) {
+    if ((n & 65535) == 65535) deadline_.check("loop summary trip count");
     uint64_t p[6] = {}, r = n;
     for (size_t d = 0; d < 6; ++d)
       if (used[d]) p[d] = r % extent[d], r /= extent[d];
     prog.eval(p, out.data());
     if (pred_exact && !out[0]) continue;
+    tuple.assign(out.begin() + 1, out.end());
+    if (!replayed.insert(tuple).second) continue;
+    if (replayed.size() > kTripReplays) return std::nullopt;
     for (size_t k = 0; k < slots.size(); ++k) words[k] = {slots[k], out[k + 1]};
     auto t = loop_trips(regs, sums, shape, cap, words);
     if (!t) return std::nullopt;

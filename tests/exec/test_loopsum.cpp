@@ -143,6 +143,31 @@ TEST(LoopSummary, ABlockStrideLoopWhoseThreadsDifferInTripsSummarizesTheTripsAll
     EXPECT_TRUE(close(symbolic_value(P->h, P->summarized, out, i, rs), c.memory.tensors.at(out)[size_t(i)], 1e-6));
 }
 
+TEST(LoopSummary, ALoopFromAGroupStartOverALargeGridReplaysEachDistinctCounterOnce) {
+  // block b sums in[64·(b & 15) .. + 64): 5000 blocks (past one replay per thread point), 16 distinct
+  // counter tuples
+  auto m = loop_kernel(
+      "mov.u32 %r5, %ctaid.x;\nmad.lo.u32 %r8, %r5, 1, %r1;\nmul.wide.u32 %rd9, %r8, 4;\nadd.s64 %rd3, %rd1, %rd9;\n"
+      "and.b32 %r6, %r5, 15;\nshl.b32 %r6, %r6, 6;\nadd.u32 %r7, %r6, 64;\nmov.f32 %f2, 0f00000000;\nmov.u32 %r2, %r6;\n"
+      "LOOP:\nmul.wide.u32 %rd8, %r2, 4;\nadd.s64 %rd6, %rd2, %rd8;\nld.global.f32 %f3, [%rd6];\nadd.f32 %f2, %f2, %f3;\n"
+      "add.s32 %r2, %r2, 1;\nsetp.lt.u32 %p1, %r2, %r7;\n@%p1 bra LOOP;\nst.global.f32 [%rd3], %f2;");
+  Pair P;
+  P.h.tensor("out", DType::F32, std::vector<double>(5000, 0));
+  P.h.tensor("in", DType::F32, random_vec(1024, 7));
+  P.h.launch.block = {1};
+  P.h.launch.grid = {5000};
+  ExecOptions on;
+  P.summarized = execute(P.h.ctx, m, "k", P.h.launch, on);
+  ASSERT_TRUE(P.summarized.ok()) << to_text(P.h.ctx, P.summarized);
+  EXPECT_EQ(P.summarized.loops_summarized, 1u);
+  auto c = run_concrete(P.h.ctx, m, "k", P.h.launch, P.h.input);
+  ASSERT_FALSE(c.unsupported);
+  Resolver rs(P.h.ctx, P.summarized);
+  int32_t out = P.h.ids.at("out");
+  for (int64_t i = 0; i < 5000; i += 97)
+    EXPECT_TRUE(close(symbolic_value(P.h, P.summarized, out, i, rs), c.memory.tensors.at(out)[size_t(i)], 1e-6)) << i;
+}
+
 TEST(LoopSummary, ARunningMaximumIsOneMaxReduction) {
   auto m = loop_kernel("mov.f32 %f2, 0fFF800000;\nmov.u32 %r2, 0;\nadd.s64 %rd6, %rd2, %rd5;\nLOOP:\n"
                        "ld.global.f32 %f3, [%rd6];\nmax.f32 %f2, %f2, %f3;\nadd.s64 %rd6, %rd6, 32;\n"
