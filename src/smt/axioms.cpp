@@ -155,7 +155,9 @@ constexpr double kF32RelTol = 0x1p-22;  // f32 rounding of a constant, with a li
 std::optional<mpq_class> small_rational_near(double v) {
   double d = std::fabs(v);
   if (d == 0 || !std::isfinite(d)) return std::nullopt;
-  for (long den : {1, 2, 3, 4, 5, 6, 8, 10}) {
+  // and decimal scales: a norm's eps, 1e-5f against PyTorch's double 1e-5
+  for (long den : {1L, 2L, 3L, 4L, 5L, 6L, 8L, 10L, 100L, 1000L, 10000L, 100000L, 1000000L, 10000000L, 100000000L,
+                   1000000000L, 10000000000L, 100000000000L, 1000000000000L}) {
     double scaled = d * static_cast<double>(den);
     double num = std::round(scaled);
     if (num < 1 || num > 64 || std::fabs(scaled / num - 1) >= kF32RelTol) continue;

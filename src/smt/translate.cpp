@@ -1,10 +1,12 @@
-#include "ir/bits.h"
 #include "smt/translate.h"
 
 #include <cmath>
 #include <stdexcept>
 
 #include <fmt/format.h>
+
+#include "ir/bits.h"
+#include "ir/reduce.h"
 
 namespace dirigo::smt {
 
@@ -77,6 +79,7 @@ z3::expr Translator::operator()(Expr root) {
       // Equal reductions are one node (hash-consed modulo renaming): one constant per node is sound
       // for proving equality; a model is confirmed by evaluating the originals.
       memo_.emplace(e, z_.constant(fmt::format("reduce!{:016x}!{}", e->hash, fresh_counter_++).c_str(), sort_of(e->sort)));
+      sum_facts(e);
       continue;
     }
     args.clear();
@@ -84,6 +87,29 @@ z3::expr Translator::operator()(Expr root) {
     memo_.emplace(e, translate_node(e, args));
   }
   return memo_.at(root);
+}
+
+// What an opaque sum still says (sound for every input): a sum of squares is non-negative, and with
+// the sum of the same body over the same box, (Σ f)² ≤ N·Σ f² (Cauchy–Schwarz: a variance
+// E[f²] − E[f]² is non-negative, so a kernel's fmaxf(var, 0) is the reference's var).
+void Translator::sum_facts(Expr r) {
+  if (r->op != Op::Reduce || r->reduce_op() != ir::ReduceOp::Sum || r->sort != ir::Sort::Real) return;
+  auto square_of = [](Expr body) -> Expr {
+    return body->op == Op::Mul && body->nargs == 2 && body->arg(0) == body->arg(1) ? body->arg(0) : nullptr;
+  };
+  const z3::expr& v = memo_.at(r);
+  if (square_of(r->reduce_body())) pending_.push_back(v >= 0);
+  ir::Box box = ir::reduce_box(r);
+  for (Expr other : sums_) {
+    if (ir::reduce_box(other) != box) continue;
+    Expr sq = nullptr, lin = nullptr;
+    if (square_of(r->reduce_body()) == other->reduce_body()) sq = r, lin = other;
+    else if (square_of(other->reduce_body()) == r->reduce_body()) sq = other, lin = r;
+    if (!sq) continue;
+    z3::expr n = z_.real_val(std::to_string(ir::reduce_count(r)).c_str());
+    pending_.push_back(memo_.at(lin) * memo_.at(lin) <= n * memo_.at(sq));
+  }
+  if (sums_.size() < 64) sums_.push_back(r);
 }
 
 void Translator::note_elem(int32_t tensor, int64_t index, const z3::expr& value) {

@@ -94,6 +94,8 @@ class Translator {
   const ir::Context& ctx_;
   TranslateOptions opt_;
   std::unordered_map<ir::Expr, z3::expr> memo_;
+  void sum_facts(ir::Expr reduce);
+  std::vector<ir::Expr> sums_;  // sum reductions translated so far (sum_facts pairs them)
   std::vector<FnApp> fn_apps_;
   std::vector<LoadApp> loads_;
   std::vector<std::pair<ir::Expr, z3::expr>> leaves_;

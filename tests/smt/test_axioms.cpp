@@ -425,6 +425,9 @@ TEST_F(AxiomTest, SnapConstants) {
   applies(Axiom::SnapConstants, ctx.mul(k32(ctx, 1.0 / 6), x), ctx.mul(ctx.real_const(mpq_class(1, 6)), x));
   applies(Axiom::SnapConstants, ctx.mul(ctx.real_const_from_double(0.1), x), ctx.mul(ctx.real_const(mpq_class(1, 10)), x));
   applies(Axiom::SnapConstants, ctx.min(ctx.real_const(mpq_class(33554433, 33554432)), x), ctx.min(one, x));
+  // decimal scales: a norm's eps 1e-5f is PyTorch's double 1e-5 (and 1e-6 stays apart from it)
+  applies(Axiom::SnapConstants, ctx.add(k32(ctx, 1e-5), x), ctx.add(ctx.real_const(mpq_class(1, 100000)), x));
+  applies(Axiom::SnapConstants, ctx.add(k32(ctx, 1e-6), x), ctx.add(ctx.real_const(mpq_class(1, 1000000)), x));
   // not near a known irrational or small rational / canonical already / switched off
   does_not_apply(Axiom::SnapConstants, call(Fn::Erf, ctx.mul(k32(ctx, 0.7123), x)));
   does_not_apply(Axiom::SnapConstants, ctx.mul(ctx.real_const(mpq_class(1, 6)), x));

@@ -710,3 +710,24 @@ TEST_F(DecideTest, SampledWitnessesAreDrawnByTensorName) {
                          leaf->value.real;
   EXPECT_TRUE(drawn) << leaf->value.real;
 }
+
+// A kernel's variance clamped at 0 (fmaxf(E[x²] − E[x]², 0)) against the reference's unclamped one:
+// equal for every input by Cauchy–Schwarz, which the opaque sums only say through the translator's
+// lemma (Σ x)² ≤ N·Σ x²; without the square's pair the clamp is a real difference.
+TEST_F(DecideTest, AClampedVarianceOverOpaqueSumsIsTheVariance) {
+  int32_t X = ctx.tensor("x");
+  Expr k = ctx.var("k", Sort::BV64);
+  Expr xk = ctx.load(X, k);
+  Expr ks[] = {k};
+  std::pair<int64_t, int64_t> box[] = {{0, 1000}};
+  Expr s1 = ctx.reduce(ir::ReduceOp::Sum, ks, box, xk);
+  Expr s2 = ctx.reduce(ir::ReduceOp::Sum, ks, box, ctx.mul(xk, xk));
+  Expr var = ctx.add(ctx.mul(ctx.real_const(mpq_class(1, 1000)), s2),
+                     ctx.mul(ctx.real_const(mpq_class(-1, 1000000)), ctx.mul(s1, s1)));
+  expect_equal(ctx.max(c(0), var), var, true);
+  // the same clamp over a sum of cubes is no variance: it differs
+  Expr s3 = ctx.reduce(ir::ReduceOp::Sum, ks, box, ctx.mul(std::vector<Expr>{xk, xk, xk}));
+  Expr not_var = ctx.add(ctx.mul(ctx.real_const(mpq_class(1, 1000)), s3),
+                         ctx.mul(ctx.real_const(mpq_class(-1, 1000000)), ctx.mul(s1, s1)));
+  EXPECT_NE(decide(ctx.max(c(0), not_var), not_var).verdict, Verdict::Equal);
+}
