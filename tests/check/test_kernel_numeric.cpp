@@ -38,7 +38,8 @@ bundle::LaunchOp& launch_op(bundle::Bundle& b, size_t program, size_t op) {
 }
 
 // x[rows, cols] -> out[rows]: sum over dim 1 (reference) / row_sum, one block of `threads` per row.
-bundle::Bundle row_sum_bundle(const std::string& ptx, int64_t rows, int64_t cols, int64_t threads) {
+bundle::Bundle row_sum_bundle(const std::string& ptx, int64_t rows, int64_t cols, int64_t threads,
+                              const std::string& kernel = "row_sum") {
   ProgramBuilder ref("ref", "reference"), cand("new", "candidate");
   auto rx = ref.tensor({rows, cols}), ro = ref.tensor({rows});
   ref.input("x", rx);
@@ -46,7 +47,7 @@ bundle::Bundle row_sum_bundle(const std::string& ptx, int64_t rows, int64_t cols
   ref.output("out0", ro);
   auto cx = cand.tensor({rows, cols}), co = cand.tensor({rows});
   cand.input("x", cx);
-  cand.launch("row_sum", {T(cx), T(co), I(rows, "s32"), I(cols, "s32")});
+  cand.launch(kernel, {T(cx), T(co), I(rows, "s32"), I(cols, "s32")});
   cand.output("out0", co);
   bundle::Bundle b = make_bundle({&ref, &cand}, nullptr, ptx);
   std::get<bundle::AtenOp>(b.programs[0].ops[0]).overload = "dim_IntList";
@@ -198,8 +199,9 @@ TEST(KernelNumeric, CheckDecidesKernelOutputsNumerically) {
 // A block-stride loop per thread and a shared-memory tree: Execute summarizes each thread's loop, check
 // merges the 256 interleaved partials into one sum over the row (ir::merge_interleaved), equal to the
 // reference's Σ_{k<cols} x[r, k] with no expansion. 16384 columns: 64 trips for every thread; 16000:
-// 62 for every thread and a 63rd for threads 0-127, absorbed into the merged range. A kernel told a
-// row length one short is a BUG.
+// 62 for every thread and a 63rd for threads 0-127, absorbed into the merged range. The same with the
+// partials combined by warp shuffles and a second level through shared memory. A kernel told a row
+// length one short is a BUG.
 TEST(KernelNumeric, BlockStrideRowSumIsVerifiedAsOneReduction) {
   std::string ptx = kernels_ptx();
   NEED_PTX(ptx);
@@ -213,6 +215,11 @@ TEST(KernelNumeric, BlockStrideRowSumIsVerifiedAsOneReduction) {
     EXPECT_EQ(r.outcome, check::Outcome::Verified) << cols << ": " << r.reason;
     ASSERT_FALSE(r.locations.empty());
     EXPECT_NE(r.locations[0].reason.find("the same reduction nodes on both sides"), std::string::npos) << r.locations[0].reason;
+  }
+  // the partials combined by warp shuffles and a second level through shared memory
+  for (int64_t cols : {16384, 16000}) {
+    check::Report r = check::check_bundle(row_sum_bundle(ptx, 2, cols, 256, "row_sum_shfl"), opt);
+    EXPECT_EQ(r.outcome, check::Outcome::Verified) << "shuffles, " << cols << ": " << r.reason;
   }
   bundle::Bundle bad = row_sum_bundle(ptx, 2, 16000, 256);
   launch_op(bad, 1, 0).args[3].value = bundle::Scalar{bundle::ScalarType::S32, 15999};

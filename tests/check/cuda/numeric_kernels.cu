@@ -1,6 +1,6 @@
 // Kernels whose elements check/kernel_numeric.cpp evaluates under their writers' threads
 // (tests/check/test_kernel_numeric.cpp): a block reduction through shared memory with a per-thread
-// strided loop, and a guarded per-thread loop.
+// strided loop (and the same through warp shuffles), and a guarded per-thread loop.
 
 // One block per row: each thread sums a strided slice of the row, then a tree reduction.
 extern "C" __global__ void row_sum(const float* x, float* out, int rows, int cols) {
@@ -28,4 +28,21 @@ extern "C" __global__ void conv1d_relu(const float* x, const float* w, float* ou
     if (p >= 0 && p < n) s += x[p] * w[j];
   }
   out[i] = fmaxf(s, 0.f);
+}
+
+// One block per row, as row_sum, but the partials combined by warp shuffles, then one value per warp
+// through shared memory and a last shuffle in warp 0.
+extern "C" __global__ void row_sum_shfl(const float* x, float* out, int rows, int cols) {
+  __shared__ float warp_sums[32];
+  int r = blockIdx.x, t = threadIdx.x;
+  float s = 0.f;
+  for (int c = t; c < cols; c += blockDim.x) s += x[r * cols + c];
+  for (int o = 16; o > 0; o >>= 1) s += __shfl_down_sync(0xffffffffu, s, o);
+  if ((t & 31) == 0) warp_sums[t >> 5] = s;
+  __syncthreads();
+  if (t < 32) {
+    s = t < (int)(blockDim.x >> 5) ? warp_sums[t] : 0.f;
+    for (int o = 16; o > 0; o >>= 1) s += __shfl_down_sync(0xffffffffu, s, o);
+    if (t == 0) out[r] = s;
+  }
 }
