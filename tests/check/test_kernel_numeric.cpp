@@ -4,6 +4,7 @@
 // a block reduction through shared memory with a per-thread loop, and a guarded per-thread loop.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -201,7 +202,7 @@ TEST(KernelNumeric, CheckDecidesKernelOutputsNumerically) {
 // reference's Σ_{k<cols} x[r, k] with no expansion. 16384 columns: 64 trips for every thread; 16000:
 // 62 for every thread and a 63rd for threads 0-127, absorbed into the merged range. The same with the
 // partials combined by warp shuffles and a second level through shared memory. A kernel told a row
-// length one short is a BUG.
+// length one short is a BUG, and so is a tree that drops its last level.
 TEST(KernelNumeric, BlockStrideRowSumIsVerifiedAsOneReduction) {
   std::string ptx = kernels_ptx();
   NEED_PTX(ptx);
@@ -226,4 +227,11 @@ TEST(KernelNumeric, BlockStrideRowSumIsVerifiedAsOneReduction) {
   opt.full = false;
   check::Report rb = check::check_bundle(bad, opt);
   EXPECT_EQ(rb.outcome, check::Outcome::Bug) << rb.reason;
+  // the tree's last level dropped: the even threads' partials merge into Σ_{j<8192} x[r, 2j], a BUG at once
+  auto t0 = std::chrono::steady_clock::now();
+  check::Report rs = check::check_bundle(row_sum_bundle(ptx, 2, 16384, 256, "row_sum_short_tree"), opt);
+  EXPECT_EQ(rs.outcome, check::Outcome::Bug) << rs.reason;
+  ASSERT_TRUE(rs.first_differ);
+  EXPECT_EQ(rs.locations[*rs.first_differ].cand_expr, "Σ_{k0<8192} (in:x[2*k0])");
+  EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), 10.0);
 }

@@ -46,3 +46,18 @@ extern "C" __global__ void row_sum_shfl(const float* x, float* out, int rows, in
     if (t == 0) out[r] = s;
   }
 }
+
+// row_sum with the tree's last level dropped (h > 1): only the even threads' partials reach out[r].
+extern "C" __global__ void row_sum_short_tree(const float* x, float* out, int rows, int cols) {
+  __shared__ float part[256];
+  int r = blockIdx.x, t = threadIdx.x;
+  float s = 0.f;
+  for (int c = t; c < cols; c += blockDim.x) s += x[r * cols + c];
+  part[t] = s;
+  __syncthreads();
+  for (int h = blockDim.x / 2; h > 1; h >>= 1) {
+    if (t < h) part[t] += part[t + h];
+    __syncthreads();
+  }
+  if (t == 0) out[r] = part[0];
+}
