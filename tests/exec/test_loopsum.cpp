@@ -53,6 +53,18 @@ void expect_same_values(Pair& P, uint32_t threads) {
   }
 }
 
+// The summarized values against the concrete interpreter, which never summarizes: out[i] for i < n,
+// every `stride`-th one.
+void expect_concrete_values(Pair& P, const ptx::Module& m, int64_t n, int64_t stride = 1) {
+  auto c = run_concrete(P.h.ctx, m, "k", P.h.launch, P.h.input);
+  ASSERT_FALSE(c.unsupported);
+  Resolver rs(P.h.ctx, P.summarized);
+  int32_t out = P.h.ids.at("out");
+  for (int64_t i = 0; i < n; i += stride)
+    EXPECT_TRUE(close(symbolic_value(P.h, P.summarized, out, i, rs), c.memory.tensors.at(out)[size_t(i)], 1e-6))
+        << "out[" << i << "]";
+}
+
 TEST(LoopSummary, ADotProductLoopIsOneReductionWithTheSteppedValue) {
   auto m = loop_kernel(dot_body("1000"));
   auto P = run_both(m, 8, 1008);
@@ -65,13 +77,7 @@ TEST(LoopSummary, ADotProductLoopIsOneReductionWithTheSteppedValue) {
   ASSERT_EQ(P->summarized.writes.size(), 1u);
   EXPECT_TRUE(ir::contains_reduce(P->summarized.writes[0].value));
   expect_same_values(*P, 8);
-  // and the concrete interpreter, which never summarizes
-  auto c = run_concrete(P->h.ctx, m, "k", P->h.launch, P->h.input);
-  ASSERT_FALSE(c.unsupported);
-  Resolver rs(P->h.ctx, P->summarized);
-  int32_t out = P->h.ids.at("out");
-  for (int64_t i = 0; i < 8; ++i)
-    EXPECT_TRUE(close(symbolic_value(P->h, P->summarized, out, i, rs), c.memory.tensors.at(out)[size_t(i)], 1e-6));
+  expect_concrete_values(*P, m, 8);
 }
 
 TEST(LoopSummary, AReadPastTheEndAtTheLastIterationIsFound) {
@@ -135,12 +141,7 @@ TEST(LoopSummary, ABlockStrideLoopWhoseThreadsDifferInTripsSummarizesTheTripsAll
   EXPECT_EQ(P->summarized.loops_summarized, 1u);  // 127 for all, the last one stepped by threads 0-3
   EXPECT_LT(P->summarized.steps, P->stepped.steps / 10);
   expect_same_values(*P, 8);
-  auto c = run_concrete(P->h.ctx, m, "k", P->h.launch, P->h.input);
-  ASSERT_FALSE(c.unsupported);
-  Resolver rs(P->h.ctx, P->summarized);
-  int32_t out = P->h.ids.at("out");
-  for (int64_t i = 0; i < 8; ++i)
-    EXPECT_TRUE(close(symbolic_value(P->h, P->summarized, out, i, rs), c.memory.tensors.at(out)[size_t(i)], 1e-6));
+  expect_concrete_values(*P, m, 8);
 }
 
 TEST(LoopSummary, ALoopFromAGroupStartOverALargeGridReplaysEachDistinctCounterOnce) {
@@ -160,12 +161,7 @@ TEST(LoopSummary, ALoopFromAGroupStartOverALargeGridReplaysEachDistinctCounterOn
   P.summarized = execute(P.h.ctx, m, "k", P.h.launch, on);
   ASSERT_TRUE(P.summarized.ok()) << to_text(P.h.ctx, P.summarized);
   EXPECT_EQ(P.summarized.loops_summarized, 1u);
-  auto c = run_concrete(P.h.ctx, m, "k", P.h.launch, P.h.input);
-  ASSERT_FALSE(c.unsupported);
-  Resolver rs(P.h.ctx, P.summarized);
-  int32_t out = P.h.ids.at("out");
-  for (int64_t i = 0; i < 5000; i += 97)
-    EXPECT_TRUE(close(symbolic_value(P.h, P.summarized, out, i, rs), c.memory.tensors.at(out)[size_t(i)], 1e-6)) << i;
+  expect_concrete_values(P, m, 5000, 97);
 }
 
 TEST(LoopSummary, ARunningMaximumIsOneMaxReduction) {
