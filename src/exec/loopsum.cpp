@@ -20,6 +20,7 @@
 
 #include "exec/machine.h"
 #include "exec/sat.h"
+#include "ir/reduce.h"
 
 namespace dirigo::exec {
 
@@ -195,7 +196,7 @@ std::optional<Machine::ThreadTrips> Machine::thread_trips(const Bundle& b, const
   std::vector<std::pair<int, uint64_t>> words(slots.size());
   std::optional<ThreadTrips> trips;
   // threads with the same counter values run the same trips: each distinct tuple is replayed once (a
-  // group's loop from g·512 to g·512 + 512 is 16 tuples over a 32768-block grid)
+  // loop over a group's channels is one tuple per group, however large the grid)
   struct TupleHash {
     size_t operator()(const std::vector<uint64_t>& v) const {
       size_t h = 0;
@@ -243,30 +244,20 @@ std::optional<std::pair<Expr, Expr>> Machine::fold_unrolled(std::span<const Expr
   const uint64_t u = terms.size();
   if (u < 2 || u > 16 || T > (uint64_t(1) << 40)) return std::nullopt;
   Expr kv = ctx_.var(std::string(iv->name()) + ".k", Sort::BV64, ir::Bounds{0, u * T - 1});
-  auto at = [&](Expr e, Expr value) {
-    return ir::substitute(ctx_, e, [&](Expr leaf) -> Expr { return leaf == iv ? value : nullptr; });
-  };
   std::vector<Expr> want(terms.begin(), terms.end());
   std::sort(want.begin(), want.end());
   for (Expr base : terms) {
-    struct Read { Expr load, a, d; };  // a load at a + s·i, d = s/u
-    std::vector<Read> reads;
-    bool ok = true;
-    for (Expr l : ir::leaves(base)) {
-      if (l->op != Op::Load) continue;
-      Expr a = at(l->arg(0), ctx_.bv_const(Sort::BV64, 0));
-      Expr s = ctx_.bv_sub(at(l->arg(0), ctx_.bv_const(Sort::BV64, 1)), a);
-      if (s->op != Op::ConstBV || s->bv_signed() % int64_t(u) != 0) { ok = false; break; }
-      reads.push_back({l, a, ctx_.bv_const(Sort::BV64, uint64_t(s->bv_signed() / int64_t(u)))});
-    }
-    if (reads.empty()) return std::nullopt;
-    if (!ok) continue;
+    auto reads = ir::strided_reads(ctx_, base, iv);
+    if (reads && reads->empty()) return std::nullopt;
+    if (!reads || std::any_of(reads->begin(), reads->end(), [&](const auto& r) { return r.step % int64_t(u) != 0; }))
+      continue;
     for (uint64_t j0 = 0; j0 < u; ++j0) {
-      // base = t_{j0}: its load at a + s·i is g's load at (a − d·j0) + d·k
+      // base = t_{j0}: its load at a + s·i is g's load at (a − d·j0) + d·k, d = s/u
       std::unordered_map<Expr, Expr> rebuilt;
-      for (const Read& r : reads) {
-        Expr start = ctx_.bv_sub(r.a, ctx_.bv_mul(r.d, ctx_.bv_const(Sort::BV64, j0)));
-        rebuilt[r.load] = ctx_.load(r.load->tensor(), ctx_.bv_add(start, ctx_.bv_mul(r.d, kv)), r.load->sort);
+      for (const ir::StridedRead& r : *reads) {
+        Expr d = ctx_.bv_const(Sort::BV64, uint64_t(r.step / int64_t(u)));
+        Expr start = ctx_.bv_sub(r.start, ctx_.bv_mul(d, ctx_.bv_const(Sort::BV64, j0)));
+        rebuilt[r.load] = ctx_.load(r.load->tensor(), ctx_.bv_add(start, ctx_.bv_mul(d, kv)), r.load->sort);
       }
       Expr g = ir::substitute(ctx_, base, [&](Expr leaf) -> Expr {
         auto it = rebuilt.find(leaf);

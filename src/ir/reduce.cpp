@@ -141,13 +141,6 @@ Expr expand_reductions(Context& ctx, Expr e, uint64_t max_points) {
   });
 }
 
-namespace {
-
-// The reads of a body at a Var k: each load's start a (at k = 0) and step s (from k = 0 to 1).
-struct StridedRead {
-  Expr load, start;
-  int64_t step;
-};
 std::optional<std::vector<StridedRead>> strided_reads(Context& ctx, Expr body, Expr k) {
   std::vector<StridedRead> reads;
   auto at = [&](Expr e, int64_t v) {
@@ -157,10 +150,12 @@ std::optional<std::vector<StridedRead>> strided_reads(Context& ctx, Expr body, E
     if (l->op != Op::Load) continue;
     Expr a = at(l->arg(0), 0), s = ctx.bv_sub(at(l->arg(0), 1), a);
     if (s->op != Op::ConstBV) return std::nullopt;
-    if (s->bv_signed() != 0) reads.push_back({l, a, s->bv_signed()});  // (a read of k's loop, not an invariant)
+    reads.push_back({l, a, s->bv_signed()});
   }
   return reads;
 }
+
+namespace {
 
 // Reduces of one op over one box [0, T) merged as merge_interleaved says: g over the Var jv, j < count.
 struct Merged {
@@ -172,23 +167,28 @@ std::optional<Merged> merge_group(Context& ctx, const std::vector<Expr>& group, 
   const int64_t T = reduce_box(group[0])[0].second;
   Expr kv = ctx.var(fmt::format("interleave.k{}", fresh), Sort::BV64, Bounds{0, uint64_t(T - 1)});
   Expr jv = ctx.var(fmt::format("interleave.j{}", fresh++), Sort::BV64, Bounds{0, uint64_t(T) * n - 1});
+  // each partial's body at k and its reads that move with k (the others are the same in every term)
   std::vector<Expr> bodies;
-  for (Expr r : group) {
+  std::vector<std::vector<StridedRead>> moving(n);
+  for (size_t p = 0; p < n; ++p) {
     Expr at[] = {kv};
-    bodies.push_back(instantiate_at(ctx, r, at));
+    bodies.push_back(instantiate_at(ctx, group[p], at));
+    auto reads = strided_reads(ctx, bodies[p], kv);
+    if (!reads) return std::nullopt;
+    for (const StridedRead& r : *reads)
+      if (r.step != 0) moving[p].push_back(r);
+    if (moving[p].empty()) return std::nullopt;
   }
-  auto base_reads = strided_reads(ctx, bodies[0], kv);
-  if (!base_reads || base_reads->empty()) return std::nullopt;
-  // the first read fixes d and each partial's t: its start is a + t·d
-  const StridedRead& first = base_reads->front();
-  if (first.step == 0 || first.step % int64_t(n) != 0) return std::nullopt;
+  // the first moving read fixes d and each partial's t: its start is a + t·d
+  const StridedRead& first = moving[0].front();
+  if (first.step % int64_t(n) != 0) return std::nullopt;
   const int64_t d = first.step / int64_t(n);
   std::vector<int64_t> t_of(n);
   int64_t t_min = 0;
   for (size_t p = 0; p < n; ++p) {
-    auto rp = strided_reads(ctx, bodies[p], kv);
-    if (!rp || rp->empty() || rp->front().load->tensor() != first.load->tensor()) return std::nullopt;
-    Expr diff = ctx.bv_sub(rp->front().start, first.start);
+    const StridedRead& r = moving[p].front();
+    if (r.load->tensor() != first.load->tensor()) return std::nullopt;
+    Expr diff = ctx.bv_sub(r.start, first.start);
     if (diff->op != Op::ConstBV || diff->bv_signed() % d != 0) return std::nullopt;
     t_of[p] = diff->bv_signed() / d;
     t_min = std::min(t_min, t_of[p]);
@@ -202,10 +202,9 @@ std::optional<Merged> merge_group(Context& ctx, const std::vector<Expr>& group, 
     t_of[p] = t;
     if (t == 0) origin = p;
   }
-  // g: the origin's body with each read at a + (s/n)·j
-  auto reads = strided_reads(ctx, bodies[origin], kv);
+  // g: the origin's body with each moving read at a + (s/n)·j
   std::unordered_map<Expr, Expr> rebuilt;
-  for (const StridedRead& r : *reads) {
+  for (const StridedRead& r : moving[origin]) {
     if (r.step % int64_t(n) != 0) return std::nullopt;
     Expr step = ctx.bv_const(Sort::BV64, uint64_t(r.step / int64_t(n)));
     rebuilt[r.load] = ctx.load(r.load->tensor(), ctx.bv_add(r.start, ctx.bv_mul(step, jv)), r.load->sort);
@@ -242,13 +241,17 @@ bool merge_operands(Context& ctx, Op combine, std::vector<Expr>& xs, uint64_t& f
     return p;
   };
   std::map<std::pair<int64_t, Expr>, std::vector<size_t>> groups;  // by extent and factor
+  std::vector<Expr> reduce_of(xs.size());
   for (size_t i = 0; i < xs.size(); ++i)
-    if (auto p = partial(xs[i])) groups[{reduce_box(p->reduce)[0].second, p->coef}].push_back(i);
+    if (auto p = partial(xs[i])) {
+      reduce_of[i] = p->reduce;
+      groups[{reduce_box(p->reduce)[0].second, p->coef}].push_back(i);
+    }
   std::vector<size_t> gone;
   for (auto& [key, idx] : groups) {
     if (idx.size() < 2) continue;
     std::vector<Expr> group;
-    for (size_t i : idx) group.push_back(partial(xs[i])->reduce);
+    for (size_t i : idx) group.push_back(reduce_of[i]);
     auto m = merge_group(ctx, group, fresh);
     if (!m) continue;
     gone.insert(gone.end(), idx.begin() + 1, idx.end());

@@ -50,6 +50,14 @@ std::optional<DomainDifference> domain_difference(Context& ctx, Expr a, Expr b);
 // The offset per dim with body_b(k) == body_a(k + offset), when one is found (ReduceMerge's alignment).
 std::optional<std::vector<int64_t>> body_offset(Context& ctx, Expr a, Expr b);
 
+// Each Load below `body` with its index's start (at the Var k = 0) and step (from k = 0 to 1, 0 for a
+// read that does not move with k); nullopt when some step is not a constant.
+struct StridedRead {
+  Expr load, start;
+  int64_t step;
+};
+std::optional<std::vector<StridedRead>> strided_reads(Context& ctx, Expr body, Expr k);
+
 // op over box of body (Bound leaves, as Context::reduce_abstracted) with the body rebuilt over index
 // Vars bounded by the box: the rules that need bounds fire on its index arithmetic (a flat index
 // split into fields by a view, (63 & k) + 64·(63 & (k >> 6)) + ..., is k again below 2^12).
