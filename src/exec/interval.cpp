@@ -345,6 +345,14 @@ std::optional<ThreadBox> box_of(const ThreadVars& tv, Expr pred) {
 }
 
 namespace {
+// x % d over ranges: exact when x's range lies within one period of a single divisor (a box of
+// threads inside one row of `i % N`), else [0, d - 1] clipped by x.
+Bounds rem_range(Bounds x, Bounds d) {
+  if (x.hi < d.lo) return x;
+  if (d.lo == d.hi && x.lo / d.lo == x.hi / d.lo) return {x.lo % d.lo, x.hi % d.lo};
+  return {0, std::min(x.hi, d.hi - 1)};
+}
+
 std::optional<Bounds> range_in(Expr root, const ThreadVars& tv, const ThreadBox& box, const Guards* guards, int ite_depth,
                                RangeMemo* memo = nullptr);
 
@@ -469,16 +477,21 @@ std::optional<Bounds> range_in(Expr root, const ThreadVars& tv, const ThreadBox&
         if (arg(1).lo > 0 && signed_nonneg(0) && signed_nonneg(1)) out = {arg(0).lo / arg(1).hi, arg(0).hi / arg(1).lo};
         break;
       case Op::BvURem:
-        if (arg(1).lo > 0) out = arg(0).hi < arg(1).lo ? arg(0) : Bounds{0, std::min(arg(0).hi, arg(1).hi - 1)};
+        if (arg(1).lo > 0) out = rem_range(arg(0), arg(1));
         break;
       case Op::BvSRem:
-        if (arg(1).lo > 0 && signed_nonneg(0) && signed_nonneg(1))
-          out = arg(0).hi < arg(1).lo ? arg(0) : Bounds{0, std::min(arg(0).hi, arg(1).hi - 1)};
+        if (arg(1).lo > 0 && signed_nonneg(0) && signed_nonneg(1)) out = rem_range(arg(0), arg(1));
         break;
       case Op::BvAnd: {
         uint64_t hi = UINT64_MAX;
         for (unsigned i = 0; i < e->nargs; ++i) hi = std::min(hi, arg(i).hi);
         out = {0, hi};
+        // x & (2^k - 1) is x % 2^k
+        if (e->nargs == 2 && e->arg(0)->op == Op::ConstBV && e->arg(0)->bv_value() != UINT64_MAX &&
+            (e->arg(0)->bv_value() & (e->arg(0)->bv_value() + 1)) == 0) {
+          uint64_t d = e->arg(0)->bv_value() + 1;
+          out = rem_range(arg(1), Bounds{d, d});
+        }
         break;
       }
       case Op::BvOr: case Op::BvXor: {
@@ -1024,8 +1037,36 @@ std::optional<std::pair<int, Bounds>> guard_split(const std::vector<AffineGuard>
 }
 
 // A comparison's truth over the box from its operands' ranges; nullopt: both values occur.
+// `k + X == c` for constants k and c, as X == c - k: the sum's range wraps through k (a negative
+// constant), X's need not. nullopt when it is not of that form or X's range is not exact.
+std::optional<bool> shifted_eq_truth(Expr a, const ThreadVars& tv, const ThreadBox& box, RangeMemo& memo) {
+  Expr sum = a->arg(0), c = a->arg(1);
+  if (sum->op == Op::ConstBV) std::swap(sum, c);
+  if (c->op != Op::ConstBV || sum->op != Op::BvAdd) return std::nullopt;
+  const uint64_t m = ir::width_mask(ir::bv_width(sum->sort));
+  uint64_t k = 0;
+  bool shifted = false;
+  __int128 lo = 0, hi = 0;
+  for (Expr x : sum->args()) {
+    if (x->op == Op::ConstBV) {
+      k += x->bv_value(), shifted = true;
+      continue;
+    }
+    auto r = range_over(x, tv, box, memo);
+    if (!r) return std::nullopt;
+    lo += r->lo, hi += r->hi;
+  }
+  if (!shifted || hi > __int128(m)) return std::nullopt;
+  const uint64_t target = (c->bv_value() - k) & m;
+  if (lo == hi && uint64_t(lo) == target) return true;
+  if (__int128(target) < lo || __int128(target) > hi) return false;
+  return std::nullopt;
+}
+
 std::optional<bool> atom_truth(Expr a, const ThreadVars& tv, const ThreadBox& box, RangeMemo& memo) {
   if (a->nargs != 2 || !ir::is_bv(a->arg(0)->sort)) return std::nullopt;
+  if (a->op == Op::Eq)
+    if (auto t = shifted_eq_truth(a, tv, box, memo)) return t;
   auto x = range_over(a->arg(0), tv, box, memo), y = range_over(a->arg(1), tv, box, memo);
   if (!x || !y) return std::nullopt;
   Bounds bx = *x, by = *y;
@@ -1196,13 +1237,17 @@ std::optional<std::vector<ThreadCoord>> solutions_over_ranges(const ThreadVars& 
     if (++boxes > max_boxes) return std::nullopt;
     if (!propagate(gs, box)) continue;
     RangeMemo memo;
-    if (truth_over(cond, tv, box, memo) == false) continue;
+    auto truth = truth_over(cond, tv, box, memo);
+    if (truth == false) continue;
     int var = -1;
     uint64_t widest = 0;
     for (int i = 0; i < 6; ++i)
       if ((mentioned >> i & 1) && box[i].hi - box[i].lo >= widest && box[i].hi > box[i].lo)
         var = i, widest = box[i].hi - box[i].lo;
-    if (var < 0) {  // every mentioned Var fixed: one evaluation; the others take every value
+    // Every point a solution: every mentioned Var fixed and one evaluation true, or cond true over
+    // the whole box (a group's slice of the launch writing its atomic statistic: one box, not
+    // thousands of halvings down to single threads).
+    if (var < 0 || truth == true) {
       uint64_t p[6], r = 0;
       for (int i = 0; i < 6; ++i) p[i] = box[i].lo;
       prog.eval(p, &r);

@@ -351,6 +351,10 @@ Resolver::WritePlan& Resolver::plan(size_t wi) {
 }
 
 
+// The most threads a search over thread ranges hands back for one element (an atomic statistic of
+// a group: every thread of the group's slice of the launch) before bounded enumeration takes over.
+constexpr size_t kMaxRangeWriters = size_t(1) << 21;
+
 std::vector<Writer> writers_of(ir::Context& ctx, const ExecResult& r, int32_t tensor, int64_t flat, Resolver* resolver,
                                bool specialize) {
   std::unique_ptr<Resolver> own;
@@ -365,6 +369,7 @@ std::vector<Writer> writers_of(ir::Context& ctx, const ExecResult& r, int32_t te
     Resolver::WritePlan& plan = resolver->plan(wi);
     BvProgram& prog = *plan.prog;
     auto hit = [&](const uint64_t* p) {
+      resolver->impl_->deadline.tick("in the write inversion (writers_of)");
       uint64_t out[2];
       prog.eval(p, out);
       return out[0] && out[1] == uint64_t(flat);
@@ -434,7 +439,7 @@ std::vector<Writer> writers_of(ir::Context& ctx, const ExecResult& r, int32_t te
     for (auto x : range) total *= x;
     if (total > (uint64_t(1) << 16)) {
       Expr cond = ctx.and_(w.pred, ctx.eq(w.index, ctx.bv_const(w.index->sort, uint64_t(flat))));
-      if (auto sols = solutions_over_ranges(tv, cond)) {
+      if (auto sols = solutions_over_ranges(tv, cond, 4096, kMaxRangeWriters, &resolver->impl_->deadline)) {
         for (const ThreadCoord& t : *sols) {
           uint64_t p[6] = {t.tid.x, t.tid.y, t.tid.z, t.ctaid.x, t.ctaid.y, t.ctaid.z};
           if (hit(p)) add(p);

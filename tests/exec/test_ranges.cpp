@@ -102,6 +102,26 @@ TEST(RangeRules, GuardOverAWideBoxLeavesItAlone) {
   EXPECT_EQ((*b)[1].lo, 0u);
 }
 
+// A remainder over a box inside one period of its divisor is exact, and `k + X == c` is X == c - k
+// even where the sum's range wraps through a negative k: a row of `col % 100` and the group index
+// `col / 100 - 7 == 0` are decided over boxes, not thread by thread.
+TEST(RangeRules, RemainderWithinOnePeriodAndShiftedEquality) {
+  Image im;
+  ThreadBox box = im.full();
+  box[3] = {44, 45};  // columns 704..735: one period of % 100
+  box[4] = box[1] = {0, 0};
+  Expr rem = im.ctx.bv_urem(im.col(), im.c32(100));
+  EXPECT_EQ(truth_over_box(im.tv, im.ctx.ult(rem, im.c32(36)), box), true);
+  EXPECT_EQ(truth_over_box(im.tv, im.ctx.ult(rem, im.c32(4)), box), false);
+  Expr mask = im.ctx.bv_and(im.col(), im.c32(1023));  // within one period of 1024 too
+  EXPECT_EQ(truth_over_box(im.tv, im.ctx.ule(im.c32(704), mask), box), true);
+  Expr group = im.ctx.bv_add(im.ctx.bv_udiv(im.col(), im.c32(100)), im.c32(uint32_t(-7)));
+  EXPECT_EQ(truth_over_box(im.tv, im.ctx.eq(group, im.c32(0)), box), true);
+  EXPECT_EQ(truth_over_box(im.tv, im.ctx.eq(group, im.c32(1)), box), false);
+  box[3] = {44, 50};  // columns 704..815 cross 800
+  EXPECT_EQ(truth_over_box(im.tv, im.ctx.ult(rem, im.c32(36)), box), std::nullopt);
+}
+
 TEST(RangeRules, TruthOverABoxFromOperandRanges) {
   Image im;
   ThreadBox box = im.full();
@@ -506,6 +526,38 @@ TEST(Ranges, PaddedStoreWritersFoundWithoutEnumerating) {
   double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   std::printf("[ ranges ] 4 elements of a 2^25-thread non-affine store inverted in %.1f ms\n", ms);
   EXPECT_LT(ms, 2000 * kBudgetScale);  // enumeration: 2^25 evaluations per element
+}
+
+// The writers of one atomic group statistic (59,400 threads of a 2^23-thread launch) found as whole
+// thread boxes: each is the group's slice of the flat index, checked against the index computed here.
+TEST(Ranges, AGroupStatisticsWritersAreFoundAsBoxes) {
+  DIRIGO_LOAD(m, "ranges");
+  Harness h;
+  const int64_t spatial = 19800, channels = 24, groups = 8, batch = 17;
+  const int64_t total = batch * channels * spatial;  // 8,078,400 threads
+  int32_t sums = h.ctx.tensor("sums");
+  h.launch.params.push_back(ParamBinding::tensor_arg(h.ctx.tensor("x"), DType::F32, uint64_t(total)));
+  h.launch.params.push_back(ParamBinding::tensor_arg(sums, DType::F32, uint64_t(batch * groups)));
+  for (int64_t v : {total, channels, spatial, groups}) h.scalar(v);
+  h.launch.grid = {uint32_t((total + 255) / 256), 1, 1};
+  h.launch.block = {256, 1, 1};
+  auto r = execute(h.ctx, *m, "group_sums", h.launch);
+  ASSERT_TRUE(r.ok()) << r.unsupported.value_or("") << to_text(h.ctx, r);
+  Resolver res(h.ctx, r);
+  auto t0 = std::chrono::steady_clock::now();
+  for (int64_t g : {int64_t(0), int64_t(5 * groups + 3), batch * groups - 1}) {
+    auto ws = writers_of(h.ctx, r, sums, g, &res, false);
+    ASSERT_EQ(int64_t(ws.size()), channels / groups * spatial) << g;
+    for (const auto& w : ws) {
+      int64_t i = int64_t(w.thread.ctaid.x) * 256 + w.thread.tid.x;
+      int64_t c = i / spatial % channels, n = i / spatial / channels;
+      ASSERT_LT(i, total);
+      ASSERT_EQ(n * groups + c * groups / channels, g) << i;
+    }
+  }
+  double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  std::printf("[ ranges ] 3 group statistics of a 2^23-thread launch inverted in %.1f ms\n", ms);
+  EXPECT_LT(ms, 500 * kBudgetScale);  // enumeration: 2^23 evaluations per element (~0.5 s each)
 }
 
 }  // namespace

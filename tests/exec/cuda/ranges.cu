@@ -28,6 +28,16 @@ extern "C" __global__ void pad_rows(const float* x, float* y, int n) {
   if (i < n) y[(i / 7) * 8 + i % 7] = x[i];
 }
 
+// A group statistic accumulated by atomics, as a fused conv + group-norm kernel does: every thread
+// of a group's slice of the launch adds to sums[n * groups + c * groups / channels].
+extern "C" __global__ void group_sums(const float* x, float* sums, int total, int channels, int spatial, int groups) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i >= total) return;
+  int c = (i / spatial) % channels;
+  int n = i / spatial / channels;
+  atomicAdd(&sums[n * groups + c * groups / channels], x[i]);
+}
+
 // Half of each block in [bad_lo, bad_hi) returns before the barrier the other half waits at.
 extern "C" __global__ void early_exit_in_some_blocks(const float* x, float* out, int bad_lo, int bad_hi) {
   __shared__ float s[128];
