@@ -168,8 +168,86 @@ Expr Context::Impl::add_n(Sort s, std::span<const Expr> xs) {
 
 // k*c*(x/c) + k*(x%c) -> k*x (also with x>>s and x & (2^s-1), and a middle field:
 // k*2^s*(x>>(t+s)) + k*((x>>t) & (2^s-1)) -> k*(x>>t)): the index split row = i / N, col = i % N
-// recombined as row*N + col. Returns nullptr if nothing matched.
+// recombined as row*N + col. Also the differences k*x - k*c*(x/c) -> k*(x%c) and
+// k*x - k*(x%c) -> k*c*(x/c) (see split_divmod). Returns nullptr if nothing matched.
 Expr Context::Impl::recombine_divmod(Sort s, Expr c0, std::vector<Term>& terms) {
+  std::vector<char> gone(terms.size(), 0);
+  std::vector<Expr> extra;
+  join_divmod(s, terms, gone, extra);
+  split_divmod(s, c0, terms, gone, extra);
+  if (extra.empty()) return nullptr;
+  std::vector<Expr> out = std::move(extra);
+  if (!is_zero(c0)) out.push_back(c0);
+  for (size_t i = 0; i < terms.size(); ++i)
+    if (!gone[i]) out.push_back(term_node(s, terms[i]));
+  return add_n(s, out);
+}
+
+// k*x - k*c*(x/c) -> k*(x%c) and k*x - k*(x%c) -> k*c*(x/c), x a sum whose terms appear scaled by k
+// among `terms` (its constant taken from c0): exact for unsigned division — x = c*(x/c) + x%c holds
+// in the integers with both parts at most x, so modulo 2^w too. A kernel's `c = i - (i/N)*N` and
+// `start = c - c%G` become bounded fields instead of differences no interval can bound.
+void Context::Impl::split_divmod(Sort s, Expr& c0, std::vector<Term>& terms, std::vector<char>& gone,
+                                 std::vector<Expr>& extra) {
+  uint64_t m = width_mask(bv_width(s));
+  unsigned w = bv_width(s);
+  for (size_t j = 0; j < terms.size(); ++j) {
+    if (gone[j] || terms[j].nf != 1 || terms[j].f[0]->has_undef()) continue;
+    Expr g = terms[j].f[0];
+    bool div = false;
+    uint64_t d = 0;
+    if ((g->op == Op::BvUDiv || g->op == Op::BvURem) && g->args_[1]->op == Op::ConstBV && g->args_[1]->u >= 2)
+      div = g->op == Op::BvUDiv, d = g->args_[1]->u;
+    else if (g->op == Op::BvLShr && g->args_[1]->op == Op::ConstBV && g->args_[1]->u >= 1 && g->args_[1]->u < w)
+      div = true, d = 1ULL << g->args_[1]->u;
+    else if (g->op == Op::BvAnd && g->nargs == 2 && g->args_[0]->op == Op::ConstBV && g->args_[0]->u != m &&
+             is_pow2(g->args_[0]->u + 1))
+      d = g->args_[0]->u + 1;
+    else
+      continue;
+    const Expr* xslot = g->op == Op::BvAnd ? &g->args_[1] : &g->args_[0];
+    Expr x = *xslot;
+    std::vector<Term> xt;  // x's monomials
+    uint64_t x0 = 0;       // and its constant
+    if (x->op == Op::BvAdd) {
+      for (uint32_t a = 0; a < x->nargs; ++a)
+        if (x->args_[a]->op == Op::ConstBV) x0 += x->args_[a]->u;
+        else xt.push_back(decompose(s, &x->args_[a]));
+    } else {
+      xt.push_back(decompose(s, xslot));
+    }
+    // k from a monomial of coefficient 1 in x
+    auto unit = std::find_if(xt.begin(), xt.end(), [&](const Term& t) { return is_one(t.coef); });
+    if (unit == xt.end()) continue;
+    std::vector<size_t> used;
+    auto find = [&](const Term& t, uint64_t coef) -> bool {
+      for (size_t i = 0; i < terms.size(); ++i)
+        if (i != j && !gone[i] && same_mono(terms[i], t) && (coef == UINT64_MAX || terms[i].coef->u == coef) &&
+            std::find(used.begin(), used.end(), i) == used.end()) {
+          used.push_back(i);
+          return true;
+        }
+      return false;
+    };
+    if (!find(*unit, UINT64_MAX)) continue;
+    uint64_t k = terms[used[0]].coef->u;
+    uint64_t want = div ? (0 - k * d) & m : (0 - k) & m;
+    if (terms[j].coef->u != want) continue;
+    bool all = true;
+    for (const Term& t : xt)
+      if (&t != &*unit && !find(t, (k * t.coef->u) & m)) { all = false; break; }
+    if (!all || !apply(Rule::BvDivModRecombine)) continue;
+    for (size_t i : used) gone[i] = 1;
+    gone[j] = 1;
+    c0 = mk_bv(s, (c0->u - k * x0) & m);
+    Expr part = div ? urem_const(x, d) : udiv_const(x, d, false);
+    Expr kx[] = {mk_bv(s, div ? k : (k * d) & m), part};
+    extra.push_back(mul_n(s, kx));
+  }
+}
+
+// k*c*(x/c) + k*(x%c) -> k*x (recombine_divmod's first form).
+void Context::Impl::join_divmod(Sort s, std::vector<Term>& terms, std::vector<char>& gone, std::vector<Expr>& extra) {
   uint64_t m = width_mask(bv_width(s));
   struct Rem {
     Expr x;
@@ -186,9 +264,7 @@ Expr Context::Impl::recombine_divmod(Sort s, Expr c0, std::vector<Term>& terms) 
              is_pow2(f->args_[0]->u + 1))
       rems.push_back({f->args_[1], f->args_[0]->u + 1, i});
   }
-  if (rems.empty()) return nullptr;
-  std::vector<char> gone(terms.size(), 0);
-  std::vector<Expr> extra;
+  if (rems.empty()) return;
   unsigned w = bv_width(s);
   for (size_t j = 0; j < terms.size(); ++j) {
     if (terms[j].nf != 1) continue;
@@ -218,12 +294,6 @@ Expr Context::Impl::recombine_divmod(Sort s, Expr c0, std::vector<Term>& terms) 
       break;
     }
   }
-  if (extra.empty()) return nullptr;
-  std::vector<Expr> out = std::move(extra);
-  if (!is_zero(c0)) out.push_back(c0);
-  for (size_t i = 0; i < terms.size(); ++i)
-    if (!gone[i]) out.push_back(term_node(s, terms[i]));
-  return add_n(s, out);
 }
 
 // c * S for a sum S kept factored (more than kDistributeConstLimit terms).

@@ -1,8 +1,11 @@
 // One "applies" and one "does not apply" case per canonicalization rule
 // (Bitwuzla style): with the rule on, the rewrite happens and is counted; with
 // it off the result differs; a near-miss input is left alone.
+#include <random>
+
 #include <gtest/gtest.h>
 
+#include "ir/eval.h"
 #include "ir/expr.h"
 #include "ir/limits.h"
 #include "ir/print.h"
@@ -452,6 +455,39 @@ TEST_F(Rules, BvDivModRecombine) {
   // the middle field's width must be the gap to the next shift
   untouched(Rule::BvDivModRecombine,
             [&] { return c.bv_add(c.bv_mul(b64(64), field(6, 31)), c.bv_mul(b64(4096), c.bv_lshr(k, b64(12)))); });
+}
+
+// The differences x - c*(x/c) and x - x%c (a kernel's `col = i - row*N`, `start = c - c%G`): the
+// bounded field, not a sum no interval can bound.
+TEST_F(Rules, BvDivModRecombineDifferences) {
+  Expr i = c.bv_add(c.bv_mul(bv(256), ctaid), tid);
+  auto minus = [&](Expr e) { return c.bv_mul(bv(0xffffffff), e); };
+  check(Rule::BvDivModRecombine, [&] { return c.bv_add(i, minus(c.bv_mul(c.bv_udiv(i, bv(1000)), bv(1000)))); },
+        c.bv_urem(i, bv(1000)));
+  check(Rule::BvDivModRecombine, [&] { return c.bv_add(i, minus(c.bv_urem(i, bv(512)))); },
+        c.bv_mul(bv(512), c.bv_udiv(i, bv(512))));
+  // scaled, with a constant in x: 4*(i + 3) - 4000*((i + 3)/1000) = 4*((i + 3) % 1000)
+  Expr i3 = c.bv_add(i, bv(3));
+  check(Rule::BvDivModRecombine,
+        [&] { return c.bv_add(c.bv_mul(bv(4), i3), minus(c.bv_mul(bv(4000), c.bv_udiv(i3, bv(1000))))); },
+        c.bv_mul(bv(4), c.bv_urem(i3, bv(1000))));
+  // the bounds of the result: a field below its divisor
+  EXPECT_EQ(c.bv_bounds(c.bv_add(i, minus(c.bv_mul(c.bv_udiv(i, bv(1000)), bv(1000))))).hi, 999u);
+  // near misses: another coefficient, another x
+  untouched(Rule::BvDivModRecombine, [&] { return c.bv_add(i, minus(c.bv_mul(c.bv_udiv(i, bv(1000)), bv(999)))); });
+  untouched(Rule::BvDivModRecombine, [&] { return c.bv_add(a, minus(c.bv_mul(c.bv_udiv(b, bv(8)), bv(8)))); });
+  // unbounded operands (the identity holds modulo 2^32 whatever x is): against uint32_t arithmetic
+  Expr d1 = c.bv_add(c.bv_add(a, b), minus(c.bv_mul(c.bv_udiv(c.bv_add(a, b), bv(12)), bv(12))));
+  Expr d2 = c.bv_add(c.bv_add(a, b), minus(c.bv_urem(c.bv_add(a, b), bv(64))));
+  std::mt19937 rng(7);
+  for (int k = 0; k < 200; ++k) {
+    uint32_t va = rng(), vb = rng(), x = va + vb;
+    Env env;
+    env.var = [&](std::string_view n, Sort) { return Value::of_bv(Sort::BV32, n == "a" ? va : vb); };
+    Evaluator ev(env);
+    EXPECT_EQ(uint32_t(ev(d1).bits), x - (x / 12) * 12) << va << " " << vb;
+    EXPECT_EQ(uint32_t(ev(d2).bits), x - x % 64) << va << " " << vb;
+  }
 }
 
 TEST_F(Rules, LoadFold) {
