@@ -211,6 +211,7 @@ ir::Expr Lowering::element_template(ir::Context& cx, ValueId v, int64_t j, const
 void Lowering::forget_context(const ir::Context& cx) {
   stats_memos_.erase({&cx, true});
   stats_memos_.erase({&cx, false});
+  std::erase_if(aten_calls_, [&](const auto& kv) { return kv.first.ctx == &cx; });
 }
 
 std::optional<Lowering::SharedView> Lowering::shared_view(ValueId v) {
@@ -450,6 +451,13 @@ aten::OpCall Lowering::make_aten_call(const program::SsaOp& op) {
   return call;
 }
 
+const aten::OpCall& Lowering::aten_call(const program::SsaOp& op) {
+  CallKey key{&op, &cx(), template_ctx_ != nullptr, products_};
+  auto it = aten_calls_.find(key);
+  if (it == aten_calls_.end()) it = aten_calls_.emplace(key, make_aten_call(op)).first;
+  return it->second;
+}
+
 namespace {
 // Whether `res` is row-major contiguous and every address `t` can take lies within it.
 bool row_major_within(const View& res, const aten::TensorRef& t) {
@@ -532,8 +540,7 @@ ir::Expr Lowering::read_symbolic(const aten::TensorRef& t, std::span<const ir::E
       }
     }
     try {
-      aten::OpCall call = make_aten_call(op);
-      ir::Expr e = aten::element_sym(cx(), call, int(r), at);
+      ir::Expr e = aten::element_sym(cx(), aten_call(op), int(r), at);
       if (!e) return none("{} (output {}) at a symbolic location", name, r);
       return e->sort == s ? e : none("{}: an element of another sort", name);
     } catch (const std::exception& x) {  // malformed or unsupported there: the reduction is expanded
@@ -545,9 +552,6 @@ ir::Expr Lowering::read_symbolic(const aten::TensorRef& t, std::span<const ir::E
 
 ir::Expr Lowering::from_aten(const program::SsaOp& op, const program::Write& w, ValueId v, int64_t j) {
   const auto& a = *op.aten();
-  std::map<std::string, const program::Operand*> reads;
-  for (const auto& r : op.reads) reads[r.path] = &r;
-  auto make_call = [&] { return make_aten_call(op); };  // the op's arguments; outputs: its returned tensors
   auto equation = [&](const aten::OpCall& call, int output, const std::vector<int64_t>& index) {
     ir::Expr e;
     try {
@@ -564,8 +568,10 @@ ir::Expr Lowering::from_aten(const program::SsaOp& op, const program::Write& w, 
     if (res.value != v) continue;
     int64_t l = logical_of_storage(res, j);
     if (l < 0) continue;
-    return equation(make_call(), int(r), unravel(res.shape, l));
+    return equation(aten_call(op), int(r), unravel(res.shape, l));
   }
+  std::map<std::string, const program::Operand*> reads;
+  for (const auto& r : op.reads) reads[r.path] = &r;
   // Arguments written in place without being returned (training-mode batch norm's running_mean/var):
   // aten gives their new values as outputs returns+k, after the returned tensors.
   aten::WrittenArguments wa;
@@ -585,7 +591,7 @@ ir::Expr Lowering::from_aten(const program::SsaOp& op, const program::Write& w, 
     written.value = v;
     int64_t l = logical_of_storage(written, j);
     if (l < 0) continue;
-    aten::OpCall call = make_call();
+    aten::OpCall call = make_aten_call(op);  // the op's arguments; outputs: every written argument
     for (size_t q = 0; q < wa.names.size(); ++q) {  // every written argument, in order, as outputs
       auto pq = std::find(params.begin(), params.end(), wa.names[q]) - params.begin();
       std::string pp = size_t(pq) < a.args.size() ? fmt::format("args[{}]", pq) : "kwargs." + wa.names[q];

@@ -169,6 +169,10 @@ class Lowering {
   ir::Expr compute(program::ValueId v, int64_t j);
   ir::Expr from_aten(const program::SsaOp& op, const program::Write& w, program::ValueId v, int64_t j);
   aten::OpCall make_aten_call(const program::SsaOp& op);
+  // make_aten_call's result, kept per op for the context and hook it was made for: the numeric path
+  // builds one template per element of a 10^5-10^6-element value, and converting the op's arguments
+  // each time cost as much as the equation itself.
+  const aten::OpCall& aten_call(const program::SsaOp& op);
   ir::Expr read_symbolic(const aten::TensorRef& t, std::span<const ir::Expr> idx, ir::Sort s);
   ir::Expr from_launch(size_t op_index, const program::Write& w, int64_t j);
   ir::Expr from_copy(const program::SsaOp& op, const program::Write& w, int64_t j);
@@ -184,6 +188,16 @@ class Lowering {
   // By (context, building a template): a template's statistics are over operand leaves, a built
   // expression's over back-projections.
   std::map<std::pair<const ir::Context*, bool>, aten::StatsMemo> stats_memos_;
+  struct CallKey {
+    const program::SsaOp* op;
+    const ir::Context* ctx;
+    bool templates;
+    const ProductsHook* products;
+    bool operator<(const CallKey& o) const {
+      return std::tie(op, ctx, templates, products) < std::tie(o.op, o.ctx, o.templates, o.products);
+    }
+  };
+  std::map<CallKey, aten::OpCall> aten_calls_;
   LaunchInfo& launch(size_t op_index);
   int32_t value_tensor(program::ValueId v);
   struct SharedLeaf {  // how a value's elements map to a shared input's leaves (shared < 0: they do not)
