@@ -19,6 +19,7 @@
 #include <fmt/format.h>
 #include <z3++.h>
 
+#include "ir/polynomial.h"
 #include "ir/walk.h"
 #include "smt/falsify.h"
 #include "smt/tolerance.h"
@@ -684,6 +685,18 @@ Decision Solver::decide(ir::Context& ctx, Expr a, Expr b, const DecideOptions& o
       if (strict(ca) == strict(cb)) d.approximations.clear();
     }
     if (na == nb) { ++stats_.equal_axioms; return done(Verdict::Equal, Stage::Axioms); }
+    if (a->sort == Sort::Real) {
+      // A ring identity the canonical forms keep in two shapes (a product over a sum too large to
+      // distribute): the expanded difference is 0.
+      ir::ExpansionOptions eo;
+      eo.tick = [&] { ticker.check("while expanding the difference into monomials (axioms)"); };
+      Expr diff = ctx.sub(ir::collect_partial_sums(ctx, na), ir::collect_partial_sums(ctx, nb));
+      if (!(diff->op == Op::ConstReal && diff->rational() == 0)) diff = ir::expansion(ctx, diff, eo);
+      if (diff && diff->op == Op::ConstReal && diff->rational() == 0) {
+        ++stats_.equal_axioms;
+        return done(Verdict::Equal, Stage::Axioms, "equal as polynomials over their other sub-expressions");
+      }
+    }
     if (opt.tolerance && opt.within_tolerance && a->sort == Sort::Real) {
       const Tolerance& t = *opt.tolerance;
       // on the originals: the split residual pairs the reference's positive terms with the

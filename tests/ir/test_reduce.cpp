@@ -11,6 +11,7 @@
 #include "ir/eval.h"
 #include "ir/expr.h"
 #include "ir/print.h"
+#include "ir/polynomial.h"
 #include "ir/reduce.h"
 
 using namespace dirigo::ir;
@@ -436,6 +437,62 @@ TEST_F(Reduce, MergeInterleavedAbsorbsTheRemainderTerms) {
   // a term past a gap stays
   parts.back() = c.load(X, bv(30));
   EXPECT_EQ(merge_interleaved(c, c.add(parts)), c.add(sum(j, 0, 29, c.load(X, j)), c.load(X, bv(30))));
+}
+
+// A variance's cross term over an unrolled-by-4 loop, -m·Σ_k x[4k+t] for each t, next to the other
+// program's -m·Σ_j x[j]: collected, the partials are the row's sum again and the two are one node.
+TEST_F(Reduce, CollectPartialSumsMergesPartialsThatMultiplyOneFactor) {
+  Expr row = sum(j, 0, 32, c.load(X, j));
+  Expr m = c.mul(c.real_const(mpq_class(1, 32)), row);
+  auto part = [&](int64_t t) { return sum(k, 0, 8, c.load(X, c.bv_add(bv(t), c.bv_mul(bv(4), k)))); };
+  std::vector<Expr> terms{c.load(W, bv(0))};
+  for (int64_t t : {0, 1, 2, 3}) terms.push_back(c.mul(std::vector<Expr>{c.real_const(-2), m, part(t)}));
+  Expr kernel = c.add(terms);
+  Expr reference = c.add(c.load(W, bv(0)), c.mul(std::vector<Expr>{c.real_const(-2), m, row}));
+  ASSERT_NE(kernel, reference);
+  EXPECT_EQ(collect_partial_sums(c, kernel), reference) << str(collect_partial_sums(c, kernel));
+  // expanded partials (plain sums) collect into the whole sum as well
+  auto plain = [&](int64_t t) {
+    std::vector<Expr> xs;
+    for (int64_t q = 0; q < 8; ++q) xs.push_back(c.elem(X, t + 4 * q));
+    return c.add(xs);
+  };
+  std::vector<Expr> xs;
+  for (int64_t q = 0; q < 32; ++q) xs.push_back(c.elem(X, q));
+  Expr s = c.add(xs), y = c.elem(W, 1);
+  std::vector<Expr> pt;
+  for (int64_t t : {0, 1, 2, 3}) pt.push_back(c.mul(std::vector<Expr>{c.real_const(3), y, s, plain(t)}));
+  EXPECT_EQ(collect_partial_sums(c, c.add(pt)), c.mul(std::vector<Expr>{c.real_const(3), y, s, s}));
+  // terms whose other factors differ stay apart
+  Expr apart = c.add(c.mul(y, part(0)), c.mul(c.elem(W, 2), part(1)));
+  EXPECT_EQ(collect_partial_sums(c, apart), apart);
+}
+
+// (x0 - S/4)·r and the distributed (3/4·x0 - x1/4 - x2/4 - x3/4)·r: two nodes, one polynomial.
+TEST_F(Reduce, ExpansionProvesARingIdentityTheCanonicalFormsKeepApart) {
+  std::vector<Expr> xs;
+  for (int64_t q = 0; q < 4; ++q) xs.push_back(c.elem(X, q));
+  // a sum past kDistributeLimit keeps the product factored
+  std::vector<Expr> big;
+  for (int64_t q = 0; q < 100; ++q) big.push_back(c.elem(W, q));
+  Expr S = c.add(big), r = c.call(Fn::Exp, c.elem(X, 9));
+  Expr a = c.mul(c.sub(xs[0], c.mul(c.real_const(mpq_class(1, 100)), S)), c.mul(r, S));
+  std::vector<Expr> spread;
+  for (int64_t q = 0; q < 100; ++q)
+    spread.push_back(c.mul(std::vector<Expr>{c.real_const(mpq_class(-1, 100)), c.elem(W, q), r, S}));
+  Expr b = c.add(c.mul(std::vector<Expr>{xs[0], r, S}), c.add(spread));
+  ASSERT_NE(c.sub(a, b), c.real_const(0));
+  EXPECT_EQ(expansion(c, c.sub(a, b)), c.real_const(0));
+  // inside an atom: exp of the two forms is one atom after expansion
+  EXPECT_EQ(expansion(c, c.sub(c.call(Fn::Exp, a), c.call(Fn::Exp, b))), c.real_const(0));
+  // a real difference stays
+  Expr off = c.add(b, c.mul(r, c.elem(W, 3)));
+  EXPECT_NE(expansion(c, c.sub(a, off)), c.real_const(0));
+  // past the term budget a product stays one atom: nothing is claimed
+  ExpansionOptions small;
+  small.max_terms = 50;
+  EXPECT_NE(expansion(c, c.sub(a, b), small), c.real_const(0));
+  EXPECT_EQ(expansion(c, c.add(c.undef(Sort::Real), a)), nullptr);
 }
 
 TEST_F(Reduce, MergeInterleavedLeavesGapsAndMixedBodies) {

@@ -714,6 +714,46 @@ TEST_F(DecideTest, SampledWitnessesAreDrawnByTensorName) {
 // A kernel's variance clamped at 0 (fmaxf(E[x²] − E[x]², 0)) against the reference's unclamped one:
 // equal for every input by Cauchy–Schwarz, which the opaque sums only say through the translator's
 // lemma (Σ x)² ≤ N·Σ x²; without the square's pair the clamp is a real difference.
+// A group norm computed by a kernel (two passes, the second unrolled by 4: E[(x - m)^2] with its
+// cross term over four partial sums) and by the reference (E[x^2] - m^2): equal without the solver.
+TEST_F(DecideTest, ATwoPassVarianceOverUnrolledPartialsIsTheReferences) {
+  int32_t X = ctx.tensor("x");
+  Expr k = ctx.var("k", Sort::BV64), j = ctx.var("j", Sort::BV64);
+  auto red = [&](Expr v, int64_t n, Expr body) {
+    Expr ks[] = {v};
+    std::pair<int64_t, int64_t> box[] = {{0, n}};
+    return ctx.reduce(ir::ReduceOp::Sum, ks, box, body);
+  };
+  Expr xj = ctx.load(X, j);
+  Expr s = red(j, 512, xj), sq = red(j, 512, ctx.mul(xj, xj));
+  Expr eps = ctx.real_const(mpq_class(1, 100000));
+  Expr ref_var = ctx.add(std::vector<Expr>{eps, ctx.mul(ctx.real_const(mpq_class(1, 512)), sq),
+                                           ctx.mul(ctx.real_const(mpq_class(-1, 262144)), ctx.mul(s, s))});
+  std::vector<Expr> cand{eps, ctx.mul(ctx.real_const(mpq_class(1, 512)), sq),
+                         ctx.mul(ctx.real_const(mpq_class(1, 262144)), ctx.mul(s, s))};
+  for (int64_t t = 0; t < 4; ++t) {
+    Expr part = red(k, 128, ctx.load(X, ctx.bv_add(ctx.bv_const(Sort::BV64, uint64_t(t)),
+                                                   ctx.bv_mul(ctx.bv_const(Sort::BV64, 4), k))));
+    cand.push_back(ctx.mul(std::vector<Expr>{ctx.real_const(mpq_class(-1, 131072)), s, part}));
+  }
+  Expr cand_var = ctx.add(cand);
+  Expr x0 = ctx.elem(X, 0), w = ctx.elem(ctx.tensor("w"), 0);
+  auto norm = [&](Expr var, bool spread) {
+    Expr r = ctx.call(ir::Fn::Rsqrt, var);
+    Expr centered = ctx.sub(x0, ctx.mul(ctx.real_const(mpq_class(1, 512)), s));
+    Expr y = spread ? ctx.add(ctx.mul(std::vector<Expr>{x0, r, w}),
+                              ctx.mul(std::vector<Expr>{ctx.real_const(mpq_class(-1, 512)), s, r, w}))
+                    : ctx.mul(std::vector<Expr>{centered, w, r});
+    return ctx.min(c(2), ctx.max(c(-2), y));
+  };
+  smt::Decision d = decide(norm(ref_var, false), norm(cand_var, true));
+  EXPECT_EQ(d.verdict, Verdict::Equal) << d.reason;
+  EXPECT_FALSE(d.solver_called);
+  // one partial of the four dropped: not equal
+  cand.pop_back();
+  EXPECT_NE(decide(norm(ref_var, false), norm(ctx.add(cand), true)).verdict, Verdict::Equal);
+}
+
 TEST_F(DecideTest, AClampedVarianceOverOpaqueSumsIsTheVariance) {
   int32_t X = ctx.tensor("x");
   Expr k = ctx.var("k", Sort::BV64);
