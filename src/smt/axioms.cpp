@@ -306,6 +306,10 @@ std::pair<mpq_class, Expr> unscale_factor(ir::Context& ctx, Expr f) {
   std::optional<mpq_class> c;  // the first non-constant argument's lead coefficient
   for (Expr a : f->args()) {
     if (a->is_const()) continue;
+    if (a->op == Op::Min || a->op == Op::Max) {  // a clamp: max(lo, k*x) inside min(hi, ...)
+      c = unscale_factor(ctx, a).first;
+      break;
+    }
     Expr first = terms_of(a)[0]->is_const() && terms_of(a).size() > 1 ? terms_of(a)[1] : terms_of(a)[0];
     c = first->op == Op::Mul && first->arg(0)->op == Op::ConstReal ? first->arg(0)->rational() : mpq_class(1);
     break;

@@ -471,6 +471,26 @@ TEST_F(AxiomTest, ScaledGeluEqualsTorchGeluWithoutSolver) {
   EXPECT_FALSE(d.solver_called);
 }
 
+// hardtanh then GELU in a kernel: h = clamp(S/2, -2, 2), 0.5f*h*(1 + erff(h*0.70710678f)). The
+// canonical forms move both scales into the clamps (min(1, max(-1, S/4)) and min(√2f, max(-√2f, …)))
+// and torch's gelu of the clamp is one call.
+TEST_F(AxiomTest, AGeluOfAClampIsTorchsGeluOfTheClamp) {
+  smt::Solver solver;
+  int32_t t = ctx.tensor("gemm");
+  std::vector<Expr> terms;
+  for (int64_t q = 0; q < 16; ++q) terms.push_back(ctx.mul(ctx.elem(t, q), ctx.elem(t, 100 + q)));
+  Expr S = ctx.add(terms);
+  Expr h = ctx.min(two, ctx.max(ctx.real_const(-2), ctx.mul(ctx.real_const(mpq_class(1, 2)), S)));
+  Expr kernel = ctx.mul(std::vector<Expr>{k32(ctx, 0.5), h,
+                                          ctx.add(one, call(Fn::Erf, ctx.mul(h, k32(ctx, 0.7071067811865476))))});
+  smt::Normalizer n(ctx);
+  n(kernel);
+  EXPECT_EQ(n.applications(Axiom::GeluErfForm), 1u) << ir::to_string(ctx, kernel);
+  smt::Decision d = solver.decide(ctx, call(Fn::GeluErf, h), kernel);
+  EXPECT_EQ(d.verdict, smt::Verdict::Equal) << d.reason;
+  EXPECT_FALSE(d.solver_called);
+}
+
 // A global average pool over expanded GELUs: every form of one sum is recognized in one pass
 // (the sum used to be rescanned per candidate and rebuilt per form: cubic in the pooled size).
 TEST_F(AxiomTest, GeluErfFormsOfAPooledSumAllAtOnce) {
