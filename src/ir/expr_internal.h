@@ -324,6 +324,7 @@ struct Context::Impl {
   // ---- sums (rewrite_add.cpp)
   Expr add_n(Sort s, std::span<const Expr> xs);
   Expr recombine_divmod(Sort s, Expr c0, std::vector<Term>& terms);
+  mpq_class minmax_scale(Expr m);
   void join_divmod(Sort s, std::vector<Term>& terms, std::vector<char>& gone, std::vector<Expr>& extra);
   void split_divmod(Sort s, Expr& c0, std::vector<Term>& terms, std::vector<char>& gone, std::vector<Expr>& extra);
   static bool scaled_big_sum(Expr x, Op addop);

@@ -144,6 +144,18 @@ Expr Context::Impl::reduce_raw(ReduceOp op, std::span<const std::pair<int64_t, i
   return intern(k, &pre);
 }
 
+// The scale of a real min/max: its first non-constant operand's constant coefficient (through a
+// nested min/max, a clamp's max inside its min); 0 when every operand is constant.
+mpq_class Context::Impl::minmax_scale(Expr m) {
+  for (Expr a : m->args()) {
+    if (a->op == Op::ConstReal) continue;
+    if (a->op == Op::Min || a->op == Op::Max) return minmax_scale(a);
+    if (a->op == Op::Mul && a->args_[0]->op == Op::ConstReal) return a->args_[0]->rational();
+    return 1;
+  }
+  return 0;
+}
+
 Expr Context::Impl::reduce_n(ReduceOp op, std::span<const std::pair<int64_t, int64_t>> box, Expr body) {
   if (body->sort != Sort::Real) throw std::invalid_argument("reduce: only real bodies are supported");
   if (box.empty()) throw std::invalid_argument("reduce: a domain needs at least one dim");
@@ -194,6 +206,19 @@ Expr Context::Impl::reduce_n(ReduceOp op, std::span<const std::pair<int64_t, int
       for (Expr& f : out) f = shift(f, n, -static_cast<int64_t>(n));
       out.push_back(reduce_n(op, box, mul_n(Sort::Real, in)));
       return mul_n(Sort::Real, out);
+    }
+  }
+  // A positive scale the canonical forms moved into a min/max body (MulDistributeMinMax): a mean of
+  // clamped values built term by term is Σ min(c, max(-c, c·x(k))), the reference's c·Σ min(1, max(-1, x(k))).
+  if (op != ReduceOp::Prod && body->sort == Sort::Real && (body->op == Op::Min || body->op == Op::Max)) {
+    mpq_class c = minmax_scale(body);
+    if (c > 0 && c != 1) {
+      Expr inv[] = {mk_real(mpq_class(1 / c)), body};
+      Expr unit = mul_n(Sort::Real, inv);  // min(1, max(-1, x(k))): the scale distributed back in
+      if ((unit->op == Op::Min || unit->op == Op::Max) && minmax_scale(unit) == 1 && apply(Rule::ReduceFactor)) {
+        Expr xs[] = {mk_real(c), reduce_n(op, box, unit)};
+        return mul_n(Sort::Real, xs);
+      }
     }
   }
   if (body->op == Op::Reduce && body->reduce_op() == op && apply(Rule::ReduceFlatten)) {

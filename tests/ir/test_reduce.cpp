@@ -173,6 +173,12 @@ TEST_F(Reduce, FactorOutOfSum) {
   check(Rule::ReduceFactor, [&] { return red(ReduceOp::Max, k, 0, 8192, c.mul(c.real_const(2), xk(k))); },
         c.mul(c.real_const(2), mx));
   untouched(Rule::ReduceFactor, [&] { return red(ReduceOp::Max, k, 0, 8192, c.mul(c.real_const(-2), xk(k))); });
+  // a mean of clamped values built term by term: the scale MulDistributeMinMax moved into the clamp
+  auto clamp = [&](Expr lo, Expr hi, Expr v) { return c.min(hi, c.max(lo, v)); };
+  Expr q = c.real_const(mpq_class(1, 64));
+  check(Rule::ReduceFactor, [&] { return sum(k, 0, 64, clamp(c.real_const(mpq_class(-1, 64)), q, c.mul(q, xk(k)))); },
+        c.mul(q, sum(k, 0, 64, clamp(c.real_const(-1), c.real_const(1), xk(k)))));
+  untouched(Rule::ReduceFactor, [&] { return sum(k, 0, 64, clamp(c.real_const(-1), c.real_const(1), xk(k))); });
   untouched(Rule::ReduceFactor, [&] { return sum(k, 0, 8192, c.mul(xk(k), wk(k))); });
 }
 
