@@ -130,21 +130,19 @@ struct Expander {
   }
 };
 
-}  // namespace
-
-namespace {
 bool sum_like(Expr f) {
   return f->sort == Sort::Real && ((f->op == Op::Add && f->nargs >= 2) ||
                                    (f->op == Op::Reduce && f->reduce_op() == ReduceOp::Sum));
 }
 
-Expr collect_in_sum(Context& ctx, Expr sum) {
+Expr collect_in_sum(Context& ctx, Expr sum, const std::function<void()>& tick) {
   struct Cand {
     size_t term, factor;
   };
   std::map<std::vector<Expr>, std::vector<Cand>> groups;  // (coefficient, the other factors) -> terms
   std::vector<std::vector<Expr>> factors(sum->nargs);
   for (size_t t = 0; t < sum->nargs; ++t) {
+    if ((t & 4095) == 4095 && tick) tick();
     Expr x = sum->arg(t);
     std::vector<Expr>& fs = factors[t];
     if (x->op == Op::Mul) fs.assign(x->args().begin(), x->args().end());
@@ -180,11 +178,13 @@ Expr collect_in_sum(Context& ctx, Expr sum) {
 }
 }  // namespace
 
-Expr collect_partial_sums(Context& ctx, Expr e) {
+Expr collect_partial_sums(Context& ctx, Expr e, const std::function<void()>& tick) {
   detail::NodeMap<Expr> memo;
   return rebuild_post_order(
       ctx, e, memo, [&](Expr x) -> Expr { return x->nargs == 0 ? x : nullptr; },
-      [&](Expr, Expr r) { return r->op == Op::Add && r->sort == Sort::Real && !r->has_free_bound() ? collect_in_sum(ctx, r) : r; });
+      [&](Expr, Expr r) {
+        return r->op == Op::Add && r->sort == Sort::Real && !r->has_free_bound() ? collect_in_sum(ctx, r, tick) : r;
+      });
 }
 
 Expr expansion(Context& ctx, Expr e, const ExpansionOptions& opt) {

@@ -31,7 +31,7 @@ Expr expansion(Context& ctx, Expr e, const ExpansionOptions& opt = {});
 // reduction), collected into c·F·(X₁ + … + Xₙ) with the partials merged (merge_interleaved): the
 // unrolled-by-4 loop's `Σ_k x[4k+j]` that a variance's cross term `m·Σ(x - m)` multiplies one by
 // one is the whole row's sum again, which the other program's statistic multiplies once. Equal to
-// e (distributivity); applied bottom-up.
-Expr collect_partial_sums(Context& ctx, Expr e);
+// e (distributivity); applied bottom-up. `tick` (optional) is called every few thousand terms.
+Expr collect_partial_sums(Context& ctx, Expr e, const std::function<void()>& tick = {});
 
 }  // namespace dirigo::ir

@@ -433,6 +433,8 @@ Expr replace_nodes(ir::Context& ctx, Expr root, const std::unordered_map<Expr, E
 
 // Originals larger than this (tree size, saturating) are sampled before they are normalized.
 constexpr uint64_t kSampleFirstNodes = 20000;
+// Differences past this many nodes are not expanded into monomials (decide's step 2a).
+constexpr size_t kExpandNodes = 200'000;
 
 constexpr const char* kCutStage = "while cutting shared sub-terms (cut points)";
 
@@ -690,8 +692,10 @@ Decision Solver::decide(ir::Context& ctx, Expr a, Expr b, const DecideOptions& o
       // distribute): the expanded difference is 0.
       ir::ExpansionOptions eo;
       eo.tick = [&] { ticker.check("while expanding the difference into monomials (axioms)"); };
-      Expr diff = ctx.sub(ir::collect_partial_sums(ctx, na), ir::collect_partial_sums(ctx, nb));
-      if (!(diff->op == Op::ConstReal && diff->rational() == 0)) diff = ir::expansion(ctx, diff, eo);
+      Expr diff = ctx.sub(ir::collect_partial_sums(ctx, na, eo.tick), ir::collect_partial_sums(ctx, nb, eo.tick));
+      // (a difference of 10^6 nodes would spend the solver's time on monomials)
+      if (!(diff->op == Op::ConstReal && diff->rational() == 0) && ir::dag_size(diff) <= kExpandNodes)
+        diff = ir::expansion(ctx, diff, eo);
       if (diff && diff->op == Op::ConstReal && diff->rational() == 0) {
         ++stats_.equal_axioms;
         return done(Verdict::Equal, Stage::Axioms, "equal as polynomials over their other sub-expressions");
