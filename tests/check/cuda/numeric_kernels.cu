@@ -2,20 +2,24 @@
 // (tests/check/test_kernel_numeric.cpp): a block reduction through shared memory with a per-thread
 // strided loop (and the same through warp shuffles), and a guarded per-thread loop.
 
-// One block per row: each thread sums a strided slice of the row, then a tree reduction.
-extern "C" __global__ void row_sum(const float* x, float* out, int rows, int cols) {
+// One block per row: each thread sums a strided slice of the row, then a tree reduction down to
+// level `last` (1: the whole tree).
+template <int last>
+__device__ void row_sum_tree(const float* x, float* out, int cols) {
   __shared__ float part[256];
   int r = blockIdx.x, t = threadIdx.x;
   float s = 0.f;
   for (int c = t; c < cols; c += blockDim.x) s += x[r * cols + c];
   part[t] = s;
   __syncthreads();
-  for (int h = blockDim.x / 2; h > 0; h >>= 1) {
+  for (int h = blockDim.x / 2; h >= last; h >>= 1) {
     if (t < h) part[t] += part[t + h];
     __syncthreads();
   }
   if (t == 0) out[r] = part[0];
 }
+
+extern "C" __global__ void row_sum(const float* x, float* out, int rows, int cols) { row_sum_tree<1>(x, out, cols); }
 
 // A same-size 1-d convolution with zero padding and a ReLU: the taps outside the input are guarded
 // (the template path folds the guard per thread; the tape evaluates only the chosen arm).
@@ -47,17 +51,7 @@ extern "C" __global__ void row_sum_shfl(const float* x, float* out, int rows, in
   }
 }
 
-// row_sum with the tree's last level dropped (h > 1): only the even threads' partials reach out[r].
+// row_sum with the tree's last level dropped: only the even threads' partials reach out[r].
 extern "C" __global__ void row_sum_short_tree(const float* x, float* out, int rows, int cols) {
-  __shared__ float part[256];
-  int r = blockIdx.x, t = threadIdx.x;
-  float s = 0.f;
-  for (int c = t; c < cols; c += blockDim.x) s += x[r * cols + c];
-  part[t] = s;
-  __syncthreads();
-  for (int h = blockDim.x / 2; h > 1; h >>= 1) {
-    if (t < h) part[t] += part[t + h];
-    __syncthreads();
-  }
-  if (t == 0) out[r] = part[0];
+  row_sum_tree<2>(x, out, cols);
 }
