@@ -166,6 +166,24 @@ Expr Context::Impl::add_n(Sort s, std::span<const Expr> xs) {
   return raw(addop, s, args);
 }
 
+namespace {
+// g as a quotient or remainder of x by a constant d: x/d and x>>s (div), x%d and x & (2^s-1) (rem).
+struct DivModField {
+  Expr x;
+  uint64_t d;
+  bool div;
+};
+std::optional<DivModField> divmod_field(Expr g, unsigned w) {
+  const uint64_t m = width_mask(w);
+  auto k = [&](unsigned i) { return g->args_[i]->op == Op::ConstBV ? std::optional<uint64_t>(g->args_[i]->u) : std::nullopt; };
+  if ((g->op == Op::BvUDiv || g->op == Op::BvURem) && k(1) && *k(1) >= 2) return DivModField{g->args_[0], *k(1), g->op == Op::BvUDiv};
+  if (g->op == Op::BvLShr && k(1) && *k(1) >= 1 && *k(1) < w) return DivModField{g->args_[0], uint64_t(1) << *k(1), true};
+  if (g->op == Op::BvAnd && g->nargs == 2 && k(0) && *k(0) != m && is_pow2(*k(0) + 1))
+    return DivModField{g->args_[1], *k(0) + 1, false};
+  return std::nullopt;
+}
+}  // namespace
+
 // k*c*(x/c) + k*(x%c) -> k*x (also with x>>s and x & (2^s-1), and a middle field:
 // k*2^s*(x>>(t+s)) + k*((x>>t) & (2^s-1)) -> k*(x>>t)): the index split row = i / N, col = i % N
 // recombined as row*N + col. Also the differences k*x - k*c*(x/c) -> k*(x%c) and
@@ -189,23 +207,16 @@ Expr Context::Impl::recombine_divmod(Sort s, Expr c0, std::vector<Term>& terms) 
 // `start = c - c%G` become bounded fields instead of differences no interval can bound.
 void Context::Impl::split_divmod(Sort s, Expr& c0, std::vector<Term>& terms, std::vector<char>& gone,
                                  std::vector<Expr>& extra) {
-  uint64_t m = width_mask(bv_width(s));
-  unsigned w = bv_width(s);
+  const unsigned w = bv_width(s);
+  const uint64_t m = width_mask(w);
   for (size_t j = 0; j < terms.size(); ++j) {
     if (gone[j] || terms[j].nf != 1 || terms[j].f[0]->has_undef()) continue;
     Expr g = terms[j].f[0];
-    bool div = false;
-    uint64_t d = 0;
-    if ((g->op == Op::BvUDiv || g->op == Op::BvURem) && g->args_[1]->op == Op::ConstBV && g->args_[1]->u >= 2)
-      div = g->op == Op::BvUDiv, d = g->args_[1]->u;
-    else if (g->op == Op::BvLShr && g->args_[1]->op == Op::ConstBV && g->args_[1]->u >= 1 && g->args_[1]->u < w)
-      div = true, d = 1ULL << g->args_[1]->u;
-    else if (g->op == Op::BvAnd && g->nargs == 2 && g->args_[0]->op == Op::ConstBV && g->args_[0]->u != m &&
-             is_pow2(g->args_[0]->u + 1))
-      d = g->args_[0]->u + 1;
-    else
-      continue;
-    const Expr* xslot = g->op == Op::BvAnd ? &g->args_[1] : &g->args_[0];
+    auto field = divmod_field(g, w);
+    if (!field) continue;
+    const bool div = field->div;
+    const uint64_t d = field->d;
+    const Expr* xslot = g->op == Op::BvAnd ? &g->args_[1] : &g->args_[0];  // x's slot in g, for decompose
     Expr x = *xslot;
     std::vector<Term> xt;  // x's monomials
     uint64_t x0 = 0;       // and its constant
@@ -248,37 +259,26 @@ void Context::Impl::split_divmod(Sort s, Expr& c0, std::vector<Term>& terms, std
 
 // k*c*(x/c) + k*(x%c) -> k*x (recombine_divmod's first form).
 void Context::Impl::join_divmod(Sort s, std::vector<Term>& terms, std::vector<char>& gone, std::vector<Expr>& extra) {
-  uint64_t m = width_mask(bv_width(s));
   struct Rem {
     Expr x;
     uint64_t d;
     size_t i;
   };
+  const unsigned w = bv_width(s);
+  const uint64_t m = width_mask(w);
   std::vector<Rem> rems;
   for (size_t i = 0; i < terms.size(); ++i) {
     if (terms[i].nf != 1 || terms[i].f[0]->has_undef()) continue;
-    Expr f = terms[i].f[0];
-    if (f->op == Op::BvURem && f->args_[1]->op == Op::ConstBV && f->args_[1]->u >= 2)
-      rems.push_back({f->args_[0], f->args_[1]->u, i});
-    else if (f->op == Op::BvAnd && f->nargs == 2 && f->args_[0]->op == Op::ConstBV && f->args_[0]->u != m &&
-             is_pow2(f->args_[0]->u + 1))
-      rems.push_back({f->args_[1], f->args_[0]->u + 1, i});
+    if (auto f = divmod_field(terms[i].f[0], w); f && !f->div) rems.push_back({f->x, f->d, i});
   }
   if (rems.empty()) return;
-  unsigned w = bv_width(s);
   for (size_t j = 0; j < terms.size(); ++j) {
     if (terms[j].nf != 1) continue;
     Expr g = terms[j].f[0];
-    Expr x = nullptr;
-    uint64_t d = 0;
-    if (g->op == Op::BvUDiv && g->args_[1]->op == Op::ConstBV && g->args_[1]->u >= 2) {
-      x = g->args_[0];
-      d = g->args_[1]->u;
-    } else if (g->op == Op::BvLShr && g->args_[1]->op == Op::ConstBV && g->args_[1]->u >= 1 && g->args_[1]->u < w) {
-      x = g->args_[0];
-      d = 1ULL << g->args_[1]->u;
-    }
-    if (!x) continue;
+    auto q = divmod_field(g, w);
+    if (!q || !q->div) continue;
+    Expr x = q->x;
+    uint64_t d = q->d;
     for (const Rem& r : rems) {
       if (gone[r.i]) continue;
       // also a middle field of x: (x>>t) & (2^(q-t) - 1) next to x>>q is x>>t (a flat index split by a view)
