@@ -339,8 +339,8 @@ void Translator::add_fn_lemmas(const FnApp& f) {
       break;
     default: break;
   }
-  size_t same = 0;
-  for (const FnApp& g : fn_apps_) same += g.fn == f.fn;
+  size_t same = apps_of_fn_[f.fn]++;
+  if (same >= opt_.max_congruence_apps) return;
   bool lemmas = same < opt_.max_lemma_apps;
   for (const FnApp& g : fn_apps_) {
     if (g.fn != f.fn) continue;

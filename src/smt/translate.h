@@ -46,6 +46,9 @@ struct TranslateOptions {
   // Monotonicity / range lemmas are quadratic in the number of applications
   // of one function; above this many they are skipped (congruence is kept).
   size_t max_lemma_apps = 48;
+  // Congruence (f(a) = f(b) when a = b) is quadratic too: an application past this many of its
+  // function gets none (fewer facts: an Equal stays sound, a model is confirmed by evaluation).
+  size_t max_congruence_apps = 2048;
   // Translation (and the congruence lemmas, quadratic in the applications of one function) stops
   // with TranslateTimeout past this point: it runs before Z3's own deadline applies.
   std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max();
@@ -97,6 +100,7 @@ class Translator {
   void sum_facts(ir::Expr reduce);
   std::vector<ir::Expr> sums_;  // sum reductions translated so far (sum_facts pairs them)
   std::vector<FnApp> fn_apps_;
+  std::unordered_map<ir::Fn, size_t> apps_of_fn_;  // fn_apps_ per function
   std::vector<LoadApp> loads_;
   std::vector<std::pair<ir::Expr, z3::expr>> leaves_;
   // constant-index elements per tensor, for load congruence

@@ -138,3 +138,26 @@ TEST_F(TranslateTest, UndefIsAFreshConstantPerNode) {
   EXPECT_TRUE(u.is_const());
   EXPECT_FALSE(u.is_numeral());
 }
+
+TEST_F(TranslateTest, CongruenceStopsPastItsApplicationCap) {
+  // n applications of one function give n(n-1)/2 congruence lemmas up to max_congruence_apps; past it
+  // a new application gets its own facts only (a sum of 32768 sigmoids took a 20 s budget and
+  // gigabytes before Z3 started)
+  int32_t t = ctx.tensor("x");
+  auto sum_of_exps = [&](int n) {
+    std::vector<Expr> terms;
+    for (int i = 0; i < n; ++i) terms.push_back(ctx.call(Fn::Exp, ctx.elem(t, i)));
+    return ctx.add(terms);
+  };
+  smt::TranslateOptions opt;
+  opt.max_lemma_apps = 0;
+  opt.max_congruence_apps = 64;
+  auto constraints = [&](int n) {
+    smt::Translator tr(z, ctx, opt);
+    tr(sum_of_exps(n));
+    return tr.take_constraints().size();
+  };
+  size_t at32 = constraints(32), at64 = constraints(64), at128 = constraints(128);
+  EXPECT_GT(at64 - at32, 32u * 32u);       // quadratic below the cap
+  EXPECT_LT(at128 - at64, 64u * 4u);       // linear past it: the per-application facts only
+}
