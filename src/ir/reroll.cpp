@@ -22,14 +22,41 @@ namespace {
 
 bool closed_reduce(Expr e) { return e->op == Op::Reduce && !e->has_free_bound(); }
 
-// A hash of e's structure with every tensor read's index left out (closed reductions and parts
-// without data are opaque: their own hash). Equal for two instances of one body; collisions only
-// cost a failed verification.
+// A read inside a reduction's body: a Load whose index is data-free and mentions the bound indices.
+bool bound_load(Expr e) { return e->op == Op::Load && e->has_free_bound() && !e->arg(0)->has_data(); }
+
+// A bound load's index as `rest + offset` (offset: its constant addends, wrapping like the BV64 sum;
+// 0 when none): instances of one body at different points differ in the offsets only. `rest` is
+// the hash of the index without them.
+struct Offset {
+  int64_t value = 0;
+  uint64_t rest = 0;
+};
+Offset split_offset(Expr idx) {
+  if (idx->op != Op::BvAdd) return {0, idx->hash};
+  Offset o;
+  uint64_t n = 0, only = 0, sum = 0;
+  for (Expr a : idx->args()) {
+    if (a->op == Op::ConstBV) {
+      o.value = int64_t(uint64_t(o.value) + a->bv_value());
+    } else {
+      ++n, only = a->hash;
+      sum += mix64(a->hash + 0x9e3779b97f4a7c15ULL);
+    }
+  }
+  o.rest = n == 1 ? only : mix64(uint64_t(Op::BvAdd) + 0x5bd1e995ULL) ^ sum;
+  return o;
+}
+
+// A hash of e's structure with every tensor read's index left out, and inside reductions the
+// constant offset of each read's index (parts without data are opaque: their own hash). Equal for
+// two instances of one body; collisions only cost a failed verification.
 class ShapeHash {
  public:
   uint64_t operator()(Expr e) {
     if (e->op == Op::TensorElem) return mix64(0x5eedULL ^ (uint64_t(uint32_t(e->tensor())) << 8) ^ uint64_t(e->sort));
-    if (e->is_leaf() || !e->has_data() || closed_reduce(e)) return e->hash;
+    if (bound_load(e)) return load_shape(e);
+    if (e->is_leaf() || !e->has_data()) return e->hash;
     if (auto it = memo_.find(e); it != memo_.end()) return it->second;
     std::vector<Expr> st{e};
     while (!st.empty()) {  // children first, iteratively
@@ -56,7 +83,10 @@ class ShapeHash {
   }
 
  private:
-  bool trivial(Expr c) const { return c->op == Op::TensorElem || c->is_leaf() || !c->has_data() || closed_reduce(c); }
+  bool trivial(Expr c) const { return c->op == Op::TensorElem || bound_load(c) || c->is_leaf() || !c->has_data(); }
+  static uint64_t load_shape(Expr e) {
+    return mix64(0x10adULL ^ (uint64_t(uint32_t(e->tensor())) << 8) ^ uint64_t(e->sort)) ^ mix64(split_offset(e->arg(0)).rest);
+  }
   static uint64_t tag(Op op, Sort s, uint8_t flags, uint64_t u, int32_t t) {
     return mix64(uint64_t(op) | uint64_t(s) << 8 | uint64_t(flags) << 16 | uint64_t(uint32_t(t)) << 24) ^ mix64(u + 1);
   }
@@ -72,24 +102,30 @@ class ShapeHash {
   std::unordered_map<Expr, uint64_t> memo_;
 };
 
-// The distinct tensor reads of e outside closed reductions, ordered by (tensor, index).
+// Where a read sits in a term's instances: its element index, or a bound load's constant offset.
+int64_t read_at(Expr r) { return r->op == Op::TensorElem ? r->index() : split_offset(r->arg(0)).value; }
+
+// The distinct tensor reads of e — element reads, and bound loads inside its reductions — ordered by
+// (tensor, kind, index shape, index or offset).
 std::vector<Expr> reads_of(Expr e) {
   std::vector<Expr> out, st{e};
   std::unordered_set<Expr> seen{e};
   while (!st.empty()) {
     Expr x = st.back();
     st.pop_back();
-    if (x->op == Op::TensorElem) {
+    if (x->op == Op::TensorElem || bound_load(x)) {
       out.push_back(x);
       continue;
     }
-    if (!x->has_data() || closed_reduce(x)) continue;
+    if (!x->has_data()) continue;
     for (Expr c : x->args())
       if (seen.insert(c).second) st.push_back(c);
   }
-  std::sort(out.begin(), out.end(), [](Expr a, Expr b) {
-    return a->tensor() != b->tensor() ? a->tensor() < b->tensor() : a->index() < b->index();
-  });
+  auto key = [](Expr r) {
+    bool load = r->op != Op::TensorElem;
+    return std::tuple(r->tensor(), load, load ? split_offset(r->arg(0)).rest : 0, read_at(r));
+  };
+  std::sort(out.begin(), out.end(), [&](Expr a, Expr b) { return key(a) < key(b); });
   return out;
 }
 
@@ -97,7 +133,7 @@ struct Term {
   Expr term;           // the operand as it is
   Expr coef = nullptr; // Add: its constant coefficient (nullptr: 1)
   std::vector<Expr> reads;
-  std::vector<int64_t> at;  // the reads' indices
+  std::vector<int64_t> at;  // the reads' indices (bound loads: offsets)
 };
 
 // The lattice {v0 + Σ_d p_d·step_d : p in Π [0, extent_d)} the sorted vectors enumerate in row-major
@@ -147,17 +183,70 @@ std::optional<Lattice> lattice_of(const std::vector<const std::vector<int64_t>*>
   return lat;
 }
 
-// e with the leaves in `map` replaced (closed reductions and data-free parts untouched).
-Expr replace_leaves(Context& ctx, Expr e, const std::unordered_map<Expr, Expr>& map) {
-  std::unordered_map<Expr, Expr> memo;
-  return rebuild_post_order(ctx, e, memo, [&](Expr x) -> Expr {
-    if (x->op == Op::TensorElem) {
-      auto it = map.find(x);
-      return it == map.end() ? x : it->second;
+// e with each read in `offset` moved to a new index: an element read T[i] to Load(T, offset), a bound
+// load T[rest + c] to Load(T, rest + offset), where offset (over the new reduction's indices, Bound
+// leaves at depth 0) is lifted past the reductions the read sits in. Data-free parts are untouched.
+Expr replace_reads(Context& ctx, Expr e, const std::unordered_map<Expr, Expr>& offset) {
+  std::map<std::pair<Expr, uint32_t>, Expr> memo;
+  struct Frame {
+    Expr x;
+    uint32_t depth;
+    bool expanded;
+  };
+  std::vector<Frame> st{{e, 0, false}};
+  auto done = [&](Expr x, uint32_t depth) { return memo.find({x, depth}); };
+  while (!st.empty()) {
+    auto [x, depth, expanded] = st.back();
+    if (done(x, depth) != memo.end()) {
+      st.pop_back();
+      continue;
     }
-    if (x->is_leaf() || !x->has_data() || closed_reduce(x)) return x;
-    return nullptr;
-  });
+    if (x->op == Op::TensorElem || bound_load(x)) {
+      st.pop_back();
+      Expr r = x;
+      if (auto it = offset.find(x); it != offset.end()) {
+        Expr off = ctx.lift_bound(it->second, depth);
+        if (x->op == Op::TensorElem) {
+          r = ctx.load(x->tensor(), off, x->sort);
+        } else {
+          Expr idx = off;
+          Expr old = x->arg(0);
+          if (old->op == Op::BvAdd) {
+            for (Expr a : old->args())
+              if (a->op != Op::ConstBV) idx = ctx.bv_add(idx, a);
+          } else {
+            idx = ctx.bv_add(idx, old);
+          }
+          r = ctx.load(x->tensor(), idx, x->sort);
+        }
+      }
+      memo.emplace(std::pair(x, depth), r);
+      continue;
+    }
+    if (x->is_leaf() || !x->has_data()) {
+      st.pop_back();
+      memo.emplace(std::pair(x, depth), x);
+      continue;
+    }
+    const uint32_t inner = x->op == Op::Reduce ? depth + x->reduce_rank() : depth;
+    if (!expanded) {
+      st.back().expanded = true;
+      for (Expr c : x->args())
+        if (done(c, c == x->arg(0) ? inner : depth) == memo.end()) st.push_back({c, c == x->arg(0) ? inner : depth, false});
+      continue;
+    }
+    st.pop_back();
+    std::vector<Expr> a;
+    bool same = true;
+    for (unsigned i = 0; i < x->nargs; ++i) {
+      a.push_back(memo.at({x->arg(i), i == 0 ? inner : depth}));
+      same &= a.back() == x->arg(i);
+    }
+    Expr r = x;
+    if (!same) r = x->op == Op::Reduce ? ctx.reduce_abstracted(x->reduce_op(), reduce_box(x), a[0]) : ctx.rebuild(x, a);
+    memo.emplace(std::pair(x, depth), r);
+  }
+  return memo.at({e, 0});
 }
 
 // The operand without its constant coefficient.
@@ -190,9 +279,9 @@ std::optional<Rerolled> reroll_group(Context& ctx, ReduceOp op, std::vector<Term
         idx = ctx.bv_add(idx, ctx.bv_mul(ctx.bv_const(Sort::BV64, static_cast<uint64_t>(s)), ctx.bound(uint32_t(D - 1 - d))));
         varies = true;
       }
-    if (varies) map.emplace(t0.reads[j], ctx.load(t0.reads[j]->tensor(), idx, t0.reads[j]->sort));
+    if (varies) map.emplace(t0.reads[j], idx);
   }
-  Expr body = replace_leaves(ctx, strip(ctx, t0), map);
+  Expr body = replace_reads(ctx, strip(ctx, t0), map);
   auto& I = ContextAccess::impl(ctx);
   std::vector<int64_t> p(D, 0);
   std::vector<Expr> at(D);
@@ -310,7 +399,7 @@ Expr reroll_node(Context& ctx, Expr e, RerollOptions opt, RerollStats* stats) {
       rest.push_back(x);
       continue;
     }
-    for (Expr r : t.reads) t.at.push_back(r->index());
+    for (Expr r : t.reads) t.at.push_back(read_at(r));
     terms.push_back(std::move(t));
   }
   // groups: one shape and one sequence of read tensors

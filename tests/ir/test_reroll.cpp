@@ -211,3 +211,40 @@ TEST_F(Reroll, ExpandedSquareOfASum) {
   EXPECT_NE(miss, c.mul(r, r));
   EXPECT_FALSE(contains_op(miss, Op::Reduce) && miss->op == Op::Mul) << str(miss);
 }
+
+TEST_F(Reroll, TermsHoldingClosedReductionsAtShiftedOffsets) {
+  // A thread's loop over the outputs j of a linear layer, each dot product summarized:
+  // Σ_j sigmoid(b[j] + Σ_k w[K·j + k]·x[k]) expanded over j, each term's reduction closed and
+  // reading w at the constant offset K·j. Re-rolled it is the reference's reduction of reductions.
+  const int64_t J = 24, K = 40;
+  int32_t B = c.tensor("b");
+  Expr jv = c.var("j", Sort::BV64);
+  auto term = [&](Expr jj) {
+    Expr dot = sum(k, 0, K, c.mul(c.load(W, c.bv_add(c.bv_mul(bv(K), jj), k)), c.load(X, k)));
+    return c.call(Fn::Sigmoid, c.add(c.load(B, jj), dot));
+  };
+  std::vector<Expr> terms;
+  for (int64_t q = J; q-- > 0;) terms.push_back(term(bv(q)));  // in no particular order
+  Expr expanded = c.add(terms);
+  Expr ref = sum(jv, 0, J, term(jv));
+  RerollStats st;
+  EXPECT_EQ(reroll_node(c, expanded, {}, &st), ref) << str(reroll_node(c, expanded));
+  EXPECT_EQ(st.terms, uint64_t(J));
+  Reroller rr(c);
+  EXPECT_EQ(rr(expanded), ref);
+  // does not apply: one offset off the lattice (row 7 reads w from K·7 + 1), one term missing
+  // inside the range, or the inner extent differing in one term
+  std::vector<Expr> off = terms, missing = terms, extent = terms;
+  off[J - 1 - 7] = c.call(Fn::Sigmoid, c.add(c.load(B, bv(7)), sum(k, 0, K, c.mul(c.load(W, c.bv_add(bv(K * 7 + 1), k)), c.load(X, k)))));
+  missing.erase(missing.begin() + 5);
+  extent[J - 1 - 3] = c.call(Fn::Sigmoid, c.add(c.load(B, bv(3)), sum(k, 0, K - 1, c.mul(c.load(W, c.bv_add(bv(K * 3), k)), c.load(X, k)))));
+  for (const auto* v : {&off, &missing, &extent}) {
+    Expr e = c.add(*v), r = reroll_node(c, e);
+    EXPECT_FALSE(r == ref) << str(r);
+    Env env;
+    env.elem = [](int32_t t, int64_t q, Sort) { return Value::of_real(0.001 * double((q * 37 + t * 11) % 101) - 0.05); };
+    // whatever it re-rolled into denotes the same terms
+    Evaluator ev(env, Precision::F64);
+    EXPECT_NEAR(ev(r).real, ev(e).real, 1e-9);
+  }
+}
