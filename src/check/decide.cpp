@@ -83,6 +83,17 @@ constexpr uint64_t kNumericTerms = 4 * kSampledTerms;
 // The share of the budget a tier location's one-node trial build may take.
 constexpr double kOneNodeTrialShare = 0.02;
 
+// The tensors a reduction's body reads, sorted: bodies that read different tensors are not worth a
+// solver call (one side's 32768 inner dot products against the other's one sum of sigmoids over them).
+std::vector<int32_t> tensors_read(ir::Expr e) {
+  std::vector<int32_t> t;
+  for (ir::Expr leaf : ir::leaves(e))
+    if (leaf->op == ir::Op::TensorElem || leaf->op == ir::Op::Load) t.push_back(leaf->tensor());
+  std::sort(t.begin(), t.end());
+  t.erase(std::unique(t.begin(), t.end()), t.end());
+  return t;
+}
+
 }  // namespace
 
 bool size_points_by_terms(smt::DecideOptions& dopt, uint64_t terms) {
@@ -108,8 +119,15 @@ std::string Search::match_reductions(ir::Context& ctx, smt::Solver& solver, ir::
   unsigned proved = 0, counter = 0, differences = 0;
   smt::DecideOptions bopt = dopt_;
   bopt.timeout_ms = std::min(bopt.timeout_ms, 2000u);
+  std::unordered_map<ir::Expr, std::vector<int32_t>> reads;
+  auto reads_of = [&](ir::Expr r) -> const std::vector<int32_t>& {
+    auto it = reads.find(r);
+    if (it == reads.end()) it = reads.emplace(r, tensors_read(r)).first;
+    return it->second;
+  };
   for (ir::Expr b : rb) {
     if (in_a.count(b) || repl.count(b)) continue;
+    if (opt_.budget_s > 0 && Clock::now() >= budget_end()) break;
     for (ir::Expr a : ra) {
       if (in_b.count(a) || a->reduce_op() != b->reduce_op() || a->reduce_rank() != b->reduce_rank()) continue;
       if (auto d = ir::domain_difference(ctx, a, b)) {
@@ -126,7 +144,7 @@ std::string Search::match_reductions(ir::Context& ctx, smt::Solver& solver, ir::
           lone.push_back(ir::instantiate(ctx, d->in_a ? a : b, d->point));
         continue;
       }
-      if (ir::reduce_box(a) != ir::reduce_box(b)) continue;
+      if (ir::reduce_box(a) != ir::reduce_box(b) || reads_of(a) != reads_of(b)) continue;
       std::vector<ir::Expr> at;
       for (auto [lo, hi] : ir::reduce_box(a))
         at.push_back(ctx.var(fmt::format("red!{}!{}", seq_reduce_index_++, counter++), ir::Sort::BV64,
@@ -170,6 +188,8 @@ std::optional<smt::Decision> Search::reroll_decide(ir::Context& ctx, smt::Solver
   // A location whose originals differ beyond the tolerance at a random point is a difference, not a
   // grouping of terms: no retry (it would only delay the witness). Looked at once something re-rolled.
   std::optional<bool> differs;
+  // Originals whose reductions expand past kSampledTerms: a point would cost seconds, so none is tried.
+  if (ir::expansion_terms(ea) + ir::expansion_terms(eb) > kSampledTerms) differs = false;
   auto originals_differ = [&] {
     if (!differs) {
       smt::FalsifyOptions fo{.points = std::min(2u, dopt.falsify_points), .seed = dopt.random_seed, .bound = ladder_bound(dopt),
@@ -428,15 +448,19 @@ Slot Search::evaluate(ir::Context& ctx, Lowering& ref, Lowering& cand, smt::Solv
     }
     if (first) {
       ir::set_limits(ctx, {nodes0 + kReduceTrialNodes, build_end});
+      const char* side = "reference";
       try {
         ir::Expr ta = ref.element(pair.ref, loc.flat);
+        side = "candidate";
         ir::Expr tb = cand.element(pair.cand, loc.flat);
         if (ta && tb) {
           too_large.clear();
           std::lock_guard lock(mu_);
           numeric_outputs_.erase(loc.output);
         }
-      } catch (...) {  // too large after all (or UNSUPPORTED, ...): the numeric path as estimated
+      } catch (const std::exception& x) {  // too large after all (or UNSUPPORTED, ...): the numeric path as estimated
+        too_large += fmt::format("; built with reductions, the {} program's location: {}", side, x.what());
+      } catch (...) {
       }
       ir::set_limits(ctx, {nodes0 + std::min(opt_.max_location_nodes, opt_.build_nodes), build_end});
     }
@@ -604,7 +628,19 @@ Slot Search::evaluate(ir::Context& ctx, Lowering& ref, Lowering& cand, smt::Solv
     smt::DecideOptions quick = within_budget(dopt);
     quick.rlimit = 1;
     quick.use_cache = false;
-    smt::Decision q = solver.decide(ctx, ea, eb, quick);
+    // A kernel's loop over one index of a nested reduction (32768 sigmoids of dot products, each
+    // summarized) re-rolled is the reference's reduction of reductions: tried first, since the
+    // originals' terms would all go through the stages short of Z3.
+    std::optional<smt::Decision> rd;
+    std::string reroll_how;
+    if (opt_.reroll) {
+      ir::LimitsGuard restore(ctx);
+      try {
+        rd = reroll_decide(ctx, solver, ea, eb, dopt, reroll_how, false);
+      } catch (const ir::LimitExceeded&) {
+      }
+    }
+    smt::Decision q = rd ? std::move(*rd) : solver.decide(ctx, ea, eb, quick);
     std::optional<smt::Witness> sparse;
     if (q.verdict != smt::Verdict::Equal) sparse = opened_point_witness(ctx, ea, eb);
     if (sparse) {
@@ -623,7 +659,7 @@ Slot Search::evaluate(ir::Context& ctx, Lowering& ref, Lowering& cand, smt::Solv
       return slot;
     } else {
       d = std::move(q);
-      d.reason = reduce_how;
+      d.reason = reroll_how.empty() ? reduce_how : reroll_how;
     }
   } else if (by_domain) {
     d.verdict = smt::Verdict::Differ;
