@@ -41,6 +41,12 @@ bool integer_alu(Opcode op) {
 
 void Machine::decode_dry_run() {
   dry_.resize(f_.body.size());
+  auto launch_constant = [&](const std::string& n) -> std::optional<uint64_t> {
+    const Dim3* d = n.starts_with("%ntid.") ? &launch_.block : n.starts_with("%nctaid.") ? &launch_.grid : nullptr;
+    if (!d) return std::nullopt;
+    char c = n.back();
+    return c == 'x' ? d->x : c == 'y' ? d->y : c == 'z' ? std::optional<uint64_t>(d->z) : std::nullopt;
+  };
   // a register of the function (slots are created on first use); special registers are not
   auto is_reg = [&](const std::string& n) { return slots_.count(n) || f_.register_type(n); };
   bool special = false;
@@ -92,8 +98,12 @@ void Machine::decode_dry_run() {
     special = false;
     for (size_t i = size_t(nd); i < in.operands.size(); ++i) plain = slots_of(in.operands[i], d.sources) && plain;
     if (plain) d.kind = DryInstr::Alu;
-    d.special = special;
-    plain = plain && !special;
+    // a block-stride loop's `mov.u32 %r, %ntid.x` inside the body: the launch's constant
+    std::optional<uint64_t> launch_word;
+    if (special && in.op == Opcode::Mov && in.operands.size() == 2 && in.operands[1].kind == Operand::Kind::Register)
+      launch_word = launch_constant(in.operands[1].name);
+    d.special = special && !launch_word;
+    plain = plain && (!special || launch_word);
     // the counters' own instructions: add/sub/mov/setp of one 32/64-bit integer type, register or
     // immediate sources, one plain destination
     Type ty = in.mod.types.empty() ? Type::None : in.mod.types[0];
@@ -107,6 +117,7 @@ void Machine::decode_dry_run() {
     for (size_t i = 1; i < in.operands.size(); ++i) {
       const Operand& o = in.operands[i];
       if (o.kind == Operand::Kind::Int) args.push_back({-1, uint64_t(o.int_value) & (w == 64 ? ~0ull : 0xffffffffull)});
+      else if (launch_word) args.push_back({-1, *launch_word});
       else if (o.kind == Operand::Kind::Register && is_reg(o.name)) args.push_back({slot(o.name), 0});
       else args.clear(), args.push_back({}), args.push_back({}), args.push_back({}), args.push_back({});  // not native
     }

@@ -134,6 +134,22 @@ TEST(LoopSummary, ABlockStrideLoopWithOneTripCountForEveryThreadIsSummarized) {
   expect_same_values(*P, 8);
 }
 
+TEST(LoopSummary, ABlockStrideLoopReadingTheBlockSizeInsideItsBodyIsSummarized) {
+  // nvcc -O3 rematerializes `mov.u32 %r, %ntid.x` next to the counter's add, inside the body: the trip
+  // count's replay takes it as the launch's constant
+  std::string body = block_stride_body("1024");
+  body.replace(body.find("mov.u32 %r4, %ntid.x;\n"), std::string("mov.u32 %r4, %ntid.x;\n").size(), "");
+  body.replace(body.find("add.s32 %r2, %r2, %r4;"), std::string("add.s32 %r2, %r2, %r4;").size(),
+               "mov.u32 %r4, %ntid.x;\nadd.s32 %r2, %r2, %r4;");
+  auto m = loop_kernel(body);
+  auto P = run_both(m, 8, 1024);
+  ASSERT_TRUE(P->summarized.ok()) << to_text(P->h.ctx, P->summarized);
+  EXPECT_EQ(P->summarized.loops_summarized, 1u);
+  EXPECT_LT(P->summarized.steps, P->stepped.steps / 10);
+  expect_same_values(*P, 8);
+  expect_concrete_values(*P, m, 8);
+}
+
 TEST(LoopSummary, ABlockStrideLoopWhoseThreadsDifferInTripsSummarizesTheTripsAllRun) {
   auto m = loop_kernel(block_stride_body("1020"));  // threads 0-3 run 128 trips, 4-7 run 127
   auto P = run_both(m, 8, 1024);
