@@ -186,11 +186,18 @@ std::optional<Merged> merge_group(Context& ctx, const std::vector<Expr>& group, 
   std::vector<int64_t> t_of(n);
   int64_t t_min = 0;
   for (size_t p = 0; p < n; ++p) {
-    const StridedRead& r = moving[p].front();
-    if (r.load->tensor() != first.load->tensor()) return std::nullopt;
-    Expr diff = ctx.bv_sub(r.start, first.start);
-    if (diff->op != Op::ConstBV || diff->bv_signed() % d != 0) return std::nullopt;
-    t_of[p] = diff->bv_signed() / d;
+    // the read of first's tensor and step (the body's operand order follows hashes of the indices,
+    // so it is not the same read first in every partial); the proof below checks the choice
+    std::optional<int64_t> t;
+    for (const StridedRead& r : moving[p]) {
+      if (r.load->tensor() != first.load->tensor() || r.step != first.step) continue;
+      Expr diff = ctx.bv_sub(r.start, first.start);
+      if (diff->op != Op::ConstBV || diff->bv_signed() % d != 0) continue;
+      t = diff->bv_signed() / d;
+      break;
+    }
+    if (!t) return std::nullopt;
+    t_of[p] = *t;
     t_min = std::min(t_min, t_of[p]);
   }
   std::vector<uint8_t> seen(n, 0);
@@ -247,8 +254,34 @@ bool merge_operands(Context& ctx, Op combine, std::vector<Expr>& xs, uint64_t& f
       reduce_of[i] = p->reduce;
       groups[{reduce_box(p->reduce)[0].second, p->coef}].push_back(i);
     }
-  std::vector<size_t> gone;
+  // Partials of two loops in one group (a thread's two dot products summed, x·w₀ + x·w₁, 128 partials
+  // each) are told apart by their reads' offsets from one another, which one body keeps in every
+  // partial: merged body by body.
+  std::vector<std::pair<Expr, std::vector<size_t>>> bodies;  // (factor, partials)
   for (auto& [key, idx] : groups) {
+    if (idx.size() < 2) continue;
+    std::map<std::vector<std::pair<int32_t, uint64_t>>, std::vector<size_t>> by_body;
+    for (size_t i : idx) {
+      Expr kv = ctx.var("interleave.sig", Sort::BV64, Bounds{0, uint64_t(key.first - 1)});
+      Expr at[] = {kv};
+      auto reads = strided_reads(ctx, instantiate_at(ctx, reduce_of[i], at), kv);
+      std::vector<std::pair<int32_t, uint64_t>> sig;
+      if (reads && !reads->empty()) {
+        std::sort(reads->begin(), reads->end(), [](const StridedRead& a, const StridedRead& b) {
+          return a.load->tensor() != b.load->tensor() ? a.load->tensor() < b.load->tensor() : a.step < b.step;
+        });
+        for (const StridedRead& r : *reads) {
+          Expr d = ctx.bv_sub(r.start, reads->front().start);
+          sig.emplace_back(r.load->tensor(), d->op == Op::ConstBV ? d->bv_value() : d->hash);
+        }
+      }
+      by_body[sig].push_back(i);
+    }
+    for (auto& [sig, members] : by_body) bodies.emplace_back(key.second, std::move(members));
+  }
+  std::vector<size_t> gone;
+  for (auto& [factor, idx] : bodies) {
+    const std::pair<int64_t, Expr> key{reduce_box(reduce_of[idx[0]])[0].second, factor};
     if (idx.size() < 2) continue;
     std::vector<Expr> group;
     for (size_t i : idx) group.push_back(reduce_of[i]);

@@ -180,6 +180,13 @@ TEST_F(Reduce, FactorOutOfSum) {
         c.mul(q, sum(k, 0, 64, clamp(c.real_const(-1), c.real_const(1), xk(k)))));
   untouched(Rule::ReduceFactor, [&] { return sum(k, 0, 64, clamp(c.real_const(-1), c.real_const(1), xk(k))); });
   untouched(Rule::ReduceFactor, [&] { return sum(k, 0, 8192, c.mul(xk(k), wk(k))); });
+  // a pool of a scaled linear layer: max_k (x(k)/2 + w(k)/2), the scale distributed into the sum
+  Expr h = c.real_const(mpq_class(1, 2));
+  check(Rule::ReduceFactor, [&] { return red(ReduceOp::Max, k, 0, 2, c.add(c.mul(h, xk(k)), c.mul(h, wk(k)))); },
+        c.mul(h, red(ReduceOp::Max, k, 0, 2, c.add(xk(k), wk(k)))));
+  untouched(Rule::ReduceFactor, [&] { return red(ReduceOp::Max, k, 0, 2, c.add(xk(k), wk(k))); });
+  untouched(Rule::ReduceFactor,
+            [&] { return red(ReduceOp::Min, k, 0, 2, c.add(c.mul(c.real_const(-2), xk(k)), c.mul(c.real_const(-2), wk(k)))); });
 }
 
 TEST_F(Reduce, SplitSum) {
@@ -430,6 +437,30 @@ TEST_F(Reduce, MergeInterleavedPartials) {
   Expr m = c.mul(c.real_const(2), c.max(maxes));
   Expr want = c.mul(c.real_const(2), c.max(c.real_const(0), red(ReduceOp::Max, j, 0, 32, c.call(Fn::Exp, c.load(X, j)))));
   EXPECT_EQ(merge_interleaved(c, m), want) << str(m) << "\n" << str(merge_interleaved(c, m)) << "\n" << str(want);
+}
+
+// A block-stride dot product's 64 partials, x[r + t + 64k]·w[q + t + 64k]: canonical operand order
+// follows the indices' hashes, so in some partials w's read comes first; each partial's read of
+// x is matched, not its first read.
+TEST_F(Reduce, MergeInterleavedMatchesReadsWhateverTheirOperandOrder) {
+  const int64_t n = 64, T = 8, r = 512, q = 4096;
+  auto body = [&](Expr at) { return c.mul(c.load(X, c.bv_add(bv(r), at)), c.load(W, c.bv_add(bv(q), at))); };
+  std::vector<Expr> parts;
+  size_t x_first = 0;
+  for (int64_t t = 0; t < n; ++t) {
+    Expr b = body(c.bv_add(bv(t), c.bv_mul(bv(n), k)));
+    x_first += b->arg(0)->tensor() == X;
+    parts.push_back(sum(k, 0, T, b));
+  }
+  ASSERT_GT(x_first, 0u);
+  ASSERT_LT(x_first, size_t(n));  // both orders occur
+  EXPECT_EQ(merge_interleaved(c, c.add(parts)), sum(j, 0, n * T, body(j)));
+  // each thread's two dot products summed (x·w and x·w at another row): two loops' partials in one
+  // sum, merged body by body
+  auto other = [&](Expr at) { return c.mul(c.load(X, c.bv_add(bv(r), at)), c.load(W, c.bv_add(bv(2 * q), at))); };
+  std::vector<Expr> both = parts;
+  for (int64_t t = 0; t < n; ++t) both.push_back(sum(k, 0, T, other(c.bv_add(bv(t), c.bv_mul(bv(n), k)))));
+  EXPECT_EQ(merge_interleaved(c, c.add(both)), c.add(sum(j, 0, n * T, body(j)), sum(j, 0, n * T, other(j))));
 }
 
 // n not a multiple of the block: partials of 7 points for every thread, and the threads t < 2 ran an
