@@ -144,8 +144,8 @@ Expr Context::Impl::reduce_raw(ReduceOp op, std::span<const std::pair<int64_t, i
   return intern(k, &pre);
 }
 
-// The scale of a real min/max: its first non-constant operand's constant coefficient (through a
-// nested min/max, a clamp's max inside its min); 0 when every operand is constant.
+// The scale of a real min/max (or sum): its first non-constant operand's constant coefficient
+// (through a nested min/max, a clamp's max inside its min); 0 when every operand is constant.
 mpq_class Context::Impl::minmax_scale(Expr m) {
   for (Expr a : m->args()) {
     if (a->op == Op::ConstReal) continue;
@@ -210,12 +210,15 @@ Expr Context::Impl::reduce_n(ReduceOp op, std::span<const std::pair<int64_t, int
   }
   // A positive scale the canonical forms moved into a min/max body (MulDistributeMinMax): a mean of
   // clamped values built term by term is Σ min(c, max(-c, c·x(k))), the reference's c·Σ min(1, max(-1, x(k))).
-  if (op != ReduceOp::Prod && body->sort == Sort::Real && (body->op == Op::Min || body->op == Op::Max)) {
+  // Likewise a max/min over a sum whose terms all carry the scale (max_{k<2} (S(k)/2 + b(k)/2), a
+  // pool of a scaled linear layer): c·max_k (S(k) + b(k)).
+  const bool scaled_sum = (op == ReduceOp::Max || op == ReduceOp::Min) && body->op == Op::Add;
+  if (op != ReduceOp::Prod && body->sort == Sort::Real && (body->op == Op::Min || body->op == Op::Max || scaled_sum)) {
     mpq_class c = minmax_scale(body);
     if (c > 0 && c != 1) {
       Expr inv[] = {mk_real(mpq_class(1 / c)), body};
       Expr unit = mul_n(Sort::Real, inv);  // min(1, max(-1, x(k))): the scale distributed back in
-      if ((unit->op == Op::Min || unit->op == Op::Max) && minmax_scale(unit) == 1 && apply(Rule::ReduceFactor)) {
+      if (unit->op == (scaled_sum ? Op::Add : body->op) && minmax_scale(unit) == 1 && apply(Rule::ReduceFactor)) {
         Expr xs[] = {mk_real(c), reduce_n(op, box, unit)};
         return mul_n(Sort::Real, xs);
       }
