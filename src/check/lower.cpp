@@ -3,6 +3,7 @@
 #include "exec/deadline.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdlib>
 #include <map>
@@ -720,7 +721,8 @@ ir::Expr Lowering::from_launch(size_t, const program::Write& w, int64_t j) {
   std::vector<exec::Writer> writers;
   try {
     L.resolver->set_deadline(deadline_);
-    writers = exec::writers_of(ctx_, *L.result, tensor, j, L.resolver.get());
+    writers = exec::writers_of(ctx_, *L.result, tensor, j, L.resolver.get(), false);
+    write_values(L, writers);
   } catch (const exec::TimeLimit&) {  // the inversion ran past the budget
     throw OutOfTime("building the location's expression ran past the budget");
   }
@@ -769,6 +771,35 @@ ir::Expr Lowering::from_launch(size_t, const program::Write& w, int64_t j) {
   if (!result)
     throw Unsupported(fmt::format("kernel {}: element {} receives a mix of stores and atomics", L.kernel, j));
   return project_leaves(result);
+}
+
+// Each writer's value. Atomics of one thread position from many blocks (a block's tree of
+// summarized partials, one atomicAdd per block) are built once for a symbolic block — the partials
+// merged into one reduction there — and then specialized to each block: specialized block by block,
+// 16384 blocks' 256 partials each were 3·10^7 nodes before anything merged them.
+void Lowering::write_values(LaunchInfo& L, std::vector<exec::Writer>& writers) {
+  std::map<std::pair<size_t, std::array<uint32_t, 3>>, std::vector<size_t>> groups;
+  for (size_t i = 0; i < writers.size(); ++i) {
+    const exec::WriteOp o = L.result->writes[writers[i].write].op;
+    if (o == exec::WriteOp::Add || o == exec::WriteOp::Min || o == exec::WriteOp::Max) {
+      const exec::Dim3& t = writers[i].thread.tid;
+      groups[{writers[i].write, {t.x, t.y, t.z}}].push_back(i);
+    }
+  }
+  for (const auto& [key, members] : groups) {
+    if (members.size() < kBlockTemplateWriters) continue;
+    const exec::Writer& w0 = writers[members[0]];
+    std::optional<ir::Expr> v;
+    try {
+      v = L.resolver->specialize_tid(L.result->writes[key.first].value, w0.thread.tid);
+    } catch (const std::runtime_error&) {  // per thread below, which reports it
+    }
+    if (!v) continue;
+    ir::Expr merged = ir::contains_reduce(*v) ? ir::merge_interleaved(ctx_, *v) : *v;
+    for (size_t i : members) writers[i].value = L.resolver->specialize_block(merged, writers[i].thread);
+  }
+  for (auto& w : writers)
+    if (!w.value) w.value = L.resolver->specialize(L.result->writes[w.write].value, w.thread);
 }
 
 bool Lowering::input_read(ir::Expr load) const {

@@ -175,6 +175,10 @@ class Lowering {
   const aten::OpCall& aten_call(const program::SsaOp& op);
   ir::Expr read_symbolic(const aten::TensorRef& t, std::span<const ir::Expr> idx, ir::Sort s);
   ir::Expr from_launch(size_t op_index, const program::Write& w, int64_t j);
+  // Fills each writer's specialized value (writers_of without specialization).
+  void write_values(LaunchInfo& L, std::vector<exec::Writer>& writers);
+  // Atomics of one thread position from at least this many blocks are built for a symbolic block once.
+  static constexpr size_t kBlockTemplateWriters = 8;
   ir::Expr from_copy(const program::SsaOp& op, const program::Write& w, int64_t j);
   ir::Expr from_library(size_t op_index, const program::Write& w, int64_t j);  // cuBLAS calls (src/blas)
   const blas::Call& library_call(size_t op_index);

@@ -206,6 +206,12 @@ class Resolver {
   ~Resolver();
   ir::Expr specialize(ir::Expr e, const ThreadCoord& t);
   ir::Expr resolve(ir::Expr e);  // e already free of thread identity
+  // The value e of thread position `tid` in every block at once: the block's coordinates stay
+  // symbolic, each lazy shared read resolved within that block. nullopt where the shared stores
+  // depend on the block (or a read is not at blocklin·smem_bytes + offset): specialize per thread.
+  std::optional<ir::Expr> specialize_tid(ir::Expr e, const Dim3& tid);
+  // specialize_tid's value at t's block: specialize(e, t) for a block-uniform kernel.
+  ir::Expr specialize_block(ir::Expr v, const ThreadCoord& t);
   // Past this deadline specialize / resolve throw TimeLimit (a caller's budget; default none).
   void set_deadline(std::chrono::steady_clock::time_point t);
   // The epoch whose initial shared-memory state `tensor` is (ExecResult::smem_tensor), or -1.

@@ -264,6 +264,99 @@ struct Resolver::Impl {
     return v;
   }
 
+  // ---- one thread position of every block at once (the block's coordinates left symbolic)
+  std::vector<int8_t> uniform;  // per epoch: 1 when its shared stores' predicates and addresses do not mention the block
+  std::unordered_map<Expr, Expr> block_memo;  // lazy shared read (symbolic block) -> its value
+  Expr block_linear = nullptr;                 // ctaid_linear() as Machine builds it
+  bool block_uniform(int epoch) {
+    if (uniform.empty()) uniform.assign(r.epoch_writes.size(), -1);
+    int8_t& u = uniform[size_t(epoch)];
+    if (u < 0) {
+      u = 1;
+      for (const SharedWrite& sw : r.epoch_writes[size_t(epoch)])
+        for (Expr root : {sw.pred, sw.addr})
+          for (Expr l : ir::leaves(root))
+            if (l == tv.ctaid[0] || l == tv.ctaid[1] || l == tv.ctaid[2]) u = 0;
+    }
+    return u == 1;
+  }
+  Expr substitute_tid(Expr e, const Dim3& tid) {
+    const uint64_t p[3] = {tid.x, tid.y, tid.z};
+    return ir::substitute(ctx, e, [&](Expr leaf) -> Expr {
+      deadline.tick("in the write inversion (Resolver::specialize_tid)");
+      for (int i = 0; i < 3; ++i) if (leaf == tv.tid[i]) return ctx.bv_const(Sort::BV32, p[i]);
+      return nullptr;
+    });
+  }
+  std::optional<Expr> specialize_tid(Expr e, const Dim3& tid) {
+    Expr s = substitute_tid(e, tid);
+    if (!s->has_data()) return s;
+    bool ok = true;
+    Expr out = ir::substitute(ctx, s, [&](Expr leaf) -> Expr {
+      if (!ok) return nullptr;
+      auto it = epoch_of.find(leaf->tensor());
+      if ((leaf->op != Op::Load && leaf->op != Op::TensorElem) || it == epoch_of.end()) return nullptr;
+      auto v = leaf->op == Op::TensorElem ? std::optional<Expr>(resolve_elem(leaf, it->second))
+                                          : block_cell(leaf, it->second);
+      if (!v) ok = false;
+      return v ? *v : nullptr;
+    });
+    if (!ok) return std::nullopt;
+    return out;
+  }
+  // A lazy read blocklin·smem_bytes + off of one symbolic block: the stores of block 0's cell `off`
+  // with their thread positions, each value itself for the symbolic block.
+  std::optional<Expr> block_cell(Expr leaf, int epoch) {
+    if (auto it = block_memo.find(leaf); it != block_memo.end()) return it->second;
+    deadline.check("in the write inversion (Resolver::specialize_tid)");
+    for (int j = 0; j < epoch; ++j)
+      if (!block_uniform(j)) return std::nullopt;
+    const uint64_t sb = std::max<uint64_t>(1, r.smem_bytes);
+    Expr at0 = ir::substitute(ctx, leaf->arg(0), [&](Expr l) -> Expr {
+      for (int i = 0; i < 3; ++i) if (l == tv.ctaid[i]) return ctx.bv_const(l->sort, 0);
+      return nullptr;
+    });
+    if (at0->op != Op::ConstBV || at0->bv_value() >= sb) return std::nullopt;
+    if (!block_linear) {
+      const Dim3& G = r.launch.grid;
+      auto z = [&](Expr v) { return ctx.zext(v, Sort::BV64); };
+      block_linear = ctx.bv_add(std::vector<Expr>{z(tv.ctaid[0]), ctx.bv_mul(z(tv.ctaid[1]), ctx.bv_const(Sort::BV64, G.x)),
+                                                  ctx.bv_mul(z(tv.ctaid[2]), ctx.bv_const(Sort::BV64, uint64_t(G.x) * G.y))});
+    }
+    Expr want = ctx.bv_add(ctx.bv_mul(block_linear, ctx.bv_const(Sort::BV64, sb)), at0);
+    if (want != leaf->arg(0)) return std::nullopt;  // not the block-linear layout Machine::smem_index builds
+    Expr v = ctx.undef(leaf->sort);
+    for (const CellWrite& c : cell_writes(epoch, at0->bv_value())) {
+      const SharedWrite& sw = r.epoch_writes[size_t(c.epoch)][c.write];
+      auto x0 = specialize_tid(sw.value, c.thread.tid);
+      if (!x0) return std::nullopt;
+      Expr x = coerce(*x0, leaf->sort);
+      if (c.plain) {
+        v = x;
+        continue;
+      }
+      if (v->op == Op::Undef || x->op == Op::Undef) { v = ctx.undef(leaf->sort); break; }
+      bool real = v->sort == Sort::Real;
+      switch (sw.op) {
+        case WriteOp::Add: v = real ? ctx.add(v, x) : ctx.bv_add(v, x); break;
+        case WriteOp::Max: v = real ? ctx.max(v, x) : ctx.bv_max(v, x, sw.is_signed); break;
+        case WriteOp::Min: v = real ? ctx.min(v, x) : ctx.bv_min(v, x, sw.is_signed); break;
+        default: return std::nullopt;
+      }
+    }
+    block_memo[leaf] = v;
+    return v;
+  }
+  Expr specialize_block(Expr v, const ThreadCoord& t) {
+    const uint64_t p[3] = {t.ctaid.x, t.ctaid.y, t.ctaid.z};
+    Expr s = ir::substitute(ctx, v, [&](Expr leaf) -> Expr {
+      deadline.tick("in the write inversion (Resolver::specialize_block)");
+      for (int i = 0; i < 3; ++i) if (leaf == tv.ctaid[i]) return ctx.bv_const(Sort::BV32, p[i]);
+      return nullptr;
+    });
+    return has_inf(v) ? fold_infinities(ctx, s) : s;
+  }
+
   Expr resolve(Expr e) {
     if (!e->has_data()) return e;
     return ir::substitute(ctx, e, [&](Expr leaf) -> Expr {
@@ -283,6 +376,8 @@ Resolver::Resolver(ir::Context& ctx, const ExecResult& r) : impl_(std::make_uniq
 Resolver::~Resolver() = default;
 Expr Resolver::specialize(Expr e, const ThreadCoord& t) { return impl_->specialize(e, t); }
 Expr Resolver::resolve(Expr e) { return impl_->resolve(e); }
+std::optional<Expr> Resolver::specialize_tid(Expr e, const Dim3& tid) { return impl_->specialize_tid(e, tid); }
+Expr Resolver::specialize_block(Expr v, const ThreadCoord& t) { return impl_->specialize_block(v, t); }
 void Resolver::set_deadline(std::chrono::steady_clock::time_point t) { impl_->deadline = Deadline(t); }
 int Resolver::epoch_of(int32_t tensor) const {
   auto it = impl_->epoch_of.find(tensor);

@@ -9,6 +9,8 @@
 
 #include "exec/interval.h"
 #include "exec/sat.h"
+#include "ir/print.h"
+#include "ir/reduce.h"
 #include "exec_test_util.h"
 
 namespace dirigo::exec::test {
@@ -558,6 +560,44 @@ TEST(Ranges, AGroupStatisticsWritersAreFoundAsBoxes) {
   double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   std::printf("[ ranges ] 3 group statistics of a 2^23-thread launch inverted in %.1f ms\n", ms);
   EXPECT_LT(ms, 500 * kBudgetScale);  // enumeration: 2^23 evaluations per element (~0.5 s each)
+}
+
+// An atomic from thread 0 of each block, its value a tree over the block's shared memory: built once
+// for a symbolic block (specialize_tid) and then specialized to each block, it is the per-thread
+// specialization node for node. Blocks whose shared stores depend on the block are refused.
+TEST(Ranges, ABlockUniformTreeIsSpecializedOnceForEveryBlock) {
+  DIRIGO_LOAD(m, "ranges");
+  Harness h;
+  const int64_t k = 2048, pairs = 8, rows = 3;
+  int32_t x = h.ctx.tensor("x"), w = h.ctx.tensor("w"), out = h.ctx.tensor("out");
+  h.launch.params.push_back(ParamBinding::tensor_arg(x, DType::F32, uint64_t(rows * k)));
+  h.launch.params.push_back(ParamBinding::tensor_arg(w, DType::F32, uint64_t(2 * pairs * k)));
+  h.launch.params.push_back(ParamBinding::tensor_arg(out, DType::F32, uint64_t(rows)));
+  h.scalar(k), h.scalar(pairs);
+  h.launch.grid = {uint32_t(rows * pairs), 1, 1};
+  h.launch.block = {128, 1, 1};
+  auto r = execute(h.ctx, *m, "pooled_dot_atomic", h.launch);
+  ASSERT_TRUE(r.ok()) << r.unsupported.value_or("") << to_text(h.ctx, r);
+  EXPECT_EQ(r.loops_summarized, 1u);
+  Resolver res(h.ctx, r);
+  auto ws = writers_of(h.ctx, r, out, 1, &res, false);
+  ASSERT_EQ(ws.size(), size_t(pairs));
+  auto v = res.specialize_tid(r.writes[ws[0].write].value, ws[0].thread.tid);
+  ASSERT_TRUE(v);
+  Expr merged = ir::merge_interleaved(h.ctx, *v);  // the 128 partials of each dot product: one reduction each
+  EXPECT_EQ(ir::top_reductions(merged).size(), 2u) << ir::to_string(h.ctx, merged, {.max_nodes = 400});
+  for (const auto& wr : ws) {
+    ThreadCoord t = wr.thread;
+    EXPECT_EQ(res.specialize_block(*v, t), res.specialize(r.writes[wr.write].value, t)) << t.str();
+  }
+  // shared stores under a block condition: no symbolic block
+  Harness h2;
+  auto r2 = run_some_blocks(h2, *m, 50, 52);
+  Resolver res2(h2.ctx, r2);
+  bool refused = false;
+  for (const auto& wr : r2.writes)
+    if (!res2.specialize_tid(wr.value, {0, 0, 0})) refused = true;
+  EXPECT_TRUE(refused);
 }
 
 }  // namespace

@@ -67,3 +67,23 @@ extern "C" __global__ void triangular_rowsum(const float* a, float* out, int n) 
     out[row * n + col] = s;
   }
 }
+
+// A pooled linear layer as a fused kernel writes it: block b takes output pair b % pairs of row
+// b / pairs, a block-stride dot product per thread, a shared-memory tree, and one atomicAdd per
+// block into the row's sum.
+extern "C" __global__ void pooled_dot_atomic(const float* x, const float* w, float* out, int k, int pairs) {
+  __shared__ float s[128];
+  int t = threadIdx.x, row = blockIdx.x / pairs, o = 2 * (blockIdx.x % pairs);
+  float a = 0.0f, b = 0.0f;
+  for (int i = t; i < k; i += blockDim.x) {
+    a += x[row * k + i] * w[o * k + i];
+    b += x[row * k + i] * w[(o + 1) * k + i];
+  }
+  s[t] = a + b;
+  __syncthreads();
+  for (int m = 64; m > 0; m >>= 1) {
+    if (t < m) s[t] += s[t + m];
+    __syncthreads();
+  }
+  if (t == 0) atomicAdd(&out[row], s[0]);
+}
