@@ -266,13 +266,17 @@ bool merge_operands(Context& ctx, Op combine, std::vector<Expr>& xs, uint64_t& f
       Expr at[] = {kv};
       auto reads = strided_reads(ctx, instantiate_at(ctx, reduce_of[i], at), kv);
       std::vector<std::pair<int32_t, uint64_t>> sig;
-      if (reads && !reads->empty()) {
-        std::sort(reads->begin(), reads->end(), [](const StridedRead& a, const StridedRead& b) {
+      if (reads) {
+        // moving reads by their offsets from the first moving one; reads that stay put as they are
+        std::stable_sort(reads->begin(), reads->end(), [](const StridedRead& a, const StridedRead& b) {
           return a.load->tensor() != b.load->tensor() ? a.load->tensor() < b.load->tensor() : a.step < b.step;
         });
+        const StridedRead* first_moving = nullptr;
+        for (const StridedRead& r : *reads)
+          if (r.step != 0 && !first_moving) first_moving = &r;
         for (const StridedRead& r : *reads) {
-          Expr d = ctx.bv_sub(r.start, reads->front().start);
-          sig.emplace_back(r.load->tensor(), d->op == Op::ConstBV ? d->bv_value() : d->hash);
+          Expr d = r.step == 0 || !first_moving ? r.start : ctx.bv_sub(r.start, first_moving->start);
+          sig.emplace_back(r.load->tensor(), d->op == Op::ConstBV ? d->bv_value() : d->hash ^ uint64_t(r.step != 0));
         }
       }
       by_body[sig].push_back(i);

@@ -461,6 +461,12 @@ TEST_F(Reduce, MergeInterleavedMatchesReadsWhateverTheirOperandOrder) {
   std::vector<Expr> both = parts;
   for (int64_t t = 0; t < n; ++t) both.push_back(sum(k, 0, T, other(c.bv_add(bv(t), c.bv_mul(bv(n), k)))));
   EXPECT_EQ(merge_interleaved(c, c.add(both)), c.add(sum(j, 0, n * T, body(j)), sum(j, 0, n * T, other(j))));
+  // a read that stays put in every partial (w at a symbolic index v) does not tell bodies apart
+  Expr v = c.var("v", Sort::BV64, Bounds{0, 15});
+  auto scaled = [&](Expr at) { return c.call(Fn::Exp, c.sub(c.load(X, c.bv_add(bv(r), at)), c.load(W, v))); };
+  std::vector<Expr> still;
+  for (int64_t t = 0; t < n; ++t) still.push_back(sum(k, 0, T, scaled(c.bv_add(bv(t), c.bv_mul(bv(n), k)))));
+  EXPECT_EQ(merge_interleaved(c, c.add(still)), sum(j, 0, n * T, scaled(j)));
 }
 
 // n not a multiple of the block: partials of 7 points for every thread, and the threads t < 2 ran an
