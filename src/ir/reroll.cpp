@@ -300,7 +300,15 @@ std::optional<Rerolled> reroll_group(Context& ctx, ReduceOp op, std::vector<Term
   size_t best = 0;
   for (const Term* t : g)
     if (size_t c = ++count[t->coef]; c > best) best = c, coef = t->coef;
-  return Rerolled{normalize_reduce(ctx, ctx.reduce_abstracted(op, box, body)), coef};
+  // the new reduction in normal form, also where the constructor factored an invariant out of it
+  // (-t1·x[4k + t] over t < 4: t1·Σ_{t<4, k<128} x[4k + t])
+  Expr red = ctx.reduce_abstracted(op, box, body);
+  if (red->op == Op::Mul) {
+    std::vector<Expr> a;
+    for (Expr f : red->args()) a.push_back(closed_reduce(f) ? normalize_reduce(ctx, f) : f);
+    red = ctx.mul(a);
+  }
+  return Rerolled{normalize_reduce(ctx, red), coef};
 }
 
 // The expanded square of a sum: c·x_a·x_b over every pair a < b of an index set A of one tensor (no
@@ -370,7 +378,14 @@ Expr normalize_reduce(Context& ctx, Expr r, RerollStats* stats) {
     Expr n_inner = ctx.bv_const(Sort::BV64, static_cast<uint64_t>(inner));
     Expr vo = vars[d], vi = vars[d + 1], qo = ctx.bv_udiv(k, n_inner), qi = ctx.bv_urem(k, n_inner);
     Expr merged = substitute(ctx, body, [&](Expr leaf) -> Expr { return leaf == vo ? qo : leaf == vi ? qi : nullptr; });
-    if (divrem_nodes(merged) > divrem_nodes(body)) continue;
+    if (divrem_nodes(merged) > divrem_nodes(body)) {
+      // the two dims the other way round (a sum, max or min over a box does not depend on the order):
+      // a re-rolled Σ_{t<4} Σ_{k<128} x[4k + t] is the kernel's Σ_{j<512} x[j]
+      Expr n_outer = ctx.bv_const(Sort::BV64, static_cast<uint64_t>(outer));
+      Expr so = ctx.bv_urem(k, n_outer), si = ctx.bv_udiv(k, n_outer);
+      merged = substitute(ctx, body, [&](Expr leaf) -> Expr { return leaf == vo ? so : leaf == vi ? si : nullptr; });
+      if (r->reduce_op() == ReduceOp::Prod || divrem_nodes(merged) > divrem_nodes(body)) continue;
+    }
     body = merged;
     vars[d] = k;
     vars.erase(vars.begin() + static_cast<std::ptrdiff_t>(d + 1));

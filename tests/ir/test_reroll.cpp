@@ -174,6 +174,11 @@ TEST_F(Reroll, NormalizeReduce) {
   Expr overlap = c.reduce(ReduceOp::Sum, vs, box, c.load(X, c.bv_add(c.bv_mul(bv(8), i), c.bv_mul(bv(2), k))));
   EXPECT_EQ(normalize_reduce(c, overlap), overlap);
   EXPECT_EQ(normalize_reduce(c, sum(k, 0, 16, c.load(X, k))), sum(k, 0, 16, c.load(X, k)));
+  // the dims the other way round: Σ_{t<4} Σ_{i<128} x[4i + t] (partials re-rolled over t) is Σ_{k<512} x[k]
+  Expr ti[] = {k, i};
+  std::pair<int64_t, int64_t> tbox[] = {{0, 4}, {0, 128}};
+  Expr swapped = c.reduce(ReduceOp::Sum, ti, tbox, c.load(X, c.bv_add(c.bv_mul(bv(4), i), k)));
+  EXPECT_EQ(normalize_reduce(c, swapped), sum(k, 0, 512, c.load(X, k))) << str(normalize_reduce(c, swapped));
 }
 
 TEST_F(Reroll, SimplestRational) {
@@ -247,4 +252,16 @@ TEST_F(Reroll, TermsHoldingClosedReductionsAtShiftedOffsets) {
     Evaluator ev(env, Precision::F64);
     EXPECT_NEAR(ev(r).real, ev(e).real, 1e-9);
   }
+}
+
+TEST_F(Reroll, PartialsTimesAnInvariantReductionRerollIntoTheWholeSum) {
+  // a two-pass variance's cross term over an unrolled-by-4 loop: -m·Σ_{k<128} x[4k + t] for t < 4, m
+  // itself a closed sum. Re-rolled over t the constructor factors m out of the new reduction, which
+  // is then Σ_{t<4, k<128} x[4k + t]: in normal form the row's one sum.
+  Expr m = sum(i, 0, 512, c.load(X, i));
+  std::vector<Expr> terms;
+  for (int64_t t = 0; t < 4; ++t)
+    terms.push_back(c.mul(std::vector<Expr>{c.real_const(-2), m, sum(k, 0, 128, c.load(X, c.bv_add(bv(t), c.bv_mul(bv(4), k))))}));
+  Expr r = reroll_node(c, c.add(terms));
+  EXPECT_EQ(r, c.mul(std::vector<Expr>{c.real_const(-2), m, m})) << str(r);
 }
