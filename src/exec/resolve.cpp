@@ -239,29 +239,42 @@ struct Resolver::Impl {
     return out;
   }
 
-  Expr resolve_elem(Expr leaf, int epoch) {
-    auto it = memo.find(leaf);
-    if (it != memo.end()) return it->second;
-    deadline.check("in the write inversion (Resolver::resolve)");
-    Expr v = ctx.undef(leaf->sort);
-    for (const CellWrite& c : cell_writes(epoch, uint64_t(leaf->index()))) {
+  // A cell's value at the start of `epoch` from its stores (cell_writes' order), each store's value
+  // from `value_of` (nullopt: none, and then none for the cell either).
+  template <class F>
+  std::optional<Expr> fold_cell(int epoch, uint64_t idx, Sort sort, F value_of) {
+    Expr v = ctx.undef(sort);
+    for (const CellWrite& c : cell_writes(epoch, idx)) {
       const SharedWrite& sw = r.epoch_writes[size_t(c.epoch)][c.write];
-      Expr x = coerce(specialize(sw.value, c.thread), leaf->sort);
+      std::optional<Expr> x0 = value_of(sw, c);
+      if (!x0) return std::nullopt;
+      Expr x = coerce(*x0, sort);
       if (c.plain) {
         v = x;
         continue;
       }
-      if (v->op == Op::Undef || x->op == Op::Undef) { v = ctx.undef(leaf->sort); break; }
+      if (v->op == Op::Undef || x->op == Op::Undef) { v = ctx.undef(sort); break; }
       bool real = v->sort == Sort::Real;
       switch (sw.op) {
         case WriteOp::Add: v = real ? ctx.add(v, x) : ctx.bv_add(v, x); break;
         case WriteOp::Max: v = real ? ctx.max(v, x) : ctx.bv_max(v, x, sw.is_signed); break;
         case WriteOp::Min: v = real ? ctx.min(v, x) : ctx.bv_min(v, x, sw.is_signed); break;
-        default: throw std::runtime_error("unmodeled shared atomic");
+        default: return std::nullopt;
       }
     }
-    memo[leaf] = v;
     return v;
+  }
+
+  Expr resolve_elem(Expr leaf, int epoch) {
+    auto it = memo.find(leaf);
+    if (it != memo.end()) return it->second;
+    deadline.check("in the write inversion (Resolver::resolve)");
+    auto v = fold_cell(epoch, uint64_t(leaf->index()), leaf->sort, [&](const SharedWrite& sw, const CellWrite& c) {
+      return std::optional<Expr>(specialize(sw.value, c.thread));
+    });
+    if (!v) throw std::runtime_error("unmodeled shared atomic");
+    memo[leaf] = *v;
+    return *v;
   }
 
   // ---- one thread position of every block at once (the block's coordinates left symbolic)
@@ -325,26 +338,10 @@ struct Resolver::Impl {
     }
     Expr want = ctx.bv_add(ctx.bv_mul(block_linear, ctx.bv_const(Sort::BV64, sb)), at0);
     if (want != leaf->arg(0)) return std::nullopt;  // not the block-linear layout Machine::smem_index builds
-    Expr v = ctx.undef(leaf->sort);
-    for (const CellWrite& c : cell_writes(epoch, at0->bv_value())) {
-      const SharedWrite& sw = r.epoch_writes[size_t(c.epoch)][c.write];
-      auto x0 = specialize_tid(sw.value, c.thread.tid);
-      if (!x0) return std::nullopt;
-      Expr x = coerce(*x0, leaf->sort);
-      if (c.plain) {
-        v = x;
-        continue;
-      }
-      if (v->op == Op::Undef || x->op == Op::Undef) { v = ctx.undef(leaf->sort); break; }
-      bool real = v->sort == Sort::Real;
-      switch (sw.op) {
-        case WriteOp::Add: v = real ? ctx.add(v, x) : ctx.bv_add(v, x); break;
-        case WriteOp::Max: v = real ? ctx.max(v, x) : ctx.bv_max(v, x, sw.is_signed); break;
-        case WriteOp::Min: v = real ? ctx.min(v, x) : ctx.bv_min(v, x, sw.is_signed); break;
-        default: return std::nullopt;
-      }
-    }
-    block_memo[leaf] = v;
+    auto v = fold_cell(epoch, at0->bv_value(), leaf->sort, [&](const SharedWrite& sw, const CellWrite& c) {
+      return specialize_tid(sw.value, c.thread.tid);
+    });
+    if (v) block_memo[leaf] = *v;
     return v;
   }
   Expr specialize_block(Expr v, const ThreadCoord& t) {
