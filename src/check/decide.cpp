@@ -457,6 +457,7 @@ Slot Search::evaluate(ir::Context& ctx, Lowering& ref, Lowering& cand, smt::Solv
           too_large.clear();
           std::lock_guard lock(mu_);
           numeric_outputs_.erase(loc.output);
+          if (ir::expansion_terms(ta) + ir::expansion_terms(tb) > kNumericTerms) giant_term_outputs_.insert(loc.output);
         }
       } catch (const std::exception& x) {  // too large after all (or UNSUPPORTED, ...): the numeric path as estimated
         too_large += fmt::format("; built with reductions, the {} program's location: {}", side, x.what());
@@ -475,7 +476,13 @@ Slot Search::evaluate(ir::Context& ctx, Lowering& ref, Lowering& cand, smt::Solv
   // cap of nodes and kOneNodeTrialShare of the budget first — a kernel's expressions build slowly —;
   // past either, or on any error, the tier runs as before and the build below reports.)
   bool one_node = false, giant_terms = false;
-  if (too_large.empty() && falsifies(loc, seq)) {
+  {
+    // an output whose locations expand past kNumericTerms: the tier's lanes would take seconds a point
+    // (the trial build below would not finish within its share either: a 311 k-node candidate)
+    std::lock_guard lock(mu_);
+    giant_terms = giant_term_outputs_.count(loc.output) > 0;
+  }
+  if (too_large.empty() && !giant_terms && falsifies(loc, seq)) {
     auto trial_end = build_end;
     if (opt_.budget_s > 0)
       trial_end = std::min(build_end, Clock::now() + std::chrono::duration_cast<Clock::duration>(
@@ -488,6 +495,10 @@ Slot Search::evaluate(ir::Context& ctx, Lowering& ref, Lowering& cand, smt::Solv
       // Reductions expanding past kNumericTerms: the tier's 20 lanes would not finish a point in its
       // share; the numeric decision below evaluates two lanes at a time with the whole budget left.
       giant_terms = ta && tb && ir::expansion_terms(ta) + ir::expansion_terms(tb) > kNumericTerms;
+      if (giant_terms) {
+        std::lock_guard lock(mu_);
+        giant_term_outputs_.insert(loc.output);
+      }
     } catch (...) {
     }
     ir::set_limits(ctx, {nodes0 + std::min(opt_.max_location_nodes, opt_.build_nodes), build_end});

@@ -189,6 +189,7 @@ class Search {
   std::unordered_set<size_t> numeric_outputs_;  // outputs whose locations are evaluated numerically
   std::unordered_set<size_t> estimated_outputs_;  // outputs whose first location was estimated
   std::unordered_set<size_t> reduce_tried_outputs_;  // outputs estimated too large and built once under a small cap
+  std::unordered_set<size_t> giant_term_outputs_;    // outputs whose built locations expand past kNumericTerms
   static constexpr size_t kReduceTrialNodes = 1'000'000;
   std::atomic<uint64_t> seq_reduce_index_{0};  // names of symbolic reduction indices (decide.cpp)
   // `lone`: per pair of reductions summing one body over different domains, the body at a point only
