@@ -431,6 +431,13 @@ Slot Search::evaluate(ir::Context& ctx, Lowering& ref, Lowering& cand, smt::Solv
                                                    (budget_end() - tl) * opt_.build_share));
   ir::set_limits(ctx, {nodes0 + std::min(opt_.max_location_nodes, opt_.build_nodes), build_end});
   std::string too_large;  // set: decided numerically instead of building
+  // Both sides built: an output whose locations expand past kNumericTerms is marked (true when so).
+  auto note_giant_terms = [&](ir::Expr ta, ir::Expr tb) {
+    if (ir::expansion_terms(ta) + ir::expansion_terms(tb) <= kNumericTerms) return false;
+    std::lock_guard lock(mu_);
+    giant_term_outputs_.insert(loc.output);
+    return true;
+  };
   {
     std::lock_guard lock(mu_);
     if (numeric_outputs_.count(loc.output))
@@ -455,9 +462,11 @@ Slot Search::evaluate(ir::Context& ctx, Lowering& ref, Lowering& cand, smt::Solv
         ir::Expr tb = cand.element(pair.cand, loc.flat);
         if (ta && tb) {
           too_large.clear();
-          std::lock_guard lock(mu_);
-          numeric_outputs_.erase(loc.output);
-          if (ir::expansion_terms(ta) + ir::expansion_terms(tb) > kNumericTerms) giant_term_outputs_.insert(loc.output);
+          {
+            std::lock_guard lock(mu_);
+            numeric_outputs_.erase(loc.output);
+          }
+          note_giant_terms(ta, tb);
         }
       } catch (const std::exception& x) {  // too large after all (or UNSUPPORTED, ...): the numeric path as estimated
         too_large += fmt::format("; built with reductions, the {} program's location: {}", side, x.what());
@@ -478,7 +487,7 @@ Slot Search::evaluate(ir::Context& ctx, Lowering& ref, Lowering& cand, smt::Solv
   bool one_node = false, giant_terms = false;
   {
     // an output whose locations expand past kNumericTerms: the tier's lanes would take seconds a point
-    // (the trial build below would not finish within its share either: a 311 k-node candidate)
+    // (and the trial build below may not finish such a location within its share to tell)
     std::lock_guard lock(mu_);
     giant_terms = giant_term_outputs_.count(loc.output) > 0;
   }
@@ -494,11 +503,7 @@ Slot Search::evaluate(ir::Context& ctx, Lowering& ref, Lowering& cand, smt::Solv
       one_node = ta && ta == tb;
       // Reductions expanding past kNumericTerms: the tier's 20 lanes would not finish a point in its
       // share; the numeric decision below evaluates two lanes at a time with the whole budget left.
-      giant_terms = ta && tb && ir::expansion_terms(ta) + ir::expansion_terms(tb) > kNumericTerms;
-      if (giant_terms) {
-        std::lock_guard lock(mu_);
-        giant_term_outputs_.insert(loc.output);
-      }
+      giant_terms = ta && tb && note_giant_terms(ta, tb);
     } catch (...) {
     }
     ir::set_limits(ctx, {nodes0 + std::min(opt_.max_location_nodes, opt_.build_nodes), build_end});

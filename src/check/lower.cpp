@@ -775,8 +775,8 @@ ir::Expr Lowering::from_launch(size_t, const program::Write& w, int64_t j) {
 
 // Each writer's value. Atomics of one thread position from many blocks (a block's tree of
 // summarized partials, one atomicAdd per block) are built once for a symbolic block — the partials
-// merged into one reduction there — and then specialized to each block: specialized block by block,
-// 16384 blocks' 256 partials each were 3·10^7 nodes before anything merged them.
+// merged into one reduction there — and then specialized to each block: block by block, every
+// block's partials would be built before anything merged them.
 void Lowering::write_values(LaunchInfo& L, std::vector<exec::Writer>& writers) {
   std::map<std::pair<size_t, std::array<uint32_t, 3>>, std::vector<size_t>> groups;
   for (size_t i = 0; i < writers.size(); ++i) {

@@ -50,6 +50,12 @@ ThreadVars::ThreadVars(ir::Context& ctx, const Dim3& b, const Dim3& g) : block(b
   }
 }
 
+ir::Expr ThreadVars::block_linear(ir::Context& ctx) const {
+  auto z = [&](ir::Expr v) { return ctx.zext(v, ir::Sort::BV64); };
+  return ctx.bv_add(std::vector<ir::Expr>{z(ctaid[0]), ctx.bv_mul(z(ctaid[1]), ctx.bv_const(ir::Sort::BV64, grid.x)),
+                                          ctx.bv_mul(z(ctaid[2]), ctx.bv_const(ir::Sort::BV64, uint64_t(grid.x) * grid.y))});
+}
+
 namespace {
 template <class Fn>
 void guarded(const ptx::Module& m, const std::string& kernel, std::optional<std::string>& unsupported, bool& out_of_time,

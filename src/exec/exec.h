@@ -180,6 +180,8 @@ struct ThreadVars {
   Dim3 block, grid;
   ThreadVars(ir::Context& ctx, const Dim3& block, const Dim3& grid);
   std::vector<ir::Expr> all() const { return {tid[0], tid[1], tid[2], ctaid[0], ctaid[1], ctaid[2]}; }
+  // The block's linear index as a BV64 (the shared-memory window of a lazy read starts at it · smem_bytes).
+  ir::Expr block_linear(ir::Context& ctx) const;
 };
 
 // Runs one launch. The module must be parsed and inlined. Never throws on bad PTX: problems

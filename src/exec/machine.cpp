@@ -205,12 +205,7 @@ ir::Substituter Machine::tid_substituter(std::vector<Expr> tid) {
   });
 }
 
-Expr Machine::ctaid_linear() {
-  const Dim3& G = launch_.grid;
-  auto z = [&](Expr v) { return ctx_.zext(v, Sort::BV64); };
-  return ctx_.bv_add(std::vector<Expr>{z(tv_.ctaid[0]), ctx_.bv_mul(z(tv_.ctaid[1]), ctx_.bv_const(Sort::BV64, G.x)),
-                                       ctx_.bv_mul(z(tv_.ctaid[2]), ctx_.bv_const(Sort::BV64, uint64_t(G.x) * G.y))});
-}
+Expr Machine::ctaid_linear() { return tv_.block_linear(ctx_); }
 
 Expr Machine::special(Bundle& b, const std::string& name) {
   auto dimsel = [&](const Dim3& d, char c) { return c == 'x' ? d.x : c == 'y' ? d.y : d.z; };

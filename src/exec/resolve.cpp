@@ -280,7 +280,6 @@ struct Resolver::Impl {
   // ---- one thread position of every block at once (the block's coordinates left symbolic)
   std::vector<int8_t> uniform;  // per epoch: 1 when its shared stores' predicates and addresses do not mention the block
   std::unordered_map<Expr, Expr> block_memo;  // lazy shared read (symbolic block) -> its value
-  Expr block_linear = nullptr;                 // ctaid_linear() as Machine builds it
   bool block_uniform(int epoch) {
     if (uniform.empty()) uniform.assign(r.epoch_writes.size(), -1);
     int8_t& u = uniform[size_t(epoch)];
@@ -330,13 +329,7 @@ struct Resolver::Impl {
       return nullptr;
     });
     if (at0->op != Op::ConstBV || at0->bv_value() >= sb) return std::nullopt;
-    if (!block_linear) {
-      const Dim3& G = r.launch.grid;
-      auto z = [&](Expr v) { return ctx.zext(v, Sort::BV64); };
-      block_linear = ctx.bv_add(std::vector<Expr>{z(tv.ctaid[0]), ctx.bv_mul(z(tv.ctaid[1]), ctx.bv_const(Sort::BV64, G.x)),
-                                                  ctx.bv_mul(z(tv.ctaid[2]), ctx.bv_const(Sort::BV64, uint64_t(G.x) * G.y))});
-    }
-    Expr want = ctx.bv_add(ctx.bv_mul(block_linear, ctx.bv_const(Sort::BV64, sb)), at0);
+    Expr want = ctx.bv_add(ctx.bv_mul(tv.block_linear(ctx), ctx.bv_const(Sort::BV64, sb)), at0);
     if (want != leaf->arg(0)) return std::nullopt;  // not the block-linear layout Machine::smem_index builds
     auto v = fold_cell(epoch, at0->bv_value(), leaf->sort, [&](const SharedWrite& sw, const CellWrite& c) {
       return specialize_tid(sw.value, c.thread.tid);
