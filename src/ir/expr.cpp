@@ -72,7 +72,7 @@ std::string_view rule_name(Rule r) {
       "AbsCanon", "MinMaxFloatLimit", "MulDistributeMinMax", "MulSumContent", "IteLeakyToMax", "ClampOrder",
       "LogOfExp", "CmpIteConst",
       "ReduceEmpty", "ReduceInvariant", "ReduceFactor", "ReduceSplitSum", "ReduceFlatten", "ReduceMerge",
-      "ReduceOrigin", "BvExtOfTrunc"};
+      "ReduceOrigin", "BvExtOfTrunc", "BvFieldExtPush"};
   static_assert(std::size(n) == static_cast<size_t>(Rule::Count_));
   return n[static_cast<unsigned>(r)];
 }

@@ -204,6 +204,10 @@ enum class Rule : uint8_t {
                       // sum_{k<n-1} x[k+1] are one node
   BvExtOfTrunc,       // zext/sext(trunc x) -> x when x has the wide sort and Bounds keep it below 2^w (2^(w-1) for
                       // sext): a 32-bit loop counter over a bounded BV64 iteration index is that index
+  BvFieldExtPush,     // zext(x >> k), zext(x / c), zext(x % c), zext(c & x) -> the field of zext(x): the wide
+                      // index sum sees the field's operand and recombines it. Off by default (Execute's ranges
+                      // pair a 32-bit field with the guards on it); check turns it on where it solves a
+                      // kernel's writing thread from a location (Lowering::kernel_read_symbolic)
   Count_
 };
 std::string_view rule_name(Rule r);

@@ -181,6 +181,7 @@ struct Context::Impl {
   Context& C;
   explicit Impl(Context& c) : C(c) {
     enabled.fill(true);
+    enabled[static_cast<unsigned>(Rule::BvFieldExtPush)] = false;
     hits.fill(0);
     table = empty_table(1024);
     table_size = 1024;
@@ -367,6 +368,12 @@ struct Context::Impl {
   // division, remainder, high half of products (rewrite_divrem.cpp)
   Expr drop_multiples(Expr x, uint64_t d);
   std::optional<std::pair<Expr, Expr>> div_split(Expr x, uint64_t d);
+  struct GcdSplit {
+    Expr a;      // x = g*a + b
+    Expr b;      // 0 <= b < g
+    uint64_t g;  // divides d
+  };
+  std::optional<GcdSplit> gcd_split(Expr x, uint64_t d);
   Expr udiv_const(Expr x, uint64_t d, bool as_shift);
   Expr urem_const(Expr x, uint64_t d);
   static uint64_t fold_udiv(uint64_t a, uint64_t b, uint64_t m) { return b == 0 ? m : a / b; }

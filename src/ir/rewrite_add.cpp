@@ -285,11 +285,14 @@ void Context::Impl::join_divmod(Sort s, std::vector<Term>& terms, std::vector<ch
       bool field = g->op == Op::BvLShr && r.x->op == Op::BvLShr && r.x->args_[0] == x &&
                    r.x->args_[1]->op == Op::ConstBV && r.x->args_[1]->u < g->args_[1]->u &&
                    (r.d << r.x->args_[1]->u) == d;
-      if (!field && (r.x != x || r.d != d)) continue;
+      // or a remainder of x reduced already: x & (2^s - 1) is (x - c*2^s) & (2^s - 1) for any c, and a
+      // block-split index holds its quotient over x and its remainder over x with multiples dropped
+      bool congruent = !field && r.x != x && r.d == d && is_pow2(d) && drop_multiples(x, d) == drop_multiples(r.x, d);
+      if (!field && !congruent && (r.x != x || r.d != d)) continue;
       uint64_t k = terms[r.i].coef->u;
       if (((k * r.d) & m) != terms[j].coef->u || !apply(Rule::BvDivModRecombine)) continue;
       gone[r.i] = gone[j] = 1;
-      Expr kx[] = {mk_bv(s, k), r.x};
+      Expr kx[] = {mk_bv(s, k), congruent ? x : r.x};
       extra.push_back(mul_n(s, kx));
       break;
     }

@@ -111,6 +111,15 @@ Expr Context::Impl::shift(Op op, Expr a, Expr b) {
       Expr xs[] = {a, mk_bv(s, 1ULL << k)};
       return mul_n(s, xs);
     }
+    // a field of a low field, (x & (2^n - 1)) >> k with k < n, as a low field of the shifted value:
+    // (x >> k) & (2^(n-k) - 1), the form the middle-field recombination reads (a flat index split
+    // into a block and a thread, then into a row and a column)
+    if (k < w && op == Op::BvLShr && a->op == Op::BvAnd && a->nargs == 2 && a->args_[0]->op == Op::ConstBV &&
+        is_pow2(a->args_[0]->u + 1) && a->args_[0]->u != width_mask(w) && k < log2u(a->args_[0]->u + 1) &&
+        !a->has_undef() && apply(Rule::BvBitFold)) {
+      Expr xs[] = {mk_bv(s, a->args_[0]->u >> k), shift(Op::BvLShr, a->args_[1], b)};
+      return bitop_n(Op::BvAnd, xs);
+    }
     if (k < w && op == Op::BvLShr) return udiv_const(a, 1ULL << k, true);
   }
   return raw2(op, s, a, b);
@@ -148,6 +157,28 @@ Expr Context::Impl::ext(Expr a, Sort to, bool sgn) {
   if (sgn && nonneg(a) && apply(Rule::BvSignedToUnsigned)) return ext(a, to, false);
   if ((a->op == Op::BvAdd || a->op == Op::BvMul) && on(Rule::BvExtPush) && ext_depth < 8) {
     if (Expr r = push_ext(a, to, sgn)) return r;
+  }
+  // unsigned fields commute with zero extension: zext(x >> k) = zext(x) >> k, and likewise x / c,
+  // x % c and c & x, so that the wide index sum sees the field's operand (and recombines it)
+  if (!sgn && !a->has_undef() && a->nargs == 2 && ext_depth < 8 && on(Rule::BvFieldExtPush)) {
+    const bool konst_right = a->args_[1]->op == Op::ConstBV, konst_left = a->args_[0]->op == Op::ConstBV;
+    if ((a->op == Op::BvLShr || a->op == Op::BvUDiv || a->op == Op::BvURem) && konst_right) {
+      apply(Rule::BvFieldExtPush);
+      ++ext_depth;
+      Expr x = ext(a->args_[0], to, false);
+      --ext_depth;
+      uint64_t k = a->args_[1]->u;
+      if (a->op == Op::BvLShr) return shift(Op::BvLShr, x, mk_bv(to, k));
+      return a->op == Op::BvUDiv ? (k >= 2 ? udiv_const(x, k, false) : raw2(Op::BvUDiv, to, x, mk_bv(to, k)))
+                                 : (k >= 2 ? urem_const(x, k) : raw2(Op::BvURem, to, x, mk_bv(to, k)));
+    }
+    if (a->op == Op::BvAnd && konst_left) {
+      apply(Rule::BvFieldExtPush);
+      ++ext_depth;
+      Expr xs[] = {mk_bv(to, a->args_[0]->u), ext(a->args_[1], to, false)};
+      --ext_depth;
+      return bitop_n(Op::BvAnd, xs);
+    }
   }
   return raw1(sgn ? Op::SExt : Op::ZExt, to, a);
 }
@@ -209,6 +240,16 @@ Expr Context::Impl::trunc(Expr a, Sort to, bool deep) {
     if (wi > wt) return trunc(in, to, false);
     return ext(in, to, a->op == Op::SExt);
   }
+  // a quotient, remainder or right shift by a constant of a value that fits the narrow width: the same
+  // field of the narrowed value (a thread index solved from a location, trunc32((i + 16·j) >> 7), meets
+  // the kernel's own 32-bit `idx & 127` next to it)
+  if ((a->op == Op::BvLShr || a->op == Op::BvUDiv || a->op == Op::BvURem) && a->args_[1]->op == Op::ConstBV &&
+      a->args_[1]->u <= width_mask(wt) && (a->op == Op::BvLShr || a->args_[1]->u >= 2) && !a->has_undef() && bounds(a->args_[0]).hi <= width_mask(wt) &&
+      apply(Rule::BvTruncPush)) {
+    Expr x = trunc(a->args_[0], to, true), k = mk_bv(to, a->args_[1]->u);
+    if (a->op == Op::BvLShr) return shift(Op::BvLShr, x, k);
+    return a->op == Op::BvUDiv ? udiv_const(x, k->u, false) : urem_const(x, k->u);
+  }
   if (deep && !a->has_undef()) {
     switch (a->op) {
       case Op::BvAdd: case Op::BvMul: case Op::BvAnd: case Op::BvOr: case Op::BvXor: {
@@ -220,7 +261,9 @@ Expr Context::Impl::trunc(Expr a, Sort to, bool deep) {
             for (Expr f : x->args()) fs.push_back(trunc(f, to, false));
             xs.push_back(mul_n(to, fs));
           } else {
-            xs.push_back(trunc(x, to, false));
+            // a mask's operand one level further (127 & trunc(32 + k) is 127 & (32 + trunc k), the form
+            // the quotient beside it has)
+            xs.push_back(trunc(x, to, a->op == Op::BvAnd && x->op == Op::BvAdd));
           }
         }
         if (a->op == Op::BvAdd) return add_n(to, xs);

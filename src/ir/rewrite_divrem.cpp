@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
+#include <numeric>
 #include <optional>
 #include <stdexcept>
 
@@ -71,6 +72,59 @@ std::optional<std::pair<Expr, Expr>> Context::Impl::div_split(Expr x, uint64_t d
   return std::pair{add_n(s, quot), add_n(s, rem)};
 }
 
+// x (an affine sum that does not wrap) as g*a + b with g > 1 dividing d and b's range below g: then
+// x / d = a / (d/g) and x % d = g*(a % (d/g)) + b. A flat index split by a block size, (k0 + 16*k1) >> 7
+// with k0 < 16, is k1 >> 3, the field the kernel's own row arithmetic meets. The largest such g.
+std::optional<Context::Impl::GcdSplit> Context::Impl::gcd_split(Expr x, uint64_t d) {
+  if (x->op != Op::BvAdd || x->has_undef()) return std::nullopt;
+  Sort s = x->sort;
+  unsigned w = bv_width(s);
+  auto terms = x->args();
+  prepare_bounds(terms);
+  std::vector<Term> mono;
+  std::vector<size_t> at;
+  uint64_t c0 = 0;
+  i128 hi = 0, lim = static_cast<i128>(width_mask(w));
+  for (size_t i = 0; i < terms.size(); ++i) {
+    if (terms[i]->op == Op::ConstBV) {
+      c0 += terms[i]->u;
+      hi += terms[i]->u;
+      continue;
+    }
+    Term tm = decompose(s, &terms[i]);
+    auto mi = mono_iv(tm.f, tm.nf, w);
+    if (!mi) return std::nullopt;
+    if (mi->second != 0 && static_cast<i128>(tm.coef->u) > (lim - hi) / mi->second) return std::nullopt;
+    hi += static_cast<i128>(tm.coef->u) * mi->second;
+    mono.push_back(tm);
+    at.push_back(i);
+  }
+  std::vector<uint64_t> gs;
+  for (const Term& t : mono)
+    if (uint64_t g = std::gcd(t.coef->u, d); g > 1) gs.push_back(g);
+  std::sort(gs.begin(), gs.end(), std::greater<>());
+  gs.erase(std::unique(gs.begin(), gs.end()), gs.end());
+  for (uint64_t g : gs) {
+    std::vector<Expr> a, b;
+    i128 bhi = c0 % g;
+    for (size_t j = 0; j < mono.size(); ++j) {
+      Term tm = mono[j];
+      if (tm.coef->u % g == 0) {
+        tm.coef = mk_bv(s, tm.coef->u / g);
+        a.push_back(term_node(s, tm));
+      } else {
+        b.push_back(terms[at[j]]);
+        bhi += static_cast<i128>(tm.coef->u) * mono_iv(tm.f, tm.nf, w)->second;
+      }
+    }
+    if (a.empty() || b.empty() || bhi >= static_cast<i128>(g)) continue;
+    if (c0 / g) a.push_back(mk_bv(s, c0 / g));
+    if (c0 % g) b.push_back(mk_bv(s, c0 % g));
+    return GcdSplit{add_n(s, a), add_n(s, b), g};
+  }
+  return std::nullopt;
+}
+
 // x / d or (as_shift) x >> log2(d) for a constant d >= 2.
 Expr Context::Impl::udiv_const(Expr x, uint64_t d, bool as_shift) {
   Sort s = x->sort;
@@ -81,6 +135,8 @@ Expr Context::Impl::udiv_const(Expr x, uint64_t d, bool as_shift) {
       return add_n(s, xs);
     }
     if (bounds(x).hi < d && !x->has_undef() && apply(Rule::BvDivRemConst)) return mk_bv(s, 0);
+    if (auto gs = gcd_split(x, d); gs && apply(Rule::BvDivRemConst))
+      return gs->g == d ? gs->a : udiv_const(gs->a, d / gs->g, as_shift);
   }
   if (as_shift) return raw2(Op::BvLShr, s, x, mk_bv(s, log2u(d)));
   if (is_pow2(d) && apply(Rule::BvDivRemConst)) return raw2(Op::BvLShr, s, x, mk_bv(s, log2u(d)));
@@ -90,6 +146,11 @@ Expr Context::Impl::udiv_const(Expr x, uint64_t d, bool as_shift) {
 Expr Context::Impl::urem_const(Expr x, uint64_t d) {
   Sort s = x->sort;
   if (on(Rule::BvDivRemConst)) {
+    if (auto gs = gcd_split(x, d); gs && apply(Rule::BvDivRemConst)) {
+      Expr hi[] = {mk_bv(s, gs->g), gs->g == d ? mk_bv(s, 0) : urem_const(gs->a, d / gs->g)};
+      Expr xs[] = {mul_n(s, hi), gs->b};
+      return add_n(s, xs);
+    }
     if (is_pow2(d)) {
       apply(Rule::BvDivRemConst);
       Expr xs[] = {x, mk_bv(s, d - 1)};

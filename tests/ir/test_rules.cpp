@@ -506,3 +506,59 @@ TEST_F(Rules, EveryRuleHasAName) {
   for (unsigned i = 0; i < static_cast<unsigned>(Rule::Count_); ++i)
     EXPECT_FALSE(rule_name(static_cast<Rule>(i)).empty());
 }
+
+// trunc of a quotient, remainder or shift of a value that fits the narrow width: the same field of
+// the narrowed value; a mask's sum operand narrowed one level further.
+TEST_F(Rules, BvTruncPushFields) {
+  auto b64 = [&](uint64_t v) { return bv(v, Sort::BV64); };
+  Expr k = c.var("k", Sort::BV64, Bounds{0, (1u << 20) - 1}), wide = c.var("w", Sort::BV64);
+  check(Rule::BvTruncPush, [&] { return c.trunc(c.bv_lshr(k, b64(7)), Sort::BV32); },
+        c.bv_lshr(c.trunc(k, Sort::BV32), bv(7)));
+  check(Rule::BvTruncPush, [&] { return c.trunc(c.bv_and(b64(127), c.bv_add(b64(32), k)), Sort::BV32); },
+        c.bv_and(bv(127), c.bv_add(bv(32), c.trunc(k, Sort::BV32))));
+  // a value past 2^32: its high bits shift into the narrow field
+  untouched(Rule::BvTruncPush, [&] { return c.trunc(c.bv_lshr(wide, b64(7)), Sort::BV32); });
+}
+
+// (x & (2^n - 1)) >> k with k < n: (x >> k) & (2^(n-k) - 1).
+TEST_F(Rules, BvLowFieldShift) {
+  check(Rule::BvBitFold, [&] { return c.bv_lshr(c.bv_and(bv(127), a), bv(4)); }, c.bv_and(bv(7), c.bv_lshr(a, bv(4))));
+  untouched(Rule::BvBitFold, [&] { return c.bv_lshr(c.bv_and(bv(100), a), bv(4)); });  // not a low mask
+}
+
+// Off by default (Execute's ranges pair a 32-bit field with the guards on it); on, zero extension
+// moves inside unsigned fields.
+TEST_F(Rules, BvFieldExtPush) {
+  EXPECT_FALSE(c.rule_enabled(Rule::BvFieldExtPush));
+  c.set_rule_enabled(Rule::BvFieldExtPush, true);
+  auto b64 = [&](uint64_t v) { return bv(v, Sort::BV64); };
+  Expr za = c.zext(a, Sort::BV64);
+  check(Rule::BvFieldExtPush, [&] { return c.zext(c.bv_lshr(a, bv(3)), Sort::BV64); }, c.bv_lshr(za, b64(3)));
+  check(Rule::BvFieldExtPush, [&] { return c.zext(c.bv_and(bv(100), a), Sort::BV64); }, c.bv_and(b64(100), za));
+  check(Rule::BvFieldExtPush, [&] { return c.zext(c.bv_urem(a, bv(30)), Sort::BV64); }, c.bv_urem(za, b64(30)));
+  untouched(Rule::BvFieldExtPush, [&] { return c.zext(c.bv_mul(a, b), Sort::BV64); });
+  untouched(Rule::BvFieldExtPush, [&] { return c.zext(c.bv_udiv(a, b), Sort::BV64); });  // no constant divisor
+  c.set_rule_enabled(Rule::BvFieldExtPush, false);
+}
+
+// x = g*a + b with g dividing d and b below g: x / d = a / (d/g), x % d = g*(a % (d/g)) + b.
+TEST_F(Rules, BvDivRemConstCommonFactor) {
+  auto b64 = [&](uint64_t v) { return bv(v, Sort::BV64); };
+  Expr k0 = c.var("k0", Sort::BV64, Bounds{0, 15}), k1 = c.var("k1", Sort::BV64, Bounds{0, 15});
+  Expr x = c.bv_add(k0, c.bv_mul(b64(16), k1));
+  check(Rule::BvDivRemConst, [&] { return c.bv_lshr(x, b64(7)); }, c.bv_lshr(k1, b64(3)));
+  check(Rule::BvDivRemConst, [&] { return c.bv_udiv(x, b64(48)); }, c.bv_udiv(k1, b64(3)));
+  EXPECT_EQ(c.bv_urem(x, b64(128)), c.bv_add(k0, c.bv_mul(b64(16), c.bv_and(b64(7), k1))));
+  Expr k16 = c.var("k16", Sort::BV64, Bounds{0, 16});  // the remainder part reaches the factor
+  untouched(Rule::BvDivRemConst, [&] { return c.bv_udiv(c.bv_add(k16, c.bv_mul(b64(16), k1)), b64(48)); });
+}
+
+// A block-split index: its quotient over x, its remainder over x with the multiples of 2^s dropped.
+TEST_F(Rules, BvDivModRecombineCongruentRemainder) {
+  auto b64 = [&](uint64_t v) { return bv(v, Sort::BV64); };
+  Expr k = c.var("k", Sort::BV64, Bounds{0, 7199});
+  Expr x = c.bv_add(b64(7200), k);
+  Expr hi = c.bv_mul(b64(128), c.bv_lshr(x, b64(7)));
+  check(Rule::BvDivModRecombine, [&] { return c.bv_add(hi, c.bv_and(b64(127), c.bv_add(b64(32), k))); }, x);
+  untouched(Rule::BvDivModRecombine, [&] { return c.bv_add(hi, c.bv_and(b64(127), c.bv_add(b64(33), k))); });
+}
