@@ -22,8 +22,9 @@ namespace {
 
 bool closed_reduce(Expr e) { return e->op == Op::Reduce && !e->has_free_bound(); }
 
-// A read inside a reduction's body: a Load whose index is data-free and mentions the bound indices.
-bool bound_load(Expr e) { return e->op == Op::Load && e->has_free_bound() && !e->arg(0)->has_data(); }
+// A read at a data-free index that is not a constant: inside a reduction's body (it mentions the bound
+// indices) or at a symbolic location (its Vars). Instances differ in the index's constant addends.
+bool bound_load(Expr e) { return e->op == Op::Load && !e->arg(0)->has_data() && e->arg(0)->op != Op::ConstBV; }
 
 // A bound load's index as `rest + offset` (offset: its constant addends, wrapping like the BV64 sum;
 // 0 when none): instances of one body at different points differ in the offsets only. `rest` is
@@ -352,7 +353,73 @@ uint64_t divrem_nodes(Expr e) {
 
 }  // namespace
 
+// A dim read only through quotients and remainders by a chain of its divisors (a flat output index
+// k < 7200 read as k / 900, (k / 30) % 30 and k % 30) split into the mixed-radix dims they name:
+// Σ_{k<7200} f(k/900, (k/30)%30, k%30) = Σ_{a<8, b<30, c<30} f(a, b, c), the box a reference's
+// reduction over those dims has. Kept where the body's divisions and remainders become fewer.
+Expr split_flat_dims(Context& ctx, Expr r, RerollStats* stats) {
+  Box box = reduce_box(r);
+  const size_t D = box.size();
+  if (std::any_of(box.begin(), box.end(), [](auto d) { return d.first != 0 || d.second < 4; })) return r;
+  auto& I = ContextAccess::impl(ctx);
+  std::vector<Expr> vars(D), at(D);
+  for (size_t d = 0; d < D; ++d) {
+    vars[d] = ctx.var(fmt::format("!split.i{}", d), Sort::BV64, {0, static_cast<uint64_t>(box[d].second - 1)});
+    at[D - 1 - d] = vars[d];
+  }
+  Expr body = I.instantiate(r->reduce_body(), at);
+  std::set<uint64_t> divisors;
+  std::unordered_set<Expr> seen;
+  post_order(body, [&](Expr x) { return seen.count(x) > 0; }, [&](Expr x) {
+    seen.insert(x);
+    if (x->nargs != 2) return;
+    Expr a = x->arg(0), b = x->arg(1);
+    if ((x->op == Op::BvUDiv || x->op == Op::BvURem) && b->op == Op::ConstBV) divisors.insert(b->u);
+    else if (x->op == Op::BvLShr && b->op == Op::ConstBV && b->u < 63) divisors.insert(uint64_t(1) << b->u);
+    else if (x->op == Op::BvAnd && a->op == Op::ConstBV && a->u < (uint64_t(1) << 62) && is_pow2(a->u + 1))
+      divisors.insert(a->u + 1);
+  });
+  bool changed = false;
+  std::vector<Expr> nvars;
+  Box nbox;
+  for (size_t d = 0; d < D; ++d) {
+    const uint64_t n = static_cast<uint64_t>(box[d].second);
+    std::vector<uint64_t> chain;  // increasing, each dividing the next and n
+    for (uint64_t c : divisors)
+      if (c > 1 && c < n && n % c == 0 && (chain.empty() || c % chain.back() == 0)) chain.push_back(c);
+    if (!chain.empty()) {
+      std::vector<Expr> parts;  // outer to inner
+      std::vector<std::pair<int64_t, int64_t>> dims;
+      Expr k = ctx.bv_const(Sort::BV64, 0);
+      uint64_t above = n;
+      for (size_t i = chain.size() + 1; i-- > 0;) {
+        const uint64_t stride = i ? chain[i - 1] : 1, extent = above / stride;
+        Expr v = ctx.var(fmt::format("!split.{}.{}", d, i), Sort::BV64, {0, extent - 1});
+        parts.push_back(v);
+        dims.emplace_back(0, static_cast<int64_t>(extent));
+        k = ctx.bv_add(k, ctx.bv_mul(ctx.bv_const(Sort::BV64, stride), v));
+        above = stride;
+      }
+      Expr split = substitute(ctx, body, [&](Expr leaf) -> Expr { return leaf == vars[d] ? k : nullptr; });
+      if (divrem_nodes(split) < divrem_nodes(body)) {
+        body = split;
+        nvars.insert(nvars.end(), parts.begin(), parts.end());
+        nbox.insert(nbox.end(), dims.begin(), dims.end());
+        changed = true;
+        continue;
+      }
+    }
+    nvars.push_back(vars[d]);
+    nbox.push_back(box[d]);
+  }
+  if (!changed) return r;
+  if (stats) ++stats->normalized;
+  return ctx.reduce(r->reduce_op(), nvars, nbox, body);
+}
+
 Expr normalize_reduce(Context& ctx, Expr r, RerollStats* stats) {
+  if (!closed_reduce(r)) return r;
+  r = split_flat_dims(ctx, r, stats);
   if (!closed_reduce(r) || contains_reduce(r->reduce_body())) return r;
   Box box = reduce_box(r);
   const size_t D = box.size();
@@ -484,6 +551,7 @@ struct Reroller::Impl {
   RerollOptions opt;
   RerollStats stats;
   std::unordered_map<Expr, Expr> memo;
+  uint64_t opened = 0;  // names the Vars reduction bodies are opened over
 };
 
 Reroller::Reroller(Context& ctx, RerollOptions opt) : impl_(new Impl{ctx, opt, {}, {}}) {}
@@ -514,7 +582,20 @@ Expr Reroller::operator()(Expr e) {
       return true;
     }
     if (closed_reduce(x)) {
-      m.emplace(x, normalize_reduce(ctx, x, &impl_->stats));
+      // its body re-rolled too (the unrolled taps of a convolution inside a sum over its outputs),
+      // opened over fresh bounded Vars so that its reads have closed indices, then closed again
+      Expr y = x;
+      Box box = reduce_box(x);
+      if (x->has_data() && std::all_of(box.begin(), box.end(), [](const auto& d) { return d.second > d.first; })) {
+        std::vector<Expr> ks;
+        for (const auto& [lo, hi] : box)
+          ks.push_back(ctx.var(fmt::format("reroll{}", impl_->opened++), Sort::BV64,
+                               Bounds{static_cast<uint64_t>(lo), static_cast<uint64_t>(hi - 1)}));
+        Expr body = instantiate_at(ctx, x, ks);
+        Expr rolled = (*this)(body);
+        if (rolled != body) y = ctx.reduce(x->reduce_op(), ks, box, rolled);
+      }
+      m.emplace(x, closed_reduce(y) ? normalize_reduce(ctx, y, &impl_->stats) : y);
       return true;
     }
     return false;

@@ -265,3 +265,42 @@ TEST_F(Reroll, PartialsTimesAnInvariantReductionRerollIntoTheWholeSum) {
   Expr r = reroll_node(c, c.add(terms));
   EXPECT_EQ(r, c.mul(std::vector<Expr>{c.real_const(-2), m, m})) << str(r);
 }
+
+// A closed reduction's body is re-rolled too: the unrolled taps of each output of a sum over outputs.
+TEST_F(Reroll, InsideAClosedReductionsBody) {
+  Expr o = c.var("o", Sort::BV64, Bounds{0, 15});
+  Expr taps = c.real_const(0);
+  for (int64_t t = 0; t < 9; ++t)
+    taps = c.add(taps, c.mul(c.load(X, c.bv_add(bv(t), o)), w(t)));
+  Expr outer = sum(o, 0, 16, taps);
+  Reroller rr(c);
+  Expr r = rr(outer);
+  EXPECT_EQ(rr.stats().sums, 1u);
+  EXPECT_TRUE(contains_reduce(r));
+  EXPECT_LT(dag_size(r), 20u) << str(r);  // 2 nested reductions over one product, not 9 taps
+  Env env;
+  env.elem = [](int32_t t, int64_t i, Sort) { return Value::of_real(double((3 * i + 7 * t) % 11) - 5); };
+  EXPECT_EQ(Evaluator(env)(r).real, Evaluator(env)(outer).real);
+  // does not apply: a body of one term
+  Expr one = sum(o, 0, 16, c.load(X, o));
+  EXPECT_EQ(Reroller(c)(one), one);
+}
+
+// A flat dim read only through quotients and remainders by a chain of its divisors splits into the
+// dims they name (a flat output index against the reference's box).
+TEST_F(Reroll, FlatDimSplitIntoTheBoxItsDivisorsName) {
+  Expr q = c.var("q", Sort::BV64, Bounds{0, 59});
+  Expr body = c.load(X, c.bv_add(std::vector<Expr>{c.bv_mul(bv(100), c.bv_udiv(q, bv(12))),
+                                                   c.bv_mul(bv(10), c.bv_urem(c.bv_udiv(q, bv(3)), bv(4))),
+                                                   c.bv_urem(q, bv(3))}));
+  Expr flat = sum(q, 0, 60, body);
+  Expr a = c.var("a", Sort::BV64), b = c.var("b", Sort::BV64), d = c.var("d", Sort::BV64);
+  Expr vs[] = {a, b, d};
+  std::pair<int64_t, int64_t> box[] = {{0, 5}, {0, 4}, {0, 3}};
+  Expr want = c.reduce(ReduceOp::Sum, vs, box,
+                       c.load(X, c.bv_add(std::vector<Expr>{c.bv_mul(bv(100), a), c.bv_mul(bv(10), b), d})));
+  EXPECT_EQ(normalize_reduce(c, flat), normalize_reduce(c, want)) << str(normalize_reduce(c, flat));
+  // does not apply: a divisor that does not divide the extent
+  Expr odd = sum(q, 0, 60, c.load(X, c.bv_urem(q, bv(7))));
+  EXPECT_EQ(normalize_reduce(c, odd), odd);
+}
