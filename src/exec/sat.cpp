@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 #include <bit>
+#include <functional>
 #include <stdexcept>
 #include <unordered_set>
 
@@ -863,6 +864,65 @@ std::optional<Linear> linear_of(Expr e, const std::vector<Expr>& vars) {
     }
   }
   return L;
+}
+
+bool linear_is_exact(Expr e, const std::vector<Expr>& vars, const std::array<uint64_t, 6>& width) {
+  using i128 = __int128;
+  struct Iv {
+    i128 lo, hi;
+  };
+  const i128 kLimit = i128(1) << 100;  // far past any index: a product beyond it is refused, not wrapped
+  std::function<std::optional<Iv>(Expr)> go = [&](Expr x) -> std::optional<Iv> {
+    switch (x->op) {
+      case Op::ConstBV: return Iv{x->bv_signed(), x->bv_signed()};
+      case Op::Var: {
+        auto it = std::find(vars.begin(), vars.end(), x);
+        if (it == vars.end()) return std::nullopt;
+        return Iv{0, i128(width[size_t(it - vars.begin())]) - 1};
+      }
+      case Op::ZExt: case Op::SExt: {
+        auto a = go(x->arg(0));
+        unsigned w = ir::bv_width(x->arg(0)->sort);
+        i128 lo = x->op == Op::ZExt ? 0 : -(i128(1) << (w - 1));
+        i128 hi = x->op == Op::ZExt ? (i128(1) << w) - 1 : (i128(1) << (w - 1)) - 1;
+        if (!a || a->lo < lo || a->hi > hi) return std::nullopt;
+        return a;
+      }
+      case Op::BvAdd: {
+        Iv s{0, 0};
+        for (Expr c : x->args()) {
+          auto a = go(c);
+          if (!a) return std::nullopt;
+          s.lo += a->lo, s.hi += a->hi;
+          if (s.lo < -kLimit || s.hi > kLimit) return std::nullopt;
+        }
+        return s;
+      }
+      case Op::BvMul: {
+        i128 f = 1;
+        std::optional<Iv> rest;
+        for (Expr c : x->args()) {
+          if (c->op == Op::ConstBV) {
+            f *= c->bv_signed();
+          } else {
+            if (rest) return std::nullopt;
+            rest = go(c);
+            if (!rest) return std::nullopt;
+          }
+          if (f < -kLimit || f > kLimit) return std::nullopt;
+        }
+        if (!rest) return Iv{f, f};
+        if ((rest->lo < 0 ? -rest->lo : rest->lo) > kLimit / (f < 0 ? -f : f + 1) ||
+            (rest->hi < 0 ? -rest->hi : rest->hi) > kLimit / (f < 0 ? -f : f + 1))
+          return std::nullopt;
+        i128 a = f * rest->lo, b = f * rest->hi;
+        return Iv{std::min(a, b), std::max(a, b)};
+      }
+      default: return std::nullopt;
+    }
+  };
+  auto r = go(e);
+  return r && ir::bv_width(e->sort) == 64 && r->lo >= 0 && r->hi < (i128(1) << 63);
 }
 
 std::optional<Digits> digits_of(const int64_t (&c)[6], const std::array<uint64_t, 6>& width) {

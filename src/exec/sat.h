@@ -123,6 +123,10 @@ struct Linear {
   int64_t c[6] = {0, 0, 0, 0, 0, 0};
 };
 std::optional<Linear> linear_of(ir::Expr e, const std::vector<ir::Expr>& vars);
+// Whether linear_of's reading of e is its value at every thread of the box (Var i in [0, width[i])):
+// no ZExt/SExt argument leaves the range its extension reads, and the value lies in [0, 2^63). Then
+// the bits e computes are k + sum c_i v_i exactly, whatever wraps inside a width.
+bool linear_is_exact(ir::Expr e, const std::vector<ir::Expr>& vars, const std::array<uint64_t, 6>& width);
 
 // The thread part T = sum c_i v_i of an affine index over a box of widths w_i, when it is
 // injective "digit by digit": sorted by |c|, each coefficient exceeds the span of the smaller ones

@@ -158,4 +158,29 @@ TEST(ThreadSat, ReductionsAgreeWithFullEnumeration) {
 }
 
 }  // namespace
+// linear_of's reading holds exactly when no extension's argument leaves its range over the box: the
+// flat index zext64(256*ctaid + tid), a sign-extended index that may be negative, and a 32-bit sum
+// that wraps for the last blocks.
+TEST(LinearOf, ExactOnlyWithoutWraparound) {
+  ir::Context ctx;
+  ThreadVars tv(ctx, {256}, {1u << 20});
+  auto vars = tv.all();
+  const std::array<uint64_t, 6> width{256, 1, 1, 1u << 20, 1, 1};
+  auto c32 = [&](uint64_t v) { return ctx.bv_const(ir::Sort::BV32, v); };
+  auto c64 = [&](uint64_t v) { return ctx.bv_const(ir::Sort::BV64, v); };
+  ir::Expr L = ctx.bv_add(ctx.bv_mul(c32(256), tv.ctaid[0]), tv.tid[0]);
+  ir::Expr flat = ctx.zext(L, ir::Sort::BV64);
+  ASSERT_TRUE(linear_of(flat, vars));
+  EXPECT_TRUE(linear_is_exact(flat, vars, width));
+  EXPECT_TRUE(linear_is_exact(ctx.bv_add(c64(4), ctx.bv_mul(c64(3), flat)), vars, width));
+  // tid - 1 sign-extended: -1 at thread 0
+  ir::Expr back = ctx.sext(ctx.bv_add(tv.tid[0], c32(0xffffffff)), ir::Sort::BV64);
+  ASSERT_TRUE(linear_of(back, vars));
+  EXPECT_FALSE(linear_is_exact(back, vars, width));
+  // 8192*ctaid + tid in 32 bits wraps past block 2^19
+  ir::Expr wraps = ctx.zext(ctx.bv_add(ctx.bv_mul(c32(8192), tv.ctaid[0]), tv.tid[0]), ir::Sort::BV64);
+  ASSERT_TRUE(linear_of(wraps, vars));
+  EXPECT_FALSE(linear_is_exact(wraps, vars, width));
+}
+
 }  // namespace dirigo::exec
