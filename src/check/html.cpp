@@ -59,11 +59,17 @@ Picture picture(const Report& r, size_t output) {
   else p.cols = std::max<int64_t>(1, int64_t(std::ceil(std::sqrt(double(ncells)))));
   p.rows = (ncells + p.cols - 1) / p.cols;
   p.cells.assign(size_t(p.rows * p.cols), 'n');
+  // an output proven equal at its symbolic location: every location is, but those listed otherwise
+  if (o.symbolic) {
+    std::fill(p.cells.begin(), p.cells.begin() + ncells, 'e');
+    p.equal = size_t(n);
+  }
   for (size_t k = 0; k < r.locations.size(); ++k) {
     const LocationResult& l = r.locations[k];
     if (l.loc.output != output) continue;
     char c = l.verdict == smt::Verdict::Equal ? 'e' : l.verdict == smt::Verdict::Differ ? 'd' : 'u';
-    (c == 'e' ? p.equal : c == 'd' ? p.differ : p.undecided) += 1;
+    if (o.symbolic && c != 'e') --p.equal;
+    if (!o.symbolic || c != 'e') (c == 'e' ? p.equal : c == 'd' ? p.differ : p.undecided) += 1;
     int64_t cell = l.loc.flat / p.per_cell;
     if (cell < 0 || cell >= int64_t(p.cells.size())) continue;
     if (rank(c) > rank(p.cells[cell])) p.cells[cell] = c;

@@ -1,6 +1,9 @@
 #include "check/lower.h"
 
 #include "exec/deadline.h"
+#include "exec/inffold.h"
+#include "exec/interval.h"
+#include "exec/sat.h"
 
 #include <algorithm>
 #include <array>
@@ -156,7 +159,15 @@ ir::Expr Lowering::element_symbolic(const View& view, std::span<const ir::Expr> 
     ~Restore() { p = nullptr; }
   } restore{why_not_};
   why_not_ = why_not;
-  return read_symbolic(aten_ref(view, value_tensor(view.value)), coords, sort_of(view.dtype));
+  ir::Expr e = read_symbolic(aten_ref(view, value_tensor(view.value)), coords, sort_of(view.dtype));
+  return e && reads_deferred(e) ? resolve_reads_symbolic(e) : e;
+}
+
+bool Lowering::reads_deferred(ir::Expr e) const {
+  if (!e->has_data()) return false;
+  for (ir::Expr l : ir::leaves(e))
+    if (l->op == ir::Op::Load && tensor_value_.count(l->tensor())) return true;
+  return false;
 }
 
 // Elements of shared inputs are leaves: built directly (hash-consing makes them unique), never
@@ -210,8 +221,7 @@ ir::Expr Lowering::element_template(ir::Context& cx, ValueId v, int64_t j, const
 }
 
 void Lowering::forget_context(const ir::Context& cx) {
-  stats_memos_.erase({&cx, true});
-  stats_memos_.erase({&cx, false});
+  for (int mode : {0, 1, 2}) stats_memos_.erase({&cx, mode});
   std::erase_if(aten_calls_, [&](const auto& kv) { return kv.first.ctx == &cx; });
 }
 
@@ -448,12 +458,12 @@ aten::OpCall Lowering::make_aten_call(const program::SsaOp& op) {
       return read_symbolic(t, idx, s);
     };
   if (products_) call.sum_of_products = *products_;
-  call.stats_memo = &stats_memos_[{&cx(), template_ctx_ != nullptr}];
+  call.stats_memo = &stats_memos_[{&cx(), call_mode()}];
   return call;
 }
 
 const aten::OpCall& Lowering::aten_call(const program::SsaOp& op) {
-  CallKey key{&op, &cx(), template_ctx_ != nullptr, products_};
+  CallKey key{&op, &cx(), call_mode(), products_};
   auto it = aten_calls_.find(key);
   if (it == aten_calls_.end()) it = aten_calls_.emplace(key, make_aten_call(op)).first;
   return it->second;
@@ -504,9 +514,15 @@ ir::Expr Lowering::read_symbolic(const aten::TensorRef& t, std::span<const ir::E
   const program::Value& val = prog_.value(v);
   if (val.producer < 0) return none("an input that is not shared (a constant or data from outside the trace)");
   const program::SsaOp& op = prog_.ops[size_t(val.producer)];
-  if (!std::holds_alternative<bundle::AtenOp>(op.op))
-    return none("{}", std::holds_alternative<bundle::LaunchOp>(op.op) ? "a value written by a kernel launch"
-                      : "a value written by a copy or library call");
+  if (std::holds_alternative<bundle::LaunchOp>(op.op)) {
+    if (template_ctx_ || !defer_kernel_reads_) return none("a value written by a kernel launch");
+    ir::Expr flat = bv(t.offset);
+    for (size_t k = 0; k < idx.size(); ++k) flat = cx().bv_add(flat, cx().bv_mul(idx[k], bv(t.stride(k))));
+    // inside a reduction's body the index reads its Bound indices, whose ranges only the finished
+    // reduction knows: a deferred read (a Load of the value), resolved once it is built (from_aten)
+    return flat->has_free_bound() ? cx().load(value_tensor(v), flat, s) : kernel_read_symbolic(v, flat, s);
+  }
+  if (!std::holds_alternative<bundle::AtenOp>(op.op)) return none("a value written by a copy or library call");
   const std::string& name = op.aten()->name;
   for (size_t r = 0; r < op.results.size(); ++r) {
     const View& res = op.results[r];
@@ -551,6 +567,243 @@ ir::Expr Lowering::read_symbolic(const aten::TensorRef& t, std::span<const ir::E
   return none("a view of {}'s result that is neither a sub-box of it nor within a row-major result", name);
 }
 
+ir::Expr Lowering::no_symbolic(const std::string& why) {
+  if (why_not_ && why_not_->empty()) *why_not_ = why;
+  return nullptr;
+}
+
+ir::Expr Lowering::storage_read_symbolic(ValueId v, ir::Expr index, ir::Sort s, bool in_storage) {
+  if (index->op == ir::Op::ConstBV) return operand_element(v, int64_t(index->u), s);
+  auto bv = [this](uint64_t x) { return ctx_.bv_const(ir::Sort::BV64, x); };
+  const ir::Bounds b = ctx_.bv_bounds(index);
+  const program::Value& val = prog_.value(v);
+  if (const SharedLeaf& sl = shared_leaf(v); sl.shared >= 0) {
+    if (!sl.contiguous || sl.sort != s) return no_symbolic("a non-contiguous shared input");
+    const uint64_t lo = uint64_t(sl.view->offset), n = uint64_t(sl.numel);
+    // inside the input's elements by the index's range, or (a kernel's read, which Execute proved inside
+    // the storage) because the input is its whole storage
+    bool inside = b.lo >= lo && b.hi < lo + n;
+    if (!inside && in_storage && lo == 0) {
+      uint64_t st = uint64_t(prog_.storages[size_t(val.storage)].nbytes) / bundle::element_size(sl.view->dtype);
+      inside = st == n;
+    }
+    if (!inside) return no_symbolic("a read of a shared input at an index not known to lie within it");
+    return cx().load(sl.tensor, lo ? cx().bv_sub(index, bv(lo)) : index, s);
+  }
+  if (val.producer >= 0 && std::holds_alternative<bundle::LaunchOp>(prog_.ops[size_t(val.producer)].op))
+    return kernel_read_symbolic(v, index, s);
+  // otherwise as a one-dimensional view of the storage over the index's range (read_symbolic finds the
+  // producer's element there, or none)
+  if (b.hi < b.lo || b.hi - b.lo >= (uint64_t(1) << 40))
+    return no_symbolic(fmt::format("a read of {} at an index whose range is not known ({})", program::value_name(prog_, v),
+                                   ir::to_string(ctx_, index, ir::PrintOptions{.max_nodes = 24})));
+  aten::TensorRef t;
+  t.tensor_id = value_tensor(v);
+  t.shape = {int64_t(b.hi - b.lo + 1)};
+  t.strides = {1};
+  t.offset = int64_t(b.lo);
+  ir::Expr at[] = {b.lo ? cx().bv_sub(index, bv(b.lo)) : index};
+  return read_symbolic(t, at, s);
+}
+
+// The element of a kernel-written value at a symbolic storage index F. Every store of the launch to
+// that storage writes k + sum c_i v_i over the thread Vars exactly (no wrap on the way), the same
+// index in every place, with coefficients that are injective digit by digit; Vars that do not move
+// the index are pinned to one value by each store's path (thread 0 of a block). Then the one thread
+// that can store to F is v_i = (F - k) / c_i % ..., from the largest digit down, and F's value is
+// that thread's last store whose path holds there, else the element before the launch.
+ir::Expr Lowering::kernel_read_symbolic(ValueId v, ir::Expr F, ir::Sort s) {
+  if (template_ctx_) return no_symbolic("a value written by a kernel launch (numeric template)");
+  if (auto it = kernel_reads_.find({v, F}); it != kernel_reads_.end()) return it->second;
+  std::optional<KernelWrite> kw;
+  try {
+    kw = kernel_write(v);
+  } catch (const Unsupported& u) {
+    return no_symbolic(u.what());
+  }
+  LaunchInfo& L = *kw->launch;
+  const exec::ExecResult& R = *L.result;
+  auto why = [&](std::string_view w) { return no_symbolic(fmt::format("a value kernel {} writes {}", L.kernel, w)); };
+  if (kw->sort != s) return why("as elements of another type");
+  exec::ThreadVars tv(ctx_, R.launch.block, R.launch.grid);
+  const std::vector<ir::Expr> vars = tv.all();
+  const std::array<uint64_t, 6> width{R.launch.block.x, R.launch.block.y, R.launch.block.z,
+                                      R.launch.grid.x,  R.launch.grid.y,  R.launch.grid.z};
+  std::vector<size_t> recs;
+  for (size_t i = 0; i < R.writes.size(); ++i)
+    if (R.writes[i].tensor == kw->tensor) recs.push_back(i);
+  std::sort(recs.begin(), recs.end(), [&](size_t a, size_t b) { return R.writes[a].seq < R.writes[b].seq; });
+  auto bv = [this](uint64_t x) { return ctx_.bv_const(ir::Sort::BV64, x); };
+  // the kernel's 32-bit index fields of the solved thread widened, so that they recombine with F's terms
+  struct FieldPush {
+    ir::Context& c;
+    bool was;
+    explicit FieldPush(ir::Context& c) : c(c), was(c.rule_enabled(ir::Rule::BvFieldExtPush)) {
+      c.set_rule_enabled(ir::Rule::BvFieldExtPush, true);
+    }
+    ~FieldPush() { c.set_rule_enabled(ir::Rule::BvFieldExtPush, was); }
+  } field_push(ctx_);
+  std::vector<std::pair<ir::Expr, ir::Expr>> arms;  // (where the store holds at F, its value there), in issue order
+  if (!recs.empty()) {
+    std::optional<exec::Linear> lin;
+    for (size_t i : recs) {
+      const exec::WriteRecord& w = R.writes[i];
+      if (w.op != exec::WriteOp::Store) return why("with atomics");
+      auto li = exec::linear_of(w.index, vars);
+      if (!li || !exec::linear_is_exact(w.index, vars, width) || li->k < 0 ||
+          std::any_of(li->c, li->c + 6, [](int64_t c) { return c < 0; }))
+        return why(fmt::format("at an index that is not affine in the thread ({})", exec::short_string(ctx_, w.index, 160)));
+      if (lin && (li->k != lin->k || !std::equal(li->c, li->c + 6, lin->c)))
+        return why("at different indices in different places");
+      lin = li;
+    }
+    std::array<std::optional<uint64_t>, 6> pinned;
+    std::vector<int> digits;  // the Vars that move the index, by increasing coefficient
+    for (int i = 0; i < 6; ++i) {
+      if (width[size_t(i)] == 1) {
+        pinned[size_t(i)] = 0;
+      } else if (lin->c[i] == 0) {
+        for (size_t r : recs) {
+          auto box = exec::box_of(tv, R.writes[r].pred);
+          if (!box || (*box)[size_t(i)].lo != (*box)[size_t(i)].hi ||
+              (pinned[size_t(i)] && *pinned[size_t(i)] != (*box)[size_t(i)].lo))
+            return why("from several threads to one element");
+          pinned[size_t(i)] = (*box)[size_t(i)].lo;
+        }
+      } else {
+        digits.push_back(i);
+      }
+    }
+    std::sort(digits.begin(), digits.end(), [&](int a, int b) { return lin->c[a] < lin->c[b]; });
+    unsigned __int128 span = 0;
+    for (int i : digits) {
+      if (uint64_t(lin->c[i]) <= span) return why("at an index two threads can share");
+      span += (unsigned __int128)uint64_t(lin->c[i]) * (width[size_t(i)] - 1);
+    }
+    std::vector<ir::Expr> conds;
+    std::array<ir::Expr, 6> theta{};
+    ir::Expr rem = F;
+    if (lin->k) {
+      conds.push_back(ctx_.ule(bv(uint64_t(lin->k)), F));
+      rem = ctx_.bv_sub(F, bv(uint64_t(lin->k)));
+    }
+    for (size_t d = digits.size(); d-- > 0;) {
+      const int i = digits[d];
+      const uint64_t c = uint64_t(lin->c[i]);
+      ir::Expr q = c == 1 ? rem : ctx_.bv_udiv(rem, bv(c));
+      conds.push_back(ctx_.ult(q, bv(width[size_t(i)])));
+      rem = c == 1 ? bv(0) : ctx_.bv_urem(rem, bv(c));
+      theta[size_t(i)] = ctx_.trunc(q, vars[size_t(i)]->sort);
+    }
+    conds.push_back(ctx_.eq(rem, bv(0)));
+    for (int i = 0; i < 6; ++i)
+      if (pinned[size_t(i)]) theta[size_t(i)] = ctx_.bv_const(vars[size_t(i)]->sort, *pinned[size_t(i)]);
+    const bool tid_fixed = pinned[0] && pinned[1] && pinned[2];
+    const exec::Dim3 tid{uint32_t(pinned[0].value_or(0)), uint32_t(pinned[1].value_or(0)), uint32_t(pinned[2].value_or(0))};
+    auto at_theta = [&](ir::Expr e) {
+      return ir::substitute(ctx_, e, [&](ir::Expr leaf) -> ir::Expr {
+        for (size_t i = 0; i < 6; ++i)
+          if (leaf == vars[i]) return theta[i];
+        return nullptr;
+      });
+    };
+    auto reads_shared = [&](ir::Expr e) {
+      for (ir::Expr l : ir::leaves(e))
+        if ((l->op == ir::Op::Load || l->op == ir::Op::TensorElem) && L.resolver->epoch_of(l->tensor()) >= 0) return true;
+      return false;
+    };
+    const ir::Expr common = ctx_.and_(conds);
+    for (size_t r : recs) {
+      const exec::WriteRecord& w = R.writes[r];
+      ir::Expr value = w.value;
+      if (reads_shared(value)) {
+        // each block's shared cells resolved at the symbolic block, for the one thread position
+        if (!tid_fixed) return why("from shared memory, at a thread position the index does not fix");
+        std::optional<ir::Expr> sv;
+        try {
+          sv = L.resolver->specialize_tid(value, tid);
+        } catch (const std::runtime_error& e) {
+          return why(fmt::format("from shared memory ({})", e.what()));
+        }
+        if (!sv) return why("from shared memory the blocks store to differently");
+        value = *sv;
+      }
+      if (ir::contains_reduce(value))  // as summarized_reads forms them at a location
+        value = ir::expand_reductions(ctx_, ir::merge_interleaved(ctx_, value), kExpandedSummaryBelow);
+      value = exec::fold_infinities(ctx_, at_theta(value));
+      ir::Expr holds = ctx_.and_(common, at_theta(w.pred));
+      if (holds->op == ir::Op::ConstBool && !holds->u) continue;
+      ir::Expr resolved = resolve_reads_symbolic(value);
+      if (!resolved) return nullptr;
+      arms.emplace_back(holds, resolved);
+    }
+  }
+  ir::Expr result = nullptr;
+  if (arms.empty() || arms.back().first->op != ir::Op::ConstBool) {  // some F may keep its earlier value
+    if (kw->before == program::kNoValue)  // never written: a leaf no input determines
+      result = ctx_.load(ctx_.tensor(fmt::format("{}:unwritten:{}", prefix_, program::value_name(prog_, v))), F, s);
+    else if (!(result = storage_read_symbolic(kw->before, F, s, false)))
+      return nullptr;
+    for (const auto& [holds, value] : arms) result = ctx_.ite(holds, value, result);
+  } else {
+    result = arms.back().second;  // the last store holds everywhere: it is the value
+  }
+  kernel_reads_.emplace(std::pair(v, F), result);
+  return result;
+}
+
+ir::Expr Lowering::resolve_reads_symbolic(ir::Expr e) {
+  if (template_ctx_) return no_symbolic("a read at a symbolic index (numeric template)");
+  std::unordered_map<ir::Expr, ir::Expr> memo;
+  bool failed = false;
+  uint32_t looked = 0;
+  std::function<ir::Expr(ir::Expr)> go = [&](ir::Expr x) -> ir::Expr {
+    if (failed || !x->has_data()) return x;
+    if (auto it = memo.find(x); it != memo.end()) return it->second;
+    if ((++looked & 1023) == 0 && std::chrono::steady_clock::now() > deadline_)
+      throw OutOfTime("building the location's expression ran past the budget");
+    ir::Expr r = x;
+    if (x->op == ir::Op::Load) {
+      auto lt = launch_tensor_.find(x->tensor());
+      auto tv = tensor_value_.find(x->tensor());
+      if (x->arg(0)->has_data()) r = no_symbolic("a memory index that depends on tensor data");
+      else if (lt != launch_tensor_.end()) r = storage_read_symbolic(lt->second.second, x->arg(0), x->sort, true);
+      else if (tv != tensor_value_.end()) r = storage_read_symbolic(tv->second, x->arg(0), x->sort, false);
+      // an equation built there may hold deferred reads of its own (a convolution over a kernel's output)
+      if (r && r != x && reads_deferred(r)) r = resolve_reads_symbolic(r);
+      failed = !r;
+    } else if (x->op == ir::Op::TensorElem) {
+      if (auto lt = launch_tensor_.find(x->tensor()); lt != launch_tensor_.end())
+        r = storage_element(lt->second.second, x->index());
+      else if (auto tv = tensor_value_.find(x->tensor()); tv != tensor_value_.end())
+        r = storage_element(tv->second, x->index());
+    } else if (x->op == ir::Op::Reduce) {
+      // opened over fresh Vars, so that the reads inside have closed indices; closed again after
+      ir::Box box = ir::reduce_box(x);
+      std::vector<ir::Expr> ks;
+      for (const auto& [lo, hi] : box) {
+        if (hi <= lo) return memo[x] = x;
+        ks.push_back(ctx_.var(fmt::format("open{}", opened_reductions_++), ir::Sort::BV64,
+                              ir::Bounds{uint64_t(lo), uint64_t(hi - 1)}));
+      }
+      ir::Expr body = go(ir::instantiate_at(ctx_, x, ks));
+      if (!failed) r = ctx_.reduce(x->reduce_op(), ks, box, body);
+    } else if (x->nargs) {
+      std::vector<ir::Expr> a;
+      bool same = true;
+      for (ir::Expr c : x->args()) {
+        a.push_back(go(c));
+        same &= a.back() == c;
+      }
+      if (!failed && !same) r = ctx_.rebuild(x, a);
+    }
+    memo[x] = r;
+    return r;
+  };
+  ir::Expr r = go(e);
+  return failed ? nullptr : r;
+}
+
 ir::Expr Lowering::from_aten(const program::SsaOp& op, const program::Write& w, ValueId v, int64_t j) {
   const auto& a = *op.aten();
   auto equation = [&](const aten::OpCall& call, int output, const std::vector<int64_t>& index) {
@@ -569,6 +822,15 @@ ir::Expr Lowering::from_aten(const program::SsaOp& op, const program::Write& w, 
     if (res.value != v) continue;
     int64_t l = logical_of_storage(res, j);
     if (l < 0) continue;
+    ir::Expr e = equation(aten_call(op), int(r), unravel(res.shape, l));
+    if (!defer_kernel_reads_ || template_ctx_ || !reads_deferred(e)) return e;
+    if (ir::Expr resolved = resolve_reads_symbolic(e)) return resolved;
+    // some kernel-written element read has no symbolic form: its reductions expanded term by term
+    defer_kernel_reads_ = false;
+    struct Restore {
+      bool& flag;
+      ~Restore() { flag = true; }
+    } restore{defer_kernel_reads_};
     return equation(aten_call(op), int(r), unravel(res.shape, l));
   }
   std::map<std::string, const program::Operand*> reads;
@@ -832,8 +1094,13 @@ ir::Expr Lowering::summarized_reads(ir::Expr e) {
     if (whole) map[leaf] = ctx_.load(sl.tensor, leaf->arg(0), sl.sort);
     else expand = true;
   }
-  // reads of an intermediate value: the summary's points one by one, as stepping built them
-  if (expand) return ir::expand_reductions(ctx_, e, kMaxExpandedSummaryPoints);
+  // reads of an intermediate value: what it holds at the read's symbolic index (a kernel's stored value
+  // with its thread solved from the index, an ATen equation), else the summary's points one by one
+  if (expand) {
+    if (!template_ctx_)
+      if (ir::Expr r = resolve_reads_symbolic(e)) return r;
+    return ir::expand_reductions(ctx_, e, kMaxExpandedSummaryPoints);
+  }
   if (map.empty()) return e;
   return ir::substitute(ctx_, e, [&](ir::Expr leaf) -> ir::Expr {
     auto it = map.find(leaf);

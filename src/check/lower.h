@@ -175,6 +175,21 @@ class Lowering {
   const aten::OpCall& aten_call(const program::SsaOp& op);
   ir::Expr read_symbolic(const aten::TensorRef& t, std::span<const ir::Expr> idx, ir::Sort s);
   ir::Expr from_launch(size_t op_index, const program::Write& w, int64_t j);
+  // Symbolic reads for read_symbolic and the summaries' reads of intermediate values (nullptr, with
+  // why_not_ set, where there is none): storage version v at a BV64 storage index over bounded Vars
+  // (in_storage: a kernel's read, which Execute proved inside the storage).
+  ir::Expr storage_read_symbolic(program::ValueId v, ir::Expr index, ir::Sort s, bool in_storage);
+  // A kernel-written value there: the one thread that stores to the index, solved from it (an affine,
+  // digit-by-digit injective store index), its stored value with the thread substituted.
+  ir::Expr kernel_read_symbolic(program::ValueId v, ir::Expr index, ir::Sort s);
+  // e (launch context) with every read of a launch or value tensor replaced by what it reads: Loads by
+  // storage_read_symbolic, elements by their back-projection; reductions on the way are opened over
+  // fresh bounded Vars and closed again. nullptr when some read has no symbolic form.
+  ir::Expr resolve_reads_symbolic(ir::Expr e);
+  bool reads_deferred(ir::Expr e) const;  // e holds a deferred read (read_symbolic inside a reduction)
+  ir::Expr no_symbolic(const std::string& why);  // nullptr, recording why for element_symbolic
+  std::map<std::pair<program::ValueId, ir::Expr>, ir::Expr> kernel_reads_;  // kernel_read_symbolic's answers
+  uint64_t opened_reductions_ = 0;  // names the Vars resolve_reads_symbolic opens reductions over
   // Fills each writer's specialized value (writers_of without specialization).
   void write_values(LaunchInfo& L, std::vector<exec::Writer>& writers);
   // Atomics of one thread position from at least this many blocks are built for a symbolic block once.
@@ -189,16 +204,19 @@ class Lowering {
   ir::Context* template_ctx_ = nullptr;  // set: element_template() is building (operands stay leaves)
   std::string* why_not_ = nullptr;        // set: element_symbolic() is building
   const ProductsHook* products_ = nullptr;
-  // By (context, building a template): a template's statistics are over operand leaves, a built
-  // expression's over back-projections.
-  std::map<std::pair<const ir::Context*, bool>, aten::StatsMemo> stats_memos_;
+  // How an equation is built (call_mode): over back-projections with kernel-written elements at symbolic
+  // indices as deferred reads (0), a template over operand leaves (1), back-projections with those
+  // elements expanded (2: where the deferred reads had no symbolic form). Statistics and calls are kept per mode.
+  int call_mode() const { return template_ctx_ ? 1 : defer_kernel_reads_ ? 0 : 2; }
+  bool defer_kernel_reads_ = true;
+  std::map<std::pair<const ir::Context*, int>, aten::StatsMemo> stats_memos_;
   struct CallKey {
     const program::SsaOp* op;
     const ir::Context* ctx;
-    bool templates;
+    int mode;
     const ProductsHook* products;
     bool operator<(const CallKey& o) const {
-      return std::tie(op, ctx, templates, products) < std::tie(o.op, o.ctx, o.templates, o.products);
+      return std::tie(op, ctx, mode, products) < std::tie(o.op, o.ctx, o.mode, o.products);
     }
   };
   std::map<CallKey, aten::OpCall> aten_calls_;

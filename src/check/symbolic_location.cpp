@@ -62,15 +62,21 @@ std::vector<SymbolicOutput> Search::settle_symbolically(Clock::time_point end, s
             dopt.rlimit = 1;
             dopt.use_cache = false;
           }
-          smt::Decision d = solver.decide(ctx_, ea, eb, dopt);
           // Equal for every input, exactly or modulo named approximations (as a location may be); within
           // the tolerance is said location by location
           auto proven = [](const smt::Decision& x) {
             return x.verdict == smt::Verdict::Equal && x.stage != smt::Stage::Tolerance && x.stage != smt::Stage::Sampling;
           };
+          // as at a location: both sides re-rolled, then with fp32 constants; first where a side holds a
+          // reduction (a kernel's unrolled tree against the reference's Reduce: the solver would only
+          // spend the share on the expanded terms)
           std::string rerolled;
-          if (!proven(d) && opt_.reroll)  // as at a location: both sides re-rolled, then with fp32 constants
-            if (auto rd = reroll_decide(ctx_, solver, ea, eb, dopt, rerolled, true)) d = std::move(*rd);
+          std::optional<smt::Decision> rd;
+          const bool reductions = ir::contains_reduce(ea) || ir::contains_reduce(eb);
+          if (opt_.reroll && reductions) rd = reroll_decide(ctx_, solver, ea, eb, dopt, rerolled, true);
+          smt::Decision d = rd && proven(*rd) ? std::move(*rd) : solver.decide(ctx_, ea, eb, dopt);
+          if (!proven(d) && opt_.reroll && !reductions)
+            if (auto rd2 = reroll_decide(ctx_, solver, ea, eb, dopt, rerolled, true)) d = std::move(*rd2);
           so.equal = proven(d);
           if (so.equal) so.approximations = d.approximations;
           how = so.equal ? fmt::format("{} (stage {}){}", how, smt::stage_name(d.stage),

@@ -16,6 +16,8 @@
 #include "check/numeric.h"
 #include "ir/eval.h"
 #include "ir/limits.h"
+#include "ir/print.h"
+#include "ir/reduce.h"
 #include "program/merge.h"
 #include "smt/falsify.h"
 
@@ -76,6 +78,52 @@ bundle::Bundle conv1d_bundle(const std::string& ptx, int64_t n, int64_t k) {
   auto& l = launch_op(b, 1, 0);
   l.grid = {(n + 31) / 32, 1, 1};
   l.block = {32, 1, 1};
+  return b;
+}
+
+// x[N,C,H,W] -> sigmoid(conv2d 3x3 valid, bias) -> mean over (C', OH, OW): the reference in ATen, the
+// candidate's convolution one thread per output (conv3x3_sigmoid) and the mean in ATen over what the
+// kernel wrote. The mean's body reads the kernel's output at a symbolic index: the writing thread is
+// solved from it (Lowering::kernel_read_symbolic), so the candidate's location is one reduction over
+// the kernel's stored value, not one built value per thread.
+// `sum`: the reduction is the candidate's second kernel instead (row_sum over [n, k*oh*oh]: a strided
+// per-thread loop summarized into a reduction whose body reads the first kernel's output).
+bundle::Bundle conv_mean_bundle(const std::string& ptx, int64_t n, int64_t c, int64_t k, int64_t h, bool sum = false) {
+  ProgramBuilder ref("ref", "reference"), cand("new", "candidate");
+  const int64_t oh = h - 2;
+  auto drop = J{{"scalar", false}, {"type", "bool"}};
+  for (ProgramBuilder* p : {&ref, &cand}) {
+    auto x = p->tensor({n, c, h, h}), w = p->tensor({k, c, 3, 3}), b = p->tensor({k});
+    auto y = p->tensor({n, k, oh, oh}), m = p->tensor({n});
+    p->input("x", x);
+    p->input("conv.weight", w, "parameter");
+    p->input("conv.bias", b, "parameter");
+    if (p == &ref) {
+      auto cv = p->tensor({n, k, oh, oh});
+      p->aten("aten::convolution", {T(x), T(w), T(b), Ints({1, 1}), Ints({0, 0}), Ints({1, 1}), drop, Ints({0, 0}),
+                                    I(1)},
+              {cv});
+      p->aten("aten::sigmoid", {T(cv)}, {y});
+    } else {
+      p->launch("conv3x3_sigmoid", {T(x), T(w), T(b), T(y), I(n, "s32"), I(c, "s32"), I(k, "s32"), I(h, "s32"), I(h, "s32")});
+    }
+    if (p == &cand && sum)
+      p->launch("row_sum", {T(y), T(m), I(n, "s32"), I(k * oh * oh, "s32")});
+    else if (sum)
+      p->aten("aten::sum", {T(y), Ints({1, 2, 3}), drop, None()}, {m}, {}, J::object(), "dim_IntList");
+    else
+      p->aten("aten::mean", {T(y), Ints({1, 2, 3}), drop}, {m}, {}, J::object(), "dim");
+    p->output("out0", m);
+  }
+  bundle::Bundle b = make_bundle({&ref, &cand}, nullptr, ptx);
+  auto& l = launch_op(b, 1, 0);
+  l.grid = {(n * k * oh * oh + 127) / 128, 1, 1};
+  l.block = {128, 1, 1};
+  if (sum) {
+    auto& r = launch_op(b, 1, 1);
+    r.grid = {n, 1, 1};
+    r.block = {256, 1, 1};
+  }
   return b;
 }
 
@@ -234,4 +282,45 @@ TEST(KernelNumeric, BlockStrideRowSumIsVerifiedAsOneReduction) {
   ASSERT_TRUE(rs.first_differ);
   EXPECT_EQ(rs.locations[*rs.first_differ].cand_expr, "Σ_{k0<8192} (in:x[2*k0])");
   EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), 10.0);
+}
+
+TEST(KernelIntermediates, AMeanOverAPerThreadConvolutionIsOneReduction) {
+  const std::string ptx = kernels_ptx();
+  NEED_PTX(ptx);
+  bundle::Bundle b = conv_mean_bundle(ptx, 2, 8, 4, 18);  // 1024 sigmoids of 72 products per location
+  {
+    Candidate c(b);
+    std::vector<ir::Expr> at = {c.ctx.var("loc.0", ir::Sort::BV64, ir::Bounds{0, 1})};
+    std::string why;
+    ir::Expr sym = c.low.element_symbolic(c.out(), at, &why);
+    ASSERT_TRUE(sym) << why;
+    EXPECT_TRUE(ir::contains_reduce(sym));
+    EXPECT_LT(ir::dag_size(sym), 2000u) << ir::to_string(c.ctx, sym);  // expanded: 1024 sigmoids of 72 products
+  }
+  check::Options opt;
+  opt.budget_s = 60;
+  check::Report r = check::check_bundle(b, opt);
+  EXPECT_EQ(r.outcome, check::Outcome::Verified) << r.reason;
+  EXPECT_TRUE(r.outputs.at(0).symbolic) << r.outputs[0].symbolic_how;
+}
+
+// The same convolution summed by a second kernel: one block per sample, each thread's strided loop over
+// the first kernel's 7200 outputs summarized, the block's tree merging the partials (Execute, the check's
+// merge). Each summary reads the intermediate at its bound index: the first kernel's stored value with
+// its thread solved from that index, so a location is one reduction of 72 products (expanded: 7200
+// built values of 72 products each).
+TEST(KernelIntermediates, ASecondKernelsSummaryReadsTheFirstKernelsValueSymbolically) {
+  const std::string ptx = kernels_ptx();
+  NEED_PTX(ptx);
+  bundle::Bundle b = conv_mean_bundle(ptx, 2, 8, 8, 32, true);
+  {
+    Candidate c(b);
+    ir::Expr e = c.low.element(c.out(), 1);
+    EXPECT_TRUE(ir::contains_reduce(e));
+    EXPECT_LT(ir::dag_size(e), 5000u) << ir::to_string(c.ctx, e, {.max_nodes = 60});
+  }
+  check::Options opt;
+  opt.budget_s = 60;
+  check::Report r = check::check_bundle(b, opt);
+  EXPECT_EQ(r.outcome, check::Outcome::Verified) << r.reason;
 }

@@ -969,6 +969,69 @@ TEST(SymbolicLocation, EveryLocationEvaluatesAsItsOwnExpression) {
   EXPECT_GT(compared, 200u);
 }
 
+// Kernel-written outputs at a symbolic location (Lowering::kernel_read_symbolic: the one writing thread
+// solved from the index) evaluated at a location give what that location's own expression gives
+// (exec::writers_of's inversion, thread by thread), at the same random inputs, on committed GPU traces
+// of our own programs: a fused min/sum kernel with a shared-memory tree (thread 0 of each block writes),
+// at two shapes, the buggy variant, and Triton kernels.
+TEST(SymbolicLocation, KernelWrittenElementsEvaluateAsTheirWriters) {
+  const std::string ex = std::string(DIRIGO_SOURCE_DIR) + "/examples/";
+  struct Case {
+    std::string bundle;
+    bool must;  // the candidate has a symbolic form
+    bool trim;  // the shared prefix (the transposed convolution) trimmed, as check does
+  };
+  const std::vector<Case> cases = {{"running_example/bundle-gpu-fixed", true, false},
+                                   {"running_example/bundle-gpu-buggy", true, false},
+                                   {"running_example/bundle-gpu-today-fixed", true, true},
+                                   {"triton/rowsum/bundle-gpu-good", true, false},
+                                   {"triton/rowsum/bundle-gpu-bad", false, false},
+                                   {"execute_bugs/softmax_correct/bundle", false, false},
+                                   {"execute_bugs/center_rows_correct/bundle", false, false}};
+  size_t built = 0, compared = 0;
+  for (const auto& [name, must, trim] : cases) {
+    SCOPED_TRACE(name);
+    bundle::Bundle b = bundle::read_bundle(ex + name);
+    program::Merged m = program::merge(b, {trim, false});
+    ir::Context ctx;
+    check::Lowering low(ctx, b, m, false, {});
+    low.execute_all();
+    for (size_t o = 0; o < m.outputs.size(); ++o) {
+      const program::View& view = m.outputs[o].cand;
+      std::vector<ir::Expr> coords;
+      for (size_t k = 0; k < view.shape.size(); ++k)
+        coords.push_back(view.shape[k] == 1 ? ctx.bv_const(ir::Sort::BV64, 0)
+                                            : ctx.var("loc." + std::to_string(k), ir::Sort::BV64,
+                                                      ir::Bounds{0, uint64_t(view.shape[k] - 1)}));
+      std::string why;
+      ir::Expr sym = low.element_symbolic(view, coords, &why);
+      if (must) EXPECT_TRUE(sym) << why;
+      if (!sym) continue;
+      ++built;
+      int64_t numel = 1;
+      for (int64_t s : view.shape) numel *= s;
+      for (int64_t flat = 0; flat < numel; flat += std::max<int64_t>(1, numel / 12)) {
+        std::vector<int64_t> at = check::unravel(view.shape, flat);
+        ir::Expr e = low.element(view, flat);
+        for (unsigned point : {0u, 3u}) {
+          ir::Env env;
+          env.elem = [&](int32_t t, int64_t i, ir::Sort s) {
+            return smt::draw(7, point, smt::name_key(ctx.tensor_name(t)), i, s, 10);
+          };
+          env.var = [&](std::string_view var, ir::Sort s) {
+            return ir::Value::of_bv(s, uint64_t(at.at(std::stoul(std::string(var.substr(4))))));
+          };
+          double want = ir::Evaluator(env)(e).real, got = ir::Evaluator(env)(sym).real;
+          EXPECT_NEAR(got, want, 1e-9 * (1 + std::fabs(want))) << "output " << o << " location " << flat;
+          ++compared;
+        }
+      }
+    }
+  }
+  EXPECT_GE(built, 4u);
+  EXPECT_GT(compared, 80u);
+}
+
 // Both programs the same function: every output is decided once at its symbolic location and the pair
 // is VERIFIED after min_locations of each output one by one; with the option off each location is
 // decided on its own. An output that differs is still found (BUG) beside one decided symbolically.

@@ -55,3 +55,18 @@ extern "C" __global__ void row_sum_shfl(const float* x, float* out, int rows, in
 extern "C" __global__ void row_sum_short_tree(const float* x, float* out, int rows, int cols) {
   row_sum_tree<2>(x, out, cols);
 }
+
+// One thread per output of a valid 3x3 convolution with a sigmoid, over the flat output index (the
+// coordinates by division and remainder): what a torch reduction over its output reads symbolically.
+extern "C" __global__ void conv3x3_sigmoid(const float* x, const float* w, const float* b, float* y, int N, int C,
+                                           int K, int H, int W) {
+  int idx = blockIdx.x * blockDim.x + threadIdx.x;
+  int OH = H - 2, OW = W - 2;
+  if (idx >= N * K * OH * OW) return;
+  int ow = idx % OW, oh = (idx / OW) % OH, co = (idx / (OW * OH)) % K, n = idx / (OW * OH * K);
+  float acc = b[co];
+  for (int ci = 0; ci < C; ++ci)
+    for (int kh = 0; kh < 3; ++kh)
+      for (int kw = 0; kw < 3; ++kw) acc += x[((n * C + ci) * H + oh + kh) * W + ow + kw] * w[((co * C + ci) * 3 + kh) * 3 + kw];
+  y[idx] = 1.f / (1.f + expf(-acc));
+}
