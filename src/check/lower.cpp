@@ -163,11 +163,22 @@ ir::Expr Lowering::element_symbolic(const View& view, std::span<const ir::Expr> 
   return e && reads_deferred(e) ? resolve_reads_symbolic(e) : e;
 }
 
-bool Lowering::reads_deferred(ir::Expr e) const {
+bool Lowering::reads_deferred(ir::Expr e) {
   if (!e->has_data()) return false;
   for (ir::Expr l : ir::leaves(e))
-    if (l->op == ir::Op::Load && tensor_value_.count(l->tensor())) return true;
+    if (l->op == ir::Op::Load)
+      if (auto it = tensor_value_.find(l->tensor()); it != tensor_value_.end() && !outside_data(it->second)) return true;
   return false;
+}
+
+// Version 0 of a storage that is neither a shared input nor a captured constant: data from outside the
+// trace, a free leaf of this program (compute()'s leaf, at a symbolic index a Load of its tensor).
+bool Lowering::outside_data(ValueId v) {
+  const program::Value& val = prog_.value(v);
+  if (val.producer >= 0 || shared_leaf(v).shared >= 0) return false;
+  for (const auto& in : prog_.inputs)
+    if (in.constant && prog_.value(in.view.value).storage == val.storage) return false;
+  return true;
 }
 
 // Elements of shared inputs are leaves: built directly (hash-consing makes them unique), never
@@ -592,6 +603,7 @@ ir::Expr Lowering::storage_read_symbolic(ValueId v, ir::Expr index, ir::Sort s, 
   }
   if (val.producer >= 0 && std::holds_alternative<bundle::LaunchOp>(prog_.ops[size_t(val.producer)].op))
     return kernel_read_symbolic(v, index, s);
+  if (outside_data(v)) return cx().load(value_tensor(v), index, s);
   // otherwise as a one-dimensional view of the storage over the index's range (read_symbolic finds the
   // producer's element there, or none)
   if (b.hi < b.lo || b.hi - b.lo >= (uint64_t(1) << 40))
@@ -675,10 +687,37 @@ ir::Expr Lowering::kernel_read_symbolic(ValueId v, ir::Expr F, ir::Sort s) {
       }
     }
     std::sort(digits.begin(), digits.end(), [&](int a, int b) { return lin->c[a] < lin->c[b]; });
+    // The largest value the smaller digits' sum takes at any writing thread: over the box, or below a
+    // bound every store's path puts on exactly that sum (a 2-D launch's column `16*ctaid.x + tid.x < w`
+    // under a row stride of w: the grid's last column block reaches past w).
+    auto guarded_max = [&](const int64_t (&part)[6]) -> std::optional<uint64_t> {
+      std::optional<uint64_t> most;
+      for (size_t r : recs) {
+        auto g = exec::guards_of(R.writes[r].pred);
+        std::optional<uint64_t> here;
+        if (g)
+          for (const auto& [subject, bounds] : *g) {
+            if (!ir::is_bv(subject->sort) || subject->op == ir::Op::Var) continue;
+            ir::Expr wide = ir::bv_width(subject->sort) == 64 ? subject : ctx_.zext(subject, ir::Sort::BV64);
+            auto ls = exec::linear_of(wide, vars);
+            if (ls && ls->k == 0 && std::equal(ls->c, ls->c + 6, part) && exec::linear_is_exact(wide, vars, width))
+              here = std::min(here.value_or(bounds.hi), bounds.hi);
+          }
+        if (!here) return std::nullopt;
+        most = std::max(most.value_or(0), *here);
+      }
+      return most;
+    };
     unsigned __int128 span = 0;
+    int64_t part[6] = {0, 0, 0, 0, 0, 0};  // the smaller digits so far
     for (int i : digits) {
-      if (uint64_t(lin->c[i]) <= span) return why("at an index two threads can share");
+      if (uint64_t(lin->c[i]) <= span) {
+        auto most = guarded_max(part);
+        if (!most || uint64_t(lin->c[i]) <= *most) return why("at an index two threads can share");
+        span = *most;
+      }
       span += (unsigned __int128)uint64_t(lin->c[i]) * (width[size_t(i)] - 1);
+      part[i] = lin->c[i];
     }
     std::vector<ir::Expr> conds;
     std::array<ir::Expr, 6> theta{};
@@ -739,8 +778,17 @@ ir::Expr Lowering::kernel_read_symbolic(ValueId v, ir::Expr F, ir::Sort s) {
     }
   }
   ir::Expr result = nullptr;
+  // storage no earlier op gave contents (torch.empty): what an unwritten element holds is a leaf no input determines
+  auto uninitialized = [&](ValueId b) {
+    if (b == program::kNoValue) return true;
+    const program::Value& bv = prog_.value(b);
+    const bundle::AtenOp* a = bv.producer >= 0 ? prog_.ops[size_t(bv.producer)].aten() : nullptr;
+    std::string_view n = a ? std::string_view(a->name) : std::string_view();
+    if (n.starts_with("aten::")) n.remove_prefix(6);
+    return n.starts_with("empty") || n.starts_with("new_empty");
+  };
   if (arms.empty() || arms.back().first->op != ir::Op::ConstBool) {  // some F may keep its earlier value
-    if (kw->before == program::kNoValue)  // never written: a leaf no input determines
+    if (uninitialized(kw->before))
       result = ctx_.load(ctx_.tensor(fmt::format("{}:unwritten:{}", prefix_, program::value_name(prog_, v))), F, s);
     else if (!(result = storage_read_symbolic(kw->before, F, s, false)))
       return nullptr;
@@ -768,7 +816,8 @@ ir::Expr Lowering::resolve_reads_symbolic(ir::Expr e) {
       auto tv = tensor_value_.find(x->tensor());
       if (x->arg(0)->has_data()) r = no_symbolic("a memory index that depends on tensor data");
       else if (lt != launch_tensor_.end()) r = storage_read_symbolic(lt->second.second, x->arg(0), x->sort, true);
-      else if (tv != tensor_value_.end()) r = storage_read_symbolic(tv->second, x->arg(0), x->sort, false);
+      else if (tv != tensor_value_.end() && !outside_data(tv->second))
+        r = storage_read_symbolic(tv->second, x->arg(0), x->sort, false);
       // an equation built there may hold deferred reads of its own (a convolution over a kernel's output)
       if (r && r != x && reads_deferred(r)) r = resolve_reads_symbolic(r);
       failed = !r;

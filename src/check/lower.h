@@ -186,7 +186,8 @@ class Lowering {
   // storage_read_symbolic, elements by their back-projection; reductions on the way are opened over
   // fresh bounded Vars and closed again. nullptr when some read has no symbolic form.
   ir::Expr resolve_reads_symbolic(ir::Expr e);
-  bool reads_deferred(ir::Expr e) const;  // e holds a deferred read (read_symbolic inside a reduction)
+  bool reads_deferred(ir::Expr e);  // e holds a deferred read (read_symbolic inside a reduction)
+  bool outside_data(program::ValueId v);
   ir::Expr no_symbolic(const std::string& why);  // nullptr, recording why for element_symbolic
   std::map<std::pair<program::ValueId, ir::Expr>, ir::Expr> kernel_reads_;  // kernel_read_symbolic's answers
   uint64_t opened_reductions_ = 0;  // names the Vars resolve_reads_symbolic opens reductions over

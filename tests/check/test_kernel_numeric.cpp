@@ -324,3 +324,47 @@ TEST(KernelIntermediates, ASecondKernelsSummaryReadsTheFirstKernelsValueSymbolic
   check::Report r = check::check_bundle(b, opt);
   EXPECT_EQ(r.outcome, check::Outcome::Verified) << r.reason;
 }
+
+// A kernel's 2-D store index (r*w + c, r and c each 16*ctaid + tid) at a symbolic location: the
+// column block past the width shares digits with the row, and the store's guard c < w bounds them
+// apart (Lowering::kernel_read_symbolic), so the writing thread is solved from the location; its
+// value there evaluates as writers_of's, location by location, at random inputs.
+TEST(KernelIntermediates, TwoDimensionalStoreSolvedUnderItsColumnGuard) {
+  const std::string ptx = kernels_ptx();
+  NEED_PTX(ptx);
+  const int64_t h = 20, w = 37;
+  ProgramBuilder ref("ref", "reference"), cand("new", "candidate");
+  auto rx = ref.tensor({h, w}), rw = ref.tensor({9}), ro = ref.tensor({h, w});
+  ref.input("x", rx);
+  ref.input("w", rw, "parameter");  // matched, so that the candidate's reads of it are shared leaves
+  ref.aten("aten::relu", {T(rx)}, {ro});
+  ref.output("out0", ro);
+  auto cx = cand.tensor({h, w}), cw = cand.tensor({9}), co = cand.tensor({h, w});
+  cand.input("x", cx);
+  cand.input("w", cw, "parameter");
+  cand.launch("conv3x3_2d", {T(cx), T(cw), T(co), I(h, "s32"), I(w, "s32")});
+  cand.output("out0", co);
+  bundle::Bundle b = make_bundle({&ref, &cand}, nullptr, ptx);
+  auto& l = launch_op(b, 1, 0);
+  l.grid = {(w + 15) / 16, (h + 15) / 16, 1};
+  l.block = {16, 16, 1};
+  Candidate c(b);
+  std::vector<ir::Expr> at = {c.ctx.var("loc.0", ir::Sort::BV64, ir::Bounds{0, uint64_t(h - 1)}),
+                              c.ctx.var("loc.1", ir::Sort::BV64, ir::Bounds{0, uint64_t(w - 1)})};
+  std::string why;
+  ir::Expr sym = c.low.element_symbolic(c.out(), at, &why);
+  ASSERT_TRUE(sym) << why;
+  size_t compared = 0;
+  for (int64_t flat = 0; flat < h * w; flat += 7) {
+    ir::Expr e = c.low.element(c.out(), flat);
+    ir::Env env;
+    env.elem = [&](int32_t t, int64_t i, ir::Sort s) { return smt::draw(3, 1, smt::name_key(c.ctx.tensor_name(t)), i, s, 10); };
+    env.var = [&](std::string_view var, ir::Sort s) {
+      return ir::Value::of_bv(s, uint64_t(var == "loc.0" ? flat / w : flat % w));
+    };
+    double want = ir::Evaluator(env)(e).real, got = ir::Evaluator(env)(sym).real;
+    EXPECT_NEAR(got, want, 1e-9 * (1 + std::fabs(want))) << "location " << flat;
+    ++compared;
+  }
+  EXPECT_GT(compared, 100u);
+}

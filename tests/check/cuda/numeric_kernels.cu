@@ -70,3 +70,9 @@ extern "C" __global__ void conv3x3_sigmoid(const float* x, const float* w, const
       for (int kw = 0; kw < 3; ++kw) acc += x[((n * C + ci) * H + oh + kh) * W + ow + kw] * w[((co * C + ci) * 3 + kh) * 3 + kw];
   y[idx] = 1.f / (1.f + expf(-acc));
 }
+
+// A 3x3 convolution over a 2-D grid of 16x16 blocks (tests/exec/cuda/conv3x3.cuh): the last column
+// block reaches past the width, so the column's digits overlap the row's but for the guard c < w.
+#define CONV3X3_NAME conv3x3_2d
+#define CONV3X3_ROW_IN(rr, h) ((rr) < (h))
+#include "../../exec/cuda/conv3x3.cuh"
