@@ -10,6 +10,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <map>
+#include <set>
 
 #include <fmt/format.h>
 
@@ -658,6 +659,7 @@ ir::Expr Lowering::kernel_read_symbolic(ValueId v, ir::Expr F, ir::Sort s) {
   std::vector<std::pair<ir::Expr, ir::Expr>> arms;  // (where the store holds at F, its value there), in issue order
   if (!recs.empty()) {
     std::optional<exec::Linear> lin;
+    std::set<int64_t> offsets;  // the stores' constant offsets k (an unrolled row loop: one per iteration)
     for (size_t i : recs) {
       const exec::WriteRecord& w = R.writes[i];
       if (w.op != exec::WriteOp::Store) return why("with atomics");
@@ -665,9 +667,9 @@ ir::Expr Lowering::kernel_read_symbolic(ValueId v, ir::Expr F, ir::Sort s) {
       if (!li || !exec::linear_is_exact(w.index, vars, width) || li->k < 0 ||
           std::any_of(li->c, li->c + 6, [](int64_t c) { return c < 0; }))
         return why(fmt::format("at an index that is not affine in the thread ({})", exec::short_string(ctx_, w.index, 160)));
-      if (lin && (li->k != lin->k || !std::equal(li->c, li->c + 6, lin->c)))
-        return why("at different indices in different places");
+      if (lin && !std::equal(li->c, li->c + 6, lin->c)) return why("at indices of different strides in different places");
       lin = li;
+      offsets.insert(li->k);
     }
     std::array<std::optional<uint64_t>, 6> pinned;
     std::vector<int> digits;  // the Vars that move the index, by increasing coefficient
@@ -719,27 +721,52 @@ ir::Expr Lowering::kernel_read_symbolic(ValueId v, ir::Expr F, ir::Sort s) {
       span += (unsigned __int128)uint64_t(lin->c[i]) * (width[size_t(i)] - 1);
       part[i] = lin->c[i];
     }
-    std::vector<ir::Expr> conds;
-    std::array<ir::Expr, 6> theta{};
-    ir::Expr rem = F;
-    if (lin->k) {
-      conds.push_back(ctx_.ule(bv(uint64_t(lin->k)), F));
-      rem = ctx_.bv_sub(F, bv(uint64_t(lin->k)));
+    // Stores at several offsets: no two threads' stores may meet (an index of one thread at k1 that is
+    // another thread's at k2), decided digit by digit over the offsets' differences; a thread's own
+    // stores at different offsets are different elements.
+    if (offsets.size() > 1) {
+      std::array<uint64_t, 6> free_width = width;
+      for (int i = 0; i < 6; ++i)
+        if (pinned[size_t(i)]) free_width[size_t(i)] = 1;
+      auto d = exec::digits_of(lin->c, free_width);
+      const std::vector<int64_t> ks(offsets.begin(), offsets.end());
+      for (int64_t k : ks) {
+        auto meet = d ? exec::digits_reach(*d, ks, k, 4096) : std::nullopt;
+        if (!meet || *meet) return why("at offsets where two threads' stores can meet");
+      }
     }
-    for (size_t d = digits.size(); d-- > 0;) {
-      const int i = digits[d];
-      const uint64_t c = uint64_t(lin->c[i]);
-      ir::Expr q = c == 1 ? rem : ctx_.bv_udiv(rem, bv(c));
-      conds.push_back(ctx_.ult(q, bv(width[size_t(i)])));
-      rem = c == 1 ? bv(0) : ctx_.bv_urem(rem, bv(c));
-      theta[size_t(i)] = ctx_.trunc(q, vars[size_t(i)]->sort);
-    }
-    conds.push_back(ctx_.eq(rem, bv(0)));
-    for (int i = 0; i < 6; ++i)
-      if (pinned[size_t(i)]) theta[size_t(i)] = ctx_.bv_const(vars[size_t(i)]->sort, *pinned[size_t(i)]);
+    // The thread whose store at offset k lands on F, and where it exists (F - k within the box's digits).
+    struct Solved {
+      std::array<ir::Expr, 6> theta{};
+      ir::Expr exists;
+    };
+    std::map<int64_t, Solved> solved;
+    auto solve = [&](int64_t k) -> const Solved& {
+      if (auto it = solved.find(k); it != solved.end()) return it->second;
+      Solved sv;
+      std::vector<ir::Expr> conds;
+      ir::Expr rem = F;
+      if (k) {
+        conds.push_back(ctx_.ule(bv(uint64_t(k)), F));
+        rem = ctx_.bv_sub(F, bv(uint64_t(k)));
+      }
+      for (size_t d = digits.size(); d-- > 0;) {
+        const int i = digits[d];
+        const uint64_t c = uint64_t(lin->c[i]);
+        ir::Expr q = c == 1 ? rem : ctx_.bv_udiv(rem, bv(c));
+        conds.push_back(ctx_.ult(q, bv(width[size_t(i)])));
+        rem = c == 1 ? bv(0) : ctx_.bv_urem(rem, bv(c));
+        sv.theta[size_t(i)] = ctx_.trunc(q, vars[size_t(i)]->sort);
+      }
+      conds.push_back(ctx_.eq(rem, bv(0)));
+      for (int i = 0; i < 6; ++i)
+        if (pinned[size_t(i)]) sv.theta[size_t(i)] = ctx_.bv_const(vars[size_t(i)]->sort, *pinned[size_t(i)]);
+      sv.exists = ctx_.and_(conds);
+      return solved.emplace(k, std::move(sv)).first->second;
+    };
     const bool tid_fixed = pinned[0] && pinned[1] && pinned[2];
     const exec::Dim3 tid{uint32_t(pinned[0].value_or(0)), uint32_t(pinned[1].value_or(0)), uint32_t(pinned[2].value_or(0))};
-    auto at_theta = [&](ir::Expr e) {
+    auto at_theta = [&](ir::Expr e, const std::array<ir::Expr, 6>& theta) {
       return ir::substitute(ctx_, e, [&](ir::Expr leaf) -> ir::Expr {
         for (size_t i = 0; i < 6; ++i)
           if (leaf == vars[i]) return theta[i];
@@ -751,9 +778,9 @@ ir::Expr Lowering::kernel_read_symbolic(ValueId v, ir::Expr F, ir::Sort s) {
         if ((l->op == ir::Op::Load || l->op == ir::Op::TensorElem) && L.resolver->epoch_of(l->tensor()) >= 0) return true;
       return false;
     };
-    const ir::Expr common = ctx_.and_(conds);
     for (size_t r : recs) {
       const exec::WriteRecord& w = R.writes[r];
+      const Solved& sv = solve(exec::linear_of(w.index, vars)->k);
       ir::Expr value = w.value;
       if (reads_shared(value)) {
         // each block's shared cells resolved at the symbolic block, for the one thread position
@@ -769,8 +796,8 @@ ir::Expr Lowering::kernel_read_symbolic(ValueId v, ir::Expr F, ir::Sort s) {
       }
       if (ir::contains_reduce(value))  // as summarized_reads forms them at a location
         value = ir::expand_reductions(ctx_, ir::merge_interleaved(ctx_, value), kExpandedSummaryBelow);
-      value = exec::fold_infinities(ctx_, at_theta(value));
-      ir::Expr holds = ctx_.and_(common, at_theta(w.pred));
+      value = exec::fold_infinities(ctx_, at_theta(value, sv.theta));
+      ir::Expr holds = ctx_.and_(sv.exists, at_theta(w.pred, sv.theta));
       if (holds->op == ir::Op::ConstBool && !holds->u) continue;
       ir::Expr resolved = resolve_reads_symbolic(value);
       if (!resolved) return nullptr;

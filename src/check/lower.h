@@ -157,6 +157,9 @@ class Lowering {
   ir::Context& launch_context() { return ctx_; }
   std::chrono::steady_clock::time_point deadline() const { return deadline_; }
 
+  // Kernel-written elements read at a symbolic index so far (kernel_read_symbolic's answers).
+  size_t threads_solved() const { return kernel_reads_.size(); }
+
   // Executes every launch of the (trimmed) program up front: safety findings and
   // UNSUPPORTED reasons surface before any location is checked.
   void execute_all();

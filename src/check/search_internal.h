@@ -191,6 +191,9 @@ class Search {
   std::unordered_set<size_t> reduce_tried_outputs_;  // outputs estimated too large and built once under a small cap
   std::unordered_set<size_t> giant_term_outputs_;    // outputs whose built locations expand past kNumericTerms
   static constexpr size_t kReduceTrialNodes = 1'000'000;
+  // The solver's slice (each call) at a symbolic location whose value solved a kernel's writing thread
+  // (symbolic_location.cpp).
+  static constexpr unsigned kSolvedThreadSolverMs = 500;
   std::atomic<uint64_t> seq_reduce_index_{0};  // names of symbolic reduction indices (decide.cpp)
   // `lone`: per pair of reductions summing one body over different domains, the body at a point only
   // one side has (closed), for domain_witness. expand: what still differs afterwards is expanded when

@@ -38,8 +38,13 @@ std::vector<SymbolicOutput> Search::settle_symbolically(Clock::time_point end, s
     }
     try {
       std::string why;
+      const size_t solved0 = ref_.threads_solved() + cand_.threads_solved();
       ir::Expr ea = ref_.element_symbolic(mo.ref, coords, &why);
       ir::Expr eb = ea ? cand_.element_symbolic(mo.cand, coords, &why) : nullptr;
+      // a kernel's value with its thread solved from the location: what canonical forms and re-rolling
+      // do not settle there (a warp's xor-lane butterfly, stores at several offsets as an ite chain) the
+      // solver rarely decides either, so it gets a short slice, not the share
+      const bool solved_threads = ref_.threads_solved() + cand_.threads_solved() > solved0;
       if (!ea || !eb) {
         so.how = fmt::format("the {} program's element has no symbolic form: it reads {}", ea ? "candidate" : "reference",
                              why.empty() ? "something without one" : why);
@@ -57,6 +62,7 @@ std::vector<SymbolicOutput> Search::settle_symbolically(Clock::time_point end, s
           smt::DecideOptions dopt = dopt_;
           auto left = std::chrono::duration_cast<std::chrono::milliseconds>(end - Clock::now()).count();
           dopt.timeout_ms = std::min<unsigned>(dopt.timeout_ms, unsigned(std::max<int64_t>(1, left)));
+          if (solved_threads) dopt.timeout_ms = std::min(dopt.timeout_ms, kSolvedThreadSolverMs);
           // as at a location: random points sized by the terms, and past kNumericTerms the stages short of Z3
           if (size_points_by_terms(dopt, ir::expansion_terms(ea) + ir::expansion_terms(eb))) {
             dopt.rlimit = 1;
@@ -73,7 +79,8 @@ std::vector<SymbolicOutput> Search::settle_symbolically(Clock::time_point end, s
           std::string rerolled;
           std::optional<smt::Decision> rd;
           const bool reductions = ir::contains_reduce(ea) || ir::contains_reduce(eb);
-          if (opt_.reroll && reductions) rd = reroll_decide(ctx_, solver, ea, eb, dopt, rerolled, true);
+          // (with a solved thread: one re-rolling pass, the fp32-constant pass being for ATen's constants)
+          if (opt_.reroll && reductions) rd = reroll_decide(ctx_, solver, ea, eb, dopt, rerolled, !solved_threads);
           smt::Decision d = rd && proven(*rd) ? std::move(*rd) : solver.decide(ctx_, ea, eb, dopt);
           if (!proven(d) && opt_.reroll && !reductions)
             if (auto rd2 = reroll_decide(ctx_, solver, ea, eb, dopt, rerolled, true)) d = std::move(*rd2);

@@ -973,7 +973,7 @@ TEST(SymbolicLocation, EveryLocationEvaluatesAsItsOwnExpression) {
 // solved from the index) evaluated at a location give what that location's own expression gives
 // (exec::writers_of's inversion, thread by thread), at the same random inputs, on committed GPU traces
 // of our own programs: a fused min/sum kernel with a shared-memory tree (thread 0 of each block writes),
-// at two shapes, the buggy variant, and Triton kernels.
+// at two shapes, the buggy variant, Triton kernels, and row kernels storing at several offsets.
 TEST(SymbolicLocation, KernelWrittenElementsEvaluateAsTheirWriters) {
   const std::string ex = std::string(DIRIGO_SOURCE_DIR) + "/examples/";
   struct Case {
@@ -986,7 +986,8 @@ TEST(SymbolicLocation, KernelWrittenElementsEvaluateAsTheirWriters) {
                                    {"running_example/bundle-gpu-today-fixed", true, true},
                                    {"triton/rowsum/bundle-gpu-good", true, false},
                                    {"triton/rowsum/bundle-gpu-bad", false, false},
-                                   {"execute_bugs/softmax_correct/bundle", false, false},
+                                   {"execute_bugs/softmax_correct/bundle", true, false},  // stores at 2 offsets
+                                   {"execute_bugs/layernorm_correct/bundle", true, false},
                                    {"execute_bugs/center_rows_correct/bundle", false, false}};
   size_t built = 0, compared = 0;
   for (const auto& [name, must, trim] : cases) {
