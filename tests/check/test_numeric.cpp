@@ -910,6 +910,32 @@ ProgramBuilder one_element_reductions(const char* name, const char* role) {
   return p;
 }
 
+// `sym` (an output's element at coordinates named loc.<dim>) evaluated with the coordinates bound to each
+// of about `samples` locations against that location's own expression, at random points 0 and `point`;
+// how many comparisons were made.
+size_t compare_at_locations(ir::Context& ctx, check::Lowering& low, const program::View& view, ir::Expr sym,
+                            int64_t samples, unsigned point2, size_t output) {
+  size_t compared = 0;
+  int64_t numel = 1;
+  for (int64_t s : view.shape) numel *= s;
+  for (int64_t flat = 0; flat < numel; flat += std::max<int64_t>(1, numel / samples)) {
+    std::vector<int64_t> at = check::unravel(view.shape, flat);
+    ir::Expr e = low.element(view, flat);
+    for (unsigned point : {0u, point2}) {
+      ir::Env env;
+      env.elem = [&](int32_t t, int64_t i, ir::Sort s) { return smt::draw(5, point, smt::name_key(ctx.tensor_name(t)), i, s, 10); };
+      env.var = [&](std::string_view name, ir::Sort s) {
+        return ir::Value::of_bv(s, uint64_t(at.at(std::stoul(std::string(name.substr(4))))));
+      };
+      double want = ir::Evaluator(env)(e).real, got = ir::Evaluator(env)(sym).real;
+      EXPECT_NEAR(got, want, 1e-9 * (1 + std::fabs(want)))
+          << "output " << output << " location " << flat << "\n  symbolic: " << ir::to_string(ctx, sym, {.max_nodes = 60});
+      ++compared;
+    }
+  }
+  return compared;
+}
+
 // An output at a symbolic location (Lowering::element_symbolic: the coordinates as bounded variables, the
 // form the check decides whole outputs by) evaluated with the variables bound to a location gives what
 // that location's own expression gives, at the same random inputs: the symbolic-location handlers of
@@ -942,25 +968,7 @@ TEST(SymbolicLocation, EveryLocationEvaluatesAsItsOwnExpression) {
         ir::Expr sym = low.element_symbolic(view, coords);
         if (!sym) continue;
         ++built;
-        int64_t numel = 1;
-        for (int64_t s : view.shape) numel *= s;
-        for (int64_t flat = 0; flat < numel; flat += std::max<int64_t>(1, numel / 20)) {
-          std::vector<int64_t> at = check::unravel(view.shape, flat);
-          ir::Expr e = low.element(view, flat);
-          for (unsigned point : {0u, 5u}) {
-            ir::Env env;
-            env.elem = [&](int32_t t, int64_t i, ir::Sort s) {
-              return smt::draw(5, point, smt::name_key(ctx.tensor_name(t)), i, s, 10);
-            };
-            env.var = [&](std::string_view name, ir::Sort s) {
-              return ir::Value::of_bv(s, uint64_t(at.at(std::stoul(std::string(name.substr(4))))));
-            };
-            double want = ir::Evaluator(env)(e).real, got = ir::Evaluator(env)(sym).real;
-            EXPECT_NEAR(got, want, 1e-9 * (1 + std::fabs(want)))
-                << "output " << o << " location " << flat << "\n  symbolic: " << ir::to_string(ctx, sym);
-            ++compared;
-          }
-        }
+        compared += compare_at_locations(ctx, low, view, sym, 20, 5, o);
       }
     }
   }
@@ -1009,24 +1017,7 @@ TEST(SymbolicLocation, KernelWrittenElementsEvaluateAsTheirWriters) {
       if (must) EXPECT_TRUE(sym) << why;
       if (!sym) continue;
       ++built;
-      int64_t numel = 1;
-      for (int64_t s : view.shape) numel *= s;
-      for (int64_t flat = 0; flat < numel; flat += std::max<int64_t>(1, numel / 12)) {
-        std::vector<int64_t> at = check::unravel(view.shape, flat);
-        ir::Expr e = low.element(view, flat);
-        for (unsigned point : {0u, 3u}) {
-          ir::Env env;
-          env.elem = [&](int32_t t, int64_t i, ir::Sort s) {
-            return smt::draw(7, point, smt::name_key(ctx.tensor_name(t)), i, s, 10);
-          };
-          env.var = [&](std::string_view var, ir::Sort s) {
-            return ir::Value::of_bv(s, uint64_t(at.at(std::stoul(std::string(var.substr(4))))));
-          };
-          double want = ir::Evaluator(env)(e).real, got = ir::Evaluator(env)(sym).real;
-          EXPECT_NEAR(got, want, 1e-9 * (1 + std::fabs(want))) << "output " << o << " location " << flat;
-          ++compared;
-        }
-      }
+      compared += compare_at_locations(ctx, low, view, sym, 12, 3, o);
     }
   }
   EXPECT_GE(built, 4u);
