@@ -165,7 +165,7 @@ ir::Expr Lowering::element_symbolic(const View& view, std::span<const ir::Expr> 
 }
 
 bool Lowering::reads_deferred(ir::Expr e) {
-  if (!e->has_data()) return false;
+  if (!deferred_reads_ || !e->has_data()) return false;  // no walk over equations of programs that never deferred
   for (ir::Expr l : ir::leaves(e))
     if (l->op == ir::Op::Load)
       if (auto it = tensor_value_.find(l->tensor()); it != tensor_value_.end() && !outside_data(it->second)) return true;
@@ -506,8 +506,7 @@ bool row_major_within(const View& res, const aten::TensorRef& t) {
 ir::Expr Lowering::read_symbolic(const aten::TensorRef& t, std::span<const ir::Expr> idx, ir::Sort s) {
   auto bv = [this](int64_t x) { return cx().bv_const(ir::Sort::BV64, uint64_t(x)); };
   auto none = [this](std::string_view why, const auto&... args) -> ir::Expr {  // element_symbolic says why
-    if (why_not_ && why_not_->empty()) *why_not_ = fmt::format(fmt::runtime(why), args...);
-    return nullptr;
+    return no_symbolic(fmt::format(fmt::runtime(why), args...));
   };
   auto it = tensor_value_.find(t.tensor_id);
   if (it == tensor_value_.end()) return none("a tensor of no value of this program");
@@ -532,7 +531,9 @@ ir::Expr Lowering::read_symbolic(const aten::TensorRef& t, std::span<const ir::E
     for (size_t k = 0; k < idx.size(); ++k) flat = cx().bv_add(flat, cx().bv_mul(idx[k], bv(t.stride(k))));
     // inside a reduction's body the index reads its Bound indices, whose ranges only the finished
     // reduction knows: a deferred read (a Load of the value), resolved once it is built (from_aten)
-    return flat->has_free_bound() ? cx().load(value_tensor(v), flat, s) : kernel_read_symbolic(v, flat, s);
+    if (!flat->has_free_bound()) return kernel_read_symbolic(v, flat, s);
+    ++deferred_reads_;
+    return cx().load(value_tensor(v), flat, s);
   }
   if (!std::holds_alternative<bundle::AtenOp>(op.op)) return none("a value written by a copy or library call");
   const std::string& name = op.aten()->name;
@@ -579,6 +580,15 @@ ir::Expr Lowering::read_symbolic(const aten::TensorRef& t, std::span<const ir::E
   return none("a view of {}'s result that is neither a sub-box of it nor within a row-major result", name);
 }
 
+// A shared input that is the whole of its storage, contiguous from its start: an index Execute proved
+// inside the storage is inside the input.
+bool Lowering::input_is_its_storage(ValueId v) {
+  const SharedLeaf& sl = shared_leaf(v);
+  if (sl.shared < 0 || !sl.contiguous || sl.view->offset != 0) return false;
+  const program::Value& val = prog_.value(v);
+  return uint64_t(sl.numel) == uint64_t(prog_.storages[size_t(val.storage)].nbytes) / bundle::element_size(sl.view->dtype);
+}
+
 ir::Expr Lowering::no_symbolic(const std::string& why) {
   if (why_not_ && why_not_->empty()) *why_not_ = why;
   return nullptr;
@@ -594,12 +604,8 @@ ir::Expr Lowering::storage_read_symbolic(ValueId v, ir::Expr index, ir::Sort s, 
     const uint64_t lo = uint64_t(sl.view->offset), n = uint64_t(sl.numel);
     // inside the input's elements by the index's range, or (a kernel's read, which Execute proved inside
     // the storage) because the input is its whole storage
-    bool inside = b.lo >= lo && b.hi < lo + n;
-    if (!inside && in_storage && lo == 0) {
-      uint64_t st = uint64_t(prog_.storages[size_t(val.storage)].nbytes) / bundle::element_size(sl.view->dtype);
-      inside = st == n;
-    }
-    if (!inside) return no_symbolic("a read of a shared input at an index not known to lie within it");
+    if (!(b.lo >= lo && b.hi < lo + n) && !(in_storage && input_is_its_storage(v)))
+      return no_symbolic("a read of a shared input at an index not known to lie within it");
     return cx().load(sl.tensor, lo ? cx().bv_sub(index, bv(lo)) : index, s);
   }
   if (val.producer >= 0 && std::holds_alternative<bundle::LaunchOp>(prog_.ops[size_t(val.producer)].op))
@@ -660,6 +666,7 @@ ir::Expr Lowering::kernel_read_symbolic(ValueId v, ir::Expr F, ir::Sort s) {
   if (!recs.empty()) {
     std::optional<exec::Linear> lin;
     std::set<int64_t> offsets;  // the stores' constant offsets k (an unrolled row loop: one per iteration)
+    std::vector<int64_t> offset_of;  // per store, in recs' order
     for (size_t i : recs) {
       const exec::WriteRecord& w = R.writes[i];
       if (w.op != exec::WriteOp::Store) return why("with atomics");
@@ -670,6 +677,7 @@ ir::Expr Lowering::kernel_read_symbolic(ValueId v, ir::Expr F, ir::Sort s) {
       if (lin && !std::equal(li->c, li->c + 6, lin->c)) return why("at indices of different strides in different places");
       lin = li;
       offsets.insert(li->k);
+      offset_of.push_back(li->k);
     }
     std::array<std::optional<uint64_t>, 6> pinned;
     std::vector<int> digits;  // the Vars that move the index, by increasing coefficient
@@ -778,21 +786,21 @@ ir::Expr Lowering::kernel_read_symbolic(ValueId v, ir::Expr F, ir::Sort s) {
         if ((l->op == ir::Op::Load || l->op == ir::Op::TensorElem) && L.resolver->epoch_of(l->tensor()) >= 0) return true;
       return false;
     };
-    for (size_t r : recs) {
-      const exec::WriteRecord& w = R.writes[r];
-      const Solved& sv = solve(exec::linear_of(w.index, vars)->k);
+    for (size_t q = 0; q < recs.size(); ++q) {
+      const exec::WriteRecord& w = R.writes[recs[q]];
+      const Solved& sv = solve(offset_of[q]);
       ir::Expr value = w.value;
       if (reads_shared(value)) {
         // each block's shared cells resolved at the symbolic block, for the one thread position
         if (!tid_fixed) return why("from shared memory, at a thread position the index does not fix");
-        std::optional<ir::Expr> sv;
+        std::optional<ir::Expr> in_block;
         try {
-          sv = L.resolver->specialize_tid(value, tid);
+          in_block = L.resolver->specialize_tid(value, tid);
         } catch (const std::runtime_error& e) {
           return why(fmt::format("from shared memory ({})", e.what()));
         }
-        if (!sv) return why("from shared memory the blocks store to differently");
-        value = *sv;
+        if (!in_block) return why("from shared memory the blocks store to differently");
+        value = *in_block;
       }
       if (ir::contains_reduce(value))  // as summarized_reads forms them at a location
         value = ir::expand_reductions(ctx_, ir::merge_interleaved(ctx_, value), kExpandedSummaryBelow);
@@ -1161,13 +1169,7 @@ ir::Expr Lowering::summarized_reads(ir::Expr e) {
     const SharedLeaf& sl = shared_leaf(it->second.second);
     // Execute proved the index inside the launch tensor's storage; that storage is the input
     // itself when the input's view starts at 0 and covers all of it
-    bool whole = false;
-    if (sl.shared >= 0 && sl.contiguous && sl.view->offset == 0) {
-      const program::Value& val = prog_.value(it->second.second);
-      uint64_t elems = uint64_t(prog_.storages[size_t(val.storage)].nbytes) / bundle::element_size(sl.view->dtype);
-      whole = uint64_t(sl.numel) == elems;
-    }
-    if (whole) map[leaf] = ctx_.load(sl.tensor, leaf->arg(0), sl.sort);
+    if (input_is_its_storage(it->second.second)) map[leaf] = ctx_.load(sl.tensor, leaf->arg(0), sl.sort);
     else expand = true;
   }
   // reads of an intermediate value: what it holds at the read's symbolic index (a kernel's stored value

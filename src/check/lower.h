@@ -191,6 +191,8 @@ class Lowering {
   ir::Expr resolve_reads_symbolic(ir::Expr e);
   bool reads_deferred(ir::Expr e);  // e holds a deferred read (read_symbolic inside a reduction)
   bool outside_data(program::ValueId v);
+  bool input_is_its_storage(program::ValueId v);
+  uint64_t deferred_reads_ = 0;  // deferred reads read_symbolic has made (reads_deferred looks only then)
   ir::Expr no_symbolic(const std::string& why);  // nullptr, recording why for element_symbolic
   std::map<std::pair<program::ValueId, ir::Expr>, ir::Expr> kernel_reads_;  // kernel_read_symbolic's answers
   uint64_t opened_reductions_ = 0;  // names the Vars resolve_reads_symbolic opens reductions over

@@ -60,25 +60,35 @@ bundle::Bundle row_sum_bundle(const std::string& ptx, int64_t rows, int64_t cols
   return b;
 }
 
-// x[n], w[k] -> out[n]: relu of a zero-padded same-size convolution (reference: relu(x), another
-// function of the same shape: only the candidate's values are compared here).
-bundle::Bundle conv1d_bundle(const std::string& ptx, int64_t n, int64_t k) {
+// x (shape), w[taps] -> out (shape) by `kernel`(x, w, out, ints...) on grid x block; the reference is
+// relu(x), another function of the same shape (w matched, unused): only the candidate's values are
+// compared here.
+bundle::Bundle taps_bundle(const std::string& ptx, const std::string& kernel, const std::vector<int64_t>& shape,
+                           int64_t taps, const std::vector<int64_t>& ints, std::array<int64_t, 3> grid,
+                           std::array<int64_t, 3> block) {
   ProgramBuilder ref("ref", "reference"), cand("new", "candidate");
-  auto rx = ref.tensor({n}), rw = ref.tensor({k}), ro = ref.tensor({n});
+  auto rx = ref.tensor(shape), rw = ref.tensor({taps}), ro = ref.tensor(shape);
   ref.input("x", rx);
   ref.input("w", rw, "parameter");
   ref.aten("aten::relu", {T(rx)}, {ro});
   ref.output("out0", ro);
-  auto cx = cand.tensor({n}), cw = cand.tensor({k}), co = cand.tensor({n});
+  auto cx = cand.tensor(shape), cw = cand.tensor({taps}), co = cand.tensor(shape);
   cand.input("x", cx);
   cand.input("w", cw, "parameter");
-  cand.launch("conv1d_relu", {T(cx), T(cw), T(co), I(n, "s32"), I(k, "s32")});
+  std::vector<J> args = {T(cx), T(cw), T(co)};
+  for (int64_t v : ints) args.push_back(I(v, "s32"));
+  cand.launch(kernel, args);
   cand.output("out0", co);
   bundle::Bundle b = make_bundle({&ref, &cand}, nullptr, ptx);
   auto& l = launch_op(b, 1, 0);
-  l.grid = {(n + 31) / 32, 1, 1};
-  l.block = {32, 1, 1};
+  l.grid = {grid[0], grid[1], grid[2]};
+  l.block = {block[0], block[1], block[2]};
   return b;
+}
+
+// x[n], w[k] -> out[n]: relu of a zero-padded same-size convolution.
+bundle::Bundle conv1d_bundle(const std::string& ptx, int64_t n, int64_t k) {
+  return taps_bundle(ptx, "conv1d_relu", {n}, k, {n, k}, {(n + 31) / 32, 1, 1}, {32, 1, 1});
 }
 
 // x[N,C,H,W] -> sigmoid(conv2d 3x3 valid, bias) -> mean over (C', OH, OW): the reference in ATen, the
@@ -333,21 +343,7 @@ TEST(KernelIntermediates, TwoDimensionalStoreSolvedUnderItsColumnGuard) {
   const std::string ptx = kernels_ptx();
   NEED_PTX(ptx);
   const int64_t h = 20, w = 37;
-  ProgramBuilder ref("ref", "reference"), cand("new", "candidate");
-  auto rx = ref.tensor({h, w}), rw = ref.tensor({9}), ro = ref.tensor({h, w});
-  ref.input("x", rx);
-  ref.input("w", rw, "parameter");  // matched, so that the candidate's reads of it are shared leaves
-  ref.aten("aten::relu", {T(rx)}, {ro});
-  ref.output("out0", ro);
-  auto cx = cand.tensor({h, w}), cw = cand.tensor({9}), co = cand.tensor({h, w});
-  cand.input("x", cx);
-  cand.input("w", cw, "parameter");
-  cand.launch("conv3x3_2d", {T(cx), T(cw), T(co), I(h, "s32"), I(w, "s32")});
-  cand.output("out0", co);
-  bundle::Bundle b = make_bundle({&ref, &cand}, nullptr, ptx);
-  auto& l = launch_op(b, 1, 0);
-  l.grid = {(w + 15) / 16, (h + 15) / 16, 1};
-  l.block = {16, 16, 1};
+  bundle::Bundle b = taps_bundle(ptx, "conv3x3_2d", {h, w}, 9, {h, w}, {(w + 15) / 16, (h + 15) / 16, 1}, {16, 16, 1});
   Candidate c(b);
   std::vector<ir::Expr> at = {c.ctx.var("loc.0", ir::Sort::BV64, ir::Bounds{0, uint64_t(h - 1)}),
                               c.ctx.var("loc.1", ir::Sort::BV64, ir::Bounds{0, uint64_t(w - 1)})};
