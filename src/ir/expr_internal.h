@@ -367,6 +367,15 @@ struct Context::Impl {
   Expr bv_not(Expr a);
   // division, remainder, high half of products (rewrite_divrem.cpp)
   Expr drop_multiples(Expr x, uint64_t d);
+  // x's terms (a sum, or one product) when their exact unsigned sum stays below 2^w: each monomial with
+  // its index in x's operands and its largest value, and the constant part.
+  struct NoWrapTerms {
+    std::vector<Term> mono;
+    std::vector<size_t> at;
+    std::vector<detail::i128> hi;
+    uint64_t c0 = 0;
+  };
+  std::optional<NoWrapTerms> no_wrap_terms(Expr x);
   std::optional<std::pair<Expr, Expr>> div_split(Expr x, uint64_t d);
   struct GcdSplit {
     Expr a;      // x = g*a + b

@@ -36,36 +36,52 @@ Expr Context::Impl::drop_multiples(Expr x, uint64_t d) {
   return changed ? add_n(s, keep) : x;
 }
 
-// Split x (affine) by divisor d: returns (quotient terms, remainder expr) when the
-// sum provably does not wrap (exact unsigned arithmetic) and some term is divisible.
-std::optional<std::pair<Expr, Expr>> Context::Impl::div_split(Expr x, uint64_t d) {
-  if (x->op != Op::BvAdd && x->op != Op::BvMul) return std::nullopt;
-  if (x->has_undef()) return std::nullopt;
+std::optional<Context::Impl::NoWrapTerms> Context::Impl::no_wrap_terms(Expr x) {
+  if ((x->op != Op::BvAdd && x->op != Op::BvMul) || x->has_undef()) return std::nullopt;
   Sort s = x->sort;
   unsigned w = bv_width(s);
   auto terms = x->op == Op::BvAdd ? x->args() : std::span<const Expr>(&x, 1);
   prepare_bounds(terms);
-  std::vector<Expr> quot, rem;
+  NoWrapTerms nw;
   i128 hi = 0;
+  const i128 lim = static_cast<i128>(width_mask(w));
   for (size_t i = 0; i < terms.size(); ++i) {
-    Expr t = terms[i];
-    if (t->op == Op::ConstBV) {
-      hi += t->u;
-      if (t->u / d) quot.push_back(mk_bv(s, t->u / d));
-      if (t->u % d) rem.push_back(mk_bv(s, t->u % d));
+    if (terms[i]->op == Op::ConstBV) {
+      hi += terms[i]->u;
+      nw.c0 += terms[i]->u;
       continue;
     }
     Term tm = decompose(s, &terms[i]);
     auto mi = mono_iv(tm.f, tm.nf, w);
     if (!mi) return std::nullopt;
-    i128 lim = static_cast<i128>(width_mask(w));
     if (mi->second != 0 && static_cast<i128>(tm.coef->u) > (lim - hi) / mi->second) return std::nullopt;
-    hi += static_cast<i128>(tm.coef->u) * mi->second;  // exact unsigned sum stays below 2^w
+    const i128 top = static_cast<i128>(tm.coef->u) * mi->second;
+    hi += top;  // exact unsigned sum stays below 2^w
+    nw.mono.push_back(tm);
+    nw.at.push_back(i);
+    nw.hi.push_back(top);
+  }
+  if (hi > lim) return std::nullopt;
+  return nw;
+}
+
+// Split x (affine) by divisor d: returns (quotient terms, remainder expr) when the
+// sum provably does not wrap (exact unsigned arithmetic) and some term is divisible.
+std::optional<std::pair<Expr, Expr>> Context::Impl::div_split(Expr x, uint64_t d) {
+  auto nw = no_wrap_terms(x);
+  if (!nw) return std::nullopt;
+  Sort s = x->sort;
+  auto terms = x->op == Op::BvAdd ? x->args() : std::span<const Expr>(&x, 1);
+  std::vector<Expr> quot, rem;
+  if (nw->c0 / d) quot.push_back(mk_bv(s, nw->c0 / d));
+  if (nw->c0 % d) rem.push_back(mk_bv(s, nw->c0 % d));
+  for (size_t j = 0; j < nw->mono.size(); ++j) {
+    Term tm = nw->mono[j];
     if (tm.coef->u % d == 0) {
       tm.coef = mk_bv(s, tm.coef->u / d);
       quot.push_back(term_node(s, tm));
     } else {
-      rem.push_back(t);
+      rem.push_back(terms[nw->at[j]]);
     }
   }
   if (quot.empty()) return std::nullopt;
@@ -76,50 +92,32 @@ std::optional<std::pair<Expr, Expr>> Context::Impl::div_split(Expr x, uint64_t d
 // x / d = a / (d/g) and x % d = g*(a % (d/g)) + b. A flat index split by a block size, (k0 + 16*k1) >> 7
 // with k0 < 16, is k1 >> 3, the field the kernel's own row arithmetic meets. The largest such g.
 std::optional<Context::Impl::GcdSplit> Context::Impl::gcd_split(Expr x, uint64_t d) {
-  if (x->op != Op::BvAdd || x->has_undef()) return std::nullopt;
+  if (x->op != Op::BvAdd) return std::nullopt;
+  auto nw = no_wrap_terms(x);
+  if (!nw) return std::nullopt;
   Sort s = x->sort;
-  unsigned w = bv_width(s);
   auto terms = x->args();
-  prepare_bounds(terms);
-  std::vector<Term> mono;
-  std::vector<size_t> at;
-  uint64_t c0 = 0;
-  i128 hi = 0, lim = static_cast<i128>(width_mask(w));
-  for (size_t i = 0; i < terms.size(); ++i) {
-    if (terms[i]->op == Op::ConstBV) {
-      c0 += terms[i]->u;
-      hi += terms[i]->u;
-      continue;
-    }
-    Term tm = decompose(s, &terms[i]);
-    auto mi = mono_iv(tm.f, tm.nf, w);
-    if (!mi) return std::nullopt;
-    if (mi->second != 0 && static_cast<i128>(tm.coef->u) > (lim - hi) / mi->second) return std::nullopt;
-    hi += static_cast<i128>(tm.coef->u) * mi->second;
-    mono.push_back(tm);
-    at.push_back(i);
-  }
   std::vector<uint64_t> gs;
-  for (const Term& t : mono)
+  for (const Term& t : nw->mono)
     if (uint64_t g = std::gcd(t.coef->u, d); g > 1) gs.push_back(g);
   std::sort(gs.begin(), gs.end(), std::greater<>());
   gs.erase(std::unique(gs.begin(), gs.end()), gs.end());
   for (uint64_t g : gs) {
     std::vector<Expr> a, b;
-    i128 bhi = c0 % g;
-    for (size_t j = 0; j < mono.size(); ++j) {
-      Term tm = mono[j];
+    i128 bhi = nw->c0 % g;
+    for (size_t j = 0; j < nw->mono.size(); ++j) {
+      Term tm = nw->mono[j];
       if (tm.coef->u % g == 0) {
         tm.coef = mk_bv(s, tm.coef->u / g);
         a.push_back(term_node(s, tm));
       } else {
-        b.push_back(terms[at[j]]);
-        bhi += static_cast<i128>(tm.coef->u) * mono_iv(tm.f, tm.nf, w)->second;
+        b.push_back(terms[nw->at[j]]);
+        bhi += nw->hi[j];
       }
     }
     if (a.empty() || b.empty() || bhi >= static_cast<i128>(g)) continue;
-    if (c0 / g) a.push_back(mk_bv(s, c0 / g));
-    if (c0 % g) b.push_back(mk_bv(s, c0 % g));
+    if (nw->c0 / g) a.push_back(mk_bv(s, nw->c0 / g));
+    if (nw->c0 % g) b.push_back(mk_bv(s, nw->c0 % g));
     return GcdSplit{add_n(s, a), add_n(s, b), g};
   }
   return std::nullopt;
